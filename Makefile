@@ -1,0 +1,65 @@
+# flowledger developer tasks (GNU make). A fresh machine needs only python3, go and make.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PY ?= python3
+VENV = .venv
+VPY = $(VENV)/bin/python
+STAMP = $(VENV)/.installed
+MINIO_STATE ?= .minio
+MINIO_BUCKET ?= flowledger
+PYTEST_ARGS ?=
+
+.PHONY: help setup minio-build minio-start minio-stop minio-env test demo lint bench clean
+
+help:
+	@echo "make setup        create $(VENV) and install flowledger[dev,server] (when pyproject.toml changed)"
+	@echo "make minio-build  build and cache the pinned MinIO binary (needs go)"
+	@echo "make minio-start  start MinIO (state in $(MINIO_STATE), bucket $(MINIO_BUCKET)); minio-stop stops it"
+	@echo "make test         unit, s3 (moto) and minio tiers; PYTEST_ARGS=... passes options to pytest"
+	@echo "make demo | lint | bench | clean"
+
+setup: $(STAMP)
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+
+# Reinstall only when pyproject.toml is newer than the stamp.
+$(STAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -e '.[dev,server]'
+	touch $@
+
+minio-build: setup
+	$(VPY) -m infra.minio build
+
+minio-start: minio-build
+	$(VPY) -m infra.minio start --state-dir $(MINIO_STATE) --bucket $(MINIO_BUCKET)
+
+# Stdlib only: works even when the venv is gone.
+minio-stop:
+	$(PY) -m infra.minio stop --state-dir $(MINIO_STATE)
+
+minio-env:
+	@$(PY) -m infra.minio env --state-dir $(MINIO_STATE)
+
+# The tests start their own MinIO on a free port from the cached binary.
+# FLOWLEDGER_REQUIRE_TIERS makes the session fail if any of these tiers is skipped or empty.
+test: setup minio-build
+	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio \
+		$(VENV)/bin/pytest -m "unit or s3 or minio" $(PYTEST_ARGS)
+
+demo: setup
+	$(VENV)/bin/flowledger demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict infra
+
+bench: setup minio-build
+	PYTHONPATH=$(CURDIR) $(VPY) -m bench
+
+# Never touches ~/.cache (the MinIO binary and Maven/Ivy jars stay cached).
+clean: minio-stop
+	rm -rf $(VENV) flowledger-data $(MINIO_STATE) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

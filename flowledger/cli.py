@@ -1,0 +1,40 @@
+"""The `flowledger` command line (typer). Errors go to stderr as one line, exit code 1."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from .errors import REPORTED, one_line
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+RepoOption = Annotated[
+    str | None,
+    typer.Option(
+        "--repo", envvar="FLOWLEDGER_REPO", help="Repository URI (default ./flowledger-data)"
+    ),
+]
+
+
+@app.callback()
+def root() -> None:
+    """flowledger: content, provenance and an ACID timeline on object storage."""
+
+
+@app.command()
+def demo(repo: RepoOption = None) -> None:
+    """Run everything that works so far, end to end, on the repository."""
+    from .demo import run_demo
+
+    run_demo(repo, Console())
+
+
+def main() -> None:
+    try:
+        app()  # click handles usage errors and --help itself
+    except REPORTED as exc:
+        print(f"flowledger: error: {one_line(exc)}", file=sys.stderr)
+        sys.exit(1)

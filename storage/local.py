@@ -1,0 +1,398 @@
+"""Local filesystem backend: the embedded default, with the same guarantees as S3.
+
+* create-only: the object is written to a temp file, fsynced, then hard-linked into place;
+  `link` fails if the name exists, so exactly one of racing writers wins and no reader ever
+  sees a partial object.
+* compare-and-swap: under an `flock` on a per-key lock file (works across processes), the
+  current etag is checked and the temp file is renamed over the object.
+* keys map to paths as they are, so the repository can be browsed with `ls`. Like MinIO, a
+  key cannot also be a folder of other keys (`a/b` and `a/b/c`): flowledger's layouts never
+  need that, and such a write fails with a clear error.
+* etags are (inode, mtime in ns, size); each write stamps a fresh nanosecond mtime with
+  random low digits, so a recycled inode cannot make an old etag match again (ABA).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import random
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO, cast
+
+from .errors import (
+    Conflict,
+    InvalidKey,
+    NotFound,
+    RangeNotSatisfiable,
+    StorageError,
+    translate_os,
+)
+from .keys import RESERVED_PREFIX, validate_prefix
+from .objectstore import (
+    ByteRange,
+    ListPage,
+    ObjectInfo,
+    ObjectStore,
+    ObjectWriter,
+    RequestStats,
+)
+from .settings import StoreSettings
+
+TMP_DIR = RESERVED_PREFIX + "tmp"
+LOCK_DIR = RESERVED_PREFIX + "locks"
+
+
+def key_path(root: Path, key: str) -> Path:
+    """Where a key lives under `root`."""
+    return root / key
+
+
+def _etag(st: os.stat_result) -> str:
+    return f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
+
+
+def _info(key: str, st: os.stat_result) -> ObjectInfo:
+    return ObjectInfo(
+        key, st.st_size, _etag(st), datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=UTC)
+    )
+
+
+class _LocalWriter(ObjectWriter):
+    def __init__(self, store: LocalObjectStore, key: str, if_none_match: bool) -> None:
+        self._store = store
+        self._key = key
+        self._if_none_match = if_none_match
+        self._tmp = store._new_tmp()
+        self._fh: BinaryIO | None = open(self._tmp, "wb")  # noqa: SIM115 - closed in commit/abort
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._fh is None:
+            raise StorageError(f"write to {self._store.url(self._key)} after commit/abort")
+        return self._fh.write(data)
+
+    def commit(self) -> ObjectInfo:
+        if self._fh is None:
+            raise StorageError(f"commit of {self._store.url(self._key)} after commit/abort")
+        fh, self._fh = self._fh, None
+        self._store._finish_tmp(fh)
+        return self._store._publish(self._key, self._tmp, self._if_none_match)
+
+    def abort(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._tmp)
+
+
+class LocalObjectStore(ObjectStore):
+    def __init__(
+        self,
+        root: str | Path,
+        settings: StoreSettings | None = None,
+        stats: RequestStats | None = None,
+        base: Path | None = None,
+    ) -> None:
+        self.root = Path(root).absolute()
+        self.base = base or self.root  # where temp files and locks live (shared by scopes)
+        self.settings = settings or StoreSettings()
+        self.stats = stats or RequestStats()
+        self.uri = "file://" + str(self.root)
+        try:
+            (self.base / TMP_DIR).mkdir(parents=True, exist_ok=True)
+            (self.base / LOCK_DIR).mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise translate_os(exc, self.uri, "open") from exc
+
+    def scoped(self, prefix: str) -> LocalObjectStore:
+        validate_prefix(prefix)
+        folder = key_path(self.root, prefix.strip("/") + "/x").parent
+        return LocalObjectStore(folder, self.settings, self.stats, self.base)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _path(self, key: str) -> Path:
+        return key_path(self.root, self._key(key))
+
+    def _new_tmp(self) -> Path:
+        return self.base / TMP_DIR / uuid.uuid4().hex
+
+    def _finish_tmp(self, fh: BinaryIO) -> None:
+        """Stamp a unique mtime (see module doc), flush to disk and close."""
+        fh.flush()
+        if self.settings.fsync:
+            os.fsync(fh.fileno())
+        stamp = time.time_ns() // 1000 * 1000 + random.randrange(1000)
+        os.utime(fh.fileno(), ns=(stamp, stamp))
+        fh.close()
+
+    def _write_tmp(self, data: bytes) -> Path:
+        tmp = self._new_tmp()
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            self._finish_tmp(fh)
+        return tmp
+
+    def _sync_dir(self, path: Path) -> None:
+        if not self.settings.fsync:
+            return
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _publish(self, key: str, tmp: Path, if_none_match: bool) -> ObjectInfo:
+        """Move a finished temp file into place: link (create-only) or rename (overwrite)."""
+        path = self._path(key)
+        self.stats.add("PUT")
+        try:
+            for _ in range(10):  # a concurrent delete may prune the parent directory
+                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    if if_none_match:
+                        os.link(tmp, path)
+                    else:
+                        os.replace(tmp, path)
+                    break
+                except FileNotFoundError:
+                    continue
+            else:
+                raise NotFound(f"put {self.url(key)}: parent directory keeps vanishing", key)
+            self._sync_dir(path.parent)
+            return _info(key, os.stat(path))
+        except NotADirectoryError as exc:
+            raise InvalidKey(
+                f"put {self.url(key)}: a parent of this key is itself an object; a key cannot "
+                "also be a folder of other keys (MinIO has the same rule)",
+                self.url(key),
+            ) from exc
+        except FileExistsError as exc:
+            raise Conflict(
+                f"put-if-absent {self.url(key)}: object already exists; another writer won",
+                self.url(key),
+            ) from exc
+        except OSError as exc:
+            raise translate_os(exc, self.url(key), "put") from exc
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    @contextlib.contextmanager
+    def _key_lock(self, key: str) -> Iterator[None]:
+        name = hashlib.sha1(str(self._path(key)).encode()).hexdigest()
+        with open(self.base / LOCK_DIR / name, "a+b") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    # -- writes -----------------------------------------------------------------------------
+    def put(self, key: str, data: bytes) -> ObjectInfo:
+        self._key(key)
+        with self._key_lock(key):  # serialise with compare-and-swap on the same key
+            return self._publish(key, self._write_tmp(data), False)
+
+    def put_if_absent(self, key: str, data: bytes) -> ObjectInfo:
+        self._key(key)
+        return self._publish(key, self._write_tmp(data), True)
+
+    def put_if_match(self, key: str, data: bytes, etag: str) -> ObjectInfo:
+        self._key(key)
+        tmp = self._write_tmp(data)
+        try:
+            with self._key_lock(key):
+                try:
+                    current = _etag(os.stat(self._path(key)))
+                except FileNotFoundError:
+                    current = None
+                if current != etag:
+                    state = "does not exist" if current is None else "has changed"
+                    raise Conflict(
+                        f"put-if-match {self.url(key)}: object {state}; another writer won",
+                        self.url(key),
+                    )
+                return self._publish(key, tmp, False)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
+        self._key(key)
+        return _LocalWriter(self, key, if_none_match)
+
+    def compose(
+        self, key: str, sources: Sequence[ByteRange], *, if_none_match: bool = False
+    ) -> ObjectInfo:
+        writer = self.open_writer(key, if_none_match=if_none_match)
+        try:
+            for src in sources:
+                with self.open_read(src.key, src.start, src.length) as stream:
+                    writer.write_from(stream)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.commit()
+
+    # -- reads ------------------------------------------------------------------------------
+    def open_read(self, key: str, start: int = 0, length: int | None = None) -> BinaryIO:
+        path = self._path(key)
+        self.stats.add("GET")
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - returned to the caller
+        except OSError as exc:
+            raise translate_os(exc, self.url(key), "get") from exc
+        size = os.fstat(fh.fileno()).st_size
+        if start > 0 and start >= size:
+            fh.close()
+            raise RangeNotSatisfiable(
+                f"get {self.url(key)}: offset {start} is past the end ({size} bytes)",
+                self.url(key),
+            )
+        fh.seek(start)
+        if length is None:
+            return fh
+        return cast(BinaryIO, _Limited(fh, length))
+
+    def get(self, key: str, start: int = 0, length: int | None = None) -> bytes:
+        with self.open_read(key, start, length) as fh:
+            return fh.read()
+
+    def get_object(self, key: str) -> tuple[bytes, ObjectInfo]:
+        path = self._path(key)
+        self.stats.add("GET")
+        try:
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                return fh.read(), _info(key, st)
+        except OSError as exc:
+            raise translate_os(exc, self.url(key), "get") from exc
+
+    def head(self, key: str) -> ObjectInfo:
+        self.stats.add("HEAD")
+        try:
+            return _info(key, os.stat(self._path(key)))
+        except OSError as exc:
+            raise translate_os(exc, self.url(key), "head") from exc
+
+    def _walk(self, prefix: str) -> list[str]:
+        """All keys under `prefix`, sorted in UTF-8 byte order like S3."""
+        folder = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        keys: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.root / folder):
+            rel = Path(dirpath).relative_to(self.root).as_posix()
+            base = "" if rel == "." else rel + "/"
+            keys.extend(base + f for f in filenames if (base + f).startswith(prefix))
+            dirnames[:] = [
+                d
+                for d in dirnames
+                if not d.startswith(RESERVED_PREFIX)  # temp files and locks, never keys
+                and ((base + d + "/").startswith(prefix) or prefix.startswith(base + d + "/"))
+            ]
+        keys.sort(key=lambda k: k.encode("utf-8"))
+        return keys
+
+    def list_page(
+        self, prefix: str = "", start_after: str | None = None, max_keys: int = 1000
+    ) -> ListPage:
+        validate_prefix(prefix)
+        self.stats.add("LIST")
+        keys = self._walk(prefix)
+        if start_after is not None:
+            after = start_after.encode("utf-8")
+            keys = [k for k in keys if k.encode("utf-8") > after]
+        page = keys[:max_keys]
+        objects = []
+        for k in page:
+            try:
+                objects.append(_info(k, os.stat(key_path(self.root, k))))
+            except FileNotFoundError:
+                continue  # deleted since the walk
+        more = len(keys) > max_keys
+        return ListPage(tuple(objects), page[-1] if more and page else None)
+
+    def list(self, prefix: str = "", start_after: str | None = None) -> Iterator[ObjectInfo]:
+        # One walk for the whole listing; counted as the pages S3 would have needed.
+        validate_prefix(prefix)
+        keys = self._walk(prefix)
+        if start_after is not None:
+            after = start_after.encode("utf-8")
+            keys = [k for k in keys if k.encode("utf-8") > after]
+        self.stats.add("LIST", max(1, -(-len(keys) // 1000)))
+        for k in keys:
+            try:
+                yield _info(k, os.stat(key_path(self.root, k)))
+            except FileNotFoundError:
+                continue
+
+    # -- deletes ----------------------------------------------------------------------------
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        self.stats.add("DELETE")
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise translate_os(exc, self.url(key), "delete") from exc
+        self._prune(path.parent)
+
+    def _prune(self, directory: Path) -> None:
+        """Remove empty directories up to the root, so listings do not walk dead folders."""
+        while directory != self.root and self.root in directory.parents:
+            try:
+                directory.rmdir()
+            except OSError:
+                return
+            directory = directory.parent
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        batch = [self._key(k) for k in keys]
+        self.stats.add("DELETE_BATCH", max(1, -(-len(batch) // 1000)) if batch else 0)
+        for key in batch:
+            path = key_path(self.root, key)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise translate_os(exc, self.url(key), "delete") from exc
+            self._prune(path.parent)
+
+    def destroy(self) -> None:
+        """Remove the whole repository directory (tests and `make clean`)."""
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _Limited:
+    """A read-only view of the next `length` bytes of a file."""
+
+    def __init__(self, fh: BinaryIO, length: int) -> None:
+        self._fh = fh
+        self._left = length
+
+    def read(self, n: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        n = self._left if n is None or n < 0 else min(n, self._left)
+        data = self._fh.read(n)
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> _Limited:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

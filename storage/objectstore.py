@@ -1,0 +1,217 @@
+"""The object-store interface every backend implements, and the values it passes around."""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import BinaryIO
+
+from .keys import validate_key, validate_prefix
+
+COPY_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+    etag: str
+    last_modified: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ListPage:
+    objects: tuple[ObjectInfo, ...]
+    #: Pass as `start_after` to get the next page; None when this was the last page.
+    next_start_after: str | None
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    """A slice of an existing object, a source for `compose`. length None = to the end."""
+
+    key: str
+    start: int = 0
+    length: int | None = None
+
+
+class RequestStats:
+    """Counts requests by kind, so benchmarks and tests can show what an operation costs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, op: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[op] += n
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def total(self) -> int:
+        with self._lock:
+            return sum(self._counts.values())
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+class ObjectWriter(ABC):
+    """A streaming upload. Memory stays bounded whatever the object size.
+
+    Use as a context manager: the object is committed on a clean exit and aborted (nothing
+    visible) on an exception.
+    """
+
+    @abstractmethod
+    def write(self, data: bytes | bytearray | memoryview) -> int: ...
+
+    @abstractmethod
+    def commit(self) -> ObjectInfo:
+        """Make the object visible, atomically. Raises Conflict for a lost create-only."""
+
+    @abstractmethod
+    def abort(self) -> None: ...
+
+    def write_from(self, stream: BinaryIO, chunk: int = COPY_CHUNK) -> int:
+        total = 0
+        while block := stream.read(chunk):
+            total += self.write(block)
+        return total
+
+    def __enter__(self) -> ObjectWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+class ObjectStore(ABC):
+    """An object store rooted at a repository URI; keys are relative to that root.
+
+    Conditional writes are the only synchronisation primitive: `put_if_absent` (If-None-Match)
+    and `put_if_match` (If-Match). A conditional write retried after a lost response is
+    resolved by reading back and comparing bytes, so callers that need ownership must write
+    bodies that are unique to the writer (a writer id, a nonce).
+    """
+
+    uri: str
+    stats: RequestStats
+
+    def url(self, key: str = "") -> str:
+        return self.uri.rstrip("/") + ("/" + key if key else "")
+
+    def _key(self, key: str) -> str:
+        return validate_key(key, self._root_prefix())
+
+    def _root_prefix(self) -> str:
+        return ""
+
+    # -- writes -----------------------------------------------------------------------------
+    @abstractmethod
+    def put(self, key: str, data: bytes) -> ObjectInfo:
+        """Unconditional write (last writer wins). Use only for keys nobody else writes."""
+
+    @abstractmethod
+    def put_if_absent(self, key: str, data: bytes) -> ObjectInfo:
+        """Create-only write. Raises Conflict if the key exists."""
+
+    @abstractmethod
+    def put_if_match(self, key: str, data: bytes, etag: str) -> ObjectInfo:
+        """Compare-and-swap. Raises Conflict if the object is missing or its etag differs."""
+
+    @abstractmethod
+    def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
+        """A streaming (multipart) upload with bounded memory."""
+
+    def upload_stream(
+        self, key: str, stream: BinaryIO, *, if_none_match: bool = False
+    ) -> ObjectInfo:
+        writer = self.open_writer(key, if_none_match=if_none_match)
+        try:
+            writer.write_from(stream)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.commit()
+
+    @abstractmethod
+    def compose(
+        self, key: str, sources: Sequence[ByteRange], *, if_none_match: bool = False
+    ) -> ObjectInfo:
+        """Write the concatenation of `sources` as `key`, server-side where the backend can."""
+
+    # -- reads ------------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, key: str, start: int = 0, length: int | None = None) -> bytes:
+        """Read bytes [start, start+length) (to the end if length is None)."""
+
+    @abstractmethod
+    def get_object(self, key: str) -> tuple[bytes, ObjectInfo]:
+        """Read the whole object with its etag (for read-modify-CAS)."""
+
+    @abstractmethod
+    def open_read(self, key: str, start: int = 0, length: int | None = None) -> BinaryIO:
+        """A stream over a byte range, for contents too big for memory."""
+
+    @abstractmethod
+    def head(self, key: str) -> ObjectInfo: ...
+
+    def exists(self, key: str) -> bool:
+        from .errors import NotFound
+
+        try:
+            self.head(key)
+        except NotFound:
+            return False
+        return True
+
+    @abstractmethod
+    def list_page(
+        self, prefix: str = "", start_after: str | None = None, max_keys: int = 1000
+    ) -> ListPage:
+        """One page of keys under `prefix`, in UTF-8 byte order, strictly after `start_after`."""
+
+    def list(self, prefix: str = "", start_after: str | None = None) -> Iterator[ObjectInfo]:
+        """Every key under `prefix` after `start_after`, paging as needed."""
+        validate_prefix(prefix)
+        cursor = start_after
+        while True:
+            page = self.list_page(prefix, cursor)
+            yield from page.objects
+            if page.next_start_after is None:
+                return
+            cursor = page.next_start_after
+
+    # -- deletes ----------------------------------------------------------------------------
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Delete if present (deleting a missing key is not an error)."""
+
+    @abstractmethod
+    def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many keys, in batches of at most 1,000 per request."""
+
+    # -- scoping ----------------------------------------------------------------------------
+    @abstractmethod
+    def scoped(self, prefix: str) -> ObjectStore:
+        """A view of this store rooted at `prefix` (same connection and stats)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default has nothing to release."""

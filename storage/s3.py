@@ -1,0 +1,501 @@
+"""S3 backend (boto3): AWS S3, MinIO, moto's server, any endpoint with conditional writes."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from . import capability
+from .compose import MIN_PART, plan_compose
+from .errors import (
+    Conflict,
+    NotFound,
+    StorageError,
+    UnknownOutcome,
+    is_conflict,
+    is_outcome_unknown,
+    raise_s3,
+    retry_attempts,
+)
+from .keys import validate_prefix
+from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
+from .settings import StoreSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+_AWS_ERRORS = (ClientError, BotoCoreError)
+
+
+def make_client(settings: StoreSettings) -> S3Client:
+    path_style = settings.path_style_access
+    if path_style is None:
+        path_style = settings.endpoint_url is not None
+    config = Config(
+        region_name=settings.region,
+        retries={"mode": "standard", "max_attempts": settings.attempts_maximum},
+        connect_timeout=settings.connection_establish_timeout,
+        read_timeout=settings.connection_timeout,
+        max_pool_connections=settings.connection_maximum,
+        s3={"addressing_style": "path" if path_style else "auto"},
+        # Third-party servers (MinIO, moto) vary in flexible-checksum support; S3 only
+        # requires checksums on a few operations, so send them only there.
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+    )
+    session = boto3.session.Session()
+    return session.client(
+        "s3",
+        endpoint_url=settings.endpoint_url,
+        aws_access_key_id=settings.access_key_id,
+        aws_secret_access_key=settings.secret_access_key,
+        config=config,
+    )
+
+
+def _multipart_etag(part_etags: Sequence[str]) -> str:
+    digest = hashlib.md5(
+        b"".join(bytes.fromhex(e.strip('"')) for e in part_etags), usedforsecurity=False
+    )
+    return f'"{digest.hexdigest()}-{len(part_etags)}"'
+
+
+class S3ObjectStore(ObjectStore):
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        settings: StoreSettings | None = None,
+        client: S3Client | None = None,
+        stats: RequestStats | None = None,
+        pool: ThreadPoolExecutor | None = None,
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.settings = settings or StoreSettings()
+        self.client = client or make_client(self.settings)
+        self.stats = stats or RequestStats()
+        self.endpoint = self.client.meta.endpoint_url
+        self.uri = f"s3://{bucket}/{self.prefix}".rstrip("/")
+        self._pool = pool or ThreadPoolExecutor(
+            max_workers=self.settings.connection_maximum, thread_name_prefix="flowledger-s3"
+        )
+
+    def scoped(self, prefix: str) -> S3ObjectStore:
+        validate_prefix(prefix)
+        return S3ObjectStore(
+            self.bucket,
+            self.prefix + prefix.strip("/"),
+            self.settings,
+            self.client,
+            self.stats,
+            self._pool,
+        )
+
+    def _root_prefix(self) -> str:
+        return self.prefix
+
+    def _full(self, key: str) -> str:
+        return self.prefix + self._key(key)
+
+    def _fail(self, exc: BaseException, key: str, op: str) -> StorageError:
+        try:
+            raise_s3(exc, self.url(key), self.endpoint, op)
+        except StorageError as err:
+            return err
+
+    def capabilities(self) -> capability.Capabilities:
+        self.stats.add("PROBE")
+        return capability.probe(self.client, self.bucket, self.prefix, self.endpoint)
+
+    def _require_conditional_put(self) -> None:
+        capability.require_conditional_put(
+            self.capabilities(), self.endpoint, self.bucket, self.settings.allow_unsafe
+        )
+
+    # -- writes -----------------------------------------------------------------------------
+    def put(self, key: str, data: bytes) -> ObjectInfo:
+        full = self._full(key)
+        self.stats.add("PUT")
+        try:
+            resp = self.client.put_object(Bucket=self.bucket, Key=full, Body=data)
+        except _AWS_ERRORS as exc:
+            raise self._fail(exc, key, "put") from exc
+        return ObjectInfo(key, len(data), resp["ETag"])
+
+    def put_if_absent(self, key: str, data: bytes) -> ObjectInfo:
+        return self._conditional_put(key, data, {"IfNoneMatch": "*"}, "put-if-absent")
+
+    def put_if_match(self, key: str, data: bytes, etag: str) -> ObjectInfo:
+        return self._conditional_put(key, data, {"IfMatch": etag}, "put-if-match")
+
+    def _conditional_put(self, key: str, data: bytes, cond: dict[str, str], op: str) -> ObjectInfo:
+        full = self._full(key)
+        self._require_conditional_put()
+        self.stats.add("PUT")
+        try:
+            resp = self.client.put_object(Bucket=self.bucket, Key=full, Body=data, **cond)  # type: ignore[arg-type]
+            return ObjectInfo(key, len(data), resp["ETag"])
+        except ClientError as exc:
+            if "IfMatch" in cond and isinstance(self._fail(exc, key, op), NotFound):
+                raise Conflict(
+                    f"{op} {self.url(key)}: object does not exist; another writer won",
+                    self.url(key),
+                ) from exc
+            if not is_conflict(exc):
+                raise self._fail(exc, key, op) from exc
+            # A retried request can lose to its own first attempt: read back (DESIGN §1.6).
+            if retry_attempts(exc) > 0:
+                mine = self._read_back(key, data)
+                if mine is not None:
+                    return mine
+            raise Conflict(
+                f"{op} {self.url(key)}: precondition failed; another writer won", self.url(key)
+            ) from exc
+        except BotoCoreError as exc:
+            if not is_outcome_unknown(exc):
+                raise self._fail(exc, key, op) from exc
+            try:
+                mine = self._read_back(key, data)
+            except StorageError:
+                mine = None
+            if mine is not None:
+                return mine
+            raise UnknownOutcome(
+                f"{op} {self.url(key)}: the connection to {self.endpoint} failed after the "
+                "request was sent and reading back could not confirm it; retry the operation "
+                "(it is idempotent) once the endpoint is healthy",
+                self.url(key),
+            ) from exc
+
+    def _read_back(self, key: str, data: bytes) -> ObjectInfo | None:
+        """The object if it holds exactly `data` (our write landed), else None."""
+        try:
+            body, info = self.get_object(key)
+        except NotFound:
+            return None
+        return info if body == data else None
+
+    def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
+        self._full(key)
+        if if_none_match:
+            self._require_conditional_put()
+            capability.require_conditional_multipart(
+                self.capabilities(), self.endpoint, self.bucket, self.settings.allow_unsafe
+            )
+        return _S3Writer(self, key, if_none_match)
+
+    def compose(
+        self, key: str, sources: Sequence[ByteRange], *, if_none_match: bool = False
+    ) -> ObjectInfo:
+        resolved = [
+            src
+            if src.length is not None
+            else ByteRange(src.key, src.start, self.head(src.key).size - src.start)
+            for src in sources
+        ]
+        writer = cast(_S3Writer, self.open_writer(key, if_none_match=if_none_match))
+        try:
+            for step in plan_compose(resolved):
+                if step.copy is not None:
+                    writer.copy_part(step.copy)
+                else:
+                    for piece in step.pieces:
+                        writer.write(self.get(piece.key, piece.start, piece.length))
+                    if sum(p.length or 0 for p in step.pieces) >= MIN_PART:
+                        writer.end_part()  # else it is the tail: the last part, or one PUT
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.commit()
+
+    # -- reads ------------------------------------------------------------------------------
+    def _get(self, key: str, start: int, length: int | None) -> Any:
+        full = self._full(key)
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": full}
+        if length == 0:
+            return None
+        if start or length is not None:
+            end = "" if length is None else str(start + length - 1)
+            kwargs["Range"] = f"bytes={start}-{end}"
+        self.stats.add("GET")
+        try:
+            return self.client.get_object(**kwargs)
+        except _AWS_ERRORS as exc:
+            raise self._fail(exc, key, "get") from exc
+
+    def get(self, key: str, start: int = 0, length: int | None = None) -> bytes:
+        resp = self._get(key, start, length)
+        if resp is None:
+            return b""
+        try:
+            return cast(bytes, resp["Body"].read())
+        except _AWS_ERRORS as exc:
+            raise self._fail(exc, key, "get") from exc
+
+    def get_object(self, key: str) -> tuple[bytes, ObjectInfo]:
+        resp = self._get(key, 0, None)
+        try:
+            body = cast(bytes, resp["Body"].read())
+        except _AWS_ERRORS as exc:
+            raise self._fail(exc, key, "get") from exc
+        return body, ObjectInfo(key, len(body), resp["ETag"], resp.get("LastModified"))
+
+    def open_read(self, key: str, start: int = 0, length: int | None = None) -> BinaryIO:
+        resp = self._get(key, start, length)
+        if resp is None:
+            import io
+
+            return io.BytesIO(b"")
+        return cast(BinaryIO, resp["Body"])
+
+    def head(self, key: str) -> ObjectInfo:
+        full = self._full(key)
+        self.stats.add("HEAD")
+        try:
+            resp = self.client.head_object(Bucket=self.bucket, Key=full)
+        except _AWS_ERRORS as exc:
+            raise self._fail(exc, key, "head") from exc
+        return ObjectInfo(key, resp["ContentLength"], resp["ETag"], resp.get("LastModified"))
+
+    def list_page(
+        self, prefix: str = "", start_after: str | None = None, max_keys: int = 1000
+    ) -> ListPage:
+        validate_prefix(prefix)
+        kwargs: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Prefix": self.prefix + prefix,
+            "MaxKeys": max_keys,
+        }
+        if start_after:
+            kwargs["StartAfter"] = self.prefix + start_after
+        self.stats.add("LIST")
+        try:
+            resp = self.client.list_objects_v2(**kwargs)
+        except _AWS_ERRORS as exc:
+            raise self._fail(exc, prefix, "list") from exc
+        n = len(self.prefix)
+        objects = tuple(
+            ObjectInfo(o["Key"][n:], o["Size"], o["ETag"], o.get("LastModified"))
+            for o in resp.get("Contents", [])
+        )
+        more = resp.get("IsTruncated", False) and objects
+        return ListPage(objects, objects[-1].key if more else None)
+
+    # -- deletes ----------------------------------------------------------------------------
+    def delete(self, key: str) -> None:
+        full = self._full(key)
+        self.stats.add("DELETE")
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=full)
+        except _AWS_ERRORS as exc:
+            raise self._fail(exc, key, "delete") from exc
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        full = [self._full(k) for k in keys]
+        for i in range(0, len(full), 1000):
+            batch = full[i : i + 1000]
+            self.stats.add("DELETE_BATCH")
+            try:
+                resp = self.client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                )
+            except _AWS_ERRORS as exc:
+                raise self._fail(exc, batch[0][len(self.prefix) :], "delete") from exc
+            errors = resp.get("Errors", [])
+            if errors:
+                first = errors[0]
+                raise StorageError(
+                    f"delete {self.url(first.get('Key', '')[len(self.prefix) :])}: "
+                    f"{first.get('Code')}: {first.get('Message')} ({len(errors)} keys failed)",
+                    self.uri,
+                )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+
+class _S3Writer(ObjectWriter):
+    """Multipart upload: at most `fast_upload_active_blocks` parts in flight plus one buffer."""
+
+    def __init__(self, store: S3ObjectStore, key: str, if_none_match: bool) -> None:
+        self._store = store
+        self._key = key
+        self._full = store._full(key)
+        self._if_none_match = if_none_match
+        self._part_size = store.settings.multipart_size
+        self._buf = bytearray()
+        self._upload_id: str | None = None
+        self._parts: list[Future[str]] = []
+        self._slots = threading.BoundedSemaphore(store.settings.fast_upload_active_blocks)
+        self._done = False
+        self._size = 0
+
+    def _fail(self, exc: BaseException, op: str) -> StorageError:
+        return self._store._fail(exc, self._key, op)
+
+    def _ensure_upload(self) -> str:
+        if self._upload_id is None:
+            self._store.stats.add("MPU_CREATE")
+            try:
+                resp = self._store.client.create_multipart_upload(
+                    Bucket=self._store.bucket, Key=self._full
+                )
+            except _AWS_ERRORS as exc:
+                raise self._fail(exc, "multipart upload") from exc
+            self._upload_id = resp["UploadId"]
+        return self._upload_id
+
+    def _submit(self, call: Any) -> None:
+        upload_id = self._ensure_upload()
+        number = len(self._parts) + 1
+        self._slots.acquire()
+
+        def run() -> str:
+            try:
+                return cast(str, call(upload_id, number))
+            finally:
+                self._slots.release()
+
+        self._parts.append(self._store._pool.submit(run))
+
+    def end_part(self) -> None:
+        """Upload what is buffered as one part (compose uses this to place part boundaries)."""
+        if not self._buf:
+            return
+        body, self._buf = self._buf, bytearray()  # handed over, not copied
+        store = self._store
+
+        def upload(upload_id: str, number: int) -> str:
+            store.stats.add("MPU_PART")
+            try:
+                resp = store.client.upload_part(
+                    Bucket=store.bucket,
+                    Key=self._full,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    Body=body,  # type: ignore[arg-type]  # botocore sends bytearray as is
+                )
+            except _AWS_ERRORS as exc:
+                raise self._fail(exc, "upload part") from exc
+            return resp["ETag"]
+
+        self._submit(upload)
+
+    def copy_part(self, src: ByteRange) -> None:
+        assert src.length is not None and not self._buf
+        self._size += src.length
+        store = self._store
+        source = {"Bucket": store.bucket, "Key": store._full(src.key)}
+        rng = f"bytes={src.start}-{src.start + src.length - 1}"
+
+        def copy(upload_id: str, number: int) -> str:
+            store.stats.add("MPU_COPY")
+            try:
+                resp = store.client.upload_part_copy(
+                    Bucket=store.bucket,
+                    Key=self._full,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    CopySource=source,  # type: ignore[arg-type]
+                    CopySourceRange=rng,
+                )
+            except _AWS_ERRORS as exc:
+                raise self._fail(exc, "upload part copy") from exc
+            return resp["CopyPartResult"]["ETag"]
+
+        self._submit(copy)
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._done:
+            raise StorageError(f"write to {self._store.url(self._key)} after commit/abort")
+        view = memoryview(data).cast("B")
+        while view:
+            take = min(len(view), self._part_size - len(self._buf))
+            self._buf += view[:take]
+            self._size += take
+            view = view[take:]
+            if len(self._buf) >= self._part_size:
+                self.end_part()
+        return len(data)
+
+    def commit(self) -> ObjectInfo:
+        if self._done:
+            raise StorageError(f"commit of {self._store.url(self._key)} after commit/abort")
+        self._done = True
+        store = self._store
+        if self._upload_id is None:  # small object: one PUT instead of a multipart upload
+            data = bytes(self._buf)
+            if self._if_none_match:
+                return store.put_if_absent(self._key, data)
+            return store.put(self._key, data)
+        try:
+            self.end_part()
+            etags = [f.result() for f in self._parts]
+        except BaseException:
+            self._abort_upload()
+            raise
+        parts = [{"ETag": e, "PartNumber": i + 1} for i, e in enumerate(etags)]
+        kwargs: dict[str, Any] = {
+            "Bucket": store.bucket,
+            "Key": self._full,
+            "UploadId": self._upload_id,
+            "MultipartUpload": {"Parts": parts},
+        }
+        if self._if_none_match:
+            kwargs["IfNoneMatch"] = "*"
+        store.stats.add("MPU_COMPLETE")
+        try:
+            resp = store.client.complete_multipart_upload(**kwargs)
+        except ClientError as exc:
+            if is_conflict(exc):
+                if retry_attempts(exc) > 0 and self._landed(etags):
+                    return store.head(self._key)
+                self._abort_upload()
+                raise Conflict(
+                    f"put-if-absent {store.url(self._key)}: object already exists; "
+                    "another writer won",
+                    store.url(self._key),
+                ) from exc
+            self._abort_upload()
+            raise self._fail(exc, "complete multipart upload") from exc
+        except BotoCoreError as exc:
+            if is_outcome_unknown(exc) and self._landed(etags):
+                return store.head(self._key)
+            raise self._fail(exc, "complete multipart upload") from exc
+        return ObjectInfo(self._key, self._size, resp["ETag"])
+
+    def _landed(self, etags: Sequence[str]) -> bool:
+        try:
+            return self._store.head(self._key).etag == _multipart_etag(etags)
+        except StorageError:
+            return False
+
+    def _abort_upload(self) -> None:
+        if self._upload_id is None:
+            return
+        for f in self._parts:
+            f.cancel()
+        for f in self._parts:
+            with contextlib.suppress(BaseException):
+                f.result()
+        # Best effort: a bucket lifecycle rule removes uploads that could not be aborted.
+        with contextlib.suppress(*_AWS_ERRORS):
+            self._store.client.abort_multipart_upload(
+                Bucket=self._store.bucket, Key=self._full, UploadId=self._upload_id
+            )
+        self._upload_id = None
+
+    def abort(self) -> None:
+        self._done = True
+        self._buf = bytearray()
+        self._abort_upload()

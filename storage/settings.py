@@ -1,0 +1,58 @@
+"""Settings of the object-store layer (one frozen object; see docs/configuration.md)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+MiB = 1024 * 1024
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """How to reach and use an object store.
+
+    Names follow Hadoop s3a's (`fs.s3a.multipart.size`, `fs.s3a.attempts.maximum`, ...)
+    where one exists. Endpoint, region and credentials default to the standard AWS variables.
+    """
+
+    endpoint_url: str | None = field(default_factory=lambda: os.environ.get("AWS_ENDPOINT_URL"))
+    region: str = field(
+        default_factory=lambda: (
+            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        )
+    )
+    access_key_id: str | None = field(
+        default_factory=lambda: os.environ.get("AWS_ACCESS_KEY_ID"), repr=False
+    )
+    secret_access_key: str | None = field(
+        default_factory=lambda: os.environ.get("AWS_SECRET_ACCESS_KEY"), repr=False
+    )
+    #: s3a `fs.s3a.path.style.access`; None = path style when an endpoint is set (MinIO, moto).
+    path_style_access: bool | None = None
+    #: s3a `fs.s3a.attempts.maximum`: total attempts for throttling, 5xx and transport errors.
+    attempts_maximum: int = 5
+    #: s3a `fs.s3a.connection.establish.timeout` (seconds).
+    connection_establish_timeout: float = 5.0
+    #: s3a `fs.s3a.connection.timeout` (seconds) for reading a response.
+    connection_timeout: float = 60.0
+    #: s3a `fs.s3a.connection.maximum`: HTTP connection pool size.
+    connection_maximum: int = 32
+    #: s3a `fs.s3a.multipart.size`: part size of streaming uploads (S3 minimum 5 MiB).
+    multipart_size: int = 8 * MiB
+    #: s3a `fs.s3a.fast.upload.active.blocks`: parts uploading at once per stream.
+    fast_upload_active_blocks: int = 4
+    #: Run against an endpoint that ignores conditional writes (loses atomicity; opt-in only).
+    allow_unsafe: bool = field(default_factory=lambda: _env_flag("FLOWLEDGER_ALLOW_UNSAFE"))
+    #: Local backend: fsync files and directories before a write returns.
+    fsync: bool = True
+
+    def __post_init__(self) -> None:
+        if self.multipart_size < 5 * MiB:
+            raise ValueError("multipart_size must be at least 5 MiB (the S3 part minimum)")
+        if self.fast_upload_active_blocks < 1 or self.attempts_maximum < 1:
+            raise ValueError("fast_upload_active_blocks and attempts_maximum must be >= 1")

@@ -1,0 +1,164 @@
+"""Test tiers and the servers they run against.
+
+Tiers are pytest markers: unit (local filesystem), s3 (moto's threaded HTTP server), minio
+(a real MinIO built from its Go module), spark. `FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio`
+(set by `make test` and CI) turns a skipped test or an empty tier into a failed run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from storage import (
+    LocalObjectStore,
+    ObjectStore,
+    S3ObjectStore,
+    StoreSettings,
+    capability,
+    open_store,
+)
+from tests.support.servers import MotoServer, S3Endpoint
+
+TIERS = ("unit", "s3", "minio", "spark")
+
+
+def _isolate_from_machine() -> None:
+    """Never read the machine's AWS profile, credentials or instance metadata."""
+    for name in list(os.environ):
+        if name.startswith("AWS_") or name == "FLOWLEDGER_REPO":
+            del os.environ[name]
+    empty = os.path.join(tempfile.gettempdir(), "flowledger-no-aws-config")
+    os.environ["AWS_CONFIG_FILE"] = empty
+    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = empty
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+
+_isolate_from_machine()
+logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request log lines
+
+
+# -- tier enforcement --------------------------------------------------------------------------
+_ran: Counter[str] = Counter()
+_skipped: list[str] = []
+
+
+def _required() -> set[str]:
+    return {t for t in os.environ.get("FLOWLEDGER_REQUIRE_TIERS", "").split(",") if t}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not any(item.get_closest_marker(t) for t in TIERS):
+            raise pytest.UsageError(f"{item.nodeid} has no tier marker ({', '.join(TIERS)})")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tiers = [t for t in TIERS if t in report.keywords]
+    if report.skipped:
+        _skipped.append(report.nodeid)
+    elif report.when == "call":
+        for t in tiers:
+            _ran[t] += 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    required = _required()
+    if not required:
+        return
+    problems = [f"tier {t!r} ran no test" for t in sorted(required) if _ran[t] == 0]
+    problems += [f"skipped: {n}" for n in _skipped]
+    if problems:
+        print("\nFLOWLEDGER_REQUIRE_TIERS failed:\n  " + "\n  ".join(problems))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _unavailable(tier: str, why: str) -> None:
+    if tier in _required():
+        pytest.fail(f"{tier} tier required but unavailable: {why}")
+    pytest.skip(f"{tier} tier unavailable: {why}")
+
+
+# -- servers -----------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    server = MotoServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def moto(moto_server: MotoServer) -> S3Endpoint:
+    """moto's server, reset for this test."""
+    moto_server.reset()
+    capability.forget()
+    return moto_server.endpoint
+
+
+@pytest.fixture(scope="session")
+def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    from infra import minio as infra_minio
+
+    if not infra_minio.binary_path().exists():
+        _unavailable(
+            "minio", f"no MinIO binary at {infra_minio.binary_path()}; run `make minio-build`"
+        )
+    server = infra_minio.start(tmp_path_factory.mktemp("minio"))
+    yield S3Endpoint("minio", server.endpoint, server.access_key, server.secret_key, server.region)
+    infra_minio.stop(server)
+
+
+# -- stores on every backend -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Backend:
+    """How to open (from any process) a fresh store on one backend."""
+
+    name: str
+    uri: str
+    settings: StoreSettings
+    endpoint: S3Endpoint | None = None
+
+    def open(self, **overrides: object) -> ObjectStore:
+        settings = self.settings
+        if overrides:
+            settings = StoreSettings(**{**settings.__dict__, **overrides})  # type: ignore[arg-type]
+        return open_store(self.uri, settings)
+
+
+BACKENDS = [
+    pytest.param("local", marks=pytest.mark.unit, id="local"),
+    pytest.param("moto", marks=pytest.mark.s3, id="moto"),
+    pytest.param("minio", marks=pytest.mark.minio, id="minio"),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    name = request.param
+    if name == "local":
+        return Backend("local", "file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
+    endpoint: S3Endpoint = request.getfixturevalue(name)
+    bucket = endpoint.new_bucket()
+    return Backend(name, f"s3://{bucket}/repo", endpoint.settings(), endpoint)
+
+
+@pytest.fixture
+def store(backend: Backend) -> Iterator[ObjectStore]:
+    s = backend.open()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def make_store(backend: Backend) -> Callable[..., ObjectStore]:
+    return backend.open
+
+
+__all__ = ["Backend", "LocalObjectStore", "S3ObjectStore"]
