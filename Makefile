@@ -10,7 +10,7 @@ MINIO_STATE ?= .minio
 MINIO_BUCKET ?= flowledger
 PYTEST_ARGS ?=
 
-.PHONY: help setup minio-build minio-start minio-stop minio-env test demo lint bench clean
+.PHONY: help setup lock spark-jars minio-build minio-start minio-stop minio-env test demo lint bench clean
 
 help:
 	@echo "make setup        create $(VENV) and install flowledger[dev,server] (when pyproject.toml changed)"
@@ -25,9 +25,21 @@ $(VPY):
 	$(PY) -m venv $(VENV)
 
 # Reinstall only when pyproject.toml is newer than the stamp.
-$(STAMP): pyproject.toml | $(VPY)
-	$(VPY) -m pip install -e '.[dev,server]'
+$(STAMP): pyproject.toml constraints.txt | $(VPY)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -c constraints.txt -e '.[dev,server,spark]'
 	touch $@
+
+# Re-resolve the dependency set into constraints.txt after changing pyproject.toml.
+lock:
+	rm -rf .venv-lock && $(PY) -m venv .venv-lock
+	.venv-lock/bin/pip install -q -e '.[dev,server,spark]'
+	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
+	rm -rf .venv-lock
+
+# hadoop-aws + AWS SDK bundle for PySpark's s3a, cached under ~/.cache/flowledger/spark-jars.
+spark-jars: setup
+	$(VPY) -m infra.spark jars
 
 minio-build: setup
 	$(VPY) -m infra.minio build
@@ -44,9 +56,9 @@ minio-env:
 
 # The tests start their own MinIO on a free port from the cached binary.
 # FLOWLEDGER_REQUIRE_TIERS makes the session fail if any of these tiers is skipped or empty.
-test: setup minio-build
-	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio \
-		$(VENV)/bin/pytest -m "unit or s3 or minio" $(PYTEST_ARGS)
+test: setup minio-build spark-jars
+	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio,spark \
+		$(VENV)/bin/pytest -m "unit or s3 or minio or spark" $(PYTEST_ARGS)
 
 demo: setup
 	$(VENV)/bin/flowledger demo

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,6 +114,35 @@ def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
     server = infra_minio.start(tmp_path_factory.mktemp("minio"))
     yield S3Endpoint("minio", server.endpoint, server.access_key, server.secret_key, server.region)
     infra_minio.stop(server)
+
+
+@pytest.fixture(scope="session")
+def spark(minio: S3Endpoint) -> Iterator[Any]:
+    """A local PySpark session whose s3a filesystem points at the test MinIO."""
+    try:
+        from pyspark.sql import SparkSession
+
+        from infra import spark as infra_spark
+
+        jars = infra_spark.jar_paths()
+    except Exception as exc:  # pyspark or the s3a jars missing
+        _unavailable("spark", f"{exc}; run `make spark-jars`")
+    from storage.s3a import s3a_conf
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("flowledger-tests")
+        .config("spark.jars", ",".join(str(j) for j in jars))
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "2g")
+    )
+    for key, value in s3a_conf(minio.settings()).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
 
 
 # -- stores on every backend -------------------------------------------------------------------
