@@ -8,6 +8,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from .commands import content
+from .commands import table as table_cmd
+from .commands import timeline as timeline_cmd
 from .errors import REPORTED, one_line
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -17,6 +20,9 @@ RepoOption = Annotated[
         "--repo", envvar="FLOWLEDGER_REPO", help="Repository URI (default ./flowledger-data)"
     ),
 ]
+app.add_typer(content.app, name="content")
+app.add_typer(timeline_cmd.app, name="timeline")
+app.add_typer(table_cmd.app, name="table")
 
 
 @app.callback()

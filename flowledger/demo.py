@@ -11,6 +11,9 @@ from rich.table import Table
 
 from storage import Conflict, ObjectStore, open_store
 
+from .demos.content import demo_content
+from .demos.timeline import demo_timeline
+
 
 def _race(store: ObjectStore, key: str, writers: int) -> list[str]:
     """`writers` threads try to create the same key at once; returns the winners."""
@@ -64,3 +67,5 @@ def run_demo(repo: str | None, console: Console) -> None:
     store = open_store(repo)
     console.print(f"repository: [bold]{store.uri}[/]")
     demo_object_store(store, console)
+    demo_content(store, console)
+    demo_timeline(store, console)

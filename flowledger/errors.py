@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from storage import StorageError
+from storage.content import ContentRepositoryError
+from timeline import TimelineError
 
 
 class FlowledgerError(Exception):
@@ -15,4 +17,11 @@ def one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-REPORTED = (FlowledgerError, StorageError, ValueError, OSError)
+REPORTED = (
+    FlowledgerError,
+    StorageError,
+    ContentRepositoryError,
+    TimelineError,
+    ValueError,
+    OSError,
+)

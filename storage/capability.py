@@ -43,12 +43,17 @@ def _conflicts(call: Any) -> bool:
     return False
 
 
+def cached(endpoint: str, bucket: str) -> Capabilities | None:
+    with _lock:
+        return _cache.get((endpoint, bucket))
+
+
 def probe(client: S3Client, bucket: str, prefix: str, endpoint: str) -> Capabilities:
     """Probe (or return the cached answer for) `endpoint`/`bucket`."""
     cache_key = (endpoint, bucket)
-    with _lock:
-        if cache_key in _cache:
-            return _cache[cache_key]
+    known = cached(endpoint, bucket)
+    if known is not None:
+        return known
     key = f"{prefix}{PROBE_PREFIX}{uuid.uuid4().hex}"
     uri = f"s3://{bucket}/{key}"
     try:

@@ -113,7 +113,10 @@ class S3ObjectStore(ObjectStore):
             return err
 
     def capabilities(self) -> capability.Capabilities:
-        self.stats.add("PROBE")
+        known = capability.cached(self.endpoint, self.bucket)
+        if known is not None:
+            return known
+        self.stats.add("PROBE")  # one probe = ~6 requests, once per process and bucket
         return capability.probe(self.client, self.bucket, self.prefix, self.endpoint)
 
     def _require_conditional_put(self) -> None:

@@ -1,0 +1,74 @@
+"""Hudi-style timeline: ACID instants on object storage with conditional writes, and tables.
+
+See docs/timeline-protocol.md for the object layout and the commit protocol.
+"""
+
+from .active import Timeline
+from .errors import (
+    CommitConflict,
+    CommitOutcomeUnknown,
+    InstantNotFound,
+    InvalidInstant,
+    PlanError,
+    TimelineError,
+)
+from .instant import (
+    ACTIONS,
+    CLEAN,
+    COMMIT,
+    COMMIT_ACTIONS,
+    COMPACTION,
+    DELTA_COMMIT,
+    INDEXING,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    InstantTimeGenerator,
+    State,
+    format_name,
+    parse_name,
+)
+from .metadata import DataFile, Entry
+from .settings import TableSettings
+from .snapshot import Snapshot
+from .table import Table
+from .txn import Transaction
+
+ActiveTimeline = Timeline
+
+__all__ = [
+    "ACTIONS",
+    "CLEAN",
+    "COMMIT",
+    "COMMIT_ACTIONS",
+    "COMPACTION",
+    "DELTA_COMMIT",
+    "INDEXING",
+    "REPLACE_COMMIT",
+    "RESTORE",
+    "ROLLBACK",
+    "SAVEPOINT",
+    "WRITE_ACTIONS",
+    "ActiveTimeline",
+    "CommitConflict",
+    "CommitOutcomeUnknown",
+    "DataFile",
+    "Entry",
+    "Instant",
+    "InstantNotFound",
+    "InstantTimeGenerator",
+    "InvalidInstant",
+    "PlanError",
+    "Snapshot",
+    "State",
+    "Table",
+    "TableSettings",
+    "Timeline",
+    "TimelineError",
+    "Transaction",
+    "format_name",
+    "parse_name",
+]

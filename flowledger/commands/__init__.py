@@ -1,0 +1,1 @@
+"""CLI command groups (typer apps), one module per group."""

@@ -1,0 +1,92 @@
+"""`flowledger table ...`: write Parquet/CSV files as one commit, read a snapshot (no Spark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from storage import open_store
+from timeline import Table
+
+app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
+
+UriArg = Annotated[str, typer.Argument(help="Table URI: ./flowledger-data/tables/t1, s3://...")]
+
+
+def _load(files: list[Path]) -> pa.Table | list[str]:
+    if all(f.suffix.lower() == ".parquet" for f in files):
+        return [str(f) for f in files]  # stored as they are
+    tables = []
+    for f in files:
+        if f.suffix.lower() == ".csv":
+            tables.append(pacsv.read_csv(f))
+        elif f.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            tables.append(pq.read_table(f))
+        else:
+            raise ValueError(f"{f}: only .parquet and .csv files can be written")
+    return pa.concat_tables(tables, promote_options="default")
+
+
+@app.command()
+def write(
+    table_uri: UriArg,
+    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False)],
+    mode: Annotated[str, typer.Option(help="append or overwrite")] = "append",
+    partition_by: Annotated[
+        list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Write FILEs (Parquet or CSV) to the table as one commit."""
+    data = _load(files)
+    if partition_by and isinstance(data, list):
+        import pyarrow.parquet as pq
+
+        data = pa.concat_tables([pq.read_table(p) for p in data], promote_options="default")
+    table = Table.open(open_store(table_uri))
+    done = table.write(data, mode=mode, partition_by=partition_by or None)
+    if as_json:
+        print(json.dumps({"instant_time": done.time, "action": done.action, "seq": done.seq}))
+    else:
+        print(f"committed {done}")
+
+
+@app.command()
+def read(
+    table_uri: UriArg,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
+    count: Annotated[bool, typer.Option("--count", help="Only the row count")] = False,
+    limit: Annotated[int, typer.Option(help="Rows to print")] = 20,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Read the table's snapshot (optionally as of an instant)."""
+    table = Table.open(open_store(table_uri))
+    if count:
+        snap = table.snapshot(as_of)
+        if as_json:
+            print(
+                json.dumps(
+                    {"rows": snap.rows, "files": len(snap.files), "instant_time": snap.instant_time}
+                )
+            )
+        else:
+            print(snap.rows)
+        return
+    data = table.read(as_of)
+    rows = data.slice(0, limit).to_pylist() if data.num_rows else []
+    if as_json:
+        print(json.dumps(rows, default=str))
+        return
+    out = RichTable(*data.column_names, caption=f"{table.uri}: {data.num_rows} rows")
+    for r in rows:
+        out.add_row(*(str(v) for v in r.values()))
+    Console().print(out)

@@ -1,0 +1,148 @@
+"""`flowledger timeline ...`: show a table's timeline, roll back, savepoint, restore, clean."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from storage import open_store
+from timeline import Instant, Table, TimelineError
+from timeline.settings import KEEP_LATEST_COMMITS
+
+app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
+
+TableOption = Annotated[
+    str | None,
+    typer.Option(
+        "--table",
+        envvar="FLOWLEDGER_TABLE",
+        help="Table URI, e.g. ./flowledger-data/tables/t1 or s3://bucket/tables/t1",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+
+
+def open_table(uri: str | None) -> Table:
+    if not uri:
+        raise TimelineError(
+            "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
+            "FLOWLEDGER_TABLE"
+        )
+    return Table.open(open_store(uri))
+
+
+def describe(table: Table) -> list[dict[str, Any]]:
+    """One row per instant: time, action, state, completion order, files and rows written."""
+    timeline = table.timeline()
+    rows = []
+    for i in timeline:
+        row: dict[str, Any] = {
+            "instant_time": i.time,
+            "action": i.action,
+            "state": i.state.value,
+            "completion_order": i.seq,
+        }
+        if i.is_completed and i.action in ("commit", "deltacommit", "replacecommit"):
+            e = table.tl.entry_of(i)
+            row["operation"] = e.metadata.get("operation", "")
+            row["files_added"] = len(e.added)
+            row["files_replaced"] = len(e.replaced)
+            row["rows"] = sum(f.rows for f in e.added)
+        elif i.is_completed and i.action in ("clean", "rollback", "restore"):
+            e = table.tl.entry_of(i)
+            row["files_deleted"] = len(e.deleted)
+            if e.target:
+                row["target"] = e.target
+        rows.append(row)
+    return rows
+
+
+def _print(done: Instant, what: str, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"instant_time": done.time, "action": done.action, "seq": done.seq}))
+    else:
+        print(f"{what}: {done}")
+
+
+@app.command()
+def show(table: TableOption = None, as_json: JsonOption = False) -> None:
+    """Every instant of the active timeline, in instant-time order."""
+    t = open_table(table)
+    rows = describe(t)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    out = RichTable(title=t.uri)
+    out.add_column("instant time", no_wrap=True, min_width=17)
+    for name in ("action", "state", "completion", "operation", "files", "rows"):
+        out.add_column(name)
+    for r in rows:
+        files = r.get("files_added", r.get("files_deleted", ""))
+        out.add_row(
+            r["instant_time"],
+            r["action"],
+            r["state"],
+            "" if r["completion_order"] is None else str(r["completion_order"]),
+            str(r.get("operation", r.get("target", ""))),
+            str(files),
+            str(r.get("rows", "")),
+        )
+    Console().print(out)
+
+
+@app.command()
+def rollback(
+    instant: Annotated[str, typer.Argument(help="Instant time to roll back")],
+    table: TableOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Roll back a pending write or the latest completed commit."""
+    _print(open_table(table).rollback(instant), "rolled back by", as_json)
+
+
+@app.command()
+def savepoint(
+    instant: Annotated[str, typer.Argument(help="Completed commit to savepoint")],
+    table: TableOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Keep the table as of INSTANT restorable (the cleaner leaves its files alone)."""
+    _print(open_table(table).savepoint(instant), "savepoint", as_json)
+
+
+@app.command()
+def restore(
+    instant: Annotated[str, typer.Argument(help="Savepointed instant to restore to")],
+    table: TableOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Restore the table to a savepoint, rolling back every later commit (newest first)."""
+    _print(open_table(table).restore(instant), "restored by", as_json)
+
+
+@app.command()
+def clean(
+    table: TableOption = None,
+    policy: Annotated[
+        str, typer.Option(help="KEEP_LATEST_COMMITS or KEEP_LATEST_FILE_VERSIONS")
+    ] = KEEP_LATEST_COMMITS,
+    retained: Annotated[int | None, typer.Option(help="Commits (or file versions) to keep")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete files that no retained snapshot (or savepoint) reads."""
+    done = open_table(table).clean(policy, retained)
+    if done is None:
+        print(json.dumps(None) if as_json else "nothing to clean")
+    else:
+        _print(done, "cleaned by", as_json)
+
+
+@app.command()
+def recover(table: TableOption = None) -> None:
+    """Roll back failed writes (expired heartbeats) and finish interrupted table services."""
+    for line in open_table(table).recover() or ["nothing to recover"]:
+        print(line)

@@ -1,0 +1,1 @@
+"""Demo steps, one module per capability; `flowledger.demo.run_demo` runs them in order."""

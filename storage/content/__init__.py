@@ -1,0 +1,44 @@
+"""NiFi's content repository rebuilt on object storage (see docs/content-repository.md).
+
+repo = ContentRepository.open("s3://bucket/flowledger")     # or ContentRepository(store)
+with repo.transaction() as session:
+    claim = session.write_bytes(b"hello")                     # packed into a resource claim
+repo.read_bytes(claim)                                        # one ranged GET, verified
+"""
+
+from .claims import ContentClaim, ResourceClaim
+from .containers import Container
+from .errors import (
+    ClaimNotWritable,
+    ContainerFull,
+    ContentConflict,
+    ContentIntegrityError,
+    ContentNotFound,
+    ContentRepositoryError,
+    ContentUnknownOutcome,
+)
+from .ledger import ClaimLedger, ClaimRecord, LedgerBatch
+from .repository import ContentRepository
+from .session import ContentSession
+from .settings import ContentRepositorySettings
+from .writer import ContentWriter
+
+__all__ = [
+    "ClaimLedger",
+    "ClaimNotWritable",
+    "ClaimRecord",
+    "Container",
+    "ContainerFull",
+    "ContentClaim",
+    "ContentConflict",
+    "ContentIntegrityError",
+    "ContentNotFound",
+    "ContentRepository",
+    "ContentRepositoryError",
+    "ContentRepositorySettings",
+    "ContentSession",
+    "ContentUnknownOutcome",
+    "ContentWriter",
+    "LedgerBatch",
+    "ResourceClaim",
+]

@@ -1,0 +1,128 @@
+"""The output stream of one content: packed into a shared buffer, or streamed on its own."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, BinaryIO
+
+from ..errors import StorageError
+from ..objectstore import ObjectWriter
+from . import checksum
+from .claims import ContentClaim, ResourceClaim
+from .errors import ContentRepositoryError, translate
+from .local import WritableClaim
+
+if TYPE_CHECKING:
+    from .session import ContentSession
+
+
+class ContentWriter:
+    """Write the bytes of one content; `close()` returns (and `claim` holds) its claim.
+
+    Bytes go to the session's writable resource claim (a buffer sealed as one object). Once
+    the content grows past `large_content_threshold` it moves to a resource claim of its own,
+    uploaded as a streaming multipart upload, so memory stays bounded.
+    """
+
+    def __init__(self, session: ContentSession, wc: WritableClaim, offset: int) -> None:
+        self._session = session
+        self._wc: WritableClaim | None = wc
+        self._offset = offset
+        self._threshold = session.settings.large_content_threshold
+        self._crc = 0
+        self._length = 0
+        self._big: ObjectWriter | None = None
+        self._big_rc: ResourceClaim | None = None
+        self._done = False
+        self.claim: ContentClaim | None = None
+
+    @property
+    def bytes_written(self) -> int:
+        return self._length
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._done:
+            raise ContentRepositoryError("write to a content writer that is already closed")
+        n = len(data)
+        if self._big is None and self._length + n > self._threshold:
+            self._spill()
+        try:
+            if self._big is not None:
+                self._big.write(data)
+            else:
+                assert self._wc is not None
+                self._wc.buf += data
+        except StorageError as exc:
+            raise translate(exc, f"write content to {self._big_rc}") from exc
+        self._crc = checksum.update(self._crc, data)
+        self._length += n
+        return n
+
+    def write_from(self, stream: BinaryIO, chunk: int = 1024 * 1024) -> int:
+        total = 0
+        while block := stream.read(chunk):
+            total += self.write(block)
+        return total
+
+    def _spill(self) -> None:
+        """Move this content out of the shared buffer into a streamed claim of its own."""
+        wc = self._wc
+        assert wc is not None
+        rc, container = self._session._new_own_claim()
+        try:
+            big = container.store.open_writer(rc.key)
+            with memoryview(wc.buf) as view:
+                big.write(view[self._offset :])
+        except StorageError as exc:
+            raise translate(exc, f"start streaming content into {rc}") from exc
+        del wc.buf[self._offset :]
+        self._session._moved(wc, rc)
+        self._wc, self._big, self._big_rc = None, big, rc
+
+    def close(self) -> ContentClaim:
+        if self.claim is not None:
+            return self.claim
+        if self._done:
+            raise ContentRepositoryError("content writer was aborted")
+        self._done = True
+        sum_text = checksum.format_checksum(self._crc)
+        if self._big is not None:
+            assert self._big_rc is not None
+            try:
+                self._big.commit()
+            except StorageError as exc:
+                self._session._aborted(None, self._big_rc)
+                raise translate(exc, f"upload content {self._big_rc}") from exc
+            self._session._own_closed(self._big_rc, self._length)
+            self.claim = ContentClaim(self._big_rc, 0, self._length, sum_text)
+        else:
+            assert self._wc is not None
+            self.claim = ContentClaim(self._wc.rc, self._offset, self._length, sum_text)
+            self._session._closed(self._wc)
+        return self.claim
+
+    def abort(self) -> None:
+        """Discard what was written: nothing will reference it."""
+        if self._done:
+            return
+        self._done = True
+        if self._big is not None:
+            self._big.abort()
+            self._session._aborted(None, self._big_rc)
+        elif self._wc is not None:
+            del self._wc.buf[self._offset :]
+            self._session._aborted(self._wc, None)
+
+    def __enter__(self) -> ContentWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

@@ -1,0 +1,59 @@
+"""Which completions conflict (the optimistic validation run before taking a log position).
+
+The later of two completions checks its intent against every log entry that completed after
+the state it was planned on. Write/write follows Hudi's
+SimpleConcurrentFileWritesConflictResolutionStrategy: overlapping file groups conflict; a
+replaced partition conflicts with any write into it. Table services conflict where one could
+make the other's plan wrong (see docs/timeline-protocol.md, "Conflict rules").
+"""
+
+from __future__ import annotations
+
+from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT
+from .metadata import Entry
+
+
+def _rolls_back_completed(e: Entry) -> bool:
+    return (e.action == ROLLBACK and e.metadata.get("target_state") == "completed") or (
+        e.action == RESTORE
+    )
+
+
+def _write_write(mine: Entry, theirs: Entry) -> str | None:
+    groups = mine.file_groups & theirs.file_groups
+    if groups:
+        return f"both wrote file group {sorted(groups)[0]!r}"
+    mine_parts = mine.partitions_written | mine.replaced_partitions
+    theirs_parts = theirs.partitions_written | theirs.replaced_partitions
+    hit = (mine.replaced_partitions & theirs_parts) | (theirs.replaced_partitions & mine_parts)
+    if hit:
+        return f"partition {sorted(hit)[0]!r} was overwritten concurrently"
+    return None
+
+
+def conflict(mine: Entry, theirs: Entry) -> str | None:
+    """Why `mine` may not complete after `theirs` (None = no conflict)."""
+    if theirs.time == mine.time and theirs.action == mine.action:
+        return f"{mine.action} {mine.time} already completed"
+    if theirs.action == ROLLBACK and theirs.metadata.get("target_state") == "pending":
+        if theirs.target == mine.time:
+            return f"instant {mine.time} was rolled back by {theirs.time}"
+        return None
+    if mine.action == ROLLBACK and mine.metadata.get("target_state") == "pending":
+        if theirs.time == mine.target and theirs.is_write:
+            return f"instant {mine.target} completed before it could be rolled back"
+        return None
+    if _rolls_back_completed(mine) or _rolls_back_completed(theirs):
+        # Restores and rollbacks of completed commits are planned on an exact table state.
+        if mine.action == SAVEPOINT and theirs.action == SAVEPOINT:
+            return None
+        return f"{theirs.action} {theirs.time} changed the table's history"
+    if mine.is_write and theirs.is_write:
+        return _write_write(mine, theirs)
+    if mine.action == CLEAN and theirs.action == SAVEPOINT:
+        hit = set(mine.deleted) & set(theirs.metadata.get("files", ()))
+        return f"savepoint {theirs.time} protects {sorted(hit)[0]}" if hit else None
+    if mine.action == SAVEPOINT and theirs.action == CLEAN:
+        hit = set(theirs.deleted) & set(mine.metadata.get("files", ()))
+        return f"clean {theirs.time} deleted {sorted(hit)[0]}" if hit else None
+    return None

@@ -1,0 +1,39 @@
+"""Errors of the timeline. Storage conflicts and unknown outcomes are translated here, once."""
+
+from __future__ import annotations
+
+
+class TimelineError(Exception):
+    """Base class of every error raised by `timeline`."""
+
+
+class InvalidInstant(TimelineError, ValueError):
+    """A malformed instant time or timeline object name."""
+
+
+class InstantNotFound(TimelineError):
+    """No instant with that time (in the state asked for) is on the active timeline."""
+
+
+class CommitConflict(TimelineError):
+    """Another instant completed first with a conflicting change; this one did not complete.
+
+    `winner` is the instant time of the instant that won (for a write fenced off by a rollback,
+    the rollback's instant time)."""
+
+    def __init__(self, message: str, winner: str = "", winner_action: str = "") -> None:
+        super().__init__(message)
+        self.winner = winner
+        self.winner_action = winner_action
+
+
+class CommitOutcomeUnknown(TimelineError):
+    """The completing write may or may not have landed and reading back could not tell."""
+
+    def __init__(self, message: str, instant_time: str = "") -> None:
+        super().__init__(message)
+        self.instant_time = instant_time
+
+
+class PlanError(TimelineError):
+    """A table service (clean, rollback, savepoint, restore, clustering) cannot be planned."""

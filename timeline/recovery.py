@@ -1,0 +1,112 @@
+"""Failed writes and interrupted table services: found from the instants listing.
+
+LAZY (several writers): a pending write whose state objects and heartbeat were not touched
+for the heartbeat expiry is rolled back. EAGER (single writer): every other pending write is.
+A pending clean, rollback, restore or savepoint is finished from the plan in its first state
+object (plans are idempotent), never half-undone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import TYPE_CHECKING
+
+from storage import Conflict
+
+from .commit import materialize
+from .errors import CommitConflict, TimelineError
+from .heartbeat import expired, last_beat
+from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, Instant, State
+from .metadata import Entry, decode_plan
+from .settings import EAGER
+from .store import Listing
+
+if TYPE_CHECKING:
+    from .table import Table
+
+SERVICES = (CLEAN, ROLLBACK, RESTORE, SAVEPOINT)
+_busy = threading.local()
+
+
+def is_expired(table: Table, listing: Listing, inst: Instant) -> bool:
+    expiry = table.settings.heartbeat_expiry_s
+    touched = listing.touched.get((inst.time, inst.action))
+    if touched is not None and not expired(touched, expiry):
+        return False
+    beat = last_beat(table.store, inst.time)
+    latest = max((t for t in (touched, beat) if t is not None), default=None)
+    return expired(latest, expiry)
+
+
+def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[str]:
+    """Roll back failed writes and finish interrupted services; returns what was done."""
+    if getattr(_busy, "active", False):
+        return []  # a rollback started from here begins an instant too: do not recurse
+    _busy.active = True
+    try:
+        done: list[str] = []
+        eager = table.settings.failed_writes_cleaner_policy == EAGER
+        failed = [
+            i
+            for i in listing.timeline.pending()
+            if i.time != exclude
+            and (
+                (i.action in WRITE_ACTIONS and eager)
+                or (i.action in (*WRITE_ACTIONS, *SERVICES) and is_expired(table, listing, i))
+            )
+        ]
+        if not failed:
+            return done
+        table.refresh()  # the log tells which of them completed before their writer died
+        logged = {(e.time, e.action): e for e in table._log_entries}
+        for inst in failed:
+            try:
+                entry = logged.get((inst.time, inst.action))
+                if entry is not None:
+                    materialize(table.tl, entry)  # roll forward: it did complete
+                    done.append(f"completed {inst.time}.{inst.action}")
+                elif inst.action in WRITE_ACTIONS:
+                    table.rollback(inst.time)
+                    done.append(f"rolled back {inst.time}.{inst.action}")
+                else:
+                    finish_service(table, inst)
+                    done.append(f"finished {inst.time}.{inst.action}")
+            except (CommitConflict, TimelineError):
+                continue  # someone else got there first, or it completed meanwhile
+        return done
+    finally:
+        _busy.active = False
+
+
+def read_plan(table: Table, inst: Instant) -> dict[str, object]:
+    first = State.INFLIGHT if inst.action == SAVEPOINT else State.REQUESTED
+    return decode_plan(table.tl.read_state(Instant(inst.time, inst.action, first)))
+
+
+def finish_service(table: Table, inst: Instant) -> None:
+    """Complete a pending service from its serialized plan (or materialize it if logged)."""
+    from .txn import Transaction
+
+    table.refresh()
+    for e in table._log_entries:
+        if e.time == inst.time and e.action == inst.action:
+            materialize(table.tl, e)
+            return
+    plan = read_plan(table, inst)
+    metadata = plan.get("metadata")
+    if not isinstance(metadata, dict):
+        raise TimelineError(f"pending {inst} has no plan to finish")
+    if inst.state is State.REQUESTED:
+        with contextlib.suppress(Conflict):  # exists already is fine
+            table.tl.create(Instant(inst.time, inst.action, State.INFLIGHT), b"{}")
+    base = int(str(plan.get("base", 0)))
+    txn = Transaction(table, inst.time, inst.action, base, str(plan.get("operation", inst.action)))
+    try:
+        txn.complete(metadata)
+    except CommitConflict as exc:
+        if exc.winner != inst.time:
+            raise
+
+
+__all__ = ["Entry", "finish_service", "handle_failed_writes", "is_expired"]

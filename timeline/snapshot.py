@@ -1,0 +1,105 @@
+"""Table state folded from completed log entries in completion order (never from listings)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, parse_name
+from .metadata import DataFile, Entry
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The files a reader sees as of one completed instant."""
+
+    instant_time: str
+    files: tuple[DataFile, ...]
+    #: Log position of the last completion included (0 = empty table).
+    seq: int = 0
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def paths(self) -> list[str]:
+        return [f.path for f in self.files]
+
+    def partitions(self) -> list[str]:
+        return sorted({f.partition for f in self.files})
+
+
+@dataclass
+class TableState:
+    """Every live write (not rolled back), cleans and savepoints, in completion order."""
+
+    writes: dict[str, Entry] = field(default_factory=dict)  # instant time -> entry
+    cleans: list[Entry] = field(default_factory=list)
+    savepoints: dict[str, Entry] = field(default_factory=dict)
+    entries: list[Entry] = field(default_factory=list)
+
+    @staticmethod
+    def fold(entries: Iterable[Entry]) -> TableState:
+        st = TableState()
+        for e in sorted(entries, key=lambda e: e.seq):
+            st.entries.append(e)
+            if e.is_write:
+                st.writes[e.time] = e
+            elif e.action == CLEAN:
+                st.cleans.append(e)
+            elif e.action == SAVEPOINT:
+                st.savepoints[e.time] = e
+            elif e.action in (ROLLBACK, RESTORE):
+                for name in e.rolled_back:
+                    gone = parse_name(name)
+                    st.writes.pop(gone.time, None)
+                    st.savepoints.pop(gone.time, None)
+        return st
+
+    def ordered_writes(self, upto_seq: int | None = None) -> list[Entry]:
+        ws = sorted(self.writes.values(), key=lambda e: e.seq)
+        return [e for e in ws if upto_seq is None or e.seq <= upto_seq]
+
+    def file_slices(self, upto_seq: int | None = None) -> dict[str, list[DataFile]]:
+        """file group -> its slices, oldest first, as of `upto_seq`."""
+        groups: dict[str, list[DataFile]] = {}
+        for e in self.ordered_writes(upto_seq):
+            for f in e.replaced:
+                groups.pop(f.group, None)
+            gone = e.replaced_partitions
+            if gone:
+                for g in [g for g, fs in groups.items() if fs[-1].partition in gone]:
+                    del groups[g]
+            for f in e.added:
+                groups.setdefault(f.group, []).append(f)
+        return groups
+
+    def snapshot(self, upto_seq: int | None = None) -> Snapshot:
+        ws = self.ordered_writes(upto_seq)
+        files = tuple(
+            sorted((fs[-1] for fs in self.file_slices(upto_seq).values()), key=lambda f: f.path)
+        )
+        last = ws[-1] if ws else None
+        return Snapshot(last.time if last else "", files, last.seq if last else 0)
+
+    def all_files(self) -> dict[str, DataFile]:
+        return {f.path: f for e in self.ordered_writes() for f in e.added}
+
+    def cleaned(self) -> set[str]:
+        return {p for c in self.cleans for p in c.deleted}
+
+    def cleaned_before_seq(self) -> int:
+        """Snapshots before this log position may reference cleaned files."""
+        return max((int(c.metadata.get("retain_from_seq", 0)) for c in self.cleans), default=0)
+
+    def seq_as_of(self, time: str) -> int:
+        """The log position a time-travel read `as_of` an instant time sees."""
+        exact = self.writes.get(time)  # a savepoint shares its commit's instant time
+        if exact is not None:
+            return exact.seq
+        candidates = [e.seq for e in self.writes.values() if e.time <= time]
+        return max(candidates, default=0)

@@ -1,0 +1,273 @@
+"""A table on any repository URI: data files whose visibility the timeline decides."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from storage import Conflict, ObjectStore
+
+from . import crash
+from .active import Timeline
+from .errors import InstantNotFound, TimelineError
+from .instant import (
+    COMMIT,
+    REPLACE_COMMIT,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    InstantTimeGenerator,
+    State,
+    parse_name,
+)
+from .layout import data_key
+from .metadata import DataFile, Entry, encode_plan
+from .parquet_io import read_files
+from .settings import EAGER, TableSettings
+from .snapshot import Snapshot, TableState
+from .store import Listing, TimelineStore
+from .txn import Transaction
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+class Table:
+    def __init__(self, store: ObjectStore, settings: TableSettings | None = None) -> None:
+        self.store = store
+        self.settings = settings or TableSettings()
+        self.tl = TimelineStore(store)
+        self.times = InstantTimeGenerator()
+        self._lock = threading.Lock()
+        self._latest = 0
+        self._listing: Listing | None = None
+        self._log_entries: list[Entry] = []
+        self._checked_failed_at: float | None = None
+
+    @classmethod
+    def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
+        table = cls(store, settings)
+        table.refresh()
+        return table
+
+    @property
+    def uri(self) -> str:
+        return self.store.uri
+
+    # -- loading --------------------------------------------------------------------------------
+    @property
+    def latest_seq(self) -> int:
+        """The newest log position this table object knows of."""
+        with self._lock:
+            return self._latest
+
+    def _advance(self, seq: int) -> None:
+        with self._lock:
+            self._latest = max(self._latest, seq)
+
+    def note_completed(self, e: Entry) -> None:
+        self._advance(e.seq)
+
+    def load_instants(self) -> Listing:
+        """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
+        listing = self.tl.list_instants()
+        self._listing = listing
+        self._advance(listing.max_seq)
+        return listing
+
+    def refresh(self) -> Listing:
+        """Reload: LIST instants, then LIST the log after the newest completed instant to find
+        completions whose completed object is not written yet (a crashed or racing writer)."""
+        listing = self.load_instants()
+        tail = self.tl.log_after(listing.scan_from)
+        entries = [self.tl.entry(s) for s in tail if s not in listing.present]
+        self._log_entries = entries
+        if entries:
+            self._advance(max(e.seq for e in entries))
+        return listing
+
+    def _view(self, listing: Listing) -> tuple[Timeline, list[Entry]]:
+        gone = {
+            (parse_name(n).time, parse_name(n).action)
+            for e in self._log_entries
+            for n in e.rolled_back
+        }
+        extra = {(e.time, e.action): self.tl.completed_instant(e) for e in self._log_entries}
+        merged: dict[tuple[str, str], Instant] = {
+            (i.time, i.action): i for i in listing.timeline if (i.time, i.action) not in gone
+        }
+        merged.update(extra)
+        return Timeline(merged.values()), self._log_entries
+
+    def timeline(self, refresh: bool = True) -> Timeline:
+        """The active timeline (latest state per instant; completions found in the log count)."""
+        listing = self.refresh() if refresh or self._listing is None else self._listing
+        return self._view(listing)[0]
+
+    def state(self, refresh: bool = True) -> TableState:
+        listing = self.refresh() if refresh or self._listing is None else self._listing
+        timeline, log_entries = self._view(listing)
+        by_seq: dict[int, Entry] = {e.seq: e for e in log_entries}
+        todo = [i for i in timeline.completed() if i.seq is not None and i.seq not in by_seq]
+        for e in self.tl.entries_of(todo):
+            by_seq[e.seq] = e
+        return TableState.fold(by_seq.values())
+
+    def entry(self, instant_time: str) -> Entry:
+        """The commit metadata of a completed instant."""
+        i = self.timeline().completed().get(instant_time)
+        if i is None:
+            raise InstantNotFound(f"no completed instant {instant_time} in {self.uri}")
+        return self.tl.entry_of(i)
+
+    # -- reading --------------------------------------------------------------------------------
+    def snapshot(self, as_of: str | None = None, refresh: bool = True) -> Snapshot:
+        """Files of completed commits minus replaced ones, from metadata (never listing data)."""
+        st = self.state(refresh)
+        if as_of is None:
+            return st.snapshot()
+        seq = st.seq_as_of(as_of)
+        if 0 < seq < st.cleaned_before_seq() and as_of not in st.savepoints:
+            raise TimelineError(
+                f"time travel to {as_of} in {self.uri}: its files were cleaned (the cleaner "
+                f"keeps the last {self.settings.cleaner_commits_retained} commits; savepoint "
+                "an instant to keep it readable)"
+            )
+        return st.snapshot(seq)
+
+    def read(self, as_of: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+        snap = self.snapshot(as_of)
+        table = read_files(self.store, snap.files, columns)
+        return table if table is not None else pa.table({})
+
+    # -- writing --------------------------------------------------------------------------------
+    def data_key(self, partition: str, name: str, *, instant_time: str) -> str:
+        return data_key(instant_time, partition, name)
+
+    def begin(
+        self,
+        action: str = COMMIT,
+        *,
+        operation: str | None = None,
+        plan: Mapping[str, Any] | None = None,
+        instant_time: str | None = None,
+    ) -> Transaction:
+        """Create the requested (with `plan`) and inflight objects of a new instant."""
+        base = self.latest_seq  # read before `requested` exists: rollbacks of it come later
+        t = instant_time or self.times.new()
+        body = encode_plan(
+            {
+                "writer": self.settings.writer_id,
+                "nonce": uuid.uuid4().hex,
+                "base": base,
+                **(plan or {}),
+            }
+        )
+        first_state = State.INFLIGHT if action == SAVEPOINT else State.REQUESTED
+        for _ in range(1000):
+            inst = Instant(t, action, first_state)
+            try:
+                self.tl.create(inst, body)
+            except Conflict:
+                if instant_time is not None:
+                    raise
+                t = self.times.after(t)
+                continue
+            crash.point(f"{action}.{first_state.value}")
+            clash = [
+                i
+                for i in self.tl.states_of(t)  # a short LIST of this instant time's objects
+                if i.action != action and SAVEPOINT not in (i.action, action)
+            ]
+            if not clash:
+                break
+            self.tl.delete_states([inst])  # same time, other action: take the next time
+            if instant_time is not None:
+                raise TimelineError(f"instant time {t} is taken by {clash[0]}")
+            t = self.times.after(t)
+        else:
+            raise TimelineError(f"could not find a free instant time in {self.uri}")
+        if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
+            self._check_failed_writes(exclude=t)
+        if first_state is State.REQUESTED:
+            with contextlib.suppress(Conflict):  # someone finishing our plan got there first
+                self.tl.create(Instant(t, action, State.INFLIGHT), body)
+            crash.point(f"{action}.inflight")
+        return Transaction(self, t, action, base, operation or _default_operation(action))
+
+    def _check_failed_writes(self, exclude: str) -> None:
+        """EAGER: at every write start. LAZY: at most once per heartbeat interval per table
+        object, since nothing can expire faster (keeps the full LIST off most commits)."""
+        from .recovery import handle_failed_writes
+
+        now = time.monotonic()
+        eager = self.settings.failed_writes_cleaner_policy == EAGER
+        interval = self.settings.heartbeat_interval_ms / 1e3
+        last = self._checked_failed_at
+        if not eager and last is not None and now - last < interval:
+            return
+        self._checked_failed_at = now
+        handle_failed_writes(self, self.load_instants(), exclude)
+
+    def write(
+        self,
+        data: pa.Table | Sequence[str | Path],
+        mode: str = "append",
+        partition_by: Sequence[str] | str | None = None,
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> Instant:
+        """Write a pyarrow table or Parquet files as one commit (append) or replacecommit
+        (overwrite: insert_overwrite of the partitions written, or of the whole table)."""
+        from .writes import write
+
+        return write(self, data, mode, partition_by, extra_metadata)
+
+    # -- table services (see services.py) ---------------------------------------------------------
+    def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
+        from .services import clean
+
+        return clean(self, policy, retained)
+
+    def rollback(self, instant_time: str) -> Instant:
+        from .services import rollback
+
+        return rollback(self, instant_time)
+
+    def savepoint(self, instant_time: str) -> Instant:
+        from .services import savepoint
+
+        return savepoint(self, instant_time)
+
+    def restore(self, instant_time: str) -> Instant:
+        from .services import restore
+
+        return restore(self, instant_time)
+
+    def delete_partition(self, partitions: Sequence[str]) -> Instant:
+        from .writes import delete_partition
+
+        return delete_partition(self, partitions)
+
+    def cluster(self, partition: str | None = None) -> Instant | None:
+        from .clustering import cluster
+
+        return cluster(self, partition)
+
+    def recover(self) -> list[str]:
+        """Roll back failed writes (heartbeat expired) and finish pending table services."""
+        from .recovery import handle_failed_writes
+
+        return handle_failed_writes(self, self.refresh(), exclude="")
+
+    def files(self) -> tuple[DataFile, ...]:
+        return self.snapshot().files
+
+
+def _default_operation(action: str) -> str:
+    return {COMMIT: "insert", REPLACE_COMMIT: "insert_overwrite"}.get(action, action)

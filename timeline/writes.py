@@ -1,0 +1,89 @@
+"""Writing data through the timeline: append (commit), insert_overwrite and delete_partition
+(replacecommit). Files are named like Hudi's: `<fileId>_<instant>.parquet` with a fresh file
+group per file, so concurrent appends never share a file group and never conflict."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from .instant import COMMIT, REPLACE_COMMIT, Instant
+from .metadata import DataFile
+from .parquet_io import column_stats, describe_parquet, split_partitions, to_parquet_bytes
+
+if TYPE_CHECKING:
+    from .table import Table
+    from .txn import Transaction
+
+MODES = ("append", "overwrite")
+
+
+def _new_file_group() -> str:
+    return f"{uuid.uuid4()}-0"
+
+
+def put_table(txn: Transaction, partition: str, data: pa.Table) -> DataFile:
+    """Write one pyarrow table as a Parquet data file of `txn` and return its record."""
+    group = _new_file_group()
+    key = txn.data_key(partition, f"{group}_{txn.instant_time}.parquet")
+    body = to_parquet_bytes(data)
+    txn.table.store.put(key, body)
+    f = DataFile(key, len(body), data.num_rows, partition, group, column_stats(data))
+    txn.add(f)
+    return f
+
+
+def write(
+    table: Table,
+    data: pa.Table | Sequence[str | Path],
+    mode: str = "append",
+    partition_by: Sequence[str] | str | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
+) -> Instant:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    if not isinstance(data, pa.Table) and parts:
+        raise ValueError("partition_by applies to a pyarrow table, not to ready Parquet files")
+    overwrite = mode == "overwrite"
+    if overwrite:
+        operation = "insert_overwrite" if parts else "insert_overwrite_table"
+    else:
+        operation = "insert"
+    txn = table.begin(REPLACE_COMMIT if overwrite else COMMIT, operation=operation)
+    try:
+        written: set[str] = set()
+        if isinstance(data, pa.Table):
+            for partition, piece in split_partitions(data, parts):
+                put_table(txn, partition, piece)
+                written.add(partition)
+        else:
+            for path in data:
+                body = Path(path).read_bytes()
+                rows, stats = describe_parquet(body)
+                group = _new_file_group()
+                key = txn.data_key("", f"{group}_{txn.instant_time}.parquet")
+                table.store.put(key, body)
+                txn.add(DataFile(key, len(body), rows, "", group, stats))
+                written.add("")
+        if overwrite:
+            current = {f.partition for f in table.snapshot().files}
+            txn.replace_partitions(written if parts else current | written)
+        return txn.commit(extra_metadata)
+    except BaseException:
+        txn.abort()
+        raise
+
+
+def delete_partition(table: Table, partitions: Sequence[str]) -> Instant:
+    txn = table.begin(REPLACE_COMMIT, operation="delete_partition")
+    try:
+        txn.replace_partitions(partitions)
+        return txn.commit()
+    except BaseException:
+        txn.abort()
+        raise
