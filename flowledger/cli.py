@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from .commands import content
+from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
 from .errors import REPORTED, one_line
@@ -21,6 +22,7 @@ RepoOption = Annotated[
     ),
 ]
 app.add_typer(content.app, name="content")
+app.add_typer(provenance_cmd.app, name="provenance")
 app.add_typer(timeline_cmd.app, name="timeline")
 app.add_typer(table_cmd.app, name="table")
 
@@ -36,6 +38,18 @@ def demo(repo: RepoOption = None) -> None:
     from .demo import run_demo
 
     run_demo(repo, Console())
+
+
+@app.command()
+def serve(
+    repo: RepoOption = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8080,
+) -> None:
+    """Serve the HTTP API (read-only SQL, events, lineage, timeline) with uvicorn."""
+    from .service import serve as run_server
+
+    run_server(repo, host, port)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from storage import Conflict, ObjectStore, open_store
 
 from .demos.content import demo_content
+from .demos.provenance import demo_provenance
 from .demos.timeline import demo_timeline
 
 
@@ -68,4 +69,5 @@ def run_demo(repo: str | None, console: Console) -> None:
     console.print(f"repository: [bold]{store.uri}[/]")
     demo_object_store(store, console)
     demo_content(store, console)
+    demo_provenance(store, console)
     demo_timeline(store, console)

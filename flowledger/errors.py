@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from provenance import ProvenanceError
 from storage import StorageError
 from storage.content import ContentRepositoryError
 from timeline import TimelineError
@@ -21,6 +22,7 @@ REPORTED = (
     FlowledgerError,
     StorageError,
     ContentRepositoryError,
+    ProvenanceError,
     TimelineError,
     ValueError,
     OSError,

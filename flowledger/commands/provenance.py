@@ -1,0 +1,215 @@
+"""`flowledger provenance ...`: ingest, SQL, events, lineage, replay, rollover, expire."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
+from provenance.ingest import read_events
+from storage import open_store
+
+# Same as cli.RepoOption (not imported from there: cli imports this module).
+RepoOption = Annotated[
+    str | None,
+    typer.Option(
+        "--repo", envvar="FLOWLEDGER_REPO", help="Repository URI (default ./flowledger-data)"
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+
+app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
+BATCH = 50_000
+
+
+def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
+    # Read commands do not recover (no writes); write commands finish pending rollovers first.
+    return ProvenanceRepository(open_store(repo), recover=recover)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, datetime | date):
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return float(v)
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([e.to_dict() for e in events]))
+        return
+    table = RichTable(
+        "event_id", "event_time", "event_type", "flowfile_uuid", "component_id", "size", "details"
+    )
+    for e in events:
+        when = datetime.fromtimestamp(e.event_time / 1000, UTC).isoformat(timespec="milliseconds")
+        table.add_row(
+            str(e.event_id),
+            when,
+            e.event_type,
+            e.flowfile_uuid,
+            e.component_id,
+            str(e.file_size),
+            e.details or "",
+        )
+    Console().print(table)
+
+
+@app.command()
+def ingest(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="JSON lines or NiFi export")
+    ],
+    repo: RepoOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Register the events of FILE (ours: JSON lines with the view's column names; or NiFi's
+    site-to-site provenance JSON). Every event is validated before anything is written."""
+    with open(file, encoding="utf-8") as fh:
+        events = list(read_events(fh))
+    repo_ = _open(repo, recover=True)
+    ids: list[int] = []
+    try:
+        for i in range(0, len(events), BATCH):
+            ids += repo_.register_events(events[i : i + BATCH], sync=True)
+    finally:
+        repo_.close()
+    result = {
+        "events": len(ids),
+        "first_event_id": ids[0] if ids else None,
+        "last_event_id": ids[-1] if ids else None,
+    }
+    print(
+        json.dumps(result)
+        if json_out
+        else f"registered {len(ids)} events" + (f" (ids {ids[0]}..{ids[-1]})" if ids else "")
+    )
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="One SELECT over the view `provenance`")],
+    repo: RepoOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Run a read-only SQL query over the view `provenance` (DuckDB)."""
+    repo_ = _open(repo)
+    try:
+        names, rows = repo_.sql(query)
+    finally:
+        repo_.close()
+    if json_out:
+        print(json.dumps([dict(zip(names, map(_jsonable, r), strict=True)) for r in rows]))
+        return
+    table = RichTable(*names)
+    for r in rows:
+        table.add_row(*(str(v) for v in r))
+    Console().print(table)
+
+
+@app.command()
+def events(
+    first: Annotated[int, typer.Option("--first", help="First event id")] = 0,
+    max_events: Annotated[int, typer.Option("--max", help="At most this many events")] = 100,
+    repo: RepoOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Events with id >= FIRST in id order (NiFi's getEvents)."""
+    repo_ = _open(repo)
+    try:
+        found = repo_.get_events(first, max_events)
+    finally:
+        repo_.close()
+    _print_events(found, json_out)
+
+
+@app.command()
+def lineage(
+    uuid: Annotated[str, typer.Argument(help="FlowFile UUID")],
+    fmt: Annotated[str, typer.Option("--format", help="json, dot or svg")] = "json",
+    repo: RepoOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """The lineage graph of a FlowFile (NiFi's algorithm) as JSON, Graphviz DOT or SVG."""
+    if json_out:
+        fmt = "json"
+    if fmt not in ("json", "dot", "svg"):
+        raise typer.BadParameter("--format must be json, dot or svg")
+    repo_ = _open(repo)
+    try:
+        graph = repo_.lineage(uuid)
+    finally:
+        repo_.close()
+    if fmt == "json":
+        print(json.dumps(graph.to_json(), indent=None if json_out else 2))
+    else:
+        sys.stdout.write(to_dot(graph) if fmt == "dot" else to_svg(graph))
+
+
+@app.command()
+def replay(
+    event_id: Annotated[int, typer.Argument(help="Event to replay")],
+    repo: RepoOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Re-emit the content an event saw as a new FlowFile and record a REPLAY event."""
+    from provenance.replay import replay as do_replay
+
+    repo_ = _open(repo, recover=True)
+    try:
+        result = do_replay(repo_, event_id)
+    finally:
+        repo_.close()
+    print(json.dumps(result.to_json()) if json_out else result.describe())
+
+
+@app.command()
+def rollover(repo: RepoOption = None, json_out: JsonOption = False) -> None:
+    """Merge every unmerged journal into Parquet files committed on the timeline."""
+    repo_ = _open(repo, recover=False)
+    try:
+        r = repo_.rollover()
+    finally:
+        repo_.close()
+    if json_out:
+        print(json.dumps(r.__dict__))
+    else:
+        print(
+            f"rolled over {r.events} events from {r.journals} journals into {r.files} "
+            f"files ({r.bytes_in} -> {r.bytes_out} bytes) in {r.seconds:.2f}s"
+        )
+
+
+@app.command()
+def expire(repo: RepoOption = None, json_out: JsonOption = False) -> None:
+    """Expire the oldest files by max_storage_size and max_storage_time (replacecommit + clean)."""
+    repo_ = _open(repo, recover=False)
+    try:
+        plan = repo_.expire()
+    finally:
+        repo_.close()
+    result = {
+        "files": len(plan.files),
+        "events": plan.events,
+        "bytes": plan.bytes,
+        "by_size": len(plan.by_size),
+        "by_age": len(plan.by_age),
+    }
+    print(
+        json.dumps(result)
+        if json_out
+        else f"expired {result['files']} files ({result['events']} events, {result['bytes']} bytes)"
+    )

@@ -1,0 +1,239 @@
+"""NiFi's `ProvenanceEventRecord` in snake_case, its 18 event types and NiFi's validation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any
+
+from .errors import InvalidEvent
+
+
+class EventType(StrEnum):
+    CREATE = "CREATE"
+    RECEIVE = "RECEIVE"
+    FETCH = "FETCH"
+    SEND = "SEND"
+    UPLOAD = "UPLOAD"
+    REMOTE_INVOCATION = "REMOTE_INVOCATION"
+    DOWNLOAD = "DOWNLOAD"
+    DROP = "DROP"
+    EXPIRE = "EXPIRE"
+    FORK = "FORK"
+    JOIN = "JOIN"
+    CLONE = "CLONE"
+    CONTENT_MODIFIED = "CONTENT_MODIFIED"
+    ATTRIBUTES_MODIFIED = "ATTRIBUTES_MODIFIED"
+    ROUTE = "ROUTE"
+    ADDINFO = "ADDINFO"
+    REPLAY = "REPLAY"
+    UNKNOWN = "UNKNOWN"
+
+
+EVENT_TYPES = frozenset(t.value for t in EventType)
+NEEDS_TRANSIT_URI = frozenset({"RECEIVE", "FETCH", "SEND", "UPLOAD"})
+LINKING = frozenset({"FORK", "JOIN", "CLONE", "REPLAY"})
+UNASSIGNED = -1
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, eq=False)
+class ProvenanceEvent:
+    """One provenance event. Times are epoch milliseconds (UTC), like NiFi's longs.
+
+    `event_id` is -1 until the repository assigns one when the event's journal is flushed.
+    Equality ignores the order of parent and child UUIDs (NiFi keeps them as sets).
+    """
+
+    event_type: str
+    flowfile_uuid: str
+    component_id: str
+    component_type: str
+    file_size: int
+    event_time: int = field(default_factory=now_ms)
+    event_id: int = UNASSIGNED
+    lineage_start_date: int | None = None
+    event_duration_ms: int = -1
+    previous_file_size: int | None = None
+    transit_uri: str | None = None
+    source_system_flowfile_identifier: str | None = None
+    alternate_identifier_uri: str | None = None
+    details: str | None = None
+    relationship: str | None = None
+    source_queue_identifier: str | None = None
+    parent_uuids: tuple[str, ...] = ()
+    child_uuids: tuple[str, ...] = ()
+    previous_attributes: Mapping[str, str] = field(default_factory=dict)
+    updated_attributes: Mapping[str, str] = field(default_factory=dict)
+    content_claim_container: str | None = None
+    content_claim_section: str | None = None
+    content_claim_identifier: str | None = None
+    content_claim_offset: int | None = None
+    previous_content_claim_container: str | None = None
+    previous_content_claim_section: str | None = None
+    previous_content_claim_identifier: str | None = None
+    previous_content_claim_offset: int | None = None
+    #: Not in the SQL view: lets replay read (and verify) the content it points to.
+    content_claim_checksum: str | None = None
+    previous_content_claim_checksum: str | None = None
+
+    def __post_init__(self) -> None:
+        # Accept an EventType, lists and any mapping; store plain, immutable-looking values.
+        if isinstance(self.event_type, EventType):
+            object.__setattr__(self, "event_type", self.event_type.value)
+        object.__setattr__(self, "parent_uuids", tuple(self.parent_uuids))
+        object.__setattr__(self, "child_uuids", tuple(self.child_uuids))
+        object.__setattr__(self, "previous_attributes", dict(self.previous_attributes))
+        object.__setattr__(self, "updated_attributes", dict(self.updated_attributes))
+
+    # -- NiFi semantics --------------------------------------------------------------------
+    @property
+    def attributes(self) -> dict[str, str]:
+        """The FlowFile's attributes after the event: previous overlaid with updated."""
+        merged = dict(self.previous_attributes)
+        merged.update(self.updated_attributes)
+        return merged
+
+    def with_id(self, event_id: int) -> ProvenanceEvent:
+        return replace(self, event_id=event_id)
+
+    def _key(self) -> tuple[Any, ...]:
+        values = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name in ("parent_uuids", "child_uuids"):
+                v = tuple(sorted(v))
+            elif isinstance(v, dict):
+                v = tuple(sorted(v.items()))
+            values.append(v)
+        return tuple(values)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProvenanceEvent):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = (
+                list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, dict) else v)
+            )
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProvenanceEvent:
+        """Build from a dict with the field names of the SQL view (unknown keys refused)."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise InvalidEvent(f"unknown event fields: {', '.join(sorted(unknown))}")
+        kwargs = {k: v for k, v in data.items() if v is not None or k in _NULLABLE}
+        for required in ("event_type", "flowfile_uuid", "component_id", "component_type"):
+            kwargs.setdefault(required, "")
+        kwargs.setdefault("file_size", None)
+        for name in ("parent_uuids", "child_uuids"):
+            if kwargs.get(name) is None:
+                kwargs[name] = ()
+        for name in ("previous_attributes", "updated_attributes"):
+            if kwargs.get(name) is None:
+                kwargs[name] = {}
+        if kwargs.get("event_id") is None:
+            kwargs["event_id"] = UNASSIGNED
+        if kwargs.get("event_time") is None:
+            kwargs["event_time"] = now_ms()
+        if kwargs.get("event_duration_ms") is None:
+            kwargs["event_duration_ms"] = -1
+        return cls(**kwargs)
+
+
+_NULLABLE = frozenset(
+    f.name
+    for f in fields(ProvenanceEvent)
+    if f.name
+    not in (
+        "event_type",
+        "flowfile_uuid",
+        "component_id",
+        "component_type",
+        "event_time",
+        "event_id",
+        "event_duration_ms",
+        "parent_uuids",
+        "child_uuids",
+        "previous_attributes",
+        "updated_attributes",
+    )
+)
+
+
+def problem(event: ProvenanceEvent) -> str | None:
+    """Why NiFi's `StandardProvenanceEventRecord.Builder.build()` would refuse this event."""
+    et = event.event_type
+    if not et:
+        return "Event Type (event_type) must be set"
+    if et not in EVENT_TYPES:
+        return f"event_type {et!r} is not one of NiFi's event types"
+    for name, label in (
+        ("component_id", "Component ID"),
+        ("component_type", "Component Type"),
+        ("flowfile_uuid", "FlowFile UUID"),
+    ):
+        if not getattr(event, name):
+            return f"{label} ({name}) must be set"
+    if event.file_size is None:
+        return "FlowFile Size (file_size) must be set"
+    if not isinstance(event.file_size, int) or event.file_size < 0:
+        return f"file_size must be a non-negative integer, not {event.file_size!r}"
+    return _type_problem(
+        et,
+        event.transit_uri,
+        event.relationship,
+        event.alternate_identifier_uri,
+        len(event.parent_uuids),
+        len(event.child_uuids),
+    )
+
+
+def _type_problem(
+    et: str,
+    transit_uri: str | None,
+    relationship: str | None,
+    alternate_identifier_uri: str | None,
+    parents: int,
+    children: int,
+) -> str | None:
+    if et in NEEDS_TRANSIT_URI and not transit_uri:
+        return f"Transit URI (transit_uri) must be set for a {et} event"
+    if et == "ROUTE" and not relationship:
+        return "Relationship (relationship) must be set for a ROUTE event"
+    if et == "ADDINFO" and not alternate_identifier_uri:
+        return (
+            "Alternate Identifier URI (alternate_identifier_uri) must be set for an ADDINFO event"
+        )
+    if et in ("FORK", "JOIN", "CLONE") and parents == 0 and children == 0:
+        return f"a {et} event needs at least one parent or child (parent_uuids/child_uuids)"
+    if et == "REPLAY" and (parents != 1 or children != 1):
+        return "a REPLAY event needs exactly one parent and one child (parent_uuids/child_uuids)"
+    return None
+
+
+def validate(events: Iterable[ProvenanceEvent]) -> list[ProvenanceEvent]:
+    """All events, or InvalidEvent for the first bad one (so a batch is all or nothing)."""
+    out = list(events)
+    for i, event in enumerate(out):
+        why = problem(event)
+        if why is not None:
+            raise InvalidEvent(
+                f"event #{i} of the batch (FlowFile {event.flowfile_uuid or '?'}): {why}"
+            )
+    return out

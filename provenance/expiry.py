@@ -1,0 +1,59 @@
+"""Expiry (NiFi's): by total size (oldest files first, down to 90% of the limit) and by age;
+journals, the files still being written, are never expired. Executed as a replacecommit
+plus a clean on the provenance timeline, so every reader sees the files go at once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .catalog import EventFile
+from .table import instant_ms
+
+
+@dataclass(frozen=True)
+class ExpiryPlan:
+    by_size: tuple[EventFile, ...]
+    by_age: tuple[EventFile, ...]
+
+    @property
+    def files(self) -> tuple[EventFile, ...]:
+        return self.by_size + self.by_age
+
+    @property
+    def events(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def plan_expiry(
+    files: Sequence[EventFile],
+    max_storage_size: int,
+    max_storage_time_s: float,
+    now_ms: int | None = None,
+) -> ExpiryPlan:
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    oldest_first = sorted(files, key=lambda f: f.first_id)  # names are an increasing number
+    total = sum(f.size for f in oldest_first)
+    by_size: list[EventFile] = []
+    if total > max_storage_size:
+        target = 0.9 * max_storage_size
+        for f in oldest_first:
+            if total <= target:
+                break
+            by_size.append(f)
+            total -= f.size
+    chosen = {f.first_id for f in by_size}
+    cutoff = now_ms - max_storage_time_s * 1000
+    by_age = []
+    for f in oldest_first:
+        if f.first_id in chosen:
+            continue
+        rolled = instant_ms(f.events_key)
+        if rolled is not None and rolled < cutoff:
+            by_age.append(f)
+    return ExpiryPlan(tuple(by_size), tuple(by_age))

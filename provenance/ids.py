@@ -1,0 +1,75 @@
+"""64-bit event ids, unique and increasing across every writer process of a repository.
+
+One small object holds the next free id. A journal flush takes exactly the ids it needs with
+one compare-and-swap on it (`put_if_match`), just before writing the journal object. Ids are
+therefore assigned at flush time, never leased ahead: a process that stops (cleanly or not)
+holds no unused range, so ids continue after a restart without gaps. The only possible gap is
+a writer dying between its CAS and its journal PUT; rollover skips such a hole after
+`journal_gap_timeout_s` (see docs/provenance.md).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable
+
+from storage import Conflict, NotFound, ObjectStore, UnknownOutcome
+
+from .errors import ProvenanceUnknownOutcome
+
+ALLOCATOR_KEY = "ids/next-event-id"
+
+
+class IdAllocator:
+    def __init__(self, store: ObjectStore, recover_next: Callable[[], int]) -> None:
+        self._store = store
+        self._recover_next = recover_next
+        self._writer = uuid.uuid4().hex
+        self._lock = threading.Lock()
+        self._cached: tuple[int, str] | None = None  # (next id, etag) from our last CAS
+
+    def _body(self, next_id: int) -> bytes:
+        # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
+        doc = {"next_event_id": next_id, "writer": self._writer, "nonce": uuid.uuid4().hex}
+        return json.dumps(doc).encode()
+
+    def _read(self) -> tuple[int, str]:
+        try:
+            data, info = self._store.get_object(ALLOCATOR_KEY)
+        except NotFound:
+            start = self._recover_next()
+            try:
+                info = self._store.put_if_absent(ALLOCATOR_KEY, self._body(start))
+                return start, info.etag
+            except Conflict:
+                data, info = self._store.get_object(ALLOCATOR_KEY)
+        return int(json.loads(data)["next_event_id"]), info.etag
+
+    def peek(self) -> int:
+        """The next id that will be assigned (one GET)."""
+        with self._lock:
+            self._cached = self._read()
+            return self._cached[0]
+
+    def allocate(self, count: int) -> int:
+        """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
+        if count < 1:
+            raise ValueError("count must be >= 1")
+        with self._lock:
+            while True:
+                current = self._cached or self._read()
+                first, etag = current
+                try:
+                    info = self._store.put_if_match(ALLOCATOR_KEY, self._body(first + count), etag)
+                except Conflict:
+                    self._cached = None
+                    continue
+                except UnknownOutcome as exc:
+                    self._cached = None
+                    raise ProvenanceUnknownOutcome(
+                        f"allocating {count} event ids: {exc}; no events were written"
+                    ) from exc
+                self._cached = (first + count, info.etag)
+                return first

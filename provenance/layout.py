@@ -1,0 +1,57 @@
+"""Object names under the provenance prefix. Names encode order, so nothing hot lists much.
+
+ids/next-event-id                       the id allocator (compare-and-swap)
+journals/<first:020d>-<end:020d>.arrow   one object per journal flush, ids [first, end)
+table/...                               the timeline-managed table of merged files
+    events/<first:020d>.parquet         merged events, sorted by event id
+    index/<first:020d>.parquet          its term index (term, row group)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+JOURNALS = "journals/"
+TABLE = "table"
+EVENTS_PARTITION = "events"
+INDEX_PARTITION = "index"
+WIDTH = 20
+
+
+@dataclass(frozen=True, order=True)
+class JournalRef:
+    """A flushed journal: event ids [first_id, end_id)."""
+
+    first_id: int
+    end_id: int
+    key: str
+    size: int = 0
+
+    @property
+    def count(self) -> int:
+        return self.end_id - self.first_id
+
+
+def journal_key(first_id: int, end_id: int) -> str:
+    return f"{JOURNALS}{first_id:0{WIDTH}d}-{end_id:0{WIDTH}d}.arrow"
+
+
+def parse_journal_key(key: str, size: int = 0) -> JournalRef | None:
+    name = key.rsplit("/", 1)[-1]
+    stem, _, ext = name.partition(".")
+    first, _, end = stem.partition("-")
+    if ext != "arrow" or not (first.isdigit() and end.isdigit()):
+        return None
+    return JournalRef(int(first), int(end), key, size)
+
+
+def journals_after(high_water: int) -> str | None:
+    """`start_after` that skips every journal wholly below `high_water` (already merged)."""
+    if high_water <= 0:
+        return None
+    # A journal starting at high_water-1 or lower sorts at or before this key.
+    return f"{JOURNALS}{high_water - 1:0{WIDTH}d}-~"
+
+
+def file_name(first_id: int) -> str:
+    return f"{first_id:0{WIDTH}d}.parquet"

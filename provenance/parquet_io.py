@@ -1,0 +1,74 @@
+"""Encodings: journals (Arrow IPC, fast to write) and merged Parquet files (sorted,
+compressed, row groups as NiFi's block index)."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+from .schema import SCHEMA
+
+
+def encode_journal(table: pa.Table, compression: str) -> bytes:
+    """A journal as an Arrow IPC stream. Measured (bench/provenance.py): 3x faster to write
+    than Parquet, which made Parquet encoding the bottleneck of ingest; journals are short
+    lived and only ever read whole."""
+    sink = pa.BufferOutputStream()
+    codec = None if compression == "none" else compression
+    options = ipc.IpcWriteOptions(compression=codec)
+    with ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
+def decode_journal(data: bytes) -> pa.Table:
+    return ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def encode_events_file(
+    table: pa.Table, row_group_events: int, compression: str, level: int
+) -> bytes:
+    """The merged file: sorted by event id; each row group is one seekable block."""
+    table = table.sort_by("event_id")
+    buf = io.BytesIO()
+    with pq.ParquetWriter(
+        buf,
+        SCHEMA,
+        compression=compression,
+        compression_level=level,
+        # Footer size (parsed on every cold read) grows with statistics: keep those that
+        # prune row groups for searches and for DuckDB filters.
+        write_statistics=list(STATS_COLUMNS),
+        write_page_index=False,
+        sorting_columns=[pq.SortingColumn(0)],
+    ) as writer:
+        writer.write_table(table, row_group_size=row_group_events)
+    return buf.getvalue()
+
+
+STATS_COLUMNS = (
+    "event_id",
+    "event_time",
+    "event_type",
+    "file_size",
+    "component_id",
+    "lineage_start_date",
+)
+
+INDEX_SCHEMA = pa.schema([("term", pa.string()), ("rg", pa.int32())])
+
+
+def encode_index(terms: pa.Table, row_group_terms: int, compression: str) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(
+        terms.cast(INDEX_SCHEMA),
+        buf,
+        compression=compression,
+        row_group_size=row_group_terms,
+        write_statistics=True,
+        sorting_columns=[pq.SortingColumn(0), pq.SortingColumn(1)],
+    )
+    return buf.getvalue()

@@ -1,0 +1,349 @@
+"""`ProvenanceRepository`: register events, read them back, roll over, expire, recover."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from storage import ObjectStore
+
+from . import sql as sqlmod
+from .catalog import Snapshot
+from .errors import EventNotFound, LineageError
+from .event import ProvenanceEvent, validate
+from .expiry import ExpiryPlan, plan_expiry
+from .ids import IdAllocator
+from .journal import JournalWriter
+from .layout import JournalRef
+from .lineage import Lineage, check_uuids, compute_lineage, expandable
+from .objects import ParquetSource, cache_root
+from .parquet_io import decode_journal
+from .query import Query, SearchTerm
+from .rollover import (
+    RolloverResult,
+    delete_merged_journals,
+    list_journals,
+    rollover_once,
+)
+from .schema import conform, events_to_table, rows_to_events
+from .search import EventReader
+from .settings import ProvenanceSettings
+from .table import ProvenanceTable
+
+log = logging.getLogger("flowledger.provenance")
+PREFIX = "provenance"
+
+
+class ProvenanceRepository:
+    """NiFi's provenance repository on an object store (see docs/provenance.md).
+
+    `store` is the repository root; everything lives under `provenance/`.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        settings: ProvenanceSettings | None = None,
+        *,
+        recover: bool = True,
+        background: bool = False,
+    ) -> None:
+        self.settings = settings or ProvenanceSettings()
+        self.root = store
+        self.store = store.scoped(PREFIX)
+        self.table = ProvenanceTable(self.store)
+        self.ids = IdAllocator(self.store, self._recover_next_id)
+        self._backlog: dict[str, JournalRef] = {}
+        self._backlog_lock = threading.Lock()
+        self._rollover_lock = threading.Lock()
+        self._last_rollover = time.monotonic()
+        self.journals = JournalWriter(
+            self.store,
+            self.ids,
+            self.settings.journal_count,
+            self.settings.journal_max_events,
+            self.settings.journal_compression,
+            self._flushed,
+        )
+        self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
+        self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
+        self._journal_lock = threading.Lock()
+        fields = (
+            *self.settings.indexed_fields,
+            *(f"attr.{a}" for a in self.settings.indexed_attributes),
+        )
+        self.reader = EventReader(
+            self.source,
+            self._load_journal,
+            fields,
+            self.settings.query_threads,
+            self.settings.row_group_events,
+        )
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if recover:
+            self.recover()
+        if background:
+            self._thread = threading.Thread(
+                target=self._background, name="provenance-maintenance", daemon=True
+            )
+            self._thread.start()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.journals.flush()
+        self.reader.close()
+
+    def __enter__(self) -> ProvenanceRepository:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def recover(self) -> int:
+        """NiFi's restart recovery: drop journals an interrupted rollover already merged,
+        then finish pending rollovers. Returns the journals deleted.
+
+        A rollover killed before its commit left a pending instant: the timeline rolls it back
+        (deleting its files) once its heartbeat has expired; until then it is invisible."""
+        self.table.recover()
+        high = self.table.committed(fresh=True).high_water
+        deleted = delete_merged_journals(self.store, high)
+        for ref, _ in list_journals(self.store, high):
+            self._flushed(ref)
+        if self._backlog:
+            self.rollover()
+        return deleted
+
+    def _recover_next_id(self) -> int:
+        """Only when the allocator object is missing (a new repository): past every event."""
+        snap = self.snapshot()
+        return snap.max_event_id + 1
+
+    def _background(self) -> None:
+        while not self._stop.wait(min(1.0, self.settings.journal_flush_interval_s)):
+            try:
+                self.journals.flush(older_than=self.settings.journal_flush_interval_s)
+                if self._rollover_due():
+                    self.rollover()
+            except Exception:  # keep maintaining; the next round retries
+                log.exception("provenance: background flush/rollover failed")
+
+    # -- writing ------------------------------------------------------------------------------
+    def _flushed(self, ref: JournalRef) -> None:
+        with self._backlog_lock:
+            self._backlog[ref.key] = ref
+
+    def backlog_bytes(self) -> int:
+        with self._backlog_lock:
+            return sum(j.size for j in self._backlog.values())
+
+    def _rollover_due(self) -> bool:
+        if not self._backlog:
+            return False
+        age = time.monotonic() - self._last_rollover
+        return (
+            age >= self.settings.rollover_time_s
+            or self.backlog_bytes() >= self.settings.rollover_size
+        )
+
+    def _throttle(self) -> None:
+        backlog = self.backlog_bytes()
+        if backlog >= self.settings.max_journal_backlog:
+            log.warning(
+                "provenance: rollover is falling behind (%d journals, %.1f MiB not merged, "
+                "max_journal_backlog=%.1f MiB); slowing writers while it catches up",
+                len(self._backlog),
+                backlog / 2**20,
+                self.settings.max_journal_backlog / 2**20,
+            )
+            self.rollover()
+
+    def register_event(self, event: ProvenanceEvent, sync: bool = False) -> list[int]:
+        return self.register_events([event], sync=sync)
+
+    def register_events(self, events: Iterable[ProvenanceEvent], sync: bool = False) -> list[int]:
+        """Validate (all or nothing), then buffer in one journal. With `sync=True` returns
+        once the journal is flushed (durable), with the ids the events received."""
+        batch = validate(events)
+        if not batch:
+            return []
+        return self.register_table(
+            events_to_table(batch, self.settings.max_attribute_length), sync, _conformed=True
+        )
+
+    def register_table(
+        self, table: pa.Table, sync: bool = False, *, _conformed: bool = False
+    ) -> list[int]:
+        """The columnar fast path: a pyarrow Table with the view's column names."""
+        self._throttle()
+        if not _conformed:
+            table = conform(table, self.settings.max_attribute_length)
+        if table.num_rows == 0:
+            return []
+        flushed = self.journals.append(table, sync)
+        if not sync or not flushed:
+            return []
+        last = flushed[-1]  # our batch was appended last, so it ends the flushed journal
+        return list(range(last.end_id - table.num_rows, last.end_id))
+
+    def flush(self) -> list[JournalRef]:
+        return self.journals.flush()
+
+    # -- reading ------------------------------------------------------------------------------
+    def _load_journal(self, ref: JournalRef) -> pa.Table:
+        """A journal's events (immutable once written, so cached; readers may be threads)."""
+        with self._journal_lock:
+            t = self._journal_cache.get(ref.key)
+        if t is None:
+            t = decode_journal(self.store.get(ref.key))
+            with self._journal_lock:
+                self._journal_cache[ref.key] = t
+                while len(self._journal_cache) > 256:
+                    self._journal_cache.popitem(last=False)
+        return t
+
+    def snapshot(self) -> Snapshot:
+        committed = self.table.committed()
+        journals = tuple(ref for ref, _ in list_journals(self.store, committed.high_water))
+        return Snapshot(committed.files, journals, committed.high_water)
+
+    def max_event_id(self) -> int:
+        """The largest event id stored (-1 for an empty repository)."""
+        return self.snapshot().max_event_id
+
+    def query(self, query: Query) -> list[ProvenanceEvent]:
+        return rows_to_events(self.reader.search(self.snapshot(), query))
+
+    def query_table(self, query: Query) -> pa.Table:
+        return self.reader.search(self.snapshot(), query)
+
+    def get_events(self, first_id: int, max_events: int) -> list[ProvenanceEvent]:
+        return rows_to_events(self.reader.get_events(self.snapshot(), first_id, max_events))
+
+    def get_event(self, event_id: int) -> ProvenanceEvent:
+        found = rows_to_events(self.reader.get_event(self.snapshot(), event_id))
+        if not found:
+            raise EventNotFound(
+                f"no provenance event with id {event_id} (never written or expired)"
+            )
+        return found[0]
+
+    # -- lineage ------------------------------------------------------------------------------
+    def _events_for(
+        self, uuids: Sequence[str], start: int | None, end: int | None
+    ) -> list[ProvenanceEvent]:
+        snap = self.snapshot()
+        out: list[ProvenanceEvent] = []
+        for uuid in uuids:
+            q = Query(
+                (SearchTerm("flowfile_uuid", uuid),),
+                start_time=start,
+                end_time=end,
+                max_results=self.settings.max_lineage_events + 1,
+            )
+            out += rows_to_events(self.reader.search(snap, q))
+        return out
+
+    def lineage(self, flowfile_uuid: str) -> Lineage:
+        uuids = check_uuids([flowfile_uuid], self.settings.max_lineage_uuids)
+        events = self._events_for(uuids, None, None)
+        if not events:
+            raise LineageError(f"no provenance events for FlowFile {flowfile_uuid}")
+        return compute_lineage(events, uuids, self.settings.max_lineage_events)
+
+    def expand_parents(self, event_id: int) -> Lineage:
+        e = self.get_event(event_id)
+        expandable(e, "parents")
+        uuids = check_uuids(e.parent_uuids, self.settings.max_lineage_uuids)
+        events = self._events_for(uuids, e.lineage_start_date, e.event_time)
+        return compute_lineage(events, uuids, self.settings.max_lineage_events)
+
+    def expand_children(self, event_id: int) -> Lineage:
+        e = self.get_event(event_id)
+        expandable(e, "children")
+        uuids = check_uuids(e.child_uuids, self.settings.max_lineage_uuids)
+        events = self._events_for(uuids, e.event_time, None)
+        return compute_lineage(events, uuids, self.settings.max_lineage_events)
+
+    # -- SQL ----------------------------------------------------------------------------------
+    def sql_connection(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with the read-only view `provenance` (local copies of objects)."""
+        snap = self.snapshot()
+        self.source.prune(
+            {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
+        )
+        committed = [self.source.download(f.events_key) for f in snap.files]
+        journals = [self._load_journal(j) for j in snap.journals]
+        recent = pa.concat_tables(journals) if journals else None
+        return sqlmod.connect(committed, recent, snap.high_water, self.source.local_path(""))
+
+    def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        con = self.sql_connection()
+        try:
+            return sqlmod.run(con, query)
+        finally:
+            con.close()
+
+    # -- maintenance --------------------------------------------------------------------------
+    def rollover(self, engine: str = "local") -> RolloverResult:
+        """Merge every journal flushed so far (several files if over `rollover_size`)."""
+        if engine != "local":
+            raise ValueError(f"rollover engine {engine!r} is not available (only 'local')")
+        started = time.monotonic()
+        total = RolloverResult(0, 0, 0, 0, 0, 0.0)
+        with self._rollover_lock:
+            self.journals.flush()
+            while True:
+                r = rollover_once(self.store, self.table, self.settings)
+                if r is None:
+                    break
+                with self._backlog_lock:
+                    for key in [k for k, j in self._backlog.items() if j.end_id <= r.end_id]:
+                        del self._backlog[key]
+                total = RolloverResult(
+                    total.files + 1,
+                    total.events + r.events,
+                    total.journals + r.journals,
+                    total.bytes_in + r.bytes_in,
+                    total.bytes_out + r.bytes_out,
+                    0.0,
+                    r.first_id if total.first_id < 0 else total.first_id,
+                    r.end_id,
+                )
+            self._last_rollover = time.monotonic()
+        return RolloverResult(
+            total.files,
+            total.events,
+            total.journals,
+            total.bytes_in,
+            total.bytes_out,
+            time.monotonic() - started,
+            total.first_id,
+            total.end_id,
+        )
+
+    def plan_expiry(self, now_ms: int | None = None) -> ExpiryPlan:
+        files = self.table.committed(fresh=True).files
+        return plan_expiry(
+            files, self.settings.max_storage_size, self.settings.max_storage_time_s, now_ms
+        )
+
+    def expire(self, now_ms: int | None = None) -> ExpiryPlan:
+        """Expire the oldest files over `max_storage_size` / older than `max_storage_time_s`."""
+        plan = self.plan_expiry(now_ms)
+        if plan.files:
+            committed = self.table.committed(fresh=True)
+            reason = f"{len(plan.by_size)} by size, {len(plan.by_age)} by age"
+            self.table.expire(plan.files, committed.high_water, reason)
+        return plan

@@ -1,0 +1,164 @@
+"""Rollover: merge the contiguous run of journals above the high-water mark into one sorted,
+compressed Parquet file (plus its term index), committed as one instant on the timeline; then
+delete the merged journals.
+
+Crash safety: before the commit, nothing is visible (the timeline discards the pending instant
+and the journals are still there, so the next rollover redoes the work); after it, merged
+journals lie below the high-water mark, so readers ignore them and recovery deletes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from storage import NotFound, ObjectInfo, ObjectStore
+
+from . import crash
+from .errors import ProvenanceConflict
+from .index import build_terms
+from .layout import JOURNALS, JournalRef, journals_after, parse_journal_key
+from .parquet_io import decode_journal, encode_events_file, encode_index
+from .settings import ProvenanceSettings
+from .table import ProvenanceTable
+
+log = logging.getLogger("flowledger.provenance")
+
+
+@dataclass(frozen=True)
+class RolloverResult:
+    files: int
+    events: int
+    journals: int
+    bytes_in: int
+    bytes_out: int
+    seconds: float
+    first_id: int = -1
+    end_id: int = -1
+
+
+def list_journals(store: ObjectStore, high_water: int) -> list[tuple[JournalRef, ObjectInfo]]:
+    out = []
+    for info in store.list(JOURNALS, start_after=journals_after(high_water)):
+        ref = parse_journal_key(info.key, info.size)
+        if ref is not None and ref.first_id >= high_water:
+            out.append((ref, info))
+    return sorted(out, key=lambda p: p[0].first_id)
+
+
+def contiguous_run(
+    journals: Sequence[tuple[JournalRef, ObjectInfo]],
+    high_water: int,
+    gap_timeout_s: float,
+    max_bytes: int,
+    now: datetime | None = None,
+) -> list[JournalRef]:
+    """Journals starting exactly at the high-water mark, without holes, up to `max_bytes`.
+
+    A hole (ids allocated by a writer that died before its journal landed) is skipped only
+    once the journal after it is older than `gap_timeout_s`; until then a slow writer may
+    still complete it.
+    """
+    now = now or datetime.now(UTC)
+    expected = high_water
+    run: list[JournalRef] = []
+    total = 0
+    for ref, info in journals:
+        if ref.first_id < expected:
+            continue  # already merged (a crash left it behind)
+        if ref.first_id > expected:
+            age = (now - info.last_modified).total_seconds() if info.last_modified else 0.0
+            if age < gap_timeout_s:
+                break
+            log.warning(
+                "provenance: event ids %d..%d were allocated but never written (a writer "
+                "died mid-flush); skipping the hole",
+                expected,
+                ref.first_id - 1,
+            )
+        if run and total + ref.size > max_bytes:
+            break
+        run.append(ref)
+        total += ref.size
+        expected = ref.end_id
+    return run
+
+
+def file_stats(t: pa.Table) -> dict[str, dict[str, int]]:
+    def mm(name: str) -> dict[str, int]:
+        col = t.column(name)
+        if col.type == pa.timestamp("ms"):
+            col = col.cast(pa.int64())
+        r = pc.min_max(col)
+        return {
+            "min": int(r["min"].as_py() or 0),
+            "max": int(r["max"].as_py() or 0),
+            "nulls": int(col.null_count),
+        }
+
+    return {
+        "event_id": mm("event_id"),
+        "event_time": mm("event_time"),
+        "file_size": mm("file_size"),
+    }
+
+
+def rollover_once(
+    store: ObjectStore, table: ProvenanceTable, settings: ProvenanceSettings
+) -> RolloverResult | None:
+    started = time.monotonic()
+    high = table.committed(fresh=True).high_water
+    run = contiguous_run(
+        list_journals(store, high), high, settings.journal_gap_timeout_s, settings.rollover_size
+    )
+    if not run:
+        return None
+    try:
+        tables = [decode_journal(store.get(j.key)) for j in run]
+    except NotFound as exc:
+        # Only a rollover deletes journals, and only after committing them.
+        raise ProvenanceConflict(
+            f"journal {exc.uri or ''} vanished: another rollover merged it first"
+        ) from exc
+    crash.point("provenance.rollover.journals_read")
+    merged = pa.concat_tables(tables).sort_by("event_id")
+    first, end = run[0].first_id, run[-1].end_id
+    events = encode_events_file(
+        merged, settings.row_group_events, settings.compression, settings.compression_level
+    )
+    fields = (*settings.indexed_fields, *(f"attr.{a}" for a in settings.indexed_attributes))
+    terms = build_terms(merged, fields, settings.row_group_events)
+    index = encode_index(terms, settings.index_row_group_terms, settings.compression)
+    table.commit_rollover(first, end, events, index, file_stats(merged), merged.num_rows, len(run))
+    crash.point("provenance.rollover.committed")
+    store.delete_many([j.key for j in run])
+    crash.point("provenance.rollover.journals_deleted")
+    return RolloverResult(
+        1,
+        merged.num_rows,
+        len(run),
+        sum(j.size for j in run),
+        len(events) + len(index),
+        time.monotonic() - started,
+        first,
+        end,
+    )
+
+
+def delete_merged_journals(store: ObjectStore, high_water: int) -> int:
+    """Recovery: journals wholly below the high-water mark were merged; delete them."""
+    stale = []
+    for info in store.list(JOURNALS):
+        ref = parse_journal_key(info.key)
+        if ref is None or ref.first_id >= high_water:
+            break
+        if ref.end_id <= high_water:
+            stale.append(info.key)
+    store.delete_many(stale)
+    return len(stale)

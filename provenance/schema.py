@@ -1,0 +1,239 @@
+"""The Arrow/Parquet schema of events (the columns of DESIGN.md §4) and conversions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidEvent
+from .event import EVENT_TYPES, NEEDS_TRANSIT_URI, ProvenanceEvent
+
+_S = pa.string()
+_TS = pa.timestamp("ms")
+_UUIDS = pa.list_(pa.string())
+_ATTRS = pa.map_(pa.string(), pa.string())
+
+SCHEMA = pa.schema(
+    [
+        ("event_id", pa.int64()),
+        ("event_time", _TS),
+        ("event_type", _S),
+        ("flowfile_uuid", _S),
+        ("lineage_start_date", _TS),
+        ("event_duration_ms", pa.int64()),
+        ("file_size", pa.int64()),
+        ("previous_file_size", pa.int64()),
+        ("component_id", _S),
+        ("component_type", _S),
+        ("transit_uri", _S),
+        ("source_system_flowfile_identifier", _S),
+        ("alternate_identifier_uri", _S),
+        ("details", _S),
+        ("relationship", _S),
+        ("source_queue_identifier", _S),
+        ("parent_uuids", _UUIDS),
+        ("child_uuids", _UUIDS),
+        ("previous_attributes", _ATTRS),
+        ("updated_attributes", _ATTRS),
+        ("content_claim_container", _S),
+        ("content_claim_section", _S),
+        ("content_claim_identifier", _S),
+        ("content_claim_offset", pa.int64()),
+        ("previous_content_claim_container", _S),
+        ("previous_content_claim_section", _S),
+        ("previous_content_claim_identifier", _S),
+        ("previous_content_claim_offset", pa.int64()),
+        # Stored but not in the view: the content repository verifies reads by checksum.
+        ("content_claim_checksum", _S),
+        ("previous_content_claim_checksum", _S),
+    ]
+)
+COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
+#: The columns of the SQL view `provenance`, exactly DESIGN.md §4.
+VIEW_COLUMNS: tuple[str, ...] = COLUMNS[:-2]
+
+#: The SQL types of the `provenance` view (DESIGN.md §4), in column order.
+SQL_TYPES: dict[str, str] = {
+    name: (
+        "BIGINT"
+        if t == pa.int64()
+        else "TIMESTAMP"
+        if t == _TS
+        else "VARCHAR[]"
+        if t == _UUIDS
+        else "MAP(VARCHAR, VARCHAR)"
+        if t == _ATTRS
+        else "VARCHAR"
+    )
+    for name, t in zip(SCHEMA.names, SCHEMA.types, strict=True)
+    if name in VIEW_COLUMNS
+}
+
+assert {f.name for f in fields(ProvenanceEvent)} == set(COLUMNS)
+
+
+def _truncate(attrs: dict[str, str], limit: int) -> list[tuple[str, str]]:
+    return [(k, v if len(v) <= limit else v[:limit]) for k, v in attrs.items()]
+
+
+def events_to_table(events: Sequence[ProvenanceEvent], max_attribute_length: int) -> pa.Table:
+    """Columnar form of events; attribute values are cut at `max_attribute_length` (NiFi)."""
+    cols: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    for e in events:
+        for name in COLUMNS:
+            cols[name].append(getattr(e, name))
+    for name in ("previous_attributes", "updated_attributes"):
+        cols[name] = [_truncate(a, max_attribute_length) for a in cols[name]]
+    arrays = [pa.array(cols[f.name], type=f.type) for f in SCHEMA]
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def _ms(v: Any) -> Any:
+    if v is None:
+        return None
+    return int(v.timestamp() * 1000) if hasattr(v, "timestamp") else int(v)
+
+
+def rows_to_events(table: pa.Table) -> list[ProvenanceEvent]:
+    out = []
+    for row in table.to_pylist():
+        row["event_time"] = _ms(row["event_time"])
+        row["lineage_start_date"] = _ms(row["lineage_start_date"])
+        for name in ("previous_attributes", "updated_attributes"):
+            row[name] = dict(row[name] or ())
+        row["parent_uuids"] = tuple(row["parent_uuids"] or ())
+        row["child_uuids"] = tuple(row["child_uuids"] or ())
+        out.append(ProvenanceEvent(**row))
+    return out
+
+
+def conform(table: pa.Table, max_attribute_length: int) -> pa.Table:
+    """Cast a user table to SCHEMA (missing columns null), validate it as NiFi would, and
+    truncate long attribute values. Raises InvalidEvent naming the first bad row."""
+    n = table.num_rows
+    arrays = []
+    for f in SCHEMA:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            if f.type == _TS and pa.types.is_integer(col.type):
+                col = col.cast(pa.int64()).cast(_TS)
+            arrays.append(col.cast(f.type))
+        elif f.type in (_UUIDS, _ATTRS):
+            arrays.append(_empty_lists(f.type, n))
+        elif f.name == "event_duration_ms":
+            arrays.append(pa.repeat(pa.scalar(-1, pa.int64()), n))
+        else:
+            arrays.append(pa.nulls(n, type=f.type))
+    extra = set(table.column_names) - set(COLUMNS)
+    if extra:
+        raise InvalidEvent(f"unknown event fields: {', '.join(sorted(extra))}")
+    out = pa.Table.from_arrays(arrays, schema=SCHEMA)
+    out = out.set_column(0, "event_id", pa.nulls(n, pa.int64()))
+    _validate_columns(out)
+    for name in ("previous_attributes", "updated_attributes"):
+        out = out.set_column(
+            out.schema.get_field_index(name),
+            name,
+            truncate_map(out.column(name), max_attribute_length),
+        )
+    if out.column("event_time").null_count:
+        from .event import now_ms
+
+        now = pa.scalar(now_ms(), pa.int64()).cast(_TS)
+        out = out.set_column(1, "event_time", pc.fill_null(out.column("event_time"), now))
+    return out
+
+
+def _empty_lists(t: pa.DataType, n: int) -> pa.Array:
+    offsets = pa.repeat(pa.scalar(0, pa.int32()), n + 1)
+    if t == _ATTRS:
+        empty = pa.array([], pa.string())
+        return pa.MapArray.from_arrays(offsets, empty, empty)
+    return pa.ListArray.from_arrays(offsets, pa.array([], pa.string()))
+
+
+def truncate_map(col: pa.ChunkedArray, limit: int) -> pa.ChunkedArray:
+    chunks = []
+    for chunk in col.chunks:
+        items = chunk.items
+        if len(items) and pc.max(pc.utf8_length(items)).as_py() > limit:
+            items = pc.utf8_slice_codeunits(items, 0, limit)
+            chunk = pa.MapArray.from_arrays(chunk.offsets, chunk.keys, items, mask=chunk.is_null())
+        chunks.append(chunk)
+    return pa.chunked_array(chunks, type=col.type)
+
+
+def _blank(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.or_kleene(pc.is_null(col), pc.equal(pc.fill_null(col, ""), ""))
+
+
+def _first_bad(mask: pa.ChunkedArray, why: str, table: pa.Table) -> None:
+    idx = pc.index(pc.fill_null(mask, True), True).as_py()
+    if idx >= 0:
+        uuid = table.column("flowfile_uuid")[idx].as_py() or "?"
+        raise InvalidEvent(f"event #{idx} of the batch (FlowFile {uuid}): {why}")
+
+
+def _validate_columns(t: pa.Table) -> None:
+    et = t.column("event_type")
+    _first_bad(_blank(et), "Event Type (event_type) must be set", t)
+    _first_bad(
+        pc.invert(pc.is_in(et, pa.array(sorted(EVENT_TYPES)))),
+        "event_type is not one of NiFi's event types",
+        t,
+    )
+    for name, label in (
+        ("component_id", "Component ID"),
+        ("component_type", "Component Type"),
+        ("flowfile_uuid", "FlowFile UUID"),
+    ):
+        _first_bad(_blank(t.column(name)), f"{label} ({name}) must be set", t)
+    size = t.column("file_size")
+    _first_bad(pc.is_null(size), "FlowFile Size (file_size) must be set", t)
+    _first_bad(pc.less(size, 0), "file_size must be non-negative", t)
+
+    def is_(types: Sequence[str]) -> pa.ChunkedArray:
+        return pc.is_in(et, pa.array(list(types)))
+
+    _first_bad(
+        pc.and_(is_(sorted(NEEDS_TRANSIT_URI)), _blank(t.column("transit_uri"))),
+        "Transit URI (transit_uri) must be set for RECEIVE/FETCH/SEND/UPLOAD events",
+        t,
+    )
+    _first_bad(
+        pc.and_(is_(["ROUTE"]), _blank(t.column("relationship"))),
+        "Relationship (relationship) must be set for a ROUTE event",
+        t,
+    )
+    _first_bad(
+        pc.and_(is_(["ADDINFO"]), _blank(t.column("alternate_identifier_uri"))),
+        "Alternate Identifier URI (alternate_identifier_uri) must be set for an ADDINFO event",
+        t,
+    )
+    parents = pc.fill_null(pc.list_value_length(t.column("parent_uuids")), 0)
+    children = pc.fill_null(pc.list_value_length(t.column("child_uuids")), 0)
+    _first_bad(
+        pc.and_(is_(["FORK", "JOIN", "CLONE"]), pc.equal(pc.add(parents, children), 0)),
+        "a FORK/JOIN/CLONE event needs at least one parent or child (parent_uuids/child_uuids)",
+        t,
+    )
+    _first_bad(
+        pc.and_(is_(["REPLAY"]), pc.or_(pc.not_equal(parents, 1), pc.not_equal(children, 1))),
+        "a REPLAY event needs exactly one parent and one child (parent_uuids/child_uuids)",
+        t,
+    )
+
+
+_BASE: list[pa.Array] = [pa.array([], pa.int64())]
+
+
+def assign_ids(table: pa.Table, first_id: int) -> pa.Table:
+    n = table.num_rows
+    if len(_BASE[0]) < n:  # 0..n-1 built once (no numpy); ids are base + first_id
+        _BASE[0] = pa.array(range(max(n, 2 * len(_BASE[0]))), type=pa.int64())
+    ids = pc.add(_BASE[0].slice(0, n), pa.scalar(first_id, pa.int64()))
+    return table.set_column(0, "event_id", ids)

@@ -1,0 +1,219 @@
+"""Reading events: searches (index + row-group statistics), sequential reads by id."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from . import index
+from .catalog import EventFile, Snapshot, file_containing
+from .layout import JournalRef
+from .objects import ParquetSource, RangedObject
+from .query import Query, index_probe, query_mask
+from .schema import SCHEMA
+
+TIME_COL = SCHEMA.get_field_index("event_time")
+SIZE_COL = SCHEMA.get_field_index("file_size")
+ID_COL = 0
+
+
+def _ms(v: Any) -> int:
+    """Parquet statistics of a timestamp column come back as datetimes (naive = UTC)."""
+    if isinstance(v, datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=UTC)
+        return int(v.timestamp() * 1000)
+    return int(v)
+
+
+def _int(v: Any) -> int:
+    return int(v)
+
+
+def _overlaps(
+    st: pq.Statistics | None, lo: int | None, hi: int | None, conv: Callable[[Any], int]
+) -> bool:
+    if st is None or not st.has_min_max:
+        return True
+    if lo is not None and conv(st.max) < lo:
+        return False
+    return not (hi is not None and conv(st.min) > hi)
+
+
+@dataclass
+class SearchStats:
+    files: int = 0
+    files_skipped: int = 0
+    row_groups_read: int = 0
+    index_row_groups_read: int = 0
+
+
+class EventReader:
+    def __init__(
+        self,
+        source: ParquetSource,
+        load_journal: Callable[[JournalRef], pa.Table],
+        indexed: Sequence[str],
+        threads: int,
+        row_group_events: int = 4096,
+    ) -> None:
+        self._source = source
+        self._load_journal = load_journal
+        self._indexed = set(indexed)
+        self._row_group_events = row_group_events
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="provenance-read")
+        self._lock = threading.Lock()
+        self.last_stats = SearchStats()
+        self._bounds: dict[str, list[tuple[str, str] | None]] = {}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+    # -- search -------------------------------------------------------------------------------
+    def _file_matches(self, f: EventFile, q: Query, st: SearchStats) -> pa.Table | None:
+        if q.start_time is not None and f.max_time < q.start_time:
+            return None
+        if q.end_time is not None and f.min_time > q.end_time:
+            return None
+        if q.min_file_size is not None and f.max_size < q.min_file_size:
+            return None
+        if q.max_file_size is not None and f.min_size > q.max_file_size:
+            return None
+        candidates: set[int] | None = None
+        probes = [t for t in q.terms if not t.inverted and (t.field in self._indexed)]
+        if probes and f.index_key is not None:
+            # The index first: a file without the term is skipped without reading its footer.
+            ipf, iranged = self._source.open(f.index_key, f.index_size)
+            for term in probes:
+                lo, hi, filt = index_probe(term)
+                rgs = self._index_lookup(f.index_key, ipf, iranged, lo, hi, filt, st)
+                candidates = rgs if candidates is None else candidates & rgs
+                if not candidates:
+                    return None
+        pf, ranged = self._source.open(f.events_key, f.events_size, self._footer_hint(f))
+        md = pf.metadata
+        if candidates is None:
+            candidates = set(range(md.num_row_groups))
+        keep = []
+        for i in sorted(candidates):
+            rg = md.row_group(i)
+            if not _overlaps(rg.column(TIME_COL).statistics, q.start_time, q.end_time, _ms):
+                continue
+            if not _overlaps(
+                rg.column(SIZE_COL).statistics, q.min_file_size, q.max_file_size, _int
+            ):
+                continue
+            keep.append(i)
+        if not keep:
+            return None
+        t = self._source.row_groups.read(f.events_key, pf, ranged, keep)
+        with self._lock:
+            st.row_groups_read += len(keep)
+        return t.filter(query_mask(t, q))
+
+    def _index_lookup(
+        self,
+        key: str,
+        ipf: pq.ParquetFile,
+        iranged: RangedObject | None,
+        lo: str,
+        hi: str,
+        pattern: str | None,
+        st: SearchStats,
+    ) -> set[int]:
+        bounds = self._bounds.get(key)
+        if bounds is None:
+            bounds = self._bounds[key] = index.row_group_bounds(ipf.metadata)
+        wanted = index.candidate_row_groups(bounds, lo, hi)
+        with self._lock:
+            st.index_row_groups_read += len(wanted)
+        if not wanted:
+            return set()
+        terms = self._source.row_groups.read(key, ipf, iranged, wanted, ("term", "rg"))
+        return index.matching_row_groups(terms, lo, hi, pattern)
+
+    def _footer_hint(self, f: EventFile) -> int:
+        # About 3 KB of footer per row group (32 leaf columns); one GET fetches it all.
+        return (f.rows // self._row_group_events + 2) * 4096
+
+    def _warm_footer(self, f: EventFile) -> None:
+        self._source.open(f.events_key, f.events_size, self._footer_hint(f))
+
+    def search(self, snap: Snapshot, q: Query) -> pa.Table:
+        st = SearchStats(files=len(snap.files))
+        # Cold reader: fetch data footers while the index is probed, not after.
+        cold = [f for f in snap.files if not self._source.has_footer(f.events_key)]
+        warming = [self._pool.submit(self._warm_footer, f) for f in cold]
+        parts = list(self._pool.map(lambda f: self._file_matches(f, q, st), snap.files))
+        for fut in warming:
+            fut.result()
+        for j in snap.journals:
+            t = self._load_journal(j)
+            parts.append(t.filter(query_mask(t, q)))
+        found = [p for p in parts if p is not None and p.num_rows]
+        st.files_skipped = sum(1 for p in parts[: len(snap.files)] if p is None)
+        self.last_stats = st
+        if not found:
+            return SCHEMA.empty_table()
+        t = pa.concat_tables(found)
+        t = t.sort_by([("event_time", "descending"), ("event_id", "descending")])
+        return t.slice(0, q.max_results)
+
+    # -- by id ----------------------------------------------------------------------------------
+    def _read_ids(self, f: EventFile, first: int, end: int) -> pa.Table:
+        pf, ranged = self._source.open(f.events_key, f.events_size)
+        md = pf.metadata
+        keep = [
+            i
+            for i in range(md.num_row_groups)
+            if _overlaps(md.row_group(i).column(ID_COL).statistics, first, end - 1, _int)
+        ]
+        if not keep:
+            return SCHEMA.empty_table()
+        ParquetSource.prefetch_row_groups(pf, ranged, keep)
+        t = pf.read_row_groups(keep)
+        ids = t.column("event_id")
+        return t.filter(pc.and_(pc.greater_equal(ids, first), pc.less(ids, end)))
+
+    def get_events(self, snap: Snapshot, first_id: int, max_events: int) -> pa.Table:
+        """Up to `max_events` events with id >= first_id, in id order (NiFi's getEvents)."""
+        parts: list[pa.Table] = []
+        need = max_events
+        for f in snap.files:
+            if need <= 0:
+                break
+            if f.end_id <= first_id:
+                continue
+            t = self._read_ids(f, max(first_id, f.first_id), max(first_id, f.first_id) + need)
+            parts.append(t)
+            need -= t.num_rows
+        for j in snap.journals:
+            if need <= 0:
+                break
+            if j.end_id <= first_id:
+                continue
+            t = self._load_journal(j)
+            t = t.filter(pc.greater_equal(t.column("event_id"), first_id)).slice(0, need)
+            parts.append(t)
+            need -= t.num_rows
+        if not parts:
+            return SCHEMA.empty_table()
+        return pa.concat_tables(parts).sort_by("event_id").slice(0, max_events)
+
+    def get_event(self, snap: Snapshot, event_id: int) -> pa.Table:
+        f = file_containing(snap.files, event_id)
+        if f is not None:
+            return self._read_ids(f, event_id, event_id + 1)
+        for j in snap.journals:
+            if j.first_id <= event_id < j.end_id:
+                t = self._load_journal(j)
+                return t.filter(pc.equal(t.column("event_id"), event_id))
+        return SCHEMA.empty_table()

@@ -1,0 +1,76 @@
+"""The DuckDB view `provenance` (exactly the columns and types of DESIGN.md §4).
+
+DuckDB cannot fetch httpfs here, so the view reads local copies of the committed files
+(immutable, so a cache is always consistent) plus the not-yet-merged journals, registered as an
+Arrow table (only ids >= the committed high-water mark, so an event is never seen twice across
+a rollover). The connection can read only those files and accepts only SELECT statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import ReadOnlyQuery, SQLError
+from .schema import SCHEMA, SQL_TYPES, VIEW_COLUMNS
+
+VIEW = "provenance"
+
+
+def empty_file(cache: Path) -> Path:
+    """A Parquet file with the schema and no rows, so the view exists on an empty repo."""
+    path = cache / "empty-v1.parquet"
+    if not path.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        pq.write_table(SCHEMA.empty_table(), tmp)
+        tmp.replace(path)
+    return path
+
+
+def _list(paths: Sequence[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
+def connect(
+    committed: Sequence[Path], journals: pa.Table | None, high_water: int, cache: Path
+) -> duckdb.DuckDBPyConnection:
+    """The view over local copies of committed files plus the (in-memory) journals."""
+    empty = empty_file(cache)
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
+    con.execute(f"SET allowed_paths={_list([empty, *committed])}")
+    cols = ", ".join(f"CAST({c} AS {SQL_TYPES[c]}) AS {c}" for c in VIEW_COLUMNS)
+    parts = [f"SELECT {cols} FROM read_parquet({_list([empty, *committed])})"]
+    if journals is not None and journals.num_rows:
+        con.register("provenance_journals", journals)
+        parts.append(f"SELECT {cols} FROM provenance_journals WHERE event_id >= {int(high_water)}")
+    con.execute(f"CREATE VIEW {VIEW} AS " + " UNION ALL ".join(parts))
+    con.execute("SET enable_external_access=false")
+    con.execute("SET lock_configuration=true")
+    return con
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one read-only statement; returns (column names, rows)."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise SQLError(f"cannot parse SQL: {exc}") from exc
+    if len(statements) != 1:
+        raise ReadOnlyQuery(f"expected exactly one statement, got {len(statements)}")
+    if statements[0].type != duckdb.StatementType.SELECT:
+        raise ReadOnlyQuery(
+            f"provenance sql is read-only: {statements[0].type.name} statements are not allowed"
+        )
+    try:
+        rel = con.execute(sql)
+    except duckdb.Error as exc:
+        raise SQLError(f"query failed: {exc}") from exc
+    names = [d[0] for d in rel.description or ()]
+    return names, rel.fetchall()

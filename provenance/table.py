@@ -1,0 +1,152 @@
+"""The provenance table on the timeline: merged files are committed, expired files replaced
+and cleaned. The only module that talks to `timeline`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from storage import ObjectStore
+from timeline.errors import CommitConflict
+from timeline.layout import log_key
+from timeline.metadata import DataFile
+from timeline.snapshot import TableState
+from timeline.table import Table
+
+from . import crash
+from .catalog import EventFile, event_files
+from .errors import ProvenanceConflict
+from .layout import EVENTS_PARTITION, INDEX_PARTITION, TABLE, file_name
+
+HIGH_WATER = "provenance.high_water"
+
+
+@dataclass(frozen=True)
+class Committed:
+    files: tuple[EventFile, ...]
+    high_water: int
+
+
+def instant_ms(key: str) -> int | None:
+    """The rollover time of a merged file: its instant time, part of its data key."""
+    for part in key.split("/"):
+        if len(part) == 17 and part.isdigit():
+            dt = datetime.strptime(part, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC)
+            return int(dt.timestamp() * 1000)
+    return None
+
+
+class ProvenanceTable:
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+        self._prefix = TABLE + "/"
+        self.table = Table.open(store.scoped(TABLE))
+        self._cached: tuple[int, Committed] | None = None
+
+    def invalidate(self) -> None:
+        self._cached = None
+
+    def recover(self) -> list[str]:
+        """Roll back failed rollovers (expired heartbeats) and finish pending table services."""
+        done = self.table.recover()
+        self.invalidate()
+        return done
+
+    def committed(self, fresh: bool = False) -> Committed:
+        """Committed files and the high-water mark (ids below it are merged or expired).
+
+        Reloading the timeline costs two LISTs and a GET per new completion. Every
+        completion takes the next position of the timeline's commit log, so when position
+        `seq + 1` does not exist yet, the state read at `seq` is still current: one HEAD.
+        """
+        if not fresh and self._cached is not None:
+            seq, committed = self._cached
+            if not self.table.store.exists(log_key(seq + 1)):
+                return committed
+        state = self.table.state()
+        seq = max((e.seq for e in state.entries), default=0)
+        committed = self._load(state)
+        self._cached = (seq, committed)
+        return committed
+
+    def _load(self, state: TableState) -> Committed:
+        files = event_files(state.snapshot().files, self._prefix)
+        high = max((f.end_id for f in files), default=0)
+        # Recorded in every commit, so it survives the expiry of every file.
+        for entry in state.entries:
+            value = entry.extra.get(HIGH_WATER)
+            if value is not None:
+                high = max(high, int(value))
+        return Committed(files, high)
+
+    def commit_rollover(
+        self,
+        first_id: int,
+        end_id: int,
+        events: bytes,
+        index: bytes,
+        stats: dict[str, dict[str, int]],
+        rows: int,
+        journals: int,
+    ) -> None:
+        """Write both files of one rollover and commit them as one instant."""
+        txn = self.table.begin(action="commit")
+        try:
+            name = file_name(first_id)
+            ekey = txn.data_key(EVENTS_PARTITION, name)
+            ikey = txn.data_key(INDEX_PARTITION, name)
+            self._store.scoped(TABLE).put_if_absent(ekey, events)
+            crash.point("provenance.rollover.events_written")
+            self._store.scoped(TABLE).put_if_absent(ikey, index)
+            crash.point("provenance.rollover.index_written")
+            # One file group per first id: two rollovers of the same journals conflict.
+            txn.add(
+                DataFile(ekey, len(events), rows, EVENTS_PARTITION, f"events-{first_id}", stats)
+            )
+            txn.add(DataFile(ikey, len(index), rows, INDEX_PARTITION, f"index-{first_id}", {}))
+            txn.commit(
+                extra_metadata={
+                    "operation": "provenance.rollover",
+                    "provenance.first_event_id": str(first_id),
+                    "provenance.end_event_id": str(end_id),
+                    "provenance.journals": str(journals),
+                    HIGH_WATER: str(end_id),
+                }
+            )
+            self.invalidate()
+        except CommitConflict as exc:
+            raise ProvenanceConflict(
+                f"another rollover of events from id {first_id} completed first: {exc}"
+            ) from exc
+        except BaseException:
+            txn.abort()
+            raise
+
+    def expire(self, files: Sequence[EventFile], high_water: int, reason: str) -> None:
+        """Replace (logically delete) the files in one instant, then clean them."""
+        paths = []
+        for f in files:
+            paths.append(f.events_key.removeprefix(self._prefix))
+            if f.index_key:
+                paths.append(f.index_key.removeprefix(self._prefix))
+        txn = self.table.begin(action="replacecommit")
+        try:
+            txn.replace(paths)
+            txn.commit(
+                extra_metadata={
+                    "operation": "provenance.expire",
+                    "provenance.expired_files": str(len(files)),
+                    "provenance.reason": reason,
+                    HIGH_WATER: str(high_water),
+                }
+            )
+        except CommitConflict as exc:
+            raise ProvenanceConflict(f"expiry lost to a concurrent change: {exc}") from exc
+        except BaseException:
+            txn.abort()
+            raise
+        self.invalidate()
+        crash.point("provenance.expire.replaced")
+        # Retain one commit: expired events must not stay readable by time travel either.
+        self.table.clean(retained=1)
