@@ -296,10 +296,16 @@ class ProvenanceRepository:
             con.close()
 
     # -- maintenance --------------------------------------------------------------------------
-    def rollover(self, engine: str = "local") -> RolloverResult:
-        """Merge every journal flushed so far (several files if over `rollover_size`)."""
+    def rollover(self, engine: str = "local", spark: Any = None) -> RolloverResult:
+        """Merge every journal flushed so far (several files if over `rollover_size`).
+
+        `engine="spark"` runs the merge as a PySpark job (`spark`: a SparkSession, default
+        the active one): one task per chunk of `rollover_size`, one instant for all files.
+        """
+        if engine == "spark":
+            return self._rollover_spark(spark)
         if engine != "local":
-            raise ValueError(f"rollover engine {engine!r} is not available (only 'local')")
+            raise ValueError(f"unknown rollover engine {engine!r}: use 'local' or 'spark'")
         started = time.monotonic()
         total = RolloverResult(0, 0, 0, 0, 0, 0.0)
         with self._rollover_lock:
@@ -332,6 +338,32 @@ class ProvenanceRepository:
             total.first_id,
             total.end_id,
         )
+
+    def _rollover_spark(self, spark: Any) -> RolloverResult:
+        from .spark_rollover import rollover_with_spark
+
+        if spark is None:
+            try:
+                from pyspark.sql import SparkSession
+            except ImportError as exc:
+                raise ValueError(
+                    "rollover engine 'spark' needs PySpark: pip install 'flowledger[spark]'"
+                ) from exc
+            spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise ValueError("rollover engine 'spark': no active SparkSession; pass spark=")
+        started = time.monotonic()
+        with self._rollover_lock:
+            self.journals.flush()
+            result = rollover_with_spark(spark, self.root, self.store, self.table, self.settings)
+            if result is not None:
+                with self._backlog_lock:
+                    for key in [k for k, j in self._backlog.items() if j.end_id <= result.end_id]:
+                        del self._backlog[key]
+            self._last_rollover = time.monotonic()
+        if result is None:
+            return RolloverResult(0, 0, 0, 0, 0, time.monotonic() - started)
+        return result
 
     def plan_expiry(self, now_ms: int | None = None) -> ExpiryPlan:
         files = self.table.committed(fresh=True).files

@@ -13,6 +13,7 @@ from timeline.layout import log_key
 from timeline.metadata import DataFile
 from timeline.snapshot import TableState
 from timeline.table import Table
+from timeline.txn import Transaction
 
 from . import crash
 from .catalog import EventFile, event_files
@@ -20,6 +21,29 @@ from .errors import ProvenanceConflict
 from .layout import EVENTS_PARTITION, INDEX_PARTITION, TABLE, file_name
 
 HIGH_WATER = "provenance.high_water"
+
+
+@dataclass(frozen=True)
+class MergedFile:
+    """One merged events file and its term index, written but not yet committed."""
+
+    first_id: int
+    events_key: str
+    index_key: str
+    events_size: int
+    index_size: int
+    rows: int
+    stats: dict[str, dict[str, int]]
+
+
+def write_merged_file(
+    table_store: ObjectStore, events_key: str, index_key: str, events: bytes, index: bytes
+) -> None:
+    """Write a merged file pair, create-only; invisible until the rollover instant completes."""
+    table_store.put_if_absent(events_key, events)
+    crash.point("provenance.rollover.events_written")
+    table_store.put_if_absent(index_key, index)
+    crash.point("provenance.rollover.index_written")
 
 
 @dataclass(frozen=True)
@@ -93,22 +117,48 @@ class ProvenanceTable:
         """Write both files of one rollover and commit them as one instant."""
         txn = self.table.begin(action="commit")
         try:
-            name = file_name(first_id)
-            ekey = txn.data_key(EVENTS_PARTITION, name)
-            ikey = txn.data_key(INDEX_PARTITION, name)
-            self._store.scoped(TABLE).put_if_absent(ekey, events)
-            crash.point("provenance.rollover.events_written")
-            self._store.scoped(TABLE).put_if_absent(ikey, index)
-            crash.point("provenance.rollover.index_written")
-            # One file group per first id: two rollovers of the same journals conflict.
-            txn.add(
-                DataFile(ekey, len(events), rows, EVENTS_PARTITION, f"events-{first_id}", stats)
-            )
-            txn.add(DataFile(ikey, len(index), rows, INDEX_PARTITION, f"index-{first_id}", {}))
+            ekey, ikey = self.file_keys(txn, first_id)
+            write_merged_file(self._store.scoped(TABLE), ekey, ikey, events, index)
+            merged = MergedFile(first_id, ekey, ikey, len(events), len(index), rows, stats)
+            self.finish_rollover(txn, [merged], end_id, journals)
+        except ProvenanceConflict:
+            raise  # the timeline already rolled the losing write back
+        except BaseException:
+            txn.abort()
+            raise
+
+    def begin_rollover(self) -> Transaction:
+        return self.table.begin(action="commit")
+
+    @staticmethod
+    def file_keys(txn: Transaction, first_id: int) -> tuple[str, str]:
+        """Keys (relative to the table) of the events file and its index for `first_id`."""
+        name = file_name(first_id)
+        return txn.data_key(EVENTS_PARTITION, name), txn.data_key(INDEX_PARTITION, name)
+
+    def finish_rollover(
+        self, txn: Transaction, files: Sequence[MergedFile], end_id: int, journals: int
+    ) -> None:
+        """Commit already written merged files as one instant (the rollover's commit point)."""
+        try:
+            for f in files:
+                # One file group per first id: two rollovers of the same journals conflict.
+                txn.add(
+                    DataFile(
+                        f.events_key, f.events_size, f.rows, EVENTS_PARTITION,
+                        f"events-{f.first_id}", f.stats,
+                    )
+                )  # fmt: skip
+                txn.add(
+                    DataFile(
+                        f.index_key, f.index_size, f.rows, INDEX_PARTITION,
+                        f"index-{f.first_id}", {},
+                    )
+                )  # fmt: skip
             txn.commit(
                 extra_metadata={
                     "operation": "provenance.rollover",
-                    "provenance.first_event_id": str(first_id),
+                    "provenance.first_event_id": str(min(f.first_id for f in files)),
                     "provenance.end_event_id": str(end_id),
                     "provenance.journals": str(journals),
                     HIGH_WATER: str(end_id),
@@ -116,12 +166,10 @@ class ProvenanceTable:
             )
             self.invalidate()
         except CommitConflict as exc:
+            first = min(f.first_id for f in files)
             raise ProvenanceConflict(
-                f"another rollover of events from id {first_id} completed first: {exc}"
+                f"another rollover of events from id {first} completed first: {exc}"
             ) from exc
-        except BaseException:
-            txn.abort()
-            raise
 
     def expire(self, files: Sequence[EventFile], high_water: int, reason: str) -> None:
         """Replace (logically delete) the files in one instant, then clean them."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -129,6 +130,7 @@ def spark(minio: S3Endpoint) -> Iterator[Any]:
         _unavailable("spark", f"{exc}; run `make spark-jars`")
     from storage.s3a import s3a_conf
 
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need flowledger's venv
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("flowledger-tests")
@@ -136,6 +138,7 @@ def spark(minio: S3Endpoint) -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")
+        .config("spark.pyspark.python", sys.executable)
     )
     for key, value in s3a_conf(minio.settings()).items():
         builder = builder.config(key, value)

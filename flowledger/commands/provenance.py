@@ -177,13 +177,22 @@ def replay(
 
 
 @app.command()
-def rollover(repo: RepoOption = None, json_out: JsonOption = False) -> None:
+def rollover(
+    repo: RepoOption = None,
+    json_out: JsonOption = False,
+    engine: Annotated[str, typer.Option(help="local (pyarrow) or spark (a PySpark job)")] = "local",
+) -> None:
     """Merge every unmerged journal into Parquet files committed on the timeline."""
     repo_ = _open(repo, recover=False)
+    spark = None
     try:
-        r = repo_.rollover()
+        if engine == "spark":
+            spark = _local_spark()
+        r = repo_.rollover(engine=engine, spark=spark)
     finally:
         repo_.close()
+        if spark is not None:
+            spark.stop()
     if json_out:
         print(json.dumps(r.__dict__))
     else:
@@ -191,6 +200,20 @@ def rollover(repo: RepoOption = None, json_out: JsonOption = False) -> None:
             f"rolled over {r.events} events from {r.journals} journals into {r.files} "
             f"files ({r.bytes_in} -> {r.bytes_out} bytes) in {r.seconds:.2f}s"
         )
+
+
+def _local_spark() -> Any:
+    """A local SparkSession whose Python workers run this interpreter (flowledger's venv)."""
+    import os
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise ValueError("--engine spark needs PySpark: pip install 'flowledger[spark]'") from exc
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = SparkSession.builder.master("local[*]").appName("flowledger-rollover").getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 @app.command()
