@@ -11,6 +11,7 @@ from rich.table import Table
 
 from storage import Conflict, ObjectStore, open_store
 
+from .demos.archival import demo_archival
 from .demos.content import demo_content
 from .demos.provenance import demo_provenance
 from .demos.timeline import demo_timeline
@@ -71,3 +72,4 @@ def run_demo(repo: str | None, console: Console) -> None:
     demo_content(store, console)
     demo_provenance(store, console)
     demo_timeline(store, console)
+    demo_archival(store, console)

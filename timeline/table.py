@@ -37,6 +37,8 @@ from .txn import Transaction
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .archive.view import ActiveView
+
 
 class Table:
     def __init__(self, store: ObjectStore, settings: TableSettings | None = None) -> None:
@@ -48,6 +50,7 @@ class Table:
         self._latest = 0
         self._listing: Listing | None = None
         self._log_entries: list[Entry] = []
+        self._archive_view: ActiveView | None = None
         self._checked_failed_at: float | None = None
 
     @classmethod
@@ -83,8 +86,28 @@ class Table:
 
     def refresh(self) -> Listing:
         """Reload: LIST instants, then LIST the log after the newest completed instant to find
-        completions whose completed object is not written yet (a crashed or racing writer)."""
+        completions whose completed object is not written yet (a crashed or racing writer).
+
+        Once archival has run (its manifest names archived log positions), the archive-aware
+        loader is used instead: archived positions count as present, and the table state folds
+        the archive checkpoint (see docs/archival.md)."""
+        self._archive_view = None
         listing = self.load_instants()
+        # A hole below the newest completed object is a crashed completion or archival (which
+        # deletes oldest first, so it always leaves one): only then is the manifest read.
+        if listing.scan_from < listing.max_seq:
+            from .archive.manifest import read_manifest
+
+            if read_manifest(self.tl.store).archived_seqs:
+                from .archive.view import load_active
+
+                view = load_active(self.tl)  # re-LISTs, then re-reads the manifest, as it must
+                self._archive_view = view
+                self._listing = view.listing
+                self._log_entries = list(view.log_entries)
+                self._advance(max([view.listing.max_seq, *(e.seq for e in view.log_entries)]))
+                return view.listing
+
         tail = self.tl.log_after(listing.scan_from)
         entries = [self.tl.entry(s) for s in tail if s not in listing.present]
         self._log_entries = entries
@@ -108,10 +131,16 @@ class Table:
     def timeline(self, refresh: bool = True) -> Timeline:
         """The active timeline (latest state per instant; completions found in the log count)."""
         listing = self.refresh() if refresh or self._listing is None else self._listing
+        if self._archive_view is not None:
+            return self._archive_view.timeline
         return self._view(listing)[0]
 
     def state(self, refresh: bool = True) -> TableState:
         listing = self.refresh() if refresh or self._listing is None else self._listing
+        if self._archive_view is not None:
+            from .archive.view import table_state
+
+            return table_state(self.tl, self._archive_view)
         timeline, log_entries = self._view(listing)
         by_seq: dict[int, Entry] = {e.seq: e for e in log_entries}
         todo = [i for i in timeline.completed() if i.seq is not None and i.seq not in by_seq]

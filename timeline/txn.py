@@ -129,6 +129,9 @@ class Transaction:
             self._heartbeat.stop()
         crash.point(f"{self.action}.completed")
         self.table.note_completed(entry)
+        from .archive.hook import after_commit  # automatic archival (issue 4), if configured
+
+        after_commit(self.table)
         return self.table.tl.completed_instant(entry)
 
     def abort(self) -> None:

@@ -13,6 +13,8 @@ from storage import open_store
 from timeline import Instant, Table, TimelineError
 from timeline.settings import KEEP_LATEST_COMMITS
 
+from . import archive_cmds
+
 app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
 
 TableOption = Annotated[
@@ -69,8 +71,17 @@ def _print(done: Instant, what: str, as_json: bool) -> None:
 
 
 @app.command()
-def show(table: TableOption = None, as_json: JsonOption = False) -> None:
+def show(
+    table: TableOption = None,
+    as_json: JsonOption = False,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Include the archived timeline")
+    ] = False,
+) -> None:
     """Every instant of the active timeline, in instant-time order."""
+    if archived:
+        archive_cmds.show_archived(table, as_json)
+        return
     t = open_table(table)
     rows = describe(t)
     if as_json:
@@ -146,3 +157,6 @@ def recover(table: TableOption = None) -> None:
     """Roll back failed writes (expired heartbeats) and finish interrupted table services."""
     for line in open_table(table).recover() or ["nothing to recover"]:
         print(line)
+
+
+app.command("archive")(archive_cmds.archive)

@@ -1,0 +1,178 @@
+"""Two archivers racing each other and a writer: no instant is duplicated or lost; readers
+never see a hole; the commit path never reads an archive object."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections import Counter
+from typing import Any
+
+import pyarrow as pa
+
+from storage import ObjectStore
+from tests.conftest import Backend
+from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from timeline import Table
+from timeline.archive import (
+    ArchivalSettings,
+    ArchiveConflict,
+    ArchivedTimeline,
+    Archiver,
+    combined_timeline,
+    configure,
+    load_active,
+    read_manifest,
+)
+from timeline.archive.layout import ARCHIVE
+from timeline.instant import WRITE_ACTIONS
+
+RACE = ArchivalSettings(keep_min_commits=2, keep_max_commits=3, archive_merge_files_batch_size=3)
+COMMITS = 24
+
+
+def _writer(backend: Backend, prefix: str, n: int, done: Any) -> None:
+    table = Table.open(backend.open().scoped(prefix))
+    for _ in range(n):
+        txn = table.begin()
+        txn.commit()
+    done.set()
+
+
+def _archiver(backend: Backend, prefix: str, done: Any, runs: Any) -> None:
+    table = Table.open(backend.open().scoped(prefix))
+    archiver = Archiver(table, RACE)
+    while True:
+        finished = done.is_set()
+        try:
+            if archiver.run().file:
+                with runs.get_lock():
+                    runs.value += 1
+        except ArchiveConflict:
+            continue  # the other archiver holds the manifest: try again
+        if finished:
+            return
+
+
+def _commit_times(store: ObjectStore) -> list[str]:
+    return [
+        i.time for i in combined_timeline(Table(store)).completed() if i.action in WRITE_ACTIONS
+    ]
+
+
+def test_two_archivers_and_a_writer(tbackend: Backend) -> None:  # noqa: F811
+    prefix = "tables/race"
+    store = tbackend.open().scoped(prefix)
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["timeline", "pyarrow", "fastavro", "boto3", "tests.conftest"])
+    done = ctx.Event()
+    runs = ctx.Value("i", 0)
+    procs = [ctx.Process(target=_writer, args=(tbackend, prefix, COMMITS, done))]
+    procs += [ctx.Process(target=_archiver, args=(tbackend, prefix, done, runs)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    actives: list[list[str]] = []
+    combined: list[list[str]] = []
+    stop = threading.Event()
+
+    def watch() -> None:  # a concurrent reader
+        reader = Table(tbackend.open().scoped(prefix))
+        while not stop.is_set():
+            actives.append([i.time for i in load_active(reader.tl).timeline.completed()])
+            combined.append(_commit_times(reader.store))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    for p in procs:
+        p.join(240)
+        assert p.exitcode == 0
+    stop.set()
+    watcher.join()
+
+    final = _commit_times(store)
+    assert len(final) == COMMITS
+    assert runs.value >= 2
+    m = read_manifest(store)
+    assert m.pending is None
+    records = ArchivedTimeline(store).records()
+    assert sum(f.count for f in m.files) == len(records)  # no instant archived twice
+    seen = Counter((i.time, i.action) for i in combined_timeline(Table(store)))
+    assert set(seen.values()) == {1}
+    for view in actives:  # no hole: a contiguous run of the commits
+        if view:
+            start = final.index(view[0])
+            assert view == final[start : start + len(view)], view
+    for view in combined:  # nothing lost: a prefix of the commits
+        assert view == final[: len(view)], view
+
+
+class CountingStore:
+    """Wraps a store and records the key of every read."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self._inner = inner
+        self.reads: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def get(self, key: str, *a: Any, **kw: Any) -> bytes:
+        self.reads.append(key)
+        return self._inner.get(key, *a, **kw)
+
+    def get_object(self, key: str) -> Any:
+        self.reads.append(key)
+        return self._inner.get_object(key)
+
+    def open_read(self, key: str, *a: Any, **kw: Any) -> Any:
+        self.reads.append(key)
+        return self._inner.open_read(key, *a, **kw)
+
+    def head(self, key: str) -> Any:
+        self.reads.append(key)
+        return self._inner.head(key)
+
+
+def test_commit_path_never_reads_an_archive_object(tbackend: Backend) -> None:  # noqa: F811
+    counting = CountingStore(tbackend.open().scoped("tables/count"))
+    table = Table.open(counting)  # type: ignore[arg-type]
+    configure(table, ArchivalSettings(keep_min_commits=2, keep_max_commits=3, auto_archive=True))
+    for k in range(12):  # automatic archival after every commit
+        table.write(pa.table({"id": [k]}))
+    m = read_manifest(counting._inner)
+    assert len(m.files) >= 3, "automatic archival did not run"
+    assert not [k for k in counting.reads if k.startswith(ARCHIVE)]
+    # an explicit `timeline archive` run does read them (to merge), off the commit path
+    Archiver(
+        table,
+        ArchivalSettings(keep_min_commits=2, keep_max_commits=3, archive_merge_files_batch_size=3),
+    ).run()
+    assert [k for k in counting.reads if k.startswith(ARCHIVE)]
+
+
+def test_async_archival_after_commit(tbackend: Backend) -> None:  # noqa: F811
+    from timeline.archive.hook import after_commit, wait
+
+    table = Table.open(tbackend.open().scoped("tables/async"))
+    configure(
+        table,
+        ArchivalSettings(
+            keep_min_commits=2,
+            keep_max_commits=3,
+            auto_archive=True,
+            async_archive=True,
+            archive_merge_files_batch_size=2,
+        ),
+    )
+    commits = []
+    for _ in range(8):
+        txn = table.begin()
+        txn.commit()
+        commits.append(txn.instant_time)
+    wait(table)
+    after_commit(table)  # one more run that surely sees the last commit
+    wait(table)
+    active = load_active(table.tl).timeline.completed()
+    assert 2 <= len(active) <= 3
+    assert read_manifest(table.store).files, "asynchronous archival did not run"
+    assert _commit_times(table.store) == commits

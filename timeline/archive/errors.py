@@ -1,0 +1,27 @@
+"""Errors of archival. Storage conflicts and unknown outcomes are translated here, once."""
+
+from __future__ import annotations
+
+from ..errors import TimelineError
+
+
+class ArchiveError(TimelineError):
+    """Base class of every archival error (a TimelineError, so the CLI reports it)."""
+
+
+class ArchiveConflict(ArchiveError):
+    """Another archiver (or merge) holds the archive manifest: this run did nothing."""
+
+
+class ArchiveOutcomeUnknown(ArchiveError):
+    """A manifest update may or may not have landed and reading back could not tell."""
+
+
+class CorruptArchive(ArchiveError):
+    """An archive file (or the manifest, a plan, a checkpoint) cannot be decoded.
+
+    The message names the object: a corrupted archive is reported, never skipped."""
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key

@@ -1,0 +1,200 @@
+"""The archive manifest: one small object updated by compare-and-swap.
+
+It is the serialization point of archivers (a run claims it by CAS before writing, commits by
+CAS after its file is durable) and the readers' index: the archive files with their instant-
+time ranges (no LIST of the archive folder), the completion positions (`seq`) already
+archived (so a loader does not mistake an archived position for a completion whose completed
+object is missing), the last archived commit time and the current state checkpoint.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from storage import Conflict, NotFound, ObjectStore, UnknownOutcome
+
+from .errors import ArchiveConflict, ArchiveOutcomeUnknown
+from .format import decode_json, encode_json
+from .layout import MANIFEST
+
+FORMAT = "flowledger.archive-manifest/1"
+_MAX = 1 << 62
+ARCHIVE_RUN = "archive"
+MERGE_RUN = "merge"
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    key: str
+    min_time: str
+    max_time: str
+    count: int
+    size: int
+
+    def overlaps(self, start: str | None, end: str | None) -> bool:
+        return (start is None or self.max_time >= start) and (end is None or self.min_time <= end)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "min_time": self.min_time,
+            "max_time": self.max_time,
+            "count": self.count,
+            "size": self.size,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> ArchiveFile:
+        return ArchiveFile(
+            str(d["key"]), str(d["min_time"]), str(d["max_time"]), int(d["count"]), int(d["size"])
+        )
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A claimed archival run or merge. `committed` = its file is in `files` already."""
+
+    kind: str
+    plan_key: str
+    target: str
+    writer: str
+    claimed_at: float
+    committed: bool = False
+    old_checkpoint: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "plan_key": self.plan_key,
+            "target": self.target,
+            "writer": self.writer,
+            "claimed_at": self.claimed_at,
+            "committed": self.committed,
+            "old_checkpoint": self.old_checkpoint,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Pending:
+        return Pending(
+            str(d["kind"]),
+            str(d["plan_key"]),
+            str(d["target"]),
+            str(d.get("writer", "")),
+            float(d.get("claimed_at", 0.0)),
+            bool(d.get("committed", False)),
+            str(d.get("old_checkpoint", "")),
+        )
+
+    def lease_expired(self, lease_ms: int, now: float | None = None) -> bool:
+        return ((now or time.time()) - self.claimed_at) * 1000.0 >= lease_ms
+
+
+def add_ranges(
+    ranges: Iterable[tuple[int, int]], seqs: Iterable[int]
+) -> tuple[tuple[int, int], ...]:
+    """Merge `seqs` into sorted, disjoint, inclusive ranges."""
+    spans = sorted([*ranges, *((s, s) for s in seqs)])
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    files: tuple[ArchiveFile, ...] = ()
+    archived_seqs: tuple[tuple[int, int], ...] = ()
+    last_archived_time: str = ""
+    checkpoint: str = ""
+    pending: Pending | None = None
+    version: int = 0
+    #: None = no manifest object yet (the first run creates it create-only).
+    etag: str | None = field(default=None, compare=False)
+
+    def is_archived(self, seq: int | None) -> bool:
+        return seq is not None and self.archived_range(seq) is not None
+
+    def archived_range(self, seq: int) -> tuple[int, int] | None:
+        """The archived range holding `seq`, if any (ranges are sorted and disjoint)."""
+        k = bisect.bisect_right(self.archived_seqs, (seq, _MAX)) - 1
+        if k >= 0 and self.archived_seqs[k][0] <= seq <= self.archived_seqs[k][1]:
+            return self.archived_seqs[k]
+        return None
+
+    @property
+    def floor(self) -> int:
+        """Every log position at or below this is archived (`TimelineStore.floor`). Positions
+        above it may be archived too (`archive_beyond_savepoint`): use `is_archived`."""
+        first = self.archived_seqs[0] if self.archived_seqs else None
+        return first[1] if first is not None and first[0] <= 1 else 0
+
+    @property
+    def instant_count(self) -> int:
+        return sum(f.count for f in self.files)
+
+    def encode(self) -> bytes:
+        return encode_json(
+            {
+                "format": FORMAT,
+                "nonce": uuid.uuid4().hex,  # unique body: a retried CAS is resolved by bytes
+                "version": self.version,
+                "files": [f.to_json() for f in self.files],
+                "archived_seqs": [list(r) for r in self.archived_seqs],
+                "last_archived_time": self.last_archived_time,
+                "checkpoint": self.checkpoint,
+                "pending": self.pending.to_json() if self.pending else None,
+            }
+        )
+
+    @staticmethod
+    def decode(data: bytes, etag: str, where: str) -> Manifest:
+        d = decode_json(data, where)
+        pending = d.get("pending")
+        return Manifest(
+            tuple(ArchiveFile.from_json(f) for f in d.get("files", ())),
+            tuple((int(a), int(b)) for a, b in d.get("archived_seqs", ())),
+            str(d.get("last_archived_time", "")),
+            str(d.get("checkpoint", "")),
+            Pending.from_json(pending) if isinstance(pending, dict) else None,
+            int(d.get("version", 0)),
+            etag,
+        )
+
+    def evolve(self, **changes: Any) -> Manifest:
+        return replace(self, version=self.version + 1, **changes)
+
+
+def read_manifest(store: ObjectStore) -> Manifest:
+    try:
+        data, info = store.get_object(MANIFEST)
+    except NotFound:
+        return Manifest()
+    return Manifest.decode(data, info.etag, store.url(MANIFEST))
+
+
+def swap(store: ObjectStore, old: Manifest, new: Manifest) -> Manifest:
+    """CAS `old` -> `new`. ArchiveConflict if someone else changed it first."""
+    body = new.encode()
+    try:
+        if old.etag is None:
+            info = store.put_if_absent(MANIFEST, body)
+        else:
+            info = store.put_if_match(MANIFEST, body, old.etag)
+    except Conflict as exc:
+        raise ArchiveConflict(
+            f"the archive manifest {store.url(MANIFEST)} changed under this run "
+            "(another archiver is running); nothing was lost, run again"
+        ) from exc
+    except UnknownOutcome as exc:
+        raise ArchiveOutcomeUnknown(
+            f"update of {store.url(MANIFEST)} has an unknown outcome; the next run recovers"
+        ) from exc
+    return replace(new, etag=info.etag)
