@@ -1,0 +1,93 @@
+"""What a Spark write committed, and the hooks that run after each such commit.
+
+The seam between the two halves of the Spark integration: the writers (data source and native
+writer) build a `CommitInfo` once their instant is completed and call every hook in order; the
+provenance recorder is one such hook. A hook runs only after the instant completed, so a write
+that failed or was rolled back never reaches a hook (it leaves no SEND event). The same
+`SparkJobInfo` is stored as JSON in the commit metadata under `JOB_METADATA_KEY`, so a hook that
+did not run (driver killed right after the commit) can be replayed later from the timeline alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: Commit-metadata key holding `SparkJobInfo.to_json()` for commits made by Spark writers.
+JOB_METADATA_KEY = "flowledger.spark.job"
+
+#: Spark conf key naming the flowledger repository (provenance) a session's writes report to.
+REPO_CONF_KEY = "spark.flowledger.repo"
+
+
+@dataclass(frozen=True)
+class SparkJobInfo:
+    """The Spark application and job that made a commit, and the files it read."""
+
+    app_id: str
+    app_name: str
+    #: Spark job group / description when set, else the writer's name ("flowledger.write").
+    job: str
+    user: str = ""
+    #: Input files of the written DataFrame (`df.inputFiles()`), as Spark names them.
+    input_files: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> SparkJobInfo:
+        d: Mapping[str, Any] = json.loads(text)
+        return SparkJobInfo(
+            app_id=str(d["app_id"]),
+            app_name=str(d["app_name"]),
+            job=str(d["job"]),
+            user=str(d.get("user", "")),
+            input_files=tuple(str(p) for p in d.get("input_files", ())),
+        )
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    """One data file the commit added, named as Spark would (`s3a://` or `file://`)."""
+
+    uri: str
+    rows: int
+    size: int
+    partition: str = ""
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A completed Spark write on a flowledger table."""
+
+    table_uri: str  # as the user named it (s3a://..., file://..., relative path)
+    instant_time: str
+    action: str  # commit | replacecommit
+    operation: str  # insert | insert_overwrite | insert_overwrite_table
+    files: tuple[OutputFile, ...]
+    job: SparkJobInfo
+    #: The flowledger repository provenance goes to (None: the writer found none configured).
+    repo_uri: str | None = None
+    #: Rows per output file summed; convenience for reports.
+    extra: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+
+CommitHook = Callable[[CommitInfo], None]
+_HOOKS: list[CommitHook] = []
+
+
+def add_commit_hook(hook: CommitHook) -> None:
+    """Run `hook` after every Spark write this process commits (idempotent per hook)."""
+    if hook not in _HOOKS:
+        _HOOKS.append(hook)
+
+
+def commit_hooks() -> tuple[CommitHook, ...]:
+    return tuple(_HOOKS)
