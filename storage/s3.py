@@ -104,11 +104,12 @@ class S3ObjectStore(ObjectStore):
             return err
 
     def capabilities(self) -> capability.Capabilities:
-        known = capability.cached(self.endpoint, self.bucket)
+        ttl = self.settings.capability_cache_ttl
+        known = capability.cached(self.endpoint, self.bucket, ttl)
         if known is not None:
             return known
-        self.stats.add("PROBE")  # one probe = ~6 requests, once per process and bucket
-        return capability.probe(self.client, self.bucket, self.prefix, self.endpoint)
+        self.stats.add("PROBE")  # ~6 requests, once per bucket per process or per TTL on disk
+        return capability.probe(self.client, self.bucket, self.prefix, self.endpoint, ttl)
 
     def _require_conditional_put(self) -> None:
         capability.require_conditional_put(

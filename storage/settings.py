@@ -50,6 +50,9 @@ class StoreSettings:
     allow_unsafe: bool = field(default_factory=lambda: _env_flag("FLOWLEDGER_ALLOW_UNSAFE"))
     #: Local backend: fsync files and directories before a write returns.
     fsync: bool = True
+    #: Seconds a safe answer of the conditional-write probe stays cached on disk per endpoint
+    #: and bucket (under ~/.cache/flowledger/capabilities); 0 = probe in every process.
+    capability_cache_ttl: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.multipart_size < 5 * MiB:
