@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from .archive.view import ActiveView
 
 
+#: How old (seconds) the last instants listing may be for the failed-writes check to reuse it.
+FRESH_LISTING_S = 1.0
+
+
 class Table:
     def __init__(self, store: ObjectStore, settings: TableSettings | None = None) -> None:
         self.store = store
@@ -49,6 +53,7 @@ class Table:
         self._lock = threading.Lock()
         self._latest = 0
         self._listing: Listing | None = None
+        self._listed_at = 0.0  # time.monotonic() of `_listing`
         self._log_entries: list[Entry] = []
         self._archive_view: ActiveView | None = None
         self._checked_failed_at: float | None = None
@@ -81,6 +86,7 @@ class Table:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
         listing = self.tl.list_instants()
         self._listing = listing
+        self._listed_at = time.monotonic()
         self._advance(listing.max_seq)
         return listing
 
@@ -224,6 +230,7 @@ class Table:
             raise TimelineError(f"could not find a free instant time in {self.uri}")
         if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
             self._check_failed_writes(exclude=t)
+        self._listed_at = 0.0  # the listing predates this instant: not fresh for the next begin
         if first_state is State.REQUESTED:
             with contextlib.suppress(Conflict):  # someone finishing our plan got there first
                 self.tl.create(Instant(t, action, State.INFLIGHT), body)
@@ -242,7 +249,13 @@ class Table:
         if not eager and last is not None and now - last < interval:
             return
         self._checked_failed_at = now
-        handle_failed_writes(self, self.load_instants(), exclude)
+        # A listing made within the last second (Table.open just before a write, as every CLI
+        # commit does) is as good as a new one: nothing in it can have expired since, and an
+        # instant begun after it is not a failed write yet. Saves a LIST per CLI commit.
+        listing = self._listing
+        if listing is None or now - self._listed_at > FRESH_LISTING_S:
+            listing = self.load_instants()
+        handle_failed_writes(self, listing, exclude)
 
     def write(
         self,
