@@ -4,5 +4,27 @@ See docs/spark.md. Importing this package does not import pyspark; the functions
 """
 
 from .commit_info import CommitInfo, OutputFile, SparkJobInfo, add_commit_hook, commit_hooks
+from .lineage import (
+    catch_up,
+    events_for_commit,
+    input_files,
+    install,
+    record_commit,
+    upstream,
+    upstream_events,
+)
 
-__all__ = ["CommitInfo", "OutputFile", "SparkJobInfo", "add_commit_hook", "commit_hooks"]
+__all__ = [
+    "CommitInfo",
+    "OutputFile",
+    "SparkJobInfo",
+    "add_commit_hook",
+    "catch_up",
+    "commit_hooks",
+    "events_for_commit",
+    "input_files",
+    "install",
+    "record_commit",
+    "upstream",
+    "upstream_events",
+]
