@@ -1,13 +1,14 @@
 """OpenLineage in: RunEvents (as the OpenLineage Spark listener's file transport writes them, one
 JSON object per line, or a JSON array) become NiFi provenance.
 
-Each COMPLETE RunEvent with datasets is one `JobRun` (provenance/job_events.py): inputs ->
+Each COMPLETE RunEvent with outputs is one `JobRun` (provenance/job_events.py): inputs ->
 RECEIVE, the run -> JOIN/CONTENT_MODIFIED/CREATE with the run as component (component_id = run
 id, component_type "OpenLineageRun", the job's namespace/name in details and attributes), a FORK
 to the outputs, outputs -> SEND; transit URI = dataset namespace + name. START, RUNNING and
-OTHER events are skipped (the datasets are final only at COMPLETE), and so are FAIL and ABORT (a
-failed run's outputs are not trusted: like a rolled-back write, it leaves no SEND). The run id and
-event time identify a run's events, so ingesting the same file twice records nothing new.
+OTHER events are skipped (the datasets are final only at COMPLETE), and so are FAIL and ABORT
+(a failed run's outputs are not trusted: like a rolled-back write, it leaves no SEND), and runs
+that wrote nothing (Spark emits them for schema inference, `collect()`, `count()`). The run id
+and event time identify a run's events, so ingesting the same file twice records nothing new.
 Parsing uses the `openlineage-python` models, whose validators check times and run ids.
 """
 
@@ -40,8 +41,8 @@ COMPONENT_TYPE = "OpenLineageRun"
 @dataclass(frozen=True)
 class IngestResult:
     run_events: int  # RunEvents read
-    runs: int  # COMPLETE runs with datasets (recorded now or before)
-    skipped: int  # START/RUNNING/OTHER/FAIL/ABORT, or no datasets
+    runs: int  # COMPLETE runs with outputs (recorded now or before)
+    skipped: int  # START/RUNNING/OTHER/FAIL/ABORT, or no outputs
     events: int  # provenance events registered now (0 on a re-ingest)
 
 
@@ -125,9 +126,9 @@ def _dataset(namespace: str, name: str, stats: Any) -> Dataset:
 
 
 def job_run(event: RunEvent) -> JobRun | None:
-    """The provenance of a COMPLETE RunEvent with datasets; None for any other event."""
-    if event.eventType != RunState.COMPLETE or not (event.inputs or event.outputs):
-        return None
+    """The provenance of a COMPLETE RunEvent that wrote something; None for any other event."""
+    if event.eventType != RunState.COMPLETE or not event.outputs:
+        return None  # Spark emits output-less runs for schema inference, collect(), count()
     run_id, job = event.run.runId, event.job
     marker = f"openlineage:run/{run_id}@{event.eventTime}"
     attrs = {
