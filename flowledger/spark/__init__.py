@@ -14,6 +14,7 @@ from .commit_info import (
     add_commit_hook,
     commit_hooks,
 )
+from .frame import provenance
 from .lineage import catch_up, events_for_commit, install, record_commit
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "events_for_commit",
     "input_files",
     "install",
+    "provenance",
     "record_commit",
     "upstream",
     "upstream_events",
