@@ -15,7 +15,7 @@ from typing import Any
 
 from provenance import ProvenanceEvent, ProvenanceRepository
 from provenance.job_events import Dataset, JobRun, job_events, record_runs
-from storage import StoreSettings, open_store
+from storage import ObjectStore, StoreSettings, open_store
 from storage.s3a import to_spark_path
 from storage.uri import parse_uri
 from timeline.instant import parse_time
@@ -91,7 +91,12 @@ def record_commit(info: CommitInfo, settings: StoreSettings | None = None) -> in
     many events were new (0 when already recorded, or when no repository is configured)."""
     if not info.repo_uri:
         return 0
-    with ProvenanceRepository(open_store(info.repo_uri, settings), recover=False) as repo:
+    return record_in_store(open_store(info.repo_uri, settings), info)
+
+
+def record_in_store(store: ObjectStore, info: CommitInfo) -> int:
+    """`record_commit` on an open repository store (benchmarks count its requests)."""
+    with ProvenanceRepository(store, recover=False) as repo:
         return record_runs(repo, [job_run(info)])
 
 
