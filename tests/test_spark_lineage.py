@@ -156,3 +156,30 @@ def test_catch_up_records_only_missing_commits_from_the_timeline(tmp_path: Path)
 def test_commit_without_repository_records_nothing(tmp_path: Path) -> None:
     info = CommitInfo("file:///t", "20260101120000000", "commit", "insert", (), _job([]))
     assert record_commit(info) == 0
+
+
+def test_installed_hook_records_and_never_fails_a_committed_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flowledger.spark import commit_hooks, commit_info, install, lineage
+
+    # Hooks are process-wide: keep this test's installation from reaching other tests.
+    monkeypatch.setattr(commit_info, "_HOOKS", [])
+    monkeypatch.setattr(lineage, "_hook_settings", [None])
+    install(settings=LOCAL)
+    install(settings=LOCAL)
+    hooks = commit_hooks()
+    assert len(hooks) == len(set(hooks))  # installed once
+    repo_uri = "file://" + str(tmp_path / "repo")
+    info = _commit_table("file://" + str(tmp_path / "t"), _job(_inputs(tmp_path, 2)), [""])
+    for hook in hooks:  # what the writers do after completing an instant
+        hook(CommitInfo(**{**info.__dict__, "repo_uri": repo_uri}))
+    with ProvenanceRepository(open_store(repo_uri, LOCAL)) as repo:
+        assert [e.event_type for e in repo.get_events(0, 10)] == [
+            "RECEIVE", "RECEIVE", "JOIN", "FORK", "SEND",
+        ]  # fmt: skip
+    (tmp_path / "blocked").write_text("a file where the repository should be")
+    broken = CommitInfo(**{**info.__dict__, "repo_uri": "file://" + str(tmp_path / "blocked")})
+    for hook in hooks:
+        hook(broken)  # logged, not raised: the write is already committed
+    assert "catch_up" in caplog.text

@@ -100,10 +100,14 @@ def record_in_store(store: ObjectStore, info: CommitInfo) -> int:
         return record_runs(repo, [job_run(info)])
 
 
+#: Store settings the installed hook opens repositories with (None: from the environment).
+_hook_settings: list[StoreSettings | None] = [None]
+
+
 def _hook(info: CommitInfo) -> None:
     """The installed hook: the write is already committed, so a failure here must not fail it."""
     try:
-        record_commit(info)
+        record_commit(info, _hook_settings[0])
     except Exception:
         log.exception(
             "flowledger: commit %s of %s succeeded but its provenance was not recorded; "
@@ -115,10 +119,13 @@ def _hook(info: CommitInfo) -> None:
         )
 
 
-def install(spark: Any = None) -> None:
+def install(spark: Any = None, settings: StoreSettings | None = None) -> None:
     """Record provenance after every Spark write of this process (idempotent).
 
-    With `spark`, warn when the session names no repository (`spark.flowledger.repo`)."""
+    `settings`: how to reach the repository's store (default: the AWS_* environment, like
+    every flowledger command). With `spark`, warn when the session names no repository
+    (`spark.flowledger.repo`)."""
+    _hook_settings[0] = settings
     add_commit_hook(_hook)
     if spark is not None and not spark.conf.get(REPO_CONF_KEY, None):
         log.warning(
