@@ -15,7 +15,7 @@ Parsing uses the `openlineage-python` models, whose validators check times and r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -162,30 +162,29 @@ def job_run(event: RunEvent) -> JobRun | None:
     )
 
 
-def read_run_events(stream: IO[str]) -> Iterator[RunEvent]:
-    """RunEvents of a JSON-lines file (the file transport), a JSON array or one object.
-    Dataset and job events (no `run`) are not RunEvents and are left out."""
+def _records(stream: IO[str]) -> list[tuple[str, Any]]:
     text = stream.read()
-    stripped = text.lstrip()
-    records: list[tuple[str, Any]]
-    if stripped.startswith("["):
+    if text.lstrip().startswith("["):
         try:
-            records = [(f"record {i}", r) for i, r in enumerate(json.loads(text), 1)]
+            return [(f"record {i}", r) for i, r in enumerate(json.loads(text), 1)]
         except ValueError as exc:
             raise IngestError(f"not a JSON array of OpenLineage events: {exc}") from exc
-    else:
-        records = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append((f"line {n}", json.loads(line)))
-                except ValueError as exc:
-                    raise IngestError(f"line {n}: not JSON: {exc}") from exc
+    records = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                records.append((f"line {n}", json.loads(line)))
+            except ValueError as exc:
+                raise IngestError(f"line {n}: not JSON: {exc}") from exc
+    return records
+
+
+def _run_events(records: Iterable[tuple[str, Any]]) -> Iterator[RunEvent]:
     for where, rec in records:
         if not isinstance(rec, dict):
             raise IngestError(f"{where}: expected an OpenLineage event (a JSON object)")
         if "run" not in rec:
-            continue
+            continue  # a DatasetEvent or JobEvent: no run to record
         try:
             yield parse_run_event(rec)
         except (KeyError, TypeError, ValueError) as exc:
@@ -193,9 +192,24 @@ def read_run_events(stream: IO[str]) -> Iterator[RunEvent]:
             raise IngestError(f"{where}: not a valid OpenLineage RunEvent: {detail}") from exc
 
 
-def ingest(repo: ProvenanceRepository, stream: IO[str]) -> IngestResult:
-    """Parse every RunEvent first (a bad one writes nothing), then record the new runs."""
-    events = list(read_run_events(stream))
+def read_run_events(stream: IO[str]) -> Iterator[RunEvent]:
+    """RunEvents of a JSON-lines file (the file transport), a JSON array or one object.
+    Dataset and job events (no `run`) are not RunEvents and are left out."""
+    return _run_events(_records(stream))
+
+
+def _record(repo: ProvenanceRepository, events: list[RunEvent]) -> IngestResult:
     runs = [r for r in map(job_run, events) if r is not None]
     added = record_runs(repo, runs)
     return IngestResult(len(events), len({r.key for r in runs}), len(events) - len(runs), added)
+
+
+def ingest(repo: ProvenanceRepository, stream: IO[str]) -> IngestResult:
+    """Parse every RunEvent first (a bad one writes nothing), then record the new runs."""
+    return _record(repo, list(read_run_events(stream)))
+
+
+def ingest_json(repo: ProvenanceRepository, body: Any) -> IngestResult:
+    """One posted event (Marquez's `POST /api/v1/lineage`) or a JSON array of them."""
+    items = body if isinstance(body, list) else [body]
+    return _record(repo, list(_run_events((f"event {i}", r) for i, r in enumerate(items, 1))))

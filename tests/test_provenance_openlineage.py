@@ -6,6 +6,7 @@ import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
@@ -112,3 +113,50 @@ def test_dataset_uris_follow_openlineage_naming() -> None:
     assert dataset_uri("postgres://db:5432", "shop.public.orders") == (
         "postgres://db:5432/shop.public.orders"
     )
+
+
+def test_marquez_compatible_endpoint_records_posted_run_events(tmp_path: Path) -> None:
+    import threading
+    import urllib.error
+    import urllib.request
+
+    import uvicorn
+
+    from flowledger.service import create_app
+    from tests.support.servers import free_port
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(str(tmp_path / "repo")), host="127.0.0.1", port=port)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+
+    def post(body: str) -> tuple[int, Any]:
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/v1/lineage", body.encode(), method="POST",
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    try:
+        while not server.started:
+            thread.join(0.05)
+        complete = Serde.to_json(_event(RunState.COMPLETE, "2026-11-23T10:00:02Z", inputs=1))
+        assert post(Serde.to_json(_event(RunState.START, "2026-11-23T10:00:00Z")))[1]["events"] == 0
+        status, result = post(complete)
+        assert (status, result["runs"], result["events"]) == (201, 1, 4)
+        assert post(complete)[1]["events"] == 0
+        status, error = post(json.dumps({"run": {"runId": RUN}, "eventType": "COMPLETE"}))
+        assert status == 400 and "missing field" in error["detail"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+    with ProvenanceRepository(open_store(str(tmp_path / "repo"))) as prov:
+        assert [e.event_type for e in prov.get_events(0, 10)] == [
+            "RECEIVE", "CONTENT_MODIFIED", "FORK", "SEND",
+        ]  # fmt: skip
