@@ -11,6 +11,7 @@ UUIDs derive from (table, instant, file) and every event carries `<table>#instan
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from provenance import ProvenanceEvent, ProvenanceRepository
@@ -91,11 +92,35 @@ def record_commit(info: CommitInfo, settings: StoreSettings | None = None) -> in
     many events were new (0 when already recorded, or when no repository is configured)."""
     if not info.repo_uri:
         return 0
-    return record_in_store(open_store(info.repo_uri, settings), info)
+    key = (canonical(info.repo_uri), settings)
+    repo = repository(info.repo_uri, settings)
+    try:
+        return record_runs(repo, [job_run(info)])
+    except BaseException:
+        with _repos_lock:  # reopen next time: the failure may have left it in any state
+            if _repos.get(key) is repo:
+                del _repos[key]
+        raise
+
+
+#: Repositories the hook keeps open per process: a driver commits many times, and an open
+#: repository reads only what changed since its last commit (HEAD, LIST of new journals).
+_repos: dict[tuple[str, StoreSettings | None], ProvenanceRepository] = {}
+_repos_lock = threading.Lock()
+
+
+def repository(uri: str, settings: StoreSettings | None = None) -> ProvenanceRepository:
+    """The process's open provenance repository for `uri` (opened on first use)."""
+    key = (canonical(uri), settings)
+    with _repos_lock:
+        repo = _repos.get(key)
+        if repo is None:
+            repo = _repos[key] = ProvenanceRepository(open_store(uri, settings), recover=False)
+        return repo
 
 
 def record_in_store(store: ObjectStore, info: CommitInfo) -> int:
-    """`record_commit` on an open repository store (benchmarks count its requests)."""
+    """`record_commit` on a repository opened for this one commit (a cold driver)."""
     with ProvenanceRepository(store, recover=False) as repo:
         return record_runs(repo, [job_run(info)])
 
