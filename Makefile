@@ -40,6 +40,7 @@ lock:
 # hadoop-aws + AWS SDK bundle for PySpark's s3a, cached under ~/.cache/flowledger/spark-jars.
 spark-jars: setup
 	$(VPY) -m infra.spark jars
+	$(VPY) -m infra.openlineage jar
 
 minio-build: setup
 	$(VPY) -m infra.minio build

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import Body, FastAPI, HTTPException, Query
 from fastapi.responses import PlainTextResponse, Response
 
 from provenance import EventNotFound, ProvenanceError, ProvenanceRepository, to_dot, to_svg
@@ -80,6 +80,16 @@ def create_app(repo: str | None = None) -> FastAPI:
         if format == "svg":
             return Response(to_svg(graph), media_type="image/svg+xml")
         return graph.to_json()
+
+    @app.post("/api/v1/lineage", status_code=201)
+    def openlineage(event: Annotated[Any, Body()]) -> dict[str, int]:
+        """OpenLineage in, as Marquez accepts it (the listener's `http` transport)."""
+        from provenance.openlineage import ingest_json
+
+        try:
+            return dict(ingest_json(prov(), event).__dict__)
+        except ProvenanceError as exc:
+            raise HTTPException(status_code=400, detail=str(exc)) from exc
 
     @app.get("/timeline")
     def timeline(table: str) -> list[dict[str, Any]]:

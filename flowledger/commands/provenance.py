@@ -75,9 +75,18 @@ def ingest(
     ],
     repo: RepoOption = None,
     json_out: JsonOption = False,
+    fmt: Annotated[
+        str, typer.Option("--format", help="events (ours or NiFi's) or openlineage (RunEvents)")
+    ] = "events",
 ) -> None:
     """Register the events of FILE (ours: JSON lines with the view's column names; or NiFi's
-    site-to-site provenance JSON). Every event is validated before anything is written."""
+    site-to-site provenance JSON). Every event is validated before anything is written.
+    `--format openlineage`: OpenLineage RunEvents (docs/spark.md, "Provenance")."""
+    if fmt == "openlineage":
+        _ingest_openlineage(file, repo, json_out)
+        return
+    if fmt != "events":
+        raise typer.BadParameter("--format must be events or openlineage")
     with open(file, encoding="utf-8") as fh:
         events = list(read_events(fh))
     repo_ = _open(repo, recover=True)
@@ -96,6 +105,23 @@ def ingest(
         json.dumps(result)
         if json_out
         else f"registered {len(ids)} events" + (f" (ids {ids[0]}..{ids[-1]})" if ids else "")
+    )
+
+
+def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
+    from provenance.openlineage import ingest as ingest_openlineage
+
+    repo_ = _open(repo, recover=True)
+    try:
+        with open(file, encoding="utf-8") as fh:
+            r = ingest_openlineage(repo_, fh)
+    finally:
+        repo_.close()
+    print(
+        json.dumps(r.__dict__)
+        if json_out
+        else f"registered {r.events} events from {r.runs} completed runs "
+        f"({r.run_events} RunEvents read, {r.skipped} without provenance)"
     )
 
 
