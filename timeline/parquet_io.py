@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from storage import ObjectStore
 
 from .metadata import DataFile
+from .schema import conform
 
 
 def to_parquet_bytes(table: pa.Table) -> bytes:
@@ -78,12 +79,17 @@ def describe_parquet(data: bytes) -> tuple[int, dict[str, dict[str, Any]]]:
 
 
 def read_files(
-    store: ObjectStore, files: Sequence[DataFile], columns: Sequence[str] | None = None
+    store: ObjectStore,
+    files: Sequence[DataFile],
+    columns: Sequence[str] | None = None,
+    schema: pa.Schema | None = None,
 ) -> pa.Table | None:
     tables = [
         pq.read_table(io.BytesIO(store.get(f.path)), columns=list(columns) if columns else None)
         for f in files
     ]
+    if schema is not None:  # the table's schema: files written before an evolution conform
+        tables = [conform(t, schema, columns) for t in tables]
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="default")

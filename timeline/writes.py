@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
 from .parquet_io import column_stats, describe_parquet, split_partitions, to_parquet_bytes
+from .schema import merge_schemas
 
 if TYPE_CHECKING:
     from .table import Table
@@ -49,12 +51,23 @@ def write(
     parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
     if not isinstance(data, pa.Table) and parts:
         raise ValueError("partition_by applies to a pyarrow table, not to ready Parquet files")
+    # The schema is checked before anything is written (nothing to roll back on a mismatch).
+    if isinstance(data, pa.Table):
+        incoming = data.schema
+    else:
+        incoming = None
+        for path in data:
+            incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
+    state = table.state()
+    current = state.schema()
+    merged = merge_schemas(current, incoming, table.uri) if incoming is not None else current
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"
     else:
         operation = "insert"
     txn = table.begin(REPLACE_COMMIT if overwrite else COMMIT, operation=operation)
+    txn.schema = merged
     try:
         written: set[str] = set()
         if isinstance(data, pa.Table):
