@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
 from . import capability
 from .compose import MIN_PART, plan_compose
@@ -19,6 +19,7 @@ from .errors import (
     UnknownOutcome,
     is_conflict,
     is_outcome_unknown,
+    is_transport_failure,
     raise_s3,
     retry_attempts,
 )
@@ -50,13 +51,30 @@ def make_client(settings: StoreSettings) -> S3Client:
         response_checksum_validation="when_required",
     )
     session = boto3.session.Session()
-    return session.client(
+    client = session.client(
         "s3",
         endpoint_url=settings.endpoint_url,
         aws_access_key_id=settings.access_key_id,
         aws_secret_access_key=settings.secret_access_key,
         config=config,
     )
+    # Runs before botocore's own retry handler: bounds what it would retry `max_attempts`
+    # times with backoff (a closed port took ~15 s, a hung endpoint 5 read timeouts).
+    client.meta.events.register_first("needs-retry.s3", _transport_retries(settings.retry_limit))
+    return client
+
+
+def _transport_retries(limit: int) -> Callable[..., Any]:
+    def veto(
+        attempts: int = 1, caught_exception: BaseException | None = None, **_: Any
+    ) -> bool | None:
+        if isinstance(caught_exception, ReadTimeoutError):
+            return False  # hung: another attempt waits as long again
+        if caught_exception is not None and is_transport_failure(caught_exception):
+            return False if attempts > limit else None
+        return None  # botocore decides (throttling, 5xx)
+
+    return veto
 
 
 class S3ObjectStore(ObjectStore):

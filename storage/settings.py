@@ -36,6 +36,9 @@ class StoreSettings:
     path_style_access: bool | None = None
     #: s3a `fs.s3a.attempts.maximum`: total attempts for throttling, 5xx and transport errors.
     attempts_maximum: int = 5
+    #: s3a `fs.s3a.retry.limit`: retries after a refused or dropped connection (a read timeout
+    #: is never retried: a hung endpoint fails after one `connection_timeout`).
+    retry_limit: int = 1
     #: s3a `fs.s3a.connection.establish.timeout` (seconds).
     connection_establish_timeout: float = 5.0
     #: s3a `fs.s3a.connection.timeout` (seconds) for reading a response.
@@ -56,3 +59,5 @@ class StoreSettings:
             raise ValueError("multipart_size must be at least 5 MiB (the S3 part minimum)")
         if self.fast_upload_active_blocks < 1 or self.attempts_maximum < 1:
             raise ValueError("fast_upload_active_blocks and attempts_maximum must be >= 1")
+        if self.retry_limit < 0:
+            raise ValueError("retry_limit must be >= 0")
