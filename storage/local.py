@@ -373,6 +373,25 @@ class LocalObjectStore(ObjectStore):
                 raise translate_os(exc, self.url(key), "delete") from exc
             self._prune(path.parent)
 
+    def abort_stale_uploads(self, older_than: float | None = None) -> int:
+        """Temp files of writers that died (they live under the repository root's temp
+        folder, shared by every scope)."""
+        age = self.settings.multipart_purge_age if older_than is None else older_than
+        cutoff = time.time() - age
+        removed = 0
+        try:
+            entries = list(os.scandir(self.base / TMP_DIR))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            try:
+                if entry.stat().st_mtime <= cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue  # published or aborted meanwhile
+        return removed
+
     def destroy(self) -> None:
         """Remove the whole repository directory (tests and `make clean`)."""
         shutil.rmtree(self.root, ignore_errors=True)

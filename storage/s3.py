@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import boto3
@@ -331,6 +332,35 @@ class S3ObjectStore(ObjectStore):
                     f"{first.get('Code')}: {first.get('Message')} ({len(errors)} keys failed)",
                     self.uri,
                 )
+
+    def abort_stale_uploads(self, older_than: float | None = None) -> int:
+        age = self.settings.multipart_purge_age if older_than is None else older_than
+        cutoff = datetime.now(UTC) - timedelta(seconds=age)
+        stale: list[tuple[str, str]] = []
+        # Bucket-wide, filtered here: MinIO answers a Prefix only when it is a whole key.
+        kwargs: dict[str, Any] = {"Bucket": self.bucket}
+        while True:
+            self.stats.add("LIST")
+            try:
+                resp = self.client.list_multipart_uploads(**kwargs)
+            except _AWS_ERRORS as exc:
+                raise self._fail(exc, "", "list multipart uploads") from exc
+            for u in resp.get("Uploads", []):
+                if u["Key"].startswith(self.prefix) and u["Initiated"] <= cutoff:
+                    stale.append((u["Key"], u["UploadId"]))
+            if not resp.get("IsTruncated"):
+                break
+            kwargs["KeyMarker"] = resp.get("NextKeyMarker", "")
+            kwargs["UploadIdMarker"] = resp.get("NextUploadIdMarker", "")
+        for key, upload_id in stale:
+            self.stats.add("DELETE")
+            try:
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            except _AWS_ERRORS as exc:
+                err = self._fail(exc, key[len(self.prefix) :], "abort multipart upload")
+                if not isinstance(err, NotFound):  # aborted or completed meanwhile
+                    raise err from exc
+        return len(stale)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

@@ -47,6 +47,9 @@ class StoreSettings:
     connection_maximum: int = 32
     #: s3a `fs.s3a.multipart.size`: part size of streaming uploads (S3 minimum 5 MiB).
     multipart_size: int = 8 * MiB
+    #: s3a `fs.s3a.multipart.purge.age` (seconds): incomplete multipart uploads (local: temp
+    #: files) older than this are removed by `content cleanup` and at content-repository start.
+    multipart_purge_age: float = 24 * 3600.0
     #: s3a `fs.s3a.fast.upload.active.blocks`: parts uploading at once per stream.
     fast_upload_active_blocks: int = 4
     #: Run against an endpoint that ignores conditional writes (loses atomicity; opt-in only).
