@@ -177,7 +177,7 @@ def check_schema(
     where = ""
     if isinstance(current, Table):
         where = current.uri
-        current = current.state(refresh=False)
+        current = current.state()  # fresh: a stale schema would miss a concurrent change
     if isinstance(current, TableState):
         current = current.schema()
     return merge_schemas(current, new_schema, where)
