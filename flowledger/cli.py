@@ -8,7 +8,11 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
-from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer's vendored click
+from typer._click.exceptions import (  # typer's vendored click
+    ClickException,
+    NoArgsIsHelpError,
+    UsageError,
+)
 from typer.exceptions import Abort
 
 from .commands import content
@@ -74,6 +78,16 @@ def main() -> None:
         code = app(standalone_mode=False)
     except UsageError as exc:
         _usage_error(exc)
+    except ClickException as exc:  # e.g. a file option it could not open
+        print(f"flowledger: error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:  # `| head` closed the pipe: not an error worth a message
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the exit flush would fail again
+        sys.exit(141)
+    except KeyboardInterrupt:
+        print("flowledger: interrupted", file=sys.stderr)
+        sys.exit(130)
     except Abort:
         print("flowledger: error: aborted", file=sys.stderr)
         sys.exit(1)
