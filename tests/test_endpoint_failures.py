@@ -107,3 +107,23 @@ def test_hung_endpoint_during_a_write_is_an_unknown_outcome(
     )
     with pytest.raises(UnknownOutcome):
         store.put_if_absent("k", b"x")
+
+
+@pytest.mark.timeout(60)
+def test_cli_on_a_closed_port_says_so_on_one_line() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_closed_port()}",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+    }
+    cmd = [sys.executable, "-m", "flowledger", "table", "read", "s3://bucket/tables/t"]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.stderr
+    assert "cannot reach S3 endpoint" in lines[0] and "may or may not" not in lines[0]
