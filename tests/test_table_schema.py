@@ -148,3 +148,14 @@ def test_schema_json_round_trips_every_kind_of_type() -> None:
     text = json.dumps(schema_to_json(schema), sort_keys=True)
     assert schema_from_json(json.loads(text)) == schema
     assert json.dumps(schema_to_json(schema_from_json(json.loads(text))), sort_keys=True) == text
+
+
+def test_rolled_back_write_takes_its_schema_change_with_it(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    table.write(pa.table({"a": [1]}))
+    added = table.write(pa.table({"a": [2], "b": ["text"]}))
+    table.rollback(added.time)
+    schema = table.schema()
+    assert schema is not None and schema.names == ["a"]
+    table.write(pa.table({"a": [3], "b": [4.5]}))  # b is new again, of another type
+    assert _table(tmp_path).read().column("b").to_pylist() == [None, 4.5]

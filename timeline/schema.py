@@ -177,10 +177,29 @@ def check_schema(
     where = ""
     if isinstance(current, Table):
         where = current.uri
-        current = current.state()  # fresh: a stale schema would miss a concurrent change
+        current = latest_schema(current)  # fresh: a stale one would miss a concurrent change
     if isinstance(current, TableState):
         current = current.schema()
     return merge_schemas(current, new_schema, where)
+
+
+def latest_schema(table: Table) -> pa.Schema | None:
+    """The schema the table's newest live write states, reading entries newest first (usually
+    one GET, where folding the whole state reads every completed instant)."""
+    from .instant import RESTORE, ROLLBACK, parse_name
+
+    done = table.timeline().completed()  # refreshes
+    gone = {
+        parse_name(n).time
+        for i in done.actions(ROLLBACK, RESTORE)
+        for n in table.tl.entry_of(i).rolled_back
+    }
+    for i in reversed(done.write_timeline().by_completion()):
+        if i.time not in gone:
+            found = entry_schema(table.tl.entry_of(i).metadata)
+            if found is not None:
+                return found
+    return table.state(refresh=False).schema()  # e.g. every write archived
 
 
 # -- applying on read -----------------------------------------------------------------------------

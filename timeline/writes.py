@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
 from .parquet_io import column_stats, describe_parquet, split_partitions, to_parquet_bytes
-from .schema import merge_schemas
+from .schema import latest_schema, merge_schemas
 
 if TYPE_CHECKING:
     from .table import Table
@@ -58,8 +58,7 @@ def write(
         incoming = None
         for path in data:
             incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
-    state = table.state()
-    current = state.schema()
+    current = latest_schema(table)  # refreshes: `begin` takes its base from this view
     merged = merge_schemas(current, incoming, table.uri) if incoming is not None else current
     overwrite = mode == "overwrite"
     if overwrite:
