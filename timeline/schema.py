@@ -183,22 +183,29 @@ def check_schema(
     return merge_schemas(current, new_schema, where)
 
 
-def latest_schema(table: Table) -> pa.Schema | None:
+def latest_schema(table: Table, refresh: bool = True) -> pa.Schema | None:
     """The schema the table's newest live write states, reading entries newest first (usually
     one GET, where folding the whole state reads every completed instant)."""
     from .instant import RESTORE, ROLLBACK, parse_name
 
-    done = table.timeline().completed()  # refreshes
+    done = table.timeline(refresh).completed()
     gone = {
         parse_name(n).time
         for i in done.actions(ROLLBACK, RESTORE)
         for n in table.tl.entry_of(i).rolled_back
     }
+    # A write this object completed after the view was listed states a schema that was
+    # validated against every completion before it: it is as new as the view needs.
+    noted = table.noted_schema if table.noted_schema and table.noted_schema[1] not in gone else None
     for i in reversed(done.write_timeline().by_completion()):
+        if noted is not None and noted[0] >= (i.seq or 0):
+            break
         if i.time not in gone:
             found = entry_schema(table.tl.entry_of(i).metadata)
             if found is not None:
                 return found
+    if noted is not None:
+        return schema_from_json(noted[2])
     return table.state(refresh=False).schema()  # e.g. every write archived
 
 

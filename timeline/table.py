@@ -53,6 +53,8 @@ class Table:
         self._log_entries: list[Entry] = []
         self._archive_view: ActiveView | None = None
         self._checked_failed_at: float | None = None
+        #: (log position, instant time, schema JSON) of the newest write this object completed
+        self.noted_schema: tuple[int, str, Any] | None = None
 
     @classmethod
     def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
@@ -77,6 +79,8 @@ class Table:
 
     def note_completed(self, e: Entry) -> None:
         self._advance(e.seq)
+        if e.metadata.get("schema") is not None:  # this object's newest stated schema
+            self.noted_schema = (e.seq, e.time, e.metadata["schema"])
 
     def load_instants(self) -> Listing:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""

@@ -51,23 +51,23 @@ def write(
     parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
     if not isinstance(data, pa.Table) and parts:
         raise ValueError("partition_by applies to a pyarrow table, not to ready Parquet files")
-    # The schema is checked before anything is written (nothing to roll back on a mismatch).
     if isinstance(data, pa.Table):
         incoming = data.schema
     else:
         incoming = None
         for path in data:
             incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
-    current = latest_schema(table)  # refreshes: `begin` takes its base from this view
-    merged = merge_schemas(current, incoming, table.uri) if incoming is not None else current
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"
     else:
         operation = "insert"
     txn = table.begin(REPLACE_COMMIT if overwrite else COMMIT, operation=operation)
-    txn.schema = merged
     try:
+        # Checked on the view `begin` loaded (no extra LIST): the commit validates against
+        # everything completed after it, schema changes included. A mismatch aborts `txn`.
+        current = latest_schema(table, refresh=False)
+        txn.schema = current if incoming is None else merge_schemas(current, incoming, table.uri)
         written: set[str] = set()
         if isinstance(data, pa.Table):
             for partition, piece in split_partitions(data, parts):
