@@ -34,7 +34,7 @@ def _load(files: list[Path]) -> pa.Table | list[str]:
         elif f.suffix.lower() == ".parquet":
             import pyarrow.parquet as pq
 
-            tables.append(pq.read_table(f))
+            tables.append(pq.ParquetFile(f).read(use_threads=False))
         else:
             raise ValueError(f"{f}: only .parquet and .csv files can be written")
     # Files of one write must agree like writes of one table do (same evolution rules).
@@ -60,7 +60,9 @@ def write(
     if partition_by and isinstance(data, list):
         import pyarrow.parquet as pq
 
-        data = pa.concat_tables([pq.read_table(p) for p in data], promote_options="default")
+        data = pa.concat_tables(
+            [pq.ParquetFile(p).read(use_threads=False) for p in data], promote_options="default"
+        )
     table = Table.open(open_store(table_uri))
     done = table.write(data, mode=mode, partition_by=partition_by or None)
     if as_json:
