@@ -11,9 +11,8 @@ import pytest
 
 from flowledger.cli import main
 from storage import InvalidURI, open_store, parse_uri
+from tests.support.servers import S3Endpoint
 from timeline import Table
-
-pytestmark = pytest.mark.unit
 
 
 def _cli(
@@ -70,6 +69,7 @@ def prov_repo(
     return repo
 
 
+@pytest.mark.unit
 def test_huge_max_and_negative_first(
     prov_repo: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -86,6 +86,7 @@ def test_huge_max_and_negative_first(
     assert "event_id" in line.lower() or "EVENT_ID" in line
 
 
+@pytest.mark.unit
 def test_as_of_garbage_and_before_the_first_commit(
     table_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -102,6 +103,7 @@ def test_as_of_garbage_and_before_the_first_commit(
     assert rc == 0 and out.strip() == "2"
 
 
+@pytest.mark.unit
 def test_csv_type_clash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -114,6 +116,7 @@ def test_csv_type_clash(
     assert not Path(uri).exists()  # nothing written
 
 
+@pytest.mark.unit
 def test_usage_errors_say_the_problem_on_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -127,6 +130,7 @@ def test_usage_errors_say_the_problem_on_one_line(
     assert "nosuchcommand" in line
 
 
+@pytest.mark.unit
 def test_reading_a_missing_table_is_an_error_and_creates_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -138,6 +142,7 @@ def test_reading_a_missing_table_is_an_error_and_creates_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.unit
 def test_json_never_emits_nan(
     table_uri: str,
     prov_repo: str,
@@ -161,6 +166,7 @@ def test_json_never_emits_nan(
     assert strict(out) == [{"a": None, "b": None, "c": None, "d": 1.5}]
 
 
+@pytest.mark.unit
 def test_s3_uri_with_dot_segments_is_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -170,3 +176,16 @@ def test_s3_uri_with_dot_segments_is_refused(
     assert parse_uri("s3://bucket/a.b/..c/x").path == "a.b/..c/x"  # dots inside names are fine
     line = _fails(monkeypatch, capsys, "table", "read", "s3://bucket/../x")
     assert "'..' path segment" in line
+
+
+@pytest.mark.s3
+def test_reading_a_missing_s3_table_creates_no_object(
+    moto: S3Endpoint, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bucket = moto.new_bucket()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto.secret_key)
+    line = _fails(monkeypatch, capsys, "table", "read", f"s3://{bucket}/tables/none")
+    assert "no table at s3://" in line
+    assert moto.client().list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
