@@ -35,3 +35,31 @@ def test_table_read_json_into_a_pipe_exits_cleanly_every_time(tmp_path: Path) ->
         assert b"terminate called" not in res.stderr, res.stderr
         assert len(json.loads(res.stdout)) == 300
     assert codes == [0] * RUNS
+
+
+_PROBE = """
+import atexit, os, sys
+from flowledger.cli import main
+
+def threads():
+    tasks = os.listdir("/proc/self/task")
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in tasks]
+    sys.stderr.write("THREADS " + ",".join(n for n in names if n != "jemalloc_bg_thd") + "\\n")
+
+atexit.register(threads)
+sys.argv = ["flowledger", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.timeout(120)
+def test_no_native_worker_thread_is_alive_when_table_read_exits(tmp_path: Path) -> None:
+    """The cause, checked directly: only the main thread is left when the interpreter exits
+    (Arrow's pool workers, which the abort needs, are never started by a read)."""
+    uri = str(tmp_path / "t")
+    Table.open(open_store(uri)).write(pa.table({"id": [1, 2, 3]}))
+    cmd = [sys.executable, "-c", _PROBE, "table", "read", uri, "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    line = next(x for x in res.stderr.splitlines() if x.startswith("THREADS "))
+    assert line.split(" ", 1)[1].split(",") == ["python"]  # the main thread only
