@@ -63,8 +63,7 @@ def _usage_error(exc: UsageError) -> NoReturn:
     """The problem on one line first (scripts and logs read that); typer's box only for a
     person at a terminal, where it adds the usage and the `--help` hint."""
     if isinstance(exc, NoArgsIsHelpError):
-        exc.show()  # the group's help, as typer prints it
-        sys.exit(exc.exit_code)
+        sys.exit(exc.exit_code)  # typer has printed the group's help already
     print(f"flowledger: error: {' '.join(exc.format_message().split())}", file=sys.stderr)
     if sys.stderr.isatty():
         from typer import rich_utils
