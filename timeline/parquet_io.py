@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from storage import ObjectStore
 
 from .metadata import DataFile
+from .schema import conform
 
 
 def to_parquet_bytes(table: pa.Table) -> bytes:
@@ -73,17 +74,33 @@ def split_partitions(table: pa.Table, partition_by: Sequence[str]) -> list[tuple
 
 def describe_parquet(data: bytes) -> tuple[int, dict[str, dict[str, Any]]]:
     """Row count and column stats of a Parquet file's bytes."""
-    t = pq.read_table(io.BytesIO(data))
+    t = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)  # see _read_one
     return t.num_rows, column_stats(t)
 
 
+def _read_one(body: bytes, columns: Sequence[str] | None, schema: pa.Schema | None) -> pa.Table:
+    """One file, decoded on the calling thread. Arrow's thread pools are never started: a
+    worker still alive when the interpreter exits aborts the process ("terminate called without
+    an active exception", apache/arrow#34314), and `pq.read_table` always starts them (it goes
+    through the dataset scanner). Columns added after this file was written are left out here
+    and come back as nulls in `conform`."""
+    pf = pq.ParquetFile(pa.BufferReader(body))
+    wanted = None
+    if columns:
+        present = set(pf.schema_arrow.names)
+        wanted = [c for c in columns if c in present or schema is None]
+    return pf.read(columns=wanted, use_threads=False)
+
+
 def read_files(
-    store: ObjectStore, files: Sequence[DataFile], columns: Sequence[str] | None = None
+    store: ObjectStore,
+    files: Sequence[DataFile],
+    columns: Sequence[str] | None = None,
+    schema: pa.Schema | None = None,
 ) -> pa.Table | None:
-    tables = [
-        pq.read_table(io.BytesIO(store.get(f.path)), columns=list(columns) if columns else None)
-        for f in files
-    ]
+    tables = [_read_one(store.get(f.path), columns, schema) for f in files]
+    if schema is not None:  # the table's schema: files written before an evolution conform
+        tables = [conform(t, schema, columns) for t in tables]
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="default")

@@ -24,6 +24,7 @@ from .instant import (
     Instant,
     InstantTimeGenerator,
     State,
+    parse_as_of,
     parse_name,
 )
 from .layout import data_key
@@ -57,6 +58,8 @@ class Table:
         self._log_entries: list[Entry] = []
         self._archive_view: ActiveView | None = None
         self._checked_failed_at: float | None = None
+        #: (log position, instant time, schema JSON) of the newest write this object completed
+        self.noted_schema: tuple[int, str, Any] | None = None
 
     @classmethod
     def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
@@ -81,6 +84,8 @@ class Table:
 
     def note_completed(self, e: Entry) -> None:
         self._advance(e.seq)
+        if e.metadata.get("schema") is not None:  # this object's newest stated schema
+            self.noted_schema = (e.seq, e.time, e.metadata["schema"])
 
     def load_instants(self) -> Listing:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
@@ -164,9 +169,12 @@ class Table:
     # -- reading --------------------------------------------------------------------------------
     def snapshot(self, as_of: str | None = None, refresh: bool = True) -> Snapshot:
         """Files of completed commits minus replaced ones, from metadata (never listing data)."""
-        st = self.state(refresh)
+        return self._snapshot(self.state(refresh), as_of)
+
+    def _snapshot(self, st: TableState, as_of: str | None) -> Snapshot:
         if as_of is None:
             return st.snapshot()
+        as_of = parse_as_of(as_of)
         seq = st.seq_as_of(as_of)
         if 0 < seq < st.cleaned_before_seq() and as_of not in st.savepoints:
             raise TimelineError(
@@ -174,12 +182,27 @@ class Table:
                 f"keeps the last {self.settings.cleaner_commits_retained} commits; savepoint "
                 "an instant to keep it readable)"
             )
+        if seq == 0:
+            first = min(st.writes, default=None)
+            raise InstantNotFound(
+                f"time travel to {as_of} in {self.uri}: no commit at or before it "
+                + (f"(the first is {first})" if first else "(the table has no commits)")
+            )
         return st.snapshot(seq)
 
     def read(self, as_of: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
-        snap = self.snapshot(as_of)
-        table = read_files(self.store, snap.files, columns)
+        """The snapshot's rows in the table's schema as of that snapshot (older files are
+        widened and get nulls for columns added after them)."""
+        st = self.state()
+        snap = self._snapshot(st, as_of)
+        schema = st.schema(snap.seq) if snap.seq else None
+        table = read_files(self.store, snap.files, columns, schema)
         return table if table is not None else pa.table({})
+
+    def schema(self, as_of: str | None = None) -> pa.Schema | None:
+        """The table's schema (as of an instant) as its commits state it; None if none does."""
+        st = self.state()
+        return st.schema(self._snapshot(st, as_of).seq if as_of else None)
 
     # -- writing --------------------------------------------------------------------------------
     def data_key(self, partition: str, name: str, *, instant_time: str) -> str:

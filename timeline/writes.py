@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
 from .parquet_io import column_stats, describe_parquet, split_partitions, to_parquet_bytes
+from .schema import latest_schema, merge_schemas
 
 if TYPE_CHECKING:
     from .table import Table
@@ -49,6 +51,12 @@ def write(
     parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
     if not isinstance(data, pa.Table) and parts:
         raise ValueError("partition_by applies to a pyarrow table, not to ready Parquet files")
+    if isinstance(data, pa.Table):
+        incoming = data.schema
+    else:
+        incoming = None
+        for path in data:
+            incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"
@@ -56,6 +64,10 @@ def write(
         operation = "insert"
     txn = table.begin(REPLACE_COMMIT if overwrite else COMMIT, operation=operation)
     try:
+        # Checked on the view `begin` loaded (no extra LIST): the commit validates against
+        # everything completed after it, schema changes included. A mismatch aborts `txn`.
+        current = latest_schema(table, refresh=False)
+        txn.schema = current if incoming is None else merge_schemas(current, incoming, table.uri)
         written: set[str] = set()
         if isinstance(data, pa.Table):
             for partition, piece in split_partitions(data, parts):

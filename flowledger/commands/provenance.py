@@ -17,6 +17,8 @@ from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
 from provenance.ingest import read_events
 from storage import open_store
 
+from ..jsonout import dumps
+
 # Same as cli.RepoOption (not imported from there: cli imports this module).
 RepoOption = Annotated[
     str | None,
@@ -28,6 +30,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
 BATCH = 50_000
+MAX_ID = 2**63 - 1  # event ids are BIGINT
+MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
 
 
 def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
@@ -49,7 +53,7 @@ def _jsonable(v: Any) -> Any:
 
 def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:
     if as_json:
-        print(json.dumps([e.to_dict() for e in events]))
+        print(dumps([e.to_dict() for e in events]))
         return
     table = RichTable(
         "event_id", "event_time", "event_type", "flowfile_uuid", "component_id", "size", "details"
@@ -138,7 +142,7 @@ def sql(
     finally:
         repo_.close()
     if json_out:
-        print(json.dumps([dict(zip(names, map(_jsonable, r), strict=True)) for r in rows]))
+        print(dumps([dict(zip(names, map(_jsonable, r), strict=True)) for r in rows]))
         return
     table = RichTable(*names)
     for r in rows:
@@ -148,8 +152,10 @@ def sql(
 
 @app.command()
 def events(
-    first: Annotated[int, typer.Option("--first", help="First event id")] = 0,
-    max_events: Annotated[int, typer.Option("--max", help="At most this many events")] = 100,
+    first: Annotated[int, typer.Option("--first", min=0, max=MAX_ID, help="First event id")] = 0,
+    max_events: Annotated[
+        int, typer.Option("--max", min=1, max=MAX_EVENTS, help="At most this many events")
+    ] = 100,
     repo: RepoOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -187,7 +193,7 @@ def lineage(
 
 @app.command()
 def replay(
-    event_id: Annotated[int, typer.Argument(help="Event to replay")],
+    event_id: Annotated[int, typer.Argument(min=0, max=MAX_ID, help="Event to replay")],
     repo: RepoOption = None,
     json_out: JsonOption = False,
 ) -> None:

@@ -391,8 +391,18 @@ class ContentRepository:
 
     def cleanup(self) -> int:
         """NiFi `cleanup`: archive objects nobody references (their writer crashed before
-        committing) and finish interrupted destructions. Returns objects archived."""
-        return cleanup.sweep_orphans(self)
+        committing) and finish interrupted destructions; abort uploads and remove temp files
+        of writers that died mid-write (older than `multipart_purge_age`). Returns objects
+        archived."""
+        archived = cleanup.sweep_orphans(self)
+        self.abort_stale_uploads()
+        return archived
+
+    def abort_stale_uploads(self, older_than: float | None = None) -> int:
+        """Abort incomplete multipart uploads (local: delete temp files) in every container
+        started more than `older_than` seconds ago (default: the store's
+        `multipart_purge_age`, s3a's `fs.s3a.multipart.purge.age`). Returns how many."""
+        return cleanup.abort_stale_uploads(self, older_than)
 
     def run_archive_cleanup(self) -> int:
         """Destroy archived claims past retention or over the usage limit; returns how many."""
