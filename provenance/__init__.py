@@ -14,9 +14,10 @@ from .errors import (
     ReplayError,
     SQLError,
 )
-from .event import EVENT_TYPES, EventType, ProvenanceEvent, validate
+from .event import EVENT_TYPES, EventType, ProvenanceEvent
 from .expiry import ExpiryPlan
 from .lineage import Lineage, LineageEdge, LineageNode
+from .records import validate
 from .query import SEARCHABLE_FIELDS, Query, SearchTerm
 from .render import to_dot, to_svg
 from .repository import ProvenanceRepository

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
-from provenance.ingest import read_events
+from provenance.ingest import ingest_file
 from storage import open_store
 
 # Same as cli.RepoOption (not imported from there: cli imports this module).
@@ -27,7 +27,6 @@ RepoOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
-BATCH = 50_000
 
 
 def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
@@ -77,25 +76,24 @@ def ingest(
     json_out: JsonOption = False,
 ) -> None:
     """Register the events of FILE (ours: JSON lines with the view's column names; or NiFi's
-    site-to-site provenance JSON). Every event is validated before anything is written."""
-    with open(file, encoding="utf-8") as fh:
-        events = list(read_events(fh))
+    site-to-site provenance JSON). All or nothing: every line is type-checked and validated
+    before anything is written, then all events become visible at once. Re-ingesting a NiFi
+    export (same eventIds) is refused."""
     repo_ = _open(repo, recover=True)
-    ids: list[int] = []
     try:
-        for i in range(0, len(events), BATCH):
-            ids += repo_.register_events(events[i : i + BATCH], sync=True)
+        r = ingest_file(repo_, file)
     finally:
         repo_.close()
     result = {
-        "events": len(ids),
-        "first_event_id": ids[0] if ids else None,
-        "last_event_id": ids[-1] if ids else None,
+        "events": r.events,
+        "first_event_id": r.first_event_id,
+        "last_event_id": r.last_event_id,
     }
     print(
         json.dumps(result)
         if json_out
-        else f"registered {len(ids)} events" + (f" (ids {ids[0]}..{ids[-1]})" if ids else "")
+        else f"registered {r.events} events"
+        + (f" (ids {r.first_event_id}..{r.last_event_id})" if r.events else "")
     )
 
 
