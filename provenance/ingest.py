@@ -223,7 +223,8 @@ def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -
             if ids:
                 out.ids.append(pa.array(ids, pa.string()))  # type: ignore[union-attr]
                 out.wheres.append(pa.array(wheres, pa.string()))  # type: ignore[union-attr]
-            rows.clear(), ids.clear(), wheres.clear(), times.clear()
+            for pending in (rows, ids, wheres, times):
+                pending.clear()
 
         for where, rec in iter_records(stream):
             r = row(rec, now)

@@ -76,16 +76,16 @@ class NifiExtras(BaseModel):
 
     model_config = ConfigDict(strict=True, frozen=True)
 
-    eventId: str | None = None  # noqa: N815 - NiFi's names
-    eventOrdinal: Int64 | None = None  # noqa: N815
+    eventId: str | None = None
+    eventOrdinal: Int64 | None = None
     timestamp: str | None = None
-    componentName: str | None = None  # noqa: N815
-    processGroupId: str | None = None  # noqa: N815
-    processGroupName: str | None = None  # noqa: N815
-    entityType: str | None = None  # noqa: N815
-    actorHostname: str | None = None  # noqa: N815
-    contentURI: str | None = None  # noqa: N815
-    previousContentURI: str | None = None  # noqa: N815
+    componentName: str | None = None
+    processGroupId: str | None = None
+    processGroupName: str | None = None
+    entityType: str | None = None
+    actorHostname: str | None = None
+    contentURI: str | None = None
+    previousContentURI: str | None = None
     platform: str | None = None
     application: str | None = None
 
@@ -97,7 +97,9 @@ def iso_ms(value: str) -> int:
     try:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"expected epoch milliseconds or an ISO-8601 time, got {value!r}") from None
+        raise ValueError(
+            f"expected epoch milliseconds or an ISO-8601 time, got {value!r}"
+        ) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
@@ -171,7 +173,7 @@ def validate(events: Iterable[ProvenanceEvent | Mapping[str, Any]]) -> list[Prov
         try:
             out.append(to_event(item))
         except InvalidEvent as exc:
-            uuid = (item.get("flowfile_uuid") if isinstance(item, Mapping) else item.flowfile_uuid)
+            uuid = item.get("flowfile_uuid") if isinstance(item, Mapping) else item.flowfile_uuid
             raise InvalidEvent(f"event #{i} of the batch (FlowFile {uuid or '?'}): {exc}") from None
         except (TypeError, AttributeError) as exc:
             raise InvalidEvent(f"event #{i} of the batch: {exc}") from None

@@ -19,15 +19,15 @@ from . import staging
 from .catalog import Snapshot
 from .errors import EventNotFound, LineageError, ProvenanceConflict, ProvenanceUnknownOutcome
 from .event import ProvenanceEvent
-from .records import validate
 from .expiry import ExpiryPlan, plan_expiry
 from .ids import IdAllocator
 from .journal import JournalWriter
 from .layout import JournalRef
 from .lineage import Lineage, check_uuids, compute_lineage, expandable
 from .objects import ParquetSource, cache_root
-from .reingest import count_present
 from .query import Query, SearchTerm
+from .records import validate
+from .reingest import count_present
 from .rollover import (
     RolloverResult,
     delete_merged_journals,

@@ -21,9 +21,9 @@ import pyarrow as pa
 
 from storage import ObjectStore, StoreSettings, open_store
 
+from . import staging
 from .index import build_terms
 from .layout import TABLE, JournalRef
-from . import staging
 from .parquet_io import encode_events_file, encode_index
 from .rollover import RolloverResult, contiguous_run, delete_run, file_stats, list_journals
 from .settings import ProvenanceSettings

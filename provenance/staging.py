@@ -19,6 +19,7 @@ rollover after `journal_gap_timeout_s` exactly like a writer dying mid-flush.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterable
@@ -142,10 +143,8 @@ class StagedIngest:
 
     def abort(self) -> None:
         """Best effort: recovery deletes what is left after `staging_timeout_s`."""
-        try:
+        with contextlib.suppress(Exception):  # cleanup must not hide the original error
             self._store.delete_many([k for k, _, _ in self._parts])
-        except Exception:  # noqa: BLE001 - cleanup must not hide the original error
-            pass
 
 
 def clean_staging(

@@ -145,7 +145,7 @@ def test_nifi_fields_without_a_column_are_kept(tmp_path: Path) -> None:
     repo = repo_for(tmp_path)
     result = ingest_file(repo, src)
     assert result.events == 2
-    names, rows = repo.sql(
+    _names, rows = repo.sql(
         "SELECT source_fields['eventId'], source_fields['componentName'], "
         "source_fields['processGroupId'], source_fields['processGroupName'], "
         "source_fields['actorHostname'], source_fields['contentURI'], "
@@ -281,7 +281,8 @@ def test_cli_type_error_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
 
 # -- concurrent ingests while unmerged journals exist (item 5) --------------------------------
 @pytest.mark.parametrize(
-    "where", [pytest.param("local", marks=pytest.mark.unit), pytest.param("moto", marks=pytest.mark.s3)]
+    "where",
+    [pytest.param("local", marks=pytest.mark.unit), pytest.param("moto", marks=pytest.mark.s3)],
 )
 def test_four_concurrent_ingests_all_succeed(
     where: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -319,5 +320,8 @@ def test_four_concurrent_ingests_all_succeed(
         )
     outcomes = [(p.wait(300), p.stderr.read() if p.stderr else "") for p in procs]
     assert [rc for rc, _ in outcomes] == [0, 0, 0, 0], outcomes
-    p = _cli(["sql", "SELECT count(*) AS n, count(DISTINCT event_id) AS d FROM provenance", "--json"], env)
+    p = _cli(
+        ["sql", "SELECT count(*) AS n, count(DISTINCT event_id) AS d FROM provenance", "--json"],
+        env,
+    )
     assert json.loads(p.stdout) == [{"n": 95, "d": 95}]
