@@ -88,7 +88,11 @@ def nifi_record(rec: Mapping[str, Any]) -> EventRecord:
     # NiFi's export has no relationship: keep ROUTE events importable and say so.
     if out.get("event_type") == "ROUTE" and not out.get("relationship"):
         out["relationship"] = "(not in NiFi export)"
-    out["source_fields"] = {k: v for k, v in extras.as_map().items() if k != "timestamp"}
+    out["source_fields"] = {
+        k: v if isinstance(v, str) else str(v)
+        for k, v in kept.items()
+        if v is not None and v != "" and k != "timestamp"
+    }
     try:
         validated = EventRecord.model_validate(out)
     except ValidationError as exc:
@@ -192,7 +196,9 @@ class _Spilled:
     start: int = 0
     end: int = 0
     ids: list[pa.Array] | None = None
-    wheres: list[pa.Array] | None = None
+    #: Where each id is: "line"/"record" and the number (kept compact: 8 bytes an id).
+    label: str = "line"
+    places: list[pa.Array] | None = None
 
 
 def _to_table(rows: list[dict[str, Any]], max_attribute_length: int) -> pa.Table:
@@ -205,12 +211,11 @@ def _to_table(rows: list[dict[str, Any]], max_attribute_length: int) -> pa.Table
 
 def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -> _Spilled:
     """Pass 1: validate every record, writing validated batches to a local Arrow IPC file."""
-    out = _Spilled(ids=[], wheres=[])
-    assert out.ids is not None and out.wheres is not None
+    out = _Spilled(ids=[], places=[])
     now = now_ms()
     rows: list[dict[str, Any]] = []
     ids: list[str] = []
-    wheres: list[str] = []
+    places: list[int] = []
     times: list[int] = []
     with ipc.new_file(str(sink), SCHEMA) as writer:
 
@@ -222,8 +227,8 @@ def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -
                 out.rows += len(rows)
             if ids:
                 out.ids.append(pa.array(ids, pa.string()))  # type: ignore[union-attr]
-                out.wheres.append(pa.array(wheres, pa.string()))  # type: ignore[union-attr]
-            for pending in (rows, ids, wheres, times):
+                out.places.append(pa.array(places, pa.int64()))  # type: ignore[union-attr]
+            for pending in (rows, ids, places, times):
                 pending.clear()
 
         for where, rec in iter_records(stream):
@@ -233,24 +238,27 @@ def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -
             source_id = r["source_fields"].get(SOURCE_ID)
             if source_id:
                 ids.append(source_id)
-                wheres.append(where)
+                out.label, number = where.split(" ", 1)
+                places.append(int(number))
             if len(rows) >= batch:
                 flush()
         flush()
     return out
 
 
-def _check_repeats(ids: pa.Array, wheres: pa.Array) -> None:
+def _check_repeats(ids: pa.Array, places: pa.Array, label: str) -> None:
     """A source id twice in one file: refuse (naming both places) before writing anything."""
-    t = pa.table({"v": ids, "i": pa.array(range(len(ids)), pa.int64())})
+    if len(pc.unique(ids)) == len(ids):
+        return
+    t = pa.table({"v": ids, "i": places})
     g = t.group_by("v").aggregate([("i", "min"), ("i", "max"), ("i", "count")])
     rep = g.filter(pc.greater(g["i_count"], 1))
     if rep.num_rows:
         k = pc.index(rep["i_max"], pc.min(rep["i_max"])).as_py()
         v, first, last = rep["v"][k].as_py(), rep["i_min"][k].as_py(), rep["i_max"][k].as_py()
         raise IngestError(
-            f"{wheres[last].as_py()}: NiFi {SOURCE_ID} {v} appears again (first on "
-            f"{wheres[first].as_py()}); nothing was written"
+            f"{label} {last}: NiFi {SOURCE_ID} {v} appears again (first on {label} {first}); "
+            "nothing was written"
         )
 
 
@@ -287,7 +295,7 @@ def ingest_file(
             return IngestResult(0, None, None, 0)
         if found.ids:
             ids = pa.concat_arrays(found.ids)
-            _check_repeats(ids, pa.concat_arrays(found.wheres or []))
+            _check_repeats(ids, pa.concat_arrays(found.places or []), found.label)
             present, example = repo.count_present(ids, SOURCE_ID, found.start, found.end)
             if present:
                 raise IngestError(

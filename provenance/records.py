@@ -89,9 +89,6 @@ class NifiExtras(BaseModel):
     platform: str | None = None
     application: str | None = None
 
-    def as_map(self) -> dict[str, str]:
-        return {k: str(v) for k, v in self.__dict__.items() if v is not None and v != ""}
-
 
 def iso_ms(value: str) -> int:
     try:
