@@ -226,6 +226,45 @@ def test_crash_before_commit_leaves_nothing_visible(tmp_path: Path) -> None:
     repo.close()
 
 
+def _crash_after_rollover_commit(uri: str, cache: str) -> None:
+    os.environ[ENV] = "provenance.rollover.committed"
+    s = ProvenanceSettings(cache_dir=cache, rollover_size=1)
+    ProvenanceRepository(open_store(uri), s, recover=False).rollover()
+
+
+@pytest.mark.unit
+def test_staged_ingest_merged_in_pieces_with_a_crash(tmp_path: Path) -> None:
+    import multiprocessing
+
+    from provenance.rollover import rollover_once
+
+    src = tmp_path / "e.jsonl"
+    src.write_text(lines([ours(i) for i in range(250)]))
+    uri, cache = str(tmp_path / "repo"), str(tmp_path / "c")
+    s = ProvenanceSettings(cache_dir=cache, journal_max_events=40, rollover_size=1)
+    repo = ProvenanceRepository(open_store(uri), s)
+    ingest_file(repo, src)
+    assert rollover_once(repo.store, repo.table, s) is not None  # the first part only
+    assert count(repo) == 250
+    assert [e.event_id for e in repo.get_events(0, 1000)] == list(range(250))
+    # The next rollover dies after its commit, before deleting the part it merged.
+    child = multiprocessing.get_context("spawn").Process(
+        target=_crash_after_rollover_commit, args=(uri, cache)
+    )
+    child.start()
+    child.join(120)
+    assert child.exitcode == -9
+    repo = ProvenanceRepository(open_store(uri), s)  # recovery, then the rest is merged
+    repo.rollover()
+    got = repo.get_events(0, 1000)
+    assert [e.event_id for e in got] == list(range(250))
+    assert [e.flowfile_uuid for e in got] == [f"ff-{i}" for i in range(250)]
+    assert count(repo) == 250 and repo.snapshot().journals == ()
+    left = [i.key for i in repo.store.list("") if "journals/" in i.key or "staging/" in i.key]
+    assert left == []
+    repo.close()
+
+
 @pytest.mark.unit
 def test_reingesting_a_nifi_export_is_refused(tmp_path: Path) -> None:
     first = tmp_path / "a.json"
