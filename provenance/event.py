@@ -139,49 +139,11 @@ class ProvenanceEvent:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProvenanceEvent:
-        """Build from a dict with the field names of the SQL view (unknown keys refused)."""
-        names = {f.name for f in fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise InvalidEvent(f"unknown event fields: {', '.join(sorted(unknown))}")
-        kwargs = {k: v for k, v in data.items() if v is not None or k in _NULLABLE}
-        for required in ("event_type", "flowfile_uuid", "component_id", "component_type"):
-            kwargs.setdefault(required, "")
-        kwargs.setdefault("file_size", None)
-        for name in ("parent_uuids", "child_uuids"):
-            if kwargs.get(name) is None:
-                kwargs[name] = ()
-        for name in ("previous_attributes", "updated_attributes", "source_fields"):
-            if kwargs.get(name) is None:
-                kwargs[name] = {}
-        if kwargs.get("event_id") is None:
-            kwargs["event_id"] = UNASSIGNED
-        if kwargs.get("event_time") is None:
-            kwargs["event_time"] = now_ms()
-        if kwargs.get("event_duration_ms") is None:
-            kwargs["event_duration_ms"] = -1
-        return cls(**kwargs)
+        """Build from a dict with the field names of the SQL view: type-checked and validated
+        as NiFi does (InvalidEvent names the field), like `register_events` does with dicts."""
+        from .records import to_event  # records builds on this module
 
-
-_NULLABLE = frozenset(
-    f.name
-    for f in fields(ProvenanceEvent)
-    if f.name
-    not in (
-        "event_type",
-        "flowfile_uuid",
-        "component_id",
-        "component_type",
-        "event_time",
-        "event_id",
-        "event_duration_ms",
-        "parent_uuids",
-        "child_uuids",
-        "previous_attributes",
-        "updated_attributes",
-        "source_fields",
-    )
-)
+        return to_event(data)
 
 
 class EventLike(Protocol):
