@@ -289,8 +289,11 @@ def ingest_file(
     settings = repo.settings
     with tempfile.TemporaryDirectory(prefix="flowledger-ingest-") as tmp:
         spill = Path(tmp) / "events.arrow"
-        with open(path, encoding="utf-8") as fh:
-            found = _spill(fh, spill, settings.max_attribute_length, batch_events)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                found = _spill(fh, spill, settings.max_attribute_length, batch_events)
+        except UnicodeDecodeError as exc:
+            raise IngestError(f"{path.name} is not UTF-8 text: {exc}") from None
         if found.rows == 0:
             return IngestResult(0, None, None, 0)
         if found.ids:

@@ -165,7 +165,7 @@ def truncate_map(col: pa.ChunkedArray, limit: int) -> pa.ChunkedArray:
     chunks = []
     for chunk in col.chunks:
         items = chunk.items
-        if len(items) and pc.max(pc.utf8_length(items)).as_py() > limit:
+        if len(items) and (pc.max(pc.utf8_length(items)).as_py() or 0) > limit:
             items = pc.utf8_slice_codeunits(items, 0, limit)
             chunk = pa.MapArray.from_arrays(chunk.offsets, chunk.keys, items, mask=chunk.is_null())
         chunks.append(chunk)

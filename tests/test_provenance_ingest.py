@@ -168,6 +168,17 @@ def test_nifi_fields_without_a_column_are_kept(tmp_path: Path) -> None:
 
 # -- all or nothing, streaming, re-ingest (item 4) --------------------------------------------
 @pytest.mark.unit
+def test_removed_attribute_null_is_kept(tmp_path: Path) -> None:
+    src = tmp_path / "e.jsonl"
+    src.write_text(lines([ours(0, updated_attributes={"gone": None, "filename": "x"})]))
+    repo = repo_for(tmp_path)
+    assert ingest_file(repo, src).events == 1
+    [e] = repo.get_events(0, 1)
+    assert dict(e.updated_attributes) == {"gone": None, "filename": "x"}
+    repo.close()
+
+
+@pytest.mark.unit
 def test_bad_last_line_writes_nothing(tmp_path: Path) -> None:
     src = tmp_path / "e.jsonl"
     src.write_text(lines([ours(i) for i in range(250)] + [ours(250, file_size=-1)]))
