@@ -276,6 +276,39 @@ def test_staged_ingest_merged_in_pieces_with_a_crash(tmp_path: Path) -> None:
     repo.close()
 
 
+class _InlineSpark:
+    """Runs the Spark rollover's tasks in this process (the job's own code, no JVM)."""
+
+    @property
+    def sparkContext(self) -> _InlineSpark:
+        return self
+
+    def parallelize(self, items: list[Any], _slices: int) -> _InlineSpark:
+        self._items = items
+        return self
+
+    def map(self, fn: Any) -> _InlineSpark:
+        self._items = [fn(x) for x in self._items]
+        return self
+
+    def collect(self) -> list[Any]:
+        return self._items
+
+
+@pytest.mark.unit
+def test_spark_rollover_engine_merges_staged_parts(tmp_path: Path) -> None:
+    src = tmp_path / "e.jsonl"
+    src.write_text(lines([ours(i) for i in range(120)]))
+    repo = repo_for(tmp_path, journal_max_events=50)
+    ingest_file(repo, src)
+    result = repo.rollover(engine="spark", spark=_InlineSpark())
+    assert (result.events, result.journals) == (120, 3)
+    assert [e.event_id for e in repo.get_events(0, 1000)] == list(range(120))
+    left = [i.key for i in repo.store.list("") if "journals/" in i.key or "staging/" in i.key]
+    assert left == []
+    repo.close()
+
+
 @pytest.mark.unit
 def test_reingesting_a_nifi_export_is_refused(tmp_path: Path) -> None:
     first = tmp_path / "a.json"
