@@ -217,7 +217,9 @@ def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -
     ids: list[str] = []
     places: list[int] = []
     times: list[int] = []
-    with ipc.new_file(str(sink), SCHEMA) as writer:
+    # lz4: the spill of 2M events is ~1 GB uncompressed.
+    options = ipc.IpcWriteOptions(compression="lz4")
+    with ipc.new_file(str(sink), SCHEMA, options=options) as writer:
 
         def flush() -> None:
             if rows:
@@ -264,7 +266,8 @@ def _check_repeats(ids: pa.Array, places: pa.Array, label: str) -> None:
 
 def _batches(spill: Path, max_events: int) -> Iterator[pa.Table]:
     """Pass 2: the spilled events in tables of at most `max_events` (one part each)."""
-    with pa.memory_map(str(spill)) as source:
+    # Read, not memory-mapped: mapped pages would stay resident (and count) until unmapped.
+    with pa.OSFile(str(spill)) as source:
         reader = ipc.open_file(source)
         pending: list[pa.RecordBatch] = []
         rows = 0
