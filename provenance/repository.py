@@ -216,15 +216,16 @@ class ProvenanceRepository:
         return self.journals.flush()
 
     def register_staged(self, tables: Iterable[pa.Table]) -> staging.Committed:
-        """Register conformed tables (see `conform`) all at once: each table is staged as one
-        invisible part, then one manifest makes every event visible together (ids taken at
-        that point, in order). Memory holds one table at a time."""
+        """Register tables (the view's columns, validated by `conform`) all at once: each
+        table is staged as one invisible part, then one manifest makes every event visible
+        together (ids taken at that point, in order). Memory holds one table at a time.
+        A table failing validation aborts the whole call (nothing becomes visible)."""
         self._throttle()
         staged = staging.StagedIngest(self.store, self.settings.journal_compression)
         try:
             for table in tables:
                 if table.num_rows:
-                    staged.stage(table)
+                    staged.stage(conform(table, self.settings.max_attribute_length))
             done = staged.commit(self.ids)
         except ProvenanceUnknownOutcome:
             raise  # the manifest may have landed: its parts must stay
@@ -368,6 +369,11 @@ class ProvenanceRepository:
                     self.table.invalidate()
                     continue
                 if r is None:
+                    # Journals merged by other processes are no longer ours to roll over.
+                    high = self.table.committed().high_water
+                    with self._backlog_lock:
+                        for key in [k for k, j in self._backlog.items() if j.end_id <= high]:
+                            del self._backlog[key]
                     break
                 with self._backlog_lock:
                     for key in [k for k, j in self._backlog.items() if j.end_id <= r.end_id]:
