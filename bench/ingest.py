@@ -2,7 +2,8 @@
 reads the whole file into events first (what `provenance ingest` did before), same file, same
 run. Each mode runs in a fresh process; its peak RSS is the kernel's (wait4 ru_maxrss).
 
-    python -m bench ingest [--quick] [--events N] [--baseline-events M]
+    python -m bench ingest [--quick]
+    python -m bench.ingest [--quick] [--events N] [--baseline-events M]
 
 2,000,000 events by default (200,000 with --quick). The baseline holds every event in memory,
 so on a shared machine it can be run on the first M events only (`--baseline-events`); the
