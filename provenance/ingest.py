@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from .errors import IngestError, InvalidEvent
 from .event import ProvenanceEvent, now_ms, problem
 from .records import EventRecord, NifiExtras, describe, record, row
+from .reingest import IDS_SCHEMA, first_repeat
 from .schema import SCHEMA, truncate_map
 
 if TYPE_CHECKING:
@@ -195,10 +196,9 @@ class _Spilled:
     rows: int = 0
     start: int = 0
     end: int = 0
-    ids: list[pa.Array] | None = None
-    #: Where each id is: "line"/"record" and the number (kept compact: 8 bytes an id).
+    #: Source ids (NiFi eventIds) and where each is (`label` and number), in a local file.
+    ids: int = 0
     label: str = "line"
-    places: list[pa.Array] | None = None
 
 
 def _to_table(rows: list[dict[str, Any]], max_attribute_length: int) -> pa.Table:
@@ -209,9 +209,12 @@ def _to_table(rows: list[dict[str, Any]], max_attribute_length: int) -> pa.Table
     return t
 
 
-def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -> _Spilled:
-    """Pass 1: validate every record, writing validated batches to a local Arrow IPC file."""
-    out = _Spilled(ids=[], places=[])
+def _spill(
+    stream: IO[str], sink: Path, ids_sink: Path, max_attribute_length: int, batch: int
+) -> _Spilled:
+    """Pass 1: validate every record, writing validated batches to a local Arrow IPC file and
+    the source ids (with their line numbers) to a local Parquet file: memory holds a batch."""
+    out = _Spilled()
     now = now_ms()
     rows: list[dict[str, Any]] = []
     ids: list[str] = []
@@ -219,7 +222,10 @@ def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -
     times: list[int] = []
     # lz4: the spill of 2M events is ~1 GB uncompressed.
     options = ipc.IpcWriteOptions(compression="lz4")
-    with ipc.new_file(str(sink), SCHEMA, options=options) as writer:
+    with (
+        ipc.new_file(str(sink), SCHEMA, options=options) as writer,
+        pq.ParquetWriter(str(ids_sink), IDS_SCHEMA) as ids_writer,
+    ):
 
         def flush() -> None:
             if rows:
@@ -228,8 +234,8 @@ def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -
                 out.end = max([out.end, *times] if out.rows else times)
                 out.rows += len(rows)
             if ids:
-                out.ids.append(pa.array(ids, pa.string()))  # type: ignore[union-attr]
-                out.places.append(pa.array(places, pa.int64()))  # type: ignore[union-attr]
+                ids_writer.write_table(pa.table([ids, places], schema=IDS_SCHEMA))
+                out.ids += len(ids)
             for pending in (rows, ids, places, times):
                 pending.clear()
 
@@ -246,22 +252,6 @@ def _spill(stream: IO[str], sink: Path, max_attribute_length: int, batch: int) -
                 flush()
         flush()
     return out
-
-
-def _check_repeats(ids: pa.Array, places: pa.Array, label: str) -> None:
-    """A source id twice in one file: refuse (naming both places) before writing anything."""
-    if len(pc.unique(ids)) == len(ids):
-        return
-    t = pa.table({"v": ids, "i": places})
-    g = t.group_by("v").aggregate([("i", "min"), ("i", "max"), ("i", "count")])
-    rep = g.filter(pc.greater(g["i_count"], 1))
-    if rep.num_rows:
-        k = pc.index(rep["i_max"], pc.min(rep["i_max"])).as_py()
-        v, first, last = rep["v"][k].as_py(), rep["i_min"][k].as_py(), rep["i_max"][k].as_py()
-        raise IngestError(
-            f"{label} {last}: NiFi {SOURCE_ID} {v} appears again (first on {label} {first}); "
-            "nothing was written"
-        )
 
 
 def _batches(spill: Path, max_events: int) -> Iterator[pa.Table]:
@@ -291,23 +281,27 @@ def ingest_file(
     """Register every event of `path`, or none (see the module docstring)."""
     settings = repo.settings
     with tempfile.TemporaryDirectory(prefix="flowledger-ingest-") as tmp:
-        spill = Path(tmp) / "events.arrow"
+        spill, ids_file = Path(tmp) / "events.arrow", Path(tmp) / "source-ids.parquet"
         try:
             with open(path, encoding="utf-8") as fh:
-                found = _spill(fh, spill, settings.max_attribute_length, batch_events)
+                found = _spill(fh, spill, ids_file, settings.max_attribute_length, batch_events)
         except UnicodeDecodeError as exc:
             raise IngestError(f"{path.name} is not UTF-8 text: {exc}") from None
         if found.rows == 0:
             return IngestResult(0, None, None, 0)
         if found.ids:
-            ids = pa.concat_arrays(found.ids)
-            _check_repeats(ids, pa.concat_arrays(found.places or []), found.label)
-            present, example = repo.count_present(ids, SOURCE_ID, found.start, found.end)
+            repeat = first_repeat(ids_file, Path(tmp))
+            if repeat is not None:
+                v, first, last = repeat
+                raise IngestError(
+                    f"{found.label} {last}: NiFi {SOURCE_ID} {v} appears again (first on "
+                    f"{found.label} {first}); nothing was written"
+                )
+            present, example = repo.count_present(ids_file, SOURCE_ID, found.start, found.end)
             if present:
                 raise IngestError(
-                    f"{present} of the {len(ids)} events of {path.name} were already ingested "
-                    f"(same NiFi {SOURCE_ID}, e.g. {example}); nothing was written"
+                    f"{present} of the {found.ids} events of {path.name} were already "
+                    f"ingested (same NiFi {SOURCE_ID}, e.g. {example}); nothing was written"
                 )
-            del ids
         done = repo.register_staged(_batches(spill, settings.journal_max_events))
     return IngestResult(found.rows, done.first_id, done.end_id - 1, len(done.parts))

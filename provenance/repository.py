@@ -7,6 +7,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -236,14 +237,15 @@ class ProvenanceRepository:
             self._flushed(ref)
         return done
 
-    def count_present(self, values: pa.Array, key: str, start: int, end: int) -> tuple[int, str]:
-        """How many of `values` some stored event has as `source_fields[key]`, among events
-        with a time in [start, end] ms (files pruned by their time range), and one of them."""
+    def count_present(self, ids_file: Path, key: str, start: int, end: int) -> tuple[int, str]:
+        """How many of the ids in `ids_file` (see provenance/reingest.py) some stored event has
+        as `source_fields[key]`, among events with a time in [start, end] ms (files pruned by
+        their time range), and one of them."""
         snap = self.snapshot()
         files = [f for f in snap.files if f.max_time >= start and f.min_time <= end]
         paths = [self.source.download(f.events_key) for f in files]
         journals = [self._load_journal(j) for j in snap.journals]
-        return count_present(paths, journals, snap.high_water, values, key, start, end)
+        return count_present(paths, journals, snap.high_water, ids_file, key, start, end)
 
     # -- reading ------------------------------------------------------------------------------
     def _load_journal(self, ref: JournalRef) -> pa.Table:
