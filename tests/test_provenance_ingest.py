@@ -408,3 +408,15 @@ def test_four_concurrent_ingests_all_succeed(
         env,
     )
     assert json.loads(p.stdout) == [{"n": 95, "d": 95}]
+
+
+@pytest.mark.unit
+def test_nifi_json_array_is_decoded_record_by_record() -> None:
+    from provenance.ingest import _array_items
+
+    records = [nifi(i) for i in range(5)]
+    text = " [\n" + ",\n ".join(json.dumps(r) for r in records) + "\n]\n"
+    stream = io.StringIO(text[text.index("[") + 1 :])
+    assert list(_array_items(stream, chunk=7)) == records  # chunks smaller than a record
+    with pytest.raises(IngestError, match="no closing"):
+        list(_array_items(io.StringIO(json.dumps(records[0])), chunk=7))
