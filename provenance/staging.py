@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,15 +57,25 @@ def parse_manifest_key(key: str) -> tuple[int, int] | None:
     return int(first), int(end)
 
 
+#: Manifests are immutable (create-only, named by their unique ids): read each once per process.
+_EXPANDED: OrderedDict[tuple[str, str], list[JournalRef]] = OrderedDict()
+
+
 def expand(store: ObjectStore, key: str) -> list[JournalRef]:
-    """The parts of a committed manifest, as journals (one GET; manifests are immutable)."""
-    doc = json.loads(store.get(key))
-    out, first = [], int(doc["first_id"])
-    for part in doc["parts"]:
-        rows = int(part["rows"])
-        out.append(JournalRef(first, first + rows, str(part["key"]), int(part["size"]), key))
-        first += rows
-    return out
+    """The parts of a committed manifest, as journals (one GET, then cached)."""
+    cache_key = (store.uri, key)
+    parts = _EXPANDED.get(cache_key)
+    if parts is None:
+        doc = json.loads(store.get(key))
+        parts, first = [], int(doc["first_id"])
+        for part in doc["parts"]:
+            rows = int(part["rows"])
+            parts.append(JournalRef(first, first + rows, str(part["key"]), int(part["size"]), key))
+            first += rows
+        _EXPANDED[cache_key] = parts
+        while len(_EXPANDED) > 1024:
+            _EXPANDED.popitem(last=False)
+    return list(parts)
 
 
 def load(store: ObjectStore, ref: JournalRef) -> pa.Table:
