@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
-from provenance.ingest import read_events
+from provenance.ingest import ingest_file
 from storage import open_store
 
 from ..jsonout import dumps
@@ -29,7 +29,6 @@ RepoOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
-BATCH = 50_000
 MAX_ID = 2**63 - 1  # event ids are BIGINT
 MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
 
@@ -84,31 +83,30 @@ def ingest(
     ] = "events",
 ) -> None:
     """Register the events of FILE (ours: JSON lines with the view's column names; or NiFi's
-    site-to-site provenance JSON). Every event is validated before anything is written.
-    `--format openlineage`: OpenLineage RunEvents (docs/spark.md, "Provenance")."""
+    site-to-site provenance JSON). All or nothing: every line is type-checked and validated
+    before anything is written, then all events become visible at once. Re-ingesting a NiFi
+    export (same eventIds) is refused. `--format openlineage`: OpenLineage RunEvents
+    (docs/spark.md, "Provenance")."""
     if fmt == "openlineage":
         _ingest_openlineage(file, repo, json_out)
         return
     if fmt != "events":
         raise typer.BadParameter("--format must be events or openlineage")
-    with open(file, encoding="utf-8") as fh:
-        events = list(read_events(fh))
     repo_ = _open(repo, recover=True)
-    ids: list[int] = []
     try:
-        for i in range(0, len(events), BATCH):
-            ids += repo_.register_events(events[i : i + BATCH], sync=True)
+        r = ingest_file(repo_, file)
     finally:
         repo_.close()
     result = {
-        "events": len(ids),
-        "first_event_id": ids[0] if ids else None,
-        "last_event_id": ids[-1] if ids else None,
+        "events": r.events,
+        "first_event_id": r.first_event_id,
+        "last_event_id": r.last_event_id,
     }
     print(
         json.dumps(result)
         if json_out
-        else f"registered {len(ids)} events" + (f" (ids {ids[0]}..{ids[-1]})" if ids else "")
+        else f"registered {r.events} events"
+        + (f" (ids {r.first_event_id}..{r.last_event_id})" if r.events else "")
     )
 
 
