@@ -6,12 +6,14 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from storage.timeutil import datetime_to_ms
 
 from . import index
 from .catalog import EventFile, Snapshot, file_containing
@@ -28,9 +30,7 @@ ID_COL = 0
 def _ms(v: Any) -> int:
     """Parquet statistics of a timestamp column come back as datetimes (naive = UTC)."""
     if isinstance(v, datetime):
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=UTC)
-        return int(v.timestamp() * 1000)
+        return datetime_to_ms(v)
     return int(v)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from storage import ObjectStore
+from storage.timeutil import datetime_to_ms
 from timeline.errors import CommitConflict
 from timeline.layout import log_key
 from timeline.metadata import DataFile
@@ -56,8 +57,7 @@ def instant_ms(key: str) -> int | None:
     """The rollover time of a merged file: its instant time, part of its data key."""
     for part in key.split("/"):
         if len(part) == 17 and part.isdigit():
-            dt = datetime.strptime(part, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC)
-            return int(dt.timestamp() * 1000)
+            return datetime_to_ms(datetime.strptime(part, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC))
     return None
 
 
