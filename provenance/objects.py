@@ -9,13 +9,18 @@ import io
 import os
 import threading
 import uuid
+import zlib
 from collections import OrderedDict
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage import ObjectStore
+from storage import IntegrityError, ObjectStore, verify
+from storage.checksum import format_checksum
+from timeline.parquet_io import footer_span, row_group_spans
+
+from .catalog import NO_SUMS, Sums
 
 FOOTER_READ = 64 * 1024
 MAX_FOOTERS = 512
@@ -92,11 +97,81 @@ class RowGroupCache:
 
 
 class RangedObject(io.RawIOBase):
-    """A seekable file over an object: every read is served from the block cache or one GET."""
+    """A seekable file over an object: every read is served from the block cache or one GET.
 
-    def __init__(self, store: ObjectStore, key: str, size: int, blocks: BlockCache) -> None:
+    With checksums (`sums`), bytes enter the cache only as whole verified units (the footer,
+    a row group's span): a read of an unverified unit fetches and checks all of it first."""
+
+    def __init__(
+        self, store: ObjectStore, key: str, size: int, blocks: BlockCache, sums: Sums = NO_SUMS
+    ) -> None:
         self._store, self._key, self._size, self._blocks = store, key, size, blocks
         self._pos = 0
+        self._sums = sums
+        #: (start, end, checksum) of the units known so far (the footer, then row groups).
+        self._units: list[tuple[int, int, str]] = []
+
+    @property
+    def where(self) -> str:
+        return self._store.url(self._key)
+
+    def verify_footer(self) -> None:
+        """Check the footer against its recorded checksum before pyarrow parses it."""
+        if not self._sums.footer:
+            return
+        tail = self._read_raw(self._size - 8, 8)
+        try:
+            start, length = footer_span(self._size, tail)
+        except ValueError as exc:
+            raise IntegrityError(f"{self.where} is corrupt: {exc}", self.where) from exc
+        self._units = [(start, start + length, self._sums.footer)]
+        self._fetch_unit(start, start + length, self._sums.footer)
+
+    def set_row_groups(self, spans: list[tuple[int, int]]) -> None:
+        if len(spans) != len(self._sums.row_groups):
+            raise IntegrityError(
+                f"{self.where} is corrupt: {len(spans)} row groups, the commit recorded "
+                f"{len(self._sums.row_groups)}",
+                self.where,
+            )
+        footer = self._units[:1]
+        self._units = footer + [
+            (s, e, c) for (s, e), c in zip(spans, self._sums.row_groups, strict=True)
+        ]
+
+    def _read_raw(self, start: int, length: int) -> bytes:
+        data = self._blocks.find(self._key, start, length)
+        return data if data is not None else self._store.get(self._key, start, length)
+
+    def _fetch_unit(self, start: int, end: int, checksum: str) -> None:
+        if self._blocks.find(self._key, start, end - start) is not None:
+            return  # only verified bytes are cached
+        data = self._store.get(self._key, start, end - start)
+        verify(data, checksum, f"{self.where} bytes [{start}, {end})")
+        self._blocks.add(self._key, start, data)
+
+    def _verified_range(self, pos: int, n: int) -> bytes:
+        """Bytes [pos, pos+n) with every unit they touch verified (one GET for the range,
+        one more per unit that sticks out of it). Only the 4-byte magic lies outside."""
+        end = pos + n
+        data = bytearray(self._store.get(self._key, pos, n))
+        for s, e, c in self._units:
+            if e <= pos or s >= end:
+                continue
+            if pos <= s and e <= end:
+                verify(memoryview(data)[s - pos : e - pos], c, f"{self.where} bytes [{s}, {e})")
+                continue
+            self._fetch_unit(s, e, c)
+            lo, hi = max(s, pos), min(e, end)
+            piece = self._blocks.find(self._key, lo, hi - lo)
+            if piece is None:  # evicted meanwhile: fetch and check the unit again
+                whole = self._store.get(self._key, s, e - s)
+                verify(whole, c, f"{self.where} bytes [{s}, {e})")
+                piece = whole[lo - s : hi - s]
+            data[lo - pos : hi - pos] = piece
+        out = bytes(data)
+        self._blocks.add(self._key, pos, out)
+        return out
 
     def readable(self) -> bool:
         return True
@@ -114,14 +189,25 @@ class RangedObject(io.RawIOBase):
 
     def prefetch(self, start: int, length: int) -> None:
         length = min(length, self._size - start)
-        if length > 0 and self._blocks.find(self._key, start, length) is None:
-            self._blocks.add(self._key, start, self._store.get(self._key, start, length))
+        if length <= 0 or self._blocks.find(self._key, start, length) is not None:
+            return
+        data = self._store.get(self._key, start, length)
+        if self._sums.footer:  # cache only whole units, each verified
+            for s, e, c in self._units:
+                if start <= s and e <= start + length:
+                    piece = data[s - start : e - start]
+                    verify(piece, c, f"{self.where} bytes [{s}, {e})")
+                    self._blocks.add(self._key, s, piece)
+            return
+        self._blocks.add(self._key, start, data)
 
     def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
         n = min(len(b), self._size - self._pos)
         if n <= 0:
             return 0
         data = self._blocks.find(self._key, self._pos, n)
+        if data is None and self._sums.footer:
+            data = self._verified_range(self._pos, n)
         if data is None:
             data = self._store.get(self._key, self._pos, n)
             self._blocks.add(self._key, self._pos, data)
@@ -140,6 +226,8 @@ class ParquetSource:
         self.blocks = BlockCache()
         self.row_groups = RowGroupCache()
         self._footers: OrderedDict[str, pq.FileMetaData] = OrderedDict()
+        #: Row-group byte spans of the files whose footer is cached (checked by `sums`).
+        self._spans: dict[str, list[tuple[int, int]]] = {}
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
 
@@ -150,24 +238,42 @@ class ParquetSource:
         p = self.local_path(key)
         return p if p.exists() else None
 
-    def download(self, key: str) -> Path:
-        """The object as a local file (downloaded once; immutable, so always consistent)."""
+    def download(self, key: str, sums: Sums = NO_SUMS, size: int = -1) -> Path:
+        """The object as a local file (downloaded once; immutable, so always consistent).
+        The copy is verified against the recorded checksum (and size) before it is renamed
+        into place, so the cache holds only good copies."""
         path = self.local_path(key)
         if path.exists():
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        with self._store.open_read(key) as src, open(tmp, "wb") as dst:
-            while block := src.read(1024 * 1024):
-                dst.write(block)
-        os.replace(tmp, path)
+        crc, total = 0, 0
+        try:
+            with self._store.open_read(key) as src, open(tmp, "wb") as dst:
+                while block := src.read(1024 * 1024):
+                    crc, total = zlib.crc32(block, crc), total + len(block)
+                    dst.write(block)
+            where = self._store.url(key)
+            if size >= 0 and total != size:
+                raise IntegrityError(
+                    f"{where} is corrupt: {total} bytes read, the commit recorded {size}", where
+                )
+            if sums.whole and format_checksum(crc) != sums.whole:
+                raise IntegrityError(
+                    f"{where} is corrupt: checksum {format_checksum(crc)} != recorded "
+                    f"{sums.whole}; the object was damaged or truncated",
+                    where,
+                )
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         return path
 
     def has_footer(self, key: str) -> bool:
         return key in self._footers or self.cached(key) is not None
 
     def open(
-        self, key: str, size: int, footer_hint: int = FOOTER_READ
+        self, key: str, size: int, footer_hint: int = FOOTER_READ, sums: Sums = NO_SUMS
     ) -> tuple[pq.ParquetFile, RangedObject | None]:
         """`footer_hint`: bytes of the tail to fetch at once (one GET for the whole footer
         when the caller can estimate its size)."""
@@ -175,11 +281,11 @@ class ParquetSource:
             with self._lock:
                 loading = self._loading.setdefault(key, threading.Lock())
             with loading:  # one footer fetch per key, even from concurrent readers
-                return self._open(key, size, footer_hint)
-        return self._open(key, size, footer_hint)
+                return self._open(key, size, footer_hint, sums)
+        return self._open(key, size, footer_hint, sums)
 
     def _open(
-        self, key: str, size: int, footer_hint: int
+        self, key: str, size: int, footer_hint: int, sums: Sums
     ) -> tuple[pq.ParquetFile, RangedObject | None]:
         local = self.cached(key)
         md = self._footers.get(key)
@@ -187,17 +293,32 @@ class ParquetSource:
             pf = pq.ParquetFile(str(local), metadata=md)
             ranged = None
         else:
-            ranged = RangedObject(self._store, key, size, self.blocks)
+            ranged = RangedObject(self._store, key, size, self.blocks, sums)
             if md is None:
-                tail = max(FOOTER_READ, footer_hint)
-                ranged.prefetch(max(0, size - tail), tail)
+                tail = min(size, max(FOOTER_READ, footer_hint))
+                if sums.footer:  # one GET of the tail; the footer is checked before parsing
+                    data = self._store.get(key, size - tail, tail)
+                    start, _ = _footer_of(ranged, size, data)
+                    if start >= size - tail:
+                        piece = data[start - (size - tail) :]
+                        verify(piece, sums.footer, f"{ranged.where} footer")
+                        self.blocks.add(key, start, piece)
+                    ranged.verify_footer()  # a cache hit, or a GET of a footer over `tail`
+                else:
+                    ranged.prefetch(max(0, size - tail), tail)
             pf = pq.ParquetFile(ranged, metadata=md)
+            if sums.row_groups:
+                spans = self._spans.get(key)
+                if spans is None:
+                    spans = self._spans[key] = row_group_spans(pf.metadata)
+                ranged.set_row_groups(spans)
         with self._lock:
             if md is None:
                 self._footers[key] = pf.metadata
                 self._loading.pop(key, None)
                 while len(self._footers) > MAX_FOOTERS:
-                    self._footers.popitem(last=False)
+                    gone, _ = self._footers.popitem(last=False)
+                    self._spans.pop(gone, None)
             else:
                 self._footers.move_to_end(key)
         return pf, ranged
@@ -244,6 +365,13 @@ class ParquetSource:
                 merged.append([s, e])
         for s, e in merged:
             ranged.prefetch(s, e - s)
+
+
+def _footer_of(ranged: RangedObject, size: int, tail: bytes) -> tuple[int, int]:
+    try:
+        return footer_span(size, tail)
+    except ValueError as exc:
+        raise IntegrityError(f"{ranged.where} is corrupt: {exc}", ranged.where) from exc
 
 
 def cache_root(cache_dir: str, store: ObjectStore) -> Path:

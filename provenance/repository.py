@@ -206,7 +206,7 @@ class ProvenanceRepository:
         with self._journal_lock:
             t = self._journal_cache.get(ref.key)
         if t is None:
-            t = decode_journal(self.store.get(ref.key))
+            t = decode_journal(self.store.get(ref.key), self.store.url(ref.key), ref.count)
             with self._journal_lock:
                 self._journal_cache[ref.key] = t
                 while len(self._journal_cache) > 256:
@@ -283,7 +283,9 @@ class ProvenanceRepository:
         self.source.prune(
             {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
         )
-        committed = [self.source.download(f.events_key) for f in snap.files]
+        committed = [
+            self.source.download(f.events_key, f.events_sums, f.events_size) for f in snap.files
+        ]
         journals = [self._load_journal(j) for j in snap.journals]
         recent = pa.concat_tables(journals) if journals else None
         return sqlmod.connect(committed, recent, snap.high_water, self.source.local_path(""))

@@ -120,7 +120,7 @@ def rollover_once(
     if not run:
         return None
     try:
-        tables = [decode_journal(store.get(j.key)) for j in run]
+        tables = [decode_journal(store.get(j.key), store.url(j.key), j.count) for j in run]
     except NotFound as exc:
         # Only a rollover deletes journals, and only after committing them.
         raise ProvenanceConflict(

@@ -21,8 +21,9 @@ import pyarrow as pa
 
 from storage import ObjectStore, StoreSettings, open_store
 
+from .catalog import Sums
 from .index import build_terms
-from .layout import TABLE, JournalRef
+from .layout import TABLE, JournalRef, parse_journal_key
 from .parquet_io import decode_journal, encode_events_file, encode_index
 from .rollover import RolloverResult, contiguous_run, file_stats, list_journals
 from .settings import ProvenanceSettings
@@ -48,10 +49,15 @@ class ChunkTask:
     index_row_group_terms: int
 
 
+def _journal(prov: ObjectStore, key: str) -> pa.Table:
+    ref = parse_journal_key(key)
+    return decode_journal(prov.get(key), prov.url(key), ref.count if ref else None)
+
+
 def merge_chunk(task: ChunkTask) -> MergedFile:
     """Runs on an executor: merge one chunk of journals into a file pair."""
     prov = open_store(task.root_uri, task.store_settings).scoped(PREFIX)
-    merged = pa.concat_tables([decode_journal(prov.get(k)) for k in task.journal_keys])
+    merged = pa.concat_tables([_journal(prov, k) for k in task.journal_keys])
     merged = merged.sort_by("event_id")
     events = encode_events_file(
         merged, task.row_group_events, task.compression, task.compression_level
@@ -67,6 +73,8 @@ def merge_chunk(task: ChunkTask) -> MergedFile:
         len(index),
         merged.num_rows,
         file_stats(merged),
+        Sums.of_bytes(events),
+        Sums.of_bytes(index),
     )
 
 

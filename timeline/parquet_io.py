@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from datetime import date, datetime, time
 from dataclasses import replace
+from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -100,9 +100,7 @@ def row_group_spans(md: pq.FileMetaData) -> list[tuple[int, int]]:
     return spans
 
 
-def checksummed(
-    f: DataFile, body: bytes, *, ranged: bool = False
-) -> DataFile:
+def checksummed(f: DataFile, body: bytes, *, ranged: bool = False) -> DataFile:
     """`f` with the checksum of its bytes; `ranged=True` adds the footer and row-group
     checksums a reader of byte ranges verifies (provenance event and index files)."""
     if not ranged:
@@ -142,7 +140,9 @@ def read_files(
     store: ObjectStore, files: Sequence[DataFile], columns: Sequence[str] | None = None
 ) -> pa.Table | None:
     tables = [
-        pq.read_table(io.BytesIO(read_verified(store, f)), columns=list(columns) or None)
+        pq.read_table(
+            io.BytesIO(read_verified(store, f)), columns=list(columns) if columns else None
+        )
         for f in files
     ]
     if not tables:

@@ -13,7 +13,13 @@ import pyarrow as pa
 
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
-from .parquet_io import checksummed, column_stats, describe_parquet, split_partitions, to_parquet_bytes
+from .parquet_io import (
+    checksummed,
+    column_stats,
+    describe_parquet,
+    split_partitions,
+    to_parquet_bytes,
+)
 
 if TYPE_CHECKING:
     from .table import Table
