@@ -19,7 +19,7 @@ from .catalog import Snapshot
 from .errors import EventNotFound, LineageError
 from .event import ProvenanceEvent, validate
 from .expiry import ExpiryPlan, plan_expiry
-from .ids import IdAllocator
+from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
 from .layout import JournalRef
 from .lineage import Lineage, check_uuids, compute_lineage, expandable
@@ -118,6 +118,7 @@ class ProvenanceRepository:
         (deleting its files) once its heartbeat has expired; until then it is invisible."""
         self.table.recover()
         high = self.table.committed(fresh=True).high_water
+        self._check_allocator()
         deleted = delete_merged_journals(self.store, high)
         for ref, _ in list_journals(self.store, high):
             self._flushed(ref)
@@ -126,9 +127,25 @@ class ProvenanceRepository:
         return deleted
 
     def _recover_next_id(self) -> int:
-        """Only when the allocator object is missing (a new repository): past every event."""
+        """Past every event the repository holds or held: committed files, unmerged journals,
+        and the high-water mark (which survives the expiry of every file)."""
         snap = self.snapshot()
-        return snap.max_event_id + 1
+        return max(snap.max_event_id + 1, snap.high_water)
+
+    def _check_allocator(self) -> None:
+        """Start-up check: an allocator behind the data (restored from an old copy, edited)
+        would hand out ids that exist already, and events with such ids would be hidden or
+        taken for merged journals. It is repaired forward, never used as it is."""
+        floor = self._recover_next_id()
+        behind = self.ids.repair(floor)
+        if behind is not None:
+            log.warning(
+                "provenance: event id allocator %s was at %d, behind the data (next id %d); "
+                "repaired forward",
+                self.store.url(ALLOCATOR_KEY),
+                behind,
+                floor,
+            )
 
     def _background(self) -> None:
         while not self._stop.wait(min(1.0, self.settings.journal_flush_interval_s)):
