@@ -87,3 +87,27 @@ def test_conversion_helper_is_utc_under_any_local_zone(monkeypatch: pytest.Monke
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+@pytest.mark.unit
+def test_cli_sql_returns_timestamptz_values_in_utc(tmp_path: Path) -> None:
+    """`provenance sql "select now()"` needed pytz (a traceback before); values are UTC."""
+    env = {
+        **os.environ,
+        "TZ": "Asia/Kolkata",
+        "FLOWLEDGER_REPO": "file://" + str(tmp_path / "repo"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    query = "select now() as n, TIMESTAMPTZ '2023-11-14 22:13:20+00' as t"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowledger", "provenance", "sql", query, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)[0]
+    assert datetime.fromisoformat(row["t"]) == ms_to_datetime(MS)
+    assert datetime.fromisoformat(row["n"]).utcoffset() == timedelta(0)
