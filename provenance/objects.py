@@ -192,14 +192,19 @@ class RangedObject(io.RawIOBase):
         if length <= 0 or self._blocks.find(self._key, start, length) is not None:
             return
         data = self._store.get(self._key, start, length)
-        if self._sums.footer:  # cache only whole units, each verified
-            for s, e, c in self._units:
-                if start <= s and e <= start + length:
-                    piece = data[s - start : e - start]
-                    verify(piece, c, f"{self.where} bytes [{s}, {e})")
-                    self._blocks.add(self._key, s, piece)
+        if self._sums.footer:
+            self.absorb(start, data)
             return
         self._blocks.add(self._key, start, data)
+
+    def absorb(self, start: int, data: bytes) -> None:
+        """Cache the whole units inside bytes [start, start+len(data)) already fetched, each
+        verified first (only verified bytes are cached)."""
+        for s, e, c in self._units:
+            if start <= s and e <= start + len(data):
+                piece = data[s - start : e - start]
+                verify(piece, c, f"{self.where} bytes [{s}, {e})")
+                self._blocks.add(self._key, s, piece)
 
     def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
         n = min(len(b), self._size - self._pos)
@@ -294,10 +299,11 @@ class ParquetSource:
             ranged = None
         else:
             ranged = RangedObject(self._store, key, size, self.blocks, sums)
+            tail_data = b""
             if md is None:
                 tail = min(size, max(FOOTER_READ, footer_hint))
                 if sums.footer:  # one GET of the tail; the footer is checked before parsing
-                    data = self._store.get(key, size - tail, tail)
+                    data = tail_data = self._store.get(key, size - tail, tail)
                     start, _ = _footer_of(ranged, size, data)
                     if start >= size - tail:
                         piece = data[start - (size - tail) :]
@@ -312,6 +318,8 @@ class ParquetSource:
                 if spans is None:
                     spans = self._spans[key] = row_group_spans(pf.metadata)
                 ranged.set_row_groups(spans)
+                if tail_data:  # row groups that came with the footer: no GET later
+                    ranged.absorb(size - len(tail_data), tail_data)
         with self._lock:
             if md is None:
                 self._footers[key] = pf.metadata

@@ -24,7 +24,7 @@ def encode_journal(table: pa.Table, compression: str) -> bytes:
     with ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     # Arrow IPC has no checksum: a CRC trailer makes the journal check itself.
-    return seal_blob(bytes(sink.getvalue()))
+    return seal_blob(memoryview(sink.getvalue()))
 
 
 def decode_journal(data: bytes, where: str = "journal", rows: int | None = None) -> pa.Table:

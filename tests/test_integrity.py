@@ -234,3 +234,26 @@ def test_allocator_behind_the_data_is_repaired_forward(tmp_path: Path) -> None:
     for i in [*range(15), *range(100, 104)]:  # every acknowledged event, old and new
         assert f"00000000-0000-0000-0000-{i:012d}" in by_uuid
     repo.close()
+
+
+@pytest.mark.unit
+def test_sealed_documents_and_blobs_round_trip_and_catch_damage() -> None:
+    from storage import open_blob, open_json, seal_blob, seal_json
+
+    for doc in ({}, {"b": [1, 2.5, None], "a": {"z": "é"}}):
+        data = seal_json(doc)
+        assert open_json(data, "doc") == doc
+        assert json.loads(data)["crc32"].startswith("crc32:")  # still plain JSON
+        for at in range(len(data)):
+            bad = bytearray(data)
+            bad[at] ^= 0x01
+            try:
+                assert open_json(bytes(bad), "doc") == doc  # only a damaged field name
+            except IntegrityError as exc:
+                assert "doc" in str(exc)
+    assert open_json(b'{"legacy": 1}', "doc") == {"legacy": 1}
+    blob = seal_blob(b"payload")
+    assert bytes(open_blob(blob, "j")[0]) == b"payload" and open_blob(blob, "j")[1]
+    with pytest.raises(IntegrityError, match="j is corrupt"):
+        open_blob(b"paxload" + blob[7:], "j")
+    assert open_blob(b"legacy", "j") == (b"legacy", False)
