@@ -37,6 +37,18 @@ def best(fn: Callable[[], object], repeat: int) -> float:
     return min(out)
 
 
+def pair(
+    name: str, base: Callable[[], object], new: Callable[[], object], repeat: int, per: int = 1
+) -> tuple[str, float, float]:
+    """Baseline and checksummed version run alternately (the same load for both), best of
+    `repeat` each, per operation."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(best(base, 1))
+        b.append(best(new, 1))
+    return name, min(a) / per, min(b) / per
+
+
 def _entry(files: int) -> Entry:
     added = [
         DataFile(f"data/20260101000000000/p={i}/f{i}.parquet", 123456, 1000, f"p={i}", f"g{i}")
@@ -50,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="small smoke run")
     args = ap.parse_args(argv)
     events = 50_000 if args.quick else 500_000
-    repeat = 3 if args.quick else 7
+    repeat = 3 if args.quick else 9
     rows: list[tuple[str, float, float]] = []
 
     # timeline commit: the entry body (written twice: log + completed object) and decoding it
@@ -64,18 +76,33 @@ def main(argv: list[str] | None = None) -> None:
         "metadata": e.metadata,
     }
     body = e.encode()
+    n = 2000
     rows.append(
-        (
+        pair(
             "timeline commit body encode (10 files)",
-            best(lambda: [canonical(fields) for _ in range(200)], 3) / 200,  # the old encode
-            best(lambda: [e.encode() for _ in range(200)], 3) / 200,
+            lambda: [canonical(fields) for _ in range(n)],  # the encoding before checksums
+            lambda: [e.encode() for _ in range(n)],
+            repeat,
+            n,
         )
     )
     rows.append(
-        (
+        pair(
             "timeline commit body decode",
-            best(lambda: [json.loads(body) for _ in range(200)], 3) / 200,
-            best(lambda: [open_json(body, "x") for _ in range(200)], 3) / 200,
+            lambda: [json.loads(body) for _ in range(n)],
+            lambda: [open_json(body, "x") for _ in range(n)],
+            repeat,
+            n,
+        )
+    )
+    doc = {"next_event_id": 123456789, "writer": "w" * 32, "nonce": "n" * 32}
+    rows.append(
+        pair(
+            "id allocator document encode",
+            lambda: [json.dumps(doc).encode() for _ in range(n)],
+            lambda: [seal_json(doc) for _ in range(n)],
+            repeat,
+            n,
         )
     )
 
@@ -83,57 +110,51 @@ def main(argv: list[str] | None = None) -> None:
     data = synthetic(0, events, events).select(["event_type", "flowfile_uuid", "file_size"])
     parquet = to_parquet_bytes(data)
     f = DataFile("k", len(parquet), data.num_rows)
-    rows.append(
-        (
-            f"table write: Parquet encode ({len(parquet) >> 10} KiB)",
-            best(lambda: to_parquet_bytes(data), repeat),
-            best(lambda: checksummed(f, to_parquet_bytes(data)), repeat),
-        )
-    )
     sealed = checksummed(f, parquet)
     rows.append(
-        (
+        pair(
+            f"table write: Parquet encode ({len(parquet) >> 10} KiB)",
+            lambda: to_parquet_bytes(data),
+            lambda: checksummed(f, to_parquet_bytes(data)),
+            repeat,
+        )
+    )
+    rows.append(
+        pair(
             "table read: Parquet decode",
-            best(lambda: pq.read_table(io.BytesIO(parquet)), repeat),
-            best(
-                lambda: (verify(parquet, sealed.checksum, "k"), pq.read_table(io.BytesIO(parquet))),
-                repeat,
-            ),
+            lambda: pq.read_table(io.BytesIO(parquet)),
+            lambda: (verify(parquet, sealed.checksum, "k"), pq.read_table(io.BytesIO(parquet))),
+            repeat,
         )
     )
 
-    # provenance ingest: journal encode (+ CRC trailer) and decode (+ check)
+    # provenance ingest: journal encode (+ CRC trailer) and decode (+ check); rollover
     events_t = assign_ids(conform(synthetic(0, events, events), 65536), 0)
     raw = _ipc(events_t)
     journal = encode_journal(events_t, "lz4")
     rows.append(
-        (
+        pair(
             f"provenance ingest: journal encode ({events:,} events)",
-            best(lambda: _ipc(events_t), repeat),
-            best(lambda: encode_journal(events_t, "lz4"), repeat),
+            lambda: _ipc(events_t),
+            lambda: encode_journal(events_t, "lz4"),
+            repeat,
         )
     )
     rows.append(
-        (
+        pair(
             "provenance read: journal decode",
-            best(lambda: _ipc_read(raw), repeat),
-            best(lambda: decode_journal(journal, "j", events), repeat),
+            lambda: _ipc_read(raw),
+            lambda: decode_journal(journal, "j", events),
+            repeat,
         )
     )
     merged = encode_events_file(events_t, 10_000, "zstd", 3)
     rows.append(
-        (
+        pair(
             f"provenance rollover: events file ({len(merged) >> 10} KiB)",
-            best(lambda: encode_events_file(events_t, 10_000, "zstd", 3), repeat),
-            best(lambda: Sums.of_bytes(encode_events_file(events_t, 10_000, "zstd", 3)), repeat),
-        )
-    )
-    doc = {"next_event_id": 123456789, "writer": "w" * 32, "nonce": "n" * 32}
-    rows.append(
-        (
-            "id allocator document encode",
-            best(lambda: [json.dumps(doc).encode() for _ in range(1000)], 3) / 1000,
-            best(lambda: [seal_json(doc) for _ in range(1000)], 3) / 1000,
+            lambda: encode_events_file(events_t, 10_000, "zstd", 3),
+            lambda: Sums.of_bytes(encode_events_file(events_t, 10_000, "zstd", 3)),
+            repeat,
         )
     )
     crc_mb = len(merged) / best(lambda: checksum_of(merged), repeat) / 2**20
