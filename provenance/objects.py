@@ -5,7 +5,6 @@ so nothing cached can go stale (an expired file is simply no longer referenced).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import threading
 import uuid
@@ -18,46 +17,13 @@ import pyarrow.parquet as pq
 
 from storage import IntegrityError, ObjectStore, verify
 from storage.checksum import format_checksum
-from timeline.parquet_io import footer_span, row_group_spans
+from timeline.parquet_io import row_group_spans
 
 from .catalog import NO_SUMS, Sums
+from .ranged import BlockCache, RangedObject, footer_of
 
 FOOTER_READ = 64 * 1024
 MAX_FOOTERS = 512
-
-
-class BlockCache:
-    """Byte ranges of immutable objects, least recently used evicted past `capacity`."""
-
-    def __init__(self, capacity: int = 256 * 1024 * 1024) -> None:
-        self._capacity = capacity
-        self._lock = threading.Lock()
-        self._lru: OrderedDict[tuple[str, int], int] = OrderedDict()  # (key, start) -> size
-        self._by_key: dict[str, dict[int, bytes]] = {}
-        self._size = 0
-
-    def find(self, key: str, start: int, length: int) -> bytes | None:
-        with self._lock:
-            for s, data in self._by_key.get(key, {}).items():
-                if s <= start and start + length <= s + len(data):
-                    self._lru.move_to_end((key, s))
-                    return data[start - s : start - s + length]
-        return None
-
-    def add(self, key: str, start: int, data: bytes) -> None:
-        with self._lock:
-            blocks = self._by_key.setdefault(key, {})
-            if start in blocks:
-                return
-            blocks[start] = data
-            self._lru[(key, start)] = len(data)
-            self._size += len(data)
-            while self._size > self._capacity and self._lru:
-                (k, s), size = self._lru.popitem(last=False)
-                del self._by_key[k][s]
-                if not self._by_key[k]:
-                    del self._by_key[k]
-                self._size -= size
 
 
 class RowGroupCache:
@@ -94,131 +60,6 @@ class RowGroupCache:
                 while len(self._tables) > self._capacity:
                     self._tables.popitem(last=False)
         return pa.concat_tables([parts[i] for i in rgs])
-
-
-class RangedObject(io.RawIOBase):
-    """A seekable file over an object: every read is served from the block cache or one GET.
-
-    With checksums (`sums`), bytes enter the cache only as whole verified units (the footer,
-    a row group's span): a read of an unverified unit fetches and checks all of it first."""
-
-    def __init__(
-        self, store: ObjectStore, key: str, size: int, blocks: BlockCache, sums: Sums = NO_SUMS
-    ) -> None:
-        self._store, self._key, self._size, self._blocks = store, key, size, blocks
-        self._pos = 0
-        self._sums = sums
-        #: (start, end, checksum) of the units known so far (the footer, then row groups).
-        self._units: list[tuple[int, int, str]] = []
-
-    @property
-    def where(self) -> str:
-        return self._store.url(self._key)
-
-    def verify_footer(self) -> None:
-        """Check the footer against its recorded checksum before pyarrow parses it."""
-        if not self._sums.footer:
-            return
-        tail = self._read_raw(self._size - 8, 8)
-        try:
-            start, length = footer_span(self._size, tail)
-        except ValueError as exc:
-            raise IntegrityError(f"{self.where} is corrupt: {exc}", self.where) from exc
-        self._units = [(start, start + length, self._sums.footer)]
-        self._fetch_unit(start, start + length, self._sums.footer)
-
-    def set_row_groups(self, spans: list[tuple[int, int]]) -> None:
-        if len(spans) != len(self._sums.row_groups):
-            raise IntegrityError(
-                f"{self.where} is corrupt: {len(spans)} row groups, the commit recorded "
-                f"{len(self._sums.row_groups)}",
-                self.where,
-            )
-        footer = self._units[:1]
-        self._units = footer + [
-            (s, e, c) for (s, e), c in zip(spans, self._sums.row_groups, strict=True)
-        ]
-
-    def _read_raw(self, start: int, length: int) -> bytes:
-        data = self._blocks.find(self._key, start, length)
-        return data if data is not None else self._store.get(self._key, start, length)
-
-    def _fetch_unit(self, start: int, end: int, checksum: str) -> None:
-        if self._blocks.find(self._key, start, end - start) is not None:
-            return  # only verified bytes are cached
-        data = self._store.get(self._key, start, end - start)
-        verify(data, checksum, f"{self.where} bytes [{start}, {end})")
-        self._blocks.add(self._key, start, data)
-
-    def _verified_range(self, pos: int, n: int) -> bytes:
-        """Bytes [pos, pos+n) with every unit they touch verified (one GET for the range,
-        one more per unit that sticks out of it). Only the 4-byte magic lies outside."""
-        end = pos + n
-        data = bytearray(self._store.get(self._key, pos, n))
-        for s, e, c in self._units:
-            if e <= pos or s >= end:
-                continue
-            if pos <= s and e <= end:
-                verify(memoryview(data)[s - pos : e - pos], c, f"{self.where} bytes [{s}, {e})")
-                continue
-            self._fetch_unit(s, e, c)
-            lo, hi = max(s, pos), min(e, end)
-            piece = self._blocks.find(self._key, lo, hi - lo)
-            if piece is None:  # evicted meanwhile: fetch and check the unit again
-                whole = self._store.get(self._key, s, e - s)
-                verify(whole, c, f"{self.where} bytes [{s}, {e})")
-                piece = whole[lo - s : hi - s]
-            data[lo - pos : hi - pos] = piece
-        out = bytes(data)
-        self._blocks.add(self._key, pos, out)
-        return out
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size}[whence]
-        self._pos = base + offset
-        return self._pos
-
-    def prefetch(self, start: int, length: int) -> None:
-        length = min(length, self._size - start)
-        if length <= 0 or self._blocks.find(self._key, start, length) is not None:
-            return
-        data = self._store.get(self._key, start, length)
-        if self._sums.footer:
-            self.absorb(start, data)
-            return
-        self._blocks.add(self._key, start, data)
-
-    def absorb(self, start: int, data: bytes) -> None:
-        """Cache the whole units inside bytes [start, start+len(data)) already fetched, each
-        verified first (only verified bytes are cached)."""
-        for s, e, c in self._units:
-            if start <= s and e <= start + len(data):
-                piece = data[s - start : e - start]
-                verify(piece, c, f"{self.where} bytes [{s}, {e})")
-                self._blocks.add(self._key, s, piece)
-
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        n = min(len(b), self._size - self._pos)
-        if n <= 0:
-            return 0
-        data = self._blocks.find(self._key, self._pos, n)
-        if data is None and self._sums.footer:
-            data = self._verified_range(self._pos, n)
-        if data is None:
-            data = self._store.get(self._key, self._pos, n)
-            self._blocks.add(self._key, self._pos, data)
-        b[:n] = data
-        self._pos += n
-        return n
 
 
 class ParquetSource:
@@ -303,8 +144,8 @@ class ParquetSource:
             if md is None:
                 tail = min(size, max(FOOTER_READ, footer_hint))
                 if sums.footer:  # one GET of the tail; the footer is checked before parsing
-                    data = tail_data = self._store.get(key, size - tail, tail)
-                    start, _ = _footer_of(ranged, size, data)
+                    data = tail_data = ranged.get(size - tail, tail)
+                    start, _ = footer_of(ranged, size, data)
                     if start >= size - tail:
                         piece = data[start - (size - tail) :]
                         verify(piece, sums.footer, f"{ranged.where} footer")
@@ -373,13 +214,6 @@ class ParquetSource:
                 merged.append([s, e])
         for s, e in merged:
             ranged.prefetch(s, e - s)
-
-
-def _footer_of(ranged: RangedObject, size: int, tail: bytes) -> tuple[int, int]:
-    try:
-        return footer_span(size, tail)
-    except ValueError as exc:
-        raise IntegrityError(f"{ranged.where} is corrupt: {exc}", ranged.where) from exc
 
 
 def cache_root(cache_dir: str, store: ObjectStore) -> Path:

@@ -18,8 +18,9 @@ from storage.timeutil import datetime_to_ms
 from . import index
 from .catalog import EventFile, Snapshot, file_containing
 from .layout import JournalRef
-from .objects import ParquetSource, RangedObject
+from .objects import ParquetSource
 from .query import Query, index_probe, query_mask
+from .ranged import RangedObject
 from .schema import SCHEMA
 
 TIME_COL = SCHEMA.get_field_index("event_time")
