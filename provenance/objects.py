@@ -135,6 +135,7 @@ class ParquetSource:
     ) -> tuple[pq.ParquetFile, RangedObject | None]:
         local = self.cached(key)
         md = self._footers.get(key)
+        fresh = md is None
         if local is not None:
             pf = pq.ParquetFile(str(local), metadata=md)
             ranged = None
@@ -150,7 +151,7 @@ class ParquetSource:
                         piece = data[start - (size - tail) :]
                         verify(piece, sums.footer, f"{ranged.where} footer")
                         self.blocks.add(key, start, piece)
-                    ranged.verify_footer()  # a cache hit, or a GET of a footer over `tail`
+                    md = ranged.verified_metadata()  # a cache hit, or a GET of a big footer
                 else:
                     ranged.prefetch(max(0, size - tail), tail)
             pf = pq.ParquetFile(ranged, metadata=md)
@@ -162,7 +163,7 @@ class ParquetSource:
                 if tail_data:  # row groups that came with the footer: no GET later
                     ranged.absorb(size - len(tail_data), tail_data)
         with self._lock:
-            if md is None:
+            if fresh:
                 self._footers[key] = pf.metadata
                 self._loading.pop(key, None)
                 while len(self._footers) > MAX_FOOTERS:

@@ -8,6 +8,8 @@ import io
 import threading
 from collections import OrderedDict
 
+import pyarrow.parquet as pq
+
 from storage import IntegrityError, ObjectStore, RangeNotSatisfiable, verify
 from timeline.parquet_io import footer_span
 
@@ -79,6 +81,21 @@ class RangedObject(io.RawIOBase):
         self._units = [(start, start + length, self._sums.footer)]
         self._fetch_unit(start, start + length, self._sums.footer)
 
+    def verified_metadata(self) -> pq.FileMetaData:
+        """The file's metadata, parsed from its verified footer (pyarrow reads nothing else)."""
+        self.verify_footer()
+        s, e, _ = self._units[0]
+        footer = self._blocks.find(self._key, s, e - s)
+        if footer is None:  # evicted meanwhile
+            footer = self.get(s, e - s)
+            verify(footer, self._sums.footer, f"{self.where} bytes [{s}, {e})")
+        try:
+            return pq.ParquetFile(io.BytesIO(b"PAR1" + footer)).metadata
+        except (OSError, ValueError) as exc:  # pyarrow's errors are OSError/ArrowException
+            raise IntegrityError(
+                f"{self.where}: unreadable Parquet footer: {exc}", self.where
+            ) from exc
+
     def set_row_groups(self, spans: list[tuple[int, int]]) -> None:
         if len(spans) != len(self._sums.row_groups):
             raise IntegrityError(
@@ -138,9 +155,7 @@ class RangedObject(io.RawIOBase):
                 verify(whole, c, f"{self.where} bytes [{s}, {e})")
                 piece = whole[lo - s : hi - s]
             data[lo - pos : hi - pos] = piece
-        out = bytes(data)
-        self._blocks.add(self._key, pos, out)
-        return out
+        return bytes(data)  # not cached: bytes outside every known unit are unverified
 
     def readable(self) -> bool:
         return True
@@ -168,12 +183,19 @@ class RangedObject(io.RawIOBase):
 
     def absorb(self, start: int, data: bytes) -> None:
         """Cache the whole units inside bytes [start, start+len(data)) already fetched, each
-        verified first (only verified bytes are cached)."""
-        for s, e, c in self._units:
+        verified first (only verified bytes are cached). Adjacent units are cached as one
+        block, so a later read across them is still served from the cache."""
+        view = memoryview(data)
+        runs: list[list[int]] = []
+        for s, e, c in sorted(self._units):
             if start <= s and e <= start + len(data):
-                piece = data[s - start : e - start]
-                verify(piece, c, f"{self.where} bytes [{s}, {e})")
-                self._blocks.add(self._key, s, piece)
+                verify(view[s - start : e - start], c, f"{self.where} bytes [{s}, {e})")
+                if runs and runs[-1][1] == s:
+                    runs[-1][1] = e
+                else:
+                    runs.append([s, e])
+        for s, e in runs:
+            self._blocks.add(self._key, s, bytes(view[s - start : e - start]))
 
     def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
         n = min(len(b), self._size - self._pos)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,30 @@ def test_sealed_documents_and_blobs_round_trip_and_catch_damage() -> None:
     with pytest.raises(IntegrityError, match="j is corrupt"):
         open_blob(b"paxload" + blob[7:], "j")
     assert open_blob(b"legacy", "j") == (b"legacy", False)
+
+
+@pytest.mark.unit
+def test_row_group_outside_the_footer_read_is_verified(tmp_path: Path) -> None:
+    """A row group fetched by its own ranged GET (not with the footer) is checked too, and a
+    damaged one never enters the block cache."""
+    store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
+    s = ProvenanceSettings(cache_dir=str(tmp_path / "cache"), row_group_events=500)
+    repo = ProvenanceRepository(store, s)
+    repo.register_events(
+        [replace(ev(i), details=f"d{i * 7919}" * 20) for i in range(6000)],
+        sync=True,
+    )
+    repo.rollover()
+    repo.close()
+    key = _first(store, "provenance/table/data/", "/events/00000000000000000000.parquet")
+    assert store.head(key).size > 2 * 64 * 1024  # row group 0 is far from the footer read
+    data = bytearray(store.get(key))
+    data[100] ^= 0x04  # inside row group 0
+    store.put(key, bytes(data))
+    repo = ProvenanceRepository(store, s, recover=False)
+    assert [e.event_id for e in repo.get_events(5900, 10)] == list(range(5900, 5910))
+    for _ in range(2):  # the second attempt must not be served a cached damaged block
+        with pytest.raises(IntegrityError) as err:
+            repo.get_events(0, 10)
+        assert key in str(err.value)
+    repo.close()
