@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Protocol
+
+from storage import timeutil
 
 from .errors import InvalidEvent
 
@@ -39,7 +40,7 @@ UNASSIGNED = -1
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return timeutil.now_ms()
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import IO, Any
 
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
@@ -30,6 +29,8 @@ from openlineage.client.generated.output_statistics_output_dataset import (
     OutputStatisticsOutputDatasetFacet,
 )
 from openlineage.client.generated.parent_run import ParentRunFacet
+
+from storage.timeutil import iso_to_ms
 
 from .errors import IngestError
 from .job_events import Dataset, JobRun, record_runs
@@ -108,13 +109,6 @@ def _int(d: Mapping[str, Any], key: str) -> int | None:
     return int(d[key]) if d.get(key) is not None else None
 
 
-def _ms(event_time: str) -> int:
-    dt = datetime.fromisoformat(event_time.replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)  # the spec asks for an offset; assume UTC like the rest
-    return int(dt.timestamp() * 1000)
-
-
 def _dataset(namespace: str, name: str, stats: Any) -> Dataset:
     attrs = {"openlineage.dataset.namespace": namespace, "openlineage.dataset.name": name}
     size = 0
@@ -154,7 +148,7 @@ def job_run(event: RunEvent) -> JobRun | None:
         marker=marker,
         component_id=run_id,
         component_type=COMPONENT_TYPE,
-        event_time=_ms(event.eventTime),
+        event_time=iso_to_ms(event.eventTime),
         details=f"{job.namespace}/{job.name} run {run_id}",
         inputs=inputs,
         outputs=outputs,

@@ -9,10 +9,11 @@ the field, so `ingest` can name the line too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from storage.timeutil import iso_to_ms
 
 from .errors import InvalidEvent
 from .event import ProvenanceEvent, now_ms, problem
@@ -92,14 +93,11 @@ class NifiExtras(BaseModel):
 
 def iso_ms(value: str) -> int:
     try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return iso_to_ms(value)
     except ValueError:
         raise ValueError(
             f"expected epoch milliseconds or an ISO-8601 time, got {value!r}"
         ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
 
 
 def _short(value: Any) -> str:

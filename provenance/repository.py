@@ -21,7 +21,7 @@ from .catalog import Snapshot
 from .errors import EventNotFound, LineageError, ProvenanceConflict, ProvenanceUnknownOutcome
 from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
-from .ids import IdAllocator
+from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
 from .layout import JournalRef
 from .lineage import Lineage, check_uuids, compute_lineage, expandable
@@ -123,6 +123,7 @@ class ProvenanceRepository:
         (deleting its files) once its heartbeat has expired; until then it is invisible."""
         self.table.recover()
         high = self.table.committed(fresh=True).high_water
+        self._check_allocator()
         deleted = delete_merged_journals(self.store, high)
         live = list_journals(self.store, high)
         for ref, _ in live:
@@ -137,9 +138,25 @@ class ProvenanceRepository:
         return deleted
 
     def _recover_next_id(self) -> int:
-        """Only when the allocator object is missing (a new repository): past every event."""
+        """Past every event the repository holds or held: committed files, unmerged journals,
+        and the high-water mark (which survives the expiry of every file)."""
         snap = self.snapshot()
-        return snap.max_event_id + 1
+        return max(snap.max_event_id + 1, snap.high_water)
+
+    def _check_allocator(self) -> None:
+        """Start-up check: an allocator behind the data (restored from an old copy, edited)
+        would hand out ids that exist already, and events with such ids would be hidden or
+        taken for merged journals. It is repaired forward, never used as it is."""
+        floor = self._recover_next_id()
+        behind = self.ids.repair(floor)
+        if behind is not None:
+            log.warning(
+                "provenance: event id allocator %s was at %d, behind the data (next id %d); "
+                "repaired forward",
+                self.store.url(ALLOCATOR_KEY),
+                behind,
+                floor,
+            )
 
     def _background(self) -> None:
         while not self._stop.wait(min(1.0, self.settings.journal_flush_interval_s)):
@@ -330,7 +347,9 @@ class ProvenanceRepository:
         self.source.prune(
             {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
         )
-        committed = [self.source.download(f.events_key) for f in snap.files]
+        committed = [
+            self.source.download(f.events_key, f.events_sums, f.events_size) for f in snap.files
+        ]
         journals = [self._load_journal(j) for j in snap.journals]
         recent = pa.concat_tables(journals) if journals else None
         return sqlmod.connect(committed, recent, snap.high_water, self.source.local_path(""))

@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage.timeutil import to_ms
+
 from .errors import InvalidEvent
 from .event import EVENT_TYPES, NEEDS_TRANSIT_URI, ProvenanceEvent
 
@@ -98,9 +100,8 @@ def events_to_table(events: Sequence[ProvenanceEvent], max_attribute_length: int
 
 
 def _ms(v: Any) -> Any:
-    if v is None:
-        return None
-    return int(v.timestamp() * 1000) if hasattr(v, "timestamp") else int(v)
+    # pyarrow gives naive datetimes for timestamp('ms'): UTC, never the local zone.
+    return to_ms(v)
 
 
 def rows_to_events(table: pa.Table) -> list[ProvenanceEvent]:

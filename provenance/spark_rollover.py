@@ -22,6 +22,7 @@ import pyarrow as pa
 from storage import ObjectStore, StoreSettings, open_store
 
 from . import staging
+from .catalog import Sums
 from .index import build_terms
 from .layout import TABLE, JournalRef
 from .parquet_io import encode_events_file, encode_index
@@ -68,6 +69,8 @@ def merge_chunk(task: ChunkTask) -> MergedFile:
         len(index),
         merged.num_rows,
         file_stats(merged),
+        Sums.of_bytes(events),
+        Sums.of_bytes(index),
     )
 
 

@@ -20,7 +20,6 @@ rollover after `journal_gap_timeout_s` exactly like a writer dying mid-flush.
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -29,7 +28,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from storage import Conflict, NotFound, ObjectStore, UnknownOutcome
+from storage import Conflict, NotFound, ObjectStore, UnknownOutcome, open_json, seal_json
 
 from . import crash
 from .errors import ProvenanceConflict, ProvenanceUnknownOutcome
@@ -66,7 +65,7 @@ def expand(store: ObjectStore, key: str) -> list[JournalRef]:
     cache_key = (store.uri, key)
     parts = _EXPANDED.get(cache_key)
     if parts is None:
-        doc = json.loads(store.get(key))
+        doc = open_json(store.get(key), store.url(key))
         parts, first = [], int(doc["first_id"])
         for part in doc["parts"]:
             rows = int(part["rows"])
@@ -80,7 +79,7 @@ def expand(store: ObjectStore, key: str) -> list[JournalRef]:
 
 def load(store: ObjectStore, ref: JournalRef) -> pa.Table:
     """A journal's events; a staged part gets its ids here (they were taken at commit)."""
-    table = decode_journal(store.get(ref.key))
+    table = decode_journal(store.get(ref.key), store.url(ref.key), ref.count)
     return assign_ids(table, ref.first_id) if ref.group else table
 
 
@@ -138,7 +137,7 @@ class StagedIngest:
             "created": datetime.now(UTC).isoformat(),
             "parts": [{"key": k, "rows": n, "size": s} for k, n, s in self._parts],
         }
-        key, body = manifest_key(first, first + rows), json.dumps(doc).encode()
+        key, body = manifest_key(first, first + rows), seal_json(doc)
         try:
             self._store.put_if_absent(key, body)
         except Conflict as exc:  # our ids are ours alone: only our own earlier attempt

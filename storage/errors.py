@@ -72,6 +72,12 @@ class UnsafeBackend(StorageError):
     """The endpoint does not honour conditional writes, so atomic commits are impossible."""
 
 
+class IntegrityError(StorageError):
+    """A committed object's bytes do not match its checksum (damaged or truncated).
+
+    `uri` names the object; the message says what was expected and what was read."""
+
+
 class BackendError(StorageError):
     """Any other failure reported by the backend."""
 

@@ -88,3 +88,12 @@ def test_sql_through_the_service_is_read_only(service: str) -> None:
         f"{service}/provenance/sql?q={urllib.parse.quote('SELECT count(*) FROM provenance')}"
     )
     assert status == 200 and body["rows"] == [[3]]
+
+
+def test_sql_timestamptz_over_http_is_utc(service: str) -> None:
+    """`select now()` was a 500 (DuckDB needs pytz for TIMESTAMPTZ values)."""
+    q = urllib.parse.quote("SELECT now() IS NOT NULL, TIMESTAMPTZ '2023-11-14 22:13:20+00'")
+    status, body = _get(f"{service}/provenance/sql?q={q}")
+    assert status == 200, body
+    assert body["rows"][0][0] is True
+    assert body["rows"][0][1].startswith("2023-11-14") and body["rows"][0][1].endswith("+00:00")

@@ -14,7 +14,13 @@ import pyarrow.parquet as pq
 
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
-from .parquet_io import column_stats, describe_parquet, split_partitions, to_parquet_bytes
+from .parquet_io import (
+    checksummed,
+    column_stats,
+    describe_parquet,
+    split_partitions,
+    to_parquet_bytes,
+)
 from .schema import latest_schema, merge_schemas
 
 if TYPE_CHECKING:
@@ -34,7 +40,9 @@ def put_table(txn: Transaction, partition: str, data: pa.Table) -> DataFile:
     key = txn.data_key(partition, f"{group}_{txn.instant_time}.parquet")
     body = to_parquet_bytes(data)
     txn.table.store.put(key, body)
-    f = DataFile(key, len(body), data.num_rows, partition, group, column_stats(data))
+    f = checksummed(
+        DataFile(key, len(body), data.num_rows, partition, group, column_stats(data)), body
+    )
     txn.add(f)
     return f
 
@@ -80,7 +88,7 @@ def write(
                 group = _new_file_group()
                 key = txn.data_key("", f"{group}_{txn.instant_time}.parquet")
                 table.store.put(key, body)
-                txn.add(DataFile(key, len(body), rows, "", group, stats))
+                txn.add(checksummed(DataFile(key, len(body), rows, "", group, stats), body))
                 written.add("")
         if overwrite:
             current = {f.partition for f in table.snapshot().files}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +16,7 @@ from rich.table import Table as RichTable
 from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
 from provenance.ingest import ingest_file
 from storage import open_store
+from storage.timeutil import ms_to_iso
 
 from ..jsonout import dumps
 
@@ -58,7 +59,7 @@ def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:
         "event_id", "event_time", "event_type", "flowfile_uuid", "component_id", "size", "details"
     )
     for e in events:
-        when = datetime.fromtimestamp(e.event_time / 1000, UTC).isoformat(timespec="milliseconds")
+        when = ms_to_iso(e.event_time)
         table.add_row(
             str(e.event_id),
             when,

@@ -6,7 +6,6 @@ import io
 import logging
 import os
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ from typing import BinaryIO
 from ..errors import NotFound, StorageError
 from ..objectstore import ObjectStore
 from ..settings import StoreSettings
+from ..timeutil import now_ms
 from ..uri import open_store
 from . import cleanup, merge, reading
 from .claims import ContentClaim, ResourceClaim
@@ -174,7 +174,7 @@ class ContentRepository:
         with self._counter_lock:
             self._counter += 1
             n = self._counter
-        ident = f"{int(time.time() * 1000):013d}-{self.writer_id}-{n}"
+        ident = f"{now_ms():013d}-{self.writer_id}-{n}"
         return ResourceClaim(container.name, section, ident), container
 
     def _container(self, rc: ResourceClaim) -> Container:
