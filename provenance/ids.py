@@ -62,7 +62,15 @@ class IdAllocator:
         with self._lock:
             self._high = max(self._high, floor)
             while True:
-                current, etag = self._read()
+                try:
+                    data, info = self._store.get_object(ALLOCATOR_KEY)
+                except NotFound:
+                    if floor <= 0:
+                        return None  # an empty repository: nothing to protect, write nothing
+                    current, etag = self._read()
+                else:
+                    doc = open_json(data, self._store.url(ALLOCATOR_KEY))
+                    current, etag = int(doc["next_event_id"]), info.etag
                 if current >= floor:
                     self._cached = (current, etag)
                     return None
