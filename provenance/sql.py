@@ -38,12 +38,22 @@ def _list(paths: Sequence[Path]) -> str:
 
 
 def connect(
-    committed: Sequence[Path], journals: pa.Table | None, high_water: int, cache: Path
+    committed: Sequence[Path],
+    journals: pa.Table | None,
+    high_water: int,
+    cache: Path,
+    temp_dir: Path | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """The view over local copies of committed files plus the (in-memory) journals."""
+    """The view over local copies of committed files plus the (in-memory) journals.
+
+    DuckDB may always read its own temp folder, even with external access off: it is a
+    private folder (`temp_dir`, default `<cache>/duckdb-tmp`), never the working directory."""
     empty = empty_file(cache)
+    tmp = temp_dir or cache / "duckdb-tmp"
+    tmp.mkdir(parents=True, exist_ok=True, mode=0o700)
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
+    con.execute(f"SET temp_directory='{str(tmp).replace(chr(39), chr(39) * 2)}'")
     con.execute(f"SET allowed_paths={_list([empty, *committed])}")
     cols = ", ".join(f"CAST({c} AS {SQL_TYPES[c]}) AS {c}" for c in VIEW_COLUMNS)
     parts = [f"SELECT {cols} FROM read_parquet({_list([empty, *committed])})"]
