@@ -12,6 +12,16 @@ def _env_token() -> str | None:
     return os.environ.get("FLOWLEDGER_TOKEN") or None
 
 
+def _env(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a number") from None
+
+
 @dataclass(frozen=True)
 class ServiceSettings:
     #: Interface to listen on; anything but loopback needs `allow_remote`.
@@ -25,18 +35,18 @@ class ServiceSettings:
     #: Where the generated token is kept (default: the repository's state folder).
     token_file: str | None = None
     #: Largest request body accepted (content uploads included); larger is 413.
-    max_request_size: int = 64 * 2**20
+    max_request_size: int = field(
+        default_factory=lambda: int(_env("FLOWLEDGER_MAX_REQUEST_SIZE", 64 * 2**20))
+    )
     #: Wall-clock limit of one SQL query; the query is interrupted (DuckDB interrupt()).
-    sql_timeout_s: float = 10.0
+    sql_timeout_s: float = field(default_factory=lambda: _env("FLOWLEDGER_SQL_TIMEOUT_S", 10.0))
     #: Rows one SQL answer carries at most (the answer says when it was truncated).
-    sql_max_rows: int = 10_000
+    sql_max_rows: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_MAX_ROWS", 10_000)))
     #: SQL queries running at once; more wait up to `sql_queue_timeout_s`, then 429.
-    sql_concurrency: int = 4
+    sql_concurrency: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_CONCURRENCY", 4)))
     sql_queue_timeout_s: float = 2.0
     #: NiFi's provenance query / lineage submissions expire after this (NiFi: 10 minutes).
     query_expiration_s: int = 600
-    #: `maxResults` of a provenance query at most (NiFi's default search limit is 1000).
-    max_results: int = 10_000
 
     def __post_init__(self) -> None:
         if self.host not in LOOPBACK and not self.allow_remote:
