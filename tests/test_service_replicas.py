@@ -82,7 +82,8 @@ def test_two_replicas_agree_while_one_ingests(minio: S3Endpoint, tmp_path: Path)
                 # SQL bounded to what both have seen agrees.
                 bound = max(ids_a)
                 sql = {
-                    "sql": f"SELECT count(*), sum(file_size) FROM provenance WHERE event_id <= {bound}"
+                    "sql": "SELECT count(*), sum(file_size) FROM provenance "
+                    f"WHERE event_id <= {bound}"
                 }
                 assert a.client.post("/sql", sql).json() == b.client.post("/sql", sql).json()
         finally:
