@@ -48,7 +48,7 @@ def test_no_server_errors_for_schema_generated_requests(tmp_path: Path) -> None:
                 "--workers",
                 "2",
                 "--request-timeout",
-                "30",
+                "60",
                 "--no-color",
             ],
             cwd=tmp_path,
