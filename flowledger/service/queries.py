@@ -21,6 +21,7 @@ from typing import Any
 from .errors import NotFoundError, ServiceError
 
 MAX_ID_CHARS = 8192
+MAX_REQUEST_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,9 @@ class Submission:
         if len(ident) > MAX_ID_CHARS:
             raise missing
         try:
-            raw = zlib.decompress(base64.urlsafe_b64decode(ident + "=" * (-len(ident) % 4)))
+            packed = base64.urlsafe_b64decode(ident + "=" * (-len(ident) % 4))
+            # Bounded: a crafted id must not inflate into megabytes.
+            raw = zlib.decompressobj().decompress(packed, MAX_REQUEST_BYTES)
             k, request, submitted, bound = json.loads(raw)
         except (ValueError, TypeError, zlib.error) as exc:
             raise missing from exc
