@@ -14,7 +14,9 @@ def serve(repo: str | None, settings: ServiceSettings) -> None:
 
     app = create_app(repo, settings)
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets that say they are
+    # TCP; without it uvicorn's separate header and body writes wait ~40 ms for delayed ACKs.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((settings.host, settings.port))
     port = sock.getsockname()[1]
