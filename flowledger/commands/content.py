@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO, cast
 
 import typer
 
 from storage.content import ContentClaim, ContentRepository, ContentRepositorySettings
+
+from ..progress import CountingReader, CountingWriter, progress
 
 # Same as cli.RepoOption (not imported from there: cli imports this module).
 RepoOption = Annotated[
@@ -43,8 +45,13 @@ def put(
 ) -> None:
     """Store FILE as one content (committed) and print its claim as JSON."""
     with _open(repo) as content:
-        with content.transaction() as session, open(file, "rb") as fh, session.write() as w:
-            w.write_from(fh)
+        with (
+            content.transaction() as session,
+            open(file, "rb") as fh,
+            progress(f"content put {file.name}", file.stat().st_size) as bar,
+            session.write() as w,
+        ):
+            w.write_from(cast(BinaryIO, CountingReader(fh, bar)))
         assert w.claim is not None
     print(w.claim.to_json())
 
@@ -58,8 +65,12 @@ def get(
     """Write the content CLAIM names to FILE (verified against its checksum)."""
     parsed = _claim(claim)
     tmp = output.with_name(output.name + ".partial")
-    with _open(repo) as content:
-        n = content.export_to(parsed, tmp)
+    with (
+        _open(repo) as content,
+        open(tmp, "wb") as fh,
+        progress(f"content get {output.name}", max(parsed.length, 0)) as bar,
+    ):
+        n = content.export_to(parsed, cast(BinaryIO, CountingWriter(fh, bar)))
     tmp.replace(output)  # never leave a half-written or unverified file under the name
     print(f"wrote {n} bytes to {output}", file=sys.stderr)
 
