@@ -50,6 +50,10 @@ def test_no_server_errors_for_schema_generated_requests(tmp_path: Path) -> None:
                 "--request-timeout",
                 "60",
                 "--no-color",
+                # Hypothesis' health checks time data generation: on a loaded CI machine
+                # `too_slow` fires at random (a "Runtime Error", not a server error).
+                "--suppress-health-check",
+                "all",
             ],
             cwd=tmp_path,
             capture_output=True,
@@ -57,8 +61,9 @@ def test_no_server_errors_for_schema_generated_requests(tmp_path: Path) -> None:
             timeout=600,
             env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false"},
         )
-        report = run.stdout[-4000:] + run.stderr[-2000:]
-        print(report)
+        out = run.stdout
+        errors = out[out.find("ERRORS") : out.find("SUMMARY")] if "ERRORS" in out else ""
+        report = (errors or out[-3000:]) + run.stderr[-2000:]
         assert run.returncode == 0, report
         assert "passed" in run.stdout.lower() or "✅" in run.stdout, report
         assert " 500 " not in server.log, server.log[-3000:]
