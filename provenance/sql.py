@@ -8,6 +8,7 @@ a rollover). The connection can read only those files and accepts only SELECT st
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ def empty_file(cache: Path) -> Path:
     path = cache / "empty-v1.parquet"
     if not path.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        # A name of its own: concurrent first queries (threads, processes) race here.
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         pq.write_table(SCHEMA.empty_table(), tmp)
         tmp.replace(path)
     return path
