@@ -123,6 +123,14 @@ class SqlSandbox:
                     )
 
     # -- running ---------------------------------------------------------------------------
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """The view over the current snapshot. A rollover or another query pruning the local
+        cache between listing and binding can remove a file: take a fresh snapshot once."""
+        try:
+            return self.prov.sql_connection(temp_dir=self.temp_dir)
+        except (duckdb.IOException, FileNotFoundError):
+            return self.prov.sql_connection(temp_dir=self.temp_dir)
+
     def run(self, sql: str, max_rows: int | None = None) -> SqlAnswer:
         self.check(sql)
         limit = min(max_rows or self.settings.sql_max_rows, self.settings.sql_max_rows)
@@ -131,7 +139,7 @@ class SqlSandbox:
                 f"{self.settings.sql_concurrency} SQL queries are already running: retry later"
             )
         try:
-            con = self.prov.sql_connection(temp_dir=self.temp_dir)
+            con = self._connect()
             fired = threading.Event()
 
             def stop() -> None:
