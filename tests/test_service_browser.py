@@ -7,13 +7,14 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
-from storage.content import ContentRepository
+from storage.content import ContentClaim, ContentRepository
 from tests.support.service import TOKEN, ServiceProcess
 from timeline import Table
 
@@ -32,14 +33,14 @@ def _pipeline_repo(repo: str) -> None:
         c_out = content.write_bytes(b"id,amount,eur\n1,10,9.2\n")
         content.commit()
 
-    def claim(c: object) -> dict[str, object]:
-        rc = c.resource_claim  # type: ignore[attr-defined]
+    def claim(c: ContentClaim) -> dict[str, Any]:
+        rc = c.resource_claim
         return {
             "content_claim_container": rc.container,
             "content_claim_section": rc.section,
             "content_claim_identifier": rc.identifier,
-            "content_claim_offset": c.offset,  # type: ignore[attr-defined]
-            "content_claim_checksum": c.checksum,  # type: ignore[attr-defined]
+            "content_claim_offset": c.offset,
+            "content_claim_checksum": c.checksum,
         }
 
     t0 = 1_790_000_000_000
@@ -116,7 +117,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
         pytest.fail(
             "chromium/chromedriver missing: run `make browser` (installs Debian's packages)"
@@ -154,74 +155,74 @@ def test_lineage_page_search_graph_details_timeline(
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    d = browser
-    wait = WebDriverWait(d, 30)  # type: ignore[arg-type]
-    d.get(f"{server.client.base}/#token={TOKEN}")  # type: ignore[attr-defined]
+    d: Any = browser
+    wait = WebDriverWait(d, 30)
+    d.get(f"{server.client.base}/#token={TOKEN}")
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "connected"))
-    assert "token" not in d.current_url  # type: ignore[attr-defined]
+    assert "token" not in d.current_url
 
     # Search by component: one event, with a Lineage button.
-    d.find_element(By.NAME, "ProcessorID").send_keys("split")  # type: ignore[attr-defined]
-    d.find_element(By.CSS_SELECTOR, "#search-form button").click()  # type: ignore[attr-defined]
+    d.find_element(By.NAME, "ProcessorID").send_keys("split")
+    d.find_element(By.CSS_SELECTOR, "#search-form button").click()
     row = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#events tbody tr")))
     assert "FORK" in row.text and "order-batch" in row.text
 
     # Open the lineage of order-1: events as nodes, edges between them.
-    d.find_element(By.CSS_SELECTOR, '[data-tab="lineage"]').click()  # type: ignore[attr-defined]
-    box = d.find_element(By.ID, "lineage-uuid")  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, '[data-tab="lineage"]').click()
+    box = d.find_element(By.ID, "lineage-uuid")
     box.clear()
     box.send_keys("order-1")
-    d.find_element(By.CSS_SELECTOR, "#lineage-form button").click()  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, "#lineage-form button").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph g.node.event")))
     types = {
         n.get_attribute("data-event-type")
-        for n in d.find_elements(By.CSS_SELECTOR, "#graph g.node.event")  # type: ignore[attr-defined]
+        for n in d.find_elements(By.CSS_SELECTOR, "#graph g.node.event")
     }
     assert {"FORK", "CONTENT_MODIFIED", "SEND", "JOIN"} <= types, types
-    assert d.find_elements(By.CSS_SELECTOR, "#graph line.edge")  # type: ignore[attr-defined]
+    assert d.find_elements(By.CSS_SELECTOR, "#graph line.edge")
 
     # Click the SEND node: its attributes, content availability and a download link.
-    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="SEND"]').click()  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="SEND"]').click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "SEND"))
-    details = d.find_element(By.ID, "details").text  # type: ignore[attr-defined]
+    details = d.find_element(By.ID, "details").text
     assert "s3://lake/orders/1.csv" in details and "available" in details
     assert "currency" in details and "EUR" in details and "USD" in details
-    d.find_element(By.CSS_SELECTOR, "#details .download-output").click()  # type: ignore[attr-defined]
-    wait.until(lambda _: any(d.downloads.glob("*.csv")))  # type: ignore[attr-defined]
-    saved = next(d.downloads.glob("*.csv"))  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, "#details .download-output").click()
+    wait.until(lambda _: any(d.downloads.glob("*.csv")))
+    saved = next(d.downloads.glob("*.csv"))
     assert saved.read_bytes() == b"id,amount,eur\n1,10,9.2\n"
 
     # Expand the FORK's parents: the batch's RECEIVE joins the graph.
     receive = '#graph g[data-event-type="RECEIVE"]'
-    assert not d.find_elements(By.CSS_SELECTOR, receive)  # type: ignore[attr-defined]
-    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="FORK"]').click()  # type: ignore[attr-defined]
+    assert not d.find_elements(By.CSS_SELECTOR, receive)
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="FORK"]').click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "FORK"))
-    d.find_element(By.CSS_SELECTOR, "#details .expand-parents").click()  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, "#details .expand-parents").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, receive)))
-    nodes = d.find_elements(By.CSS_SELECTOR, "#graph g.node")  # type: ignore[attr-defined]
+    nodes = d.find_elements(By.CSS_SELECTOR, "#graph g.node")
     assert "flowfile:order-batch" in {n.get_attribute("data-node-id") for n in nodes}
     # ... and its children: order-2 and its DROP.
-    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="FORK"]').click()  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="FORK"]').click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "FORK"))
-    d.find_element(By.CSS_SELECTOR, "#details .expand-children").click()  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, "#details .expand-children").click()
     wait.until(
         ec.presence_of_element_located((By.CSS_SELECTOR, '#graph g[data-event-type="DROP"]'))
     )
-    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="SEND"]').click()  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="SEND"]').click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "SEND"))
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "lineage.png"
-    assert d.save_screenshot(str(shot))  # type: ignore[attr-defined]
+    assert d.save_screenshot(str(shot))
     docs = Path(__file__).resolve().parents[1] / "docs" / "img"
     if os.environ.get("FLOWLEDGER_UPDATE_SCREENSHOT"):
         docs.mkdir(exist_ok=True)
         shutil.copy(shot, docs / "lineage.png")
 
     # The table's timeline: three completed commits.
-    d.find_element(By.CSS_SELECTOR, '[data-tab="timeline"]').click()  # type: ignore[attr-defined]
-    d.find_element(By.CSS_SELECTOR, "#timeline-form button").click()  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, '[data-tab="timeline"]').click()
+    d.find_element(By.CSS_SELECTOR, "#timeline-form button").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#instants tbody tr")))
-    rows = d.find_elements(By.CSS_SELECTOR, "#instants tbody tr")  # type: ignore[attr-defined]
+    rows = d.find_elements(By.CSS_SELECTOR, "#instants tbody tr")
     assert len(rows) == 3 and all("completed" in r.text for r in rows)
-    assert d.find_element(By.ID, "error").text == ""  # type: ignore[attr-defined]
+    assert d.find_element(By.ID, "error").text == ""
