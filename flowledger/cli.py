@@ -51,12 +51,22 @@ def demo(repo: RepoOption = None) -> None:
 def serve(
     repo: RepoOption = None,
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8080,
+    port: Annotated[int, typer.Option(help="TCP port (0: a free one, printed on start)")] = 8080,
+    allow_remote: Annotated[
+        bool, typer.Option(help="Allow a non-loopback --host (put TLS in front)")
+    ] = False,
+    token_file: Annotated[
+        str | None, typer.Option(help="Token file (default: the repository's state folder)")
+    ] = None,
 ) -> None:
-    """Serve the HTTP API (read-only SQL, events, lineage, timeline) with uvicorn."""
+    """Serve the HTTP API and the lineage page (bearer token; see docs/service.md)."""
+    from .service import ServiceSettings
     from .service import serve as run_server
 
-    run_server(repo, host, port)
+    settings = ServiceSettings(
+        host=host, port=port, allow_remote=allow_remote, token_file=token_file
+    )
+    run_server(repo, settings)
 
 
 def _usage_error(exc: UsageError) -> NoReturn:

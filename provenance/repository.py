@@ -341,8 +341,9 @@ class ProvenanceRepository:
         return compute_lineage(events, uuids, self.settings.max_lineage_events)
 
     # -- SQL ----------------------------------------------------------------------------------
-    def sql_connection(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with the read-only view `provenance` (local copies of objects)."""
+    def sql_connection(self, temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with the read-only view `provenance` (local copies of objects);
+        `temp_dir`: DuckDB's spill folder (default a private folder in the cache)."""
         snap = self.snapshot()
         self.source.prune(
             {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
@@ -352,7 +353,9 @@ class ProvenanceRepository:
         ]
         journals = [self._load_journal(j) for j in snap.journals]
         recent = pa.concat_tables(journals) if journals else None
-        return sqlmod.connect(committed, recent, snap.high_water, self.source.local_path(""))
+        return sqlmod.connect(
+            committed, recent, snap.high_water, self.source.local_path(""), temp_dir
+        )
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         con = self.sql_connection()

@@ -116,47 +116,29 @@ def test_dataset_uris_follow_openlineage_naming() -> None:
 
 
 def test_marquez_compatible_endpoint_records_posted_run_events(tmp_path: Path) -> None:
-    import threading
-    import urllib.error
-    import urllib.request
+    """`POST /api/v1/lineage` on a real `flowledger serve` process, with its bearer token."""
+    from tests.support.service import ServiceProcess
 
-    import uvicorn
-
-    from flowledger.service import create_app
-    from tests.support.servers import free_port
-
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(str(tmp_path / "repo")), host="127.0.0.1", port=port)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-
-    def post(body: str) -> tuple[int, Any]:
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/v1/lineage", body.encode(), method="POST",
-            headers={"Content-Type": "application/json"},
-        )  # fmt: skip
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
-
+    repo = str(tmp_path / "repo")
+    server = ServiceProcess(repo)
     try:
-        while not server.started:
-            thread.join(0.05)
-        complete = Serde.to_json(_event(RunState.COMPLETE, "2026-11-23T10:00:02Z", inputs=1))
-        assert post(Serde.to_json(_event(RunState.START, "2026-11-23T10:00:00Z")))[1]["events"] == 0
+        api = server.client
+
+        def post(event: RunEvent | dict[str, Any]) -> tuple[int, Any]:
+            body = json.loads(Serde.to_json(event)) if isinstance(event, RunEvent) else event
+            r = api.post("/api/v1/lineage", body)
+            return r.status, r.json()
+
+        assert post(_event(RunState.START, "2026-11-23T10:00:00Z"))[1]["events"] == 0
+        complete = _event(RunState.COMPLETE, "2026-11-23T10:00:02Z", inputs=1)
         status, result = post(complete)
         assert (status, result["runs"], result["events"]) == (201, 1, 4)
         assert post(complete)[1]["events"] == 0
-        status, error = post(json.dumps({"run": {"runId": RUN}, "eventType": "COMPLETE"}))
+        status, error = post({"run": {"runId": RUN}, "eventType": "COMPLETE"})
         assert status == 400 and "missing field" in error["detail"]
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-    with ProvenanceRepository(open_store(str(tmp_path / "repo"))) as prov:
+        server.stop()
+    with ProvenanceRepository(open_store(repo)) as prov:
         assert [e.event_type for e in prov.get_events(0, 10)] == [
             "RECEIVE", "CONTENT_MODIFIED", "FORK", "SEND",
         ]  # fmt: skip

@@ -7,11 +7,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO, cast
 
 import typer
 
 from storage.content import ContentClaim, ContentRepository, ContentRepositorySettings
+
+from ..progress import CountingReader, CountingWriter, progress
 
 # Same as cli.RepoOption (not imported from there: cli imports this module).
 RepoOption = Annotated[
@@ -45,8 +47,13 @@ def put(
 ) -> None:
     """Store FILE as one content (committed) and print its claim as JSON."""
     with _open(repo) as content:
-        with content.transaction() as session, open(file, "rb") as fh, session.write() as w:
-            w.write_from(fh)
+        with (
+            content.transaction() as session,
+            open(file, "rb") as fh,
+            progress(f"content put {file.name}", file.stat().st_size) as bar,
+            session.write() as w,
+        ):
+            w.write_from(cast(BinaryIO, CountingReader(fh, bar)))
         assert w.claim is not None
     print(w.claim.to_json())
 
@@ -64,8 +71,12 @@ def get(
     fd, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
     tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as fh, _open(repo) as content:
-            n = content.export_to(parsed, fh)
+        with (
+            os.fdopen(fd, "wb") as fh,
+            _open(repo) as content,
+            progress(f"content get {output.name}", max(parsed.length, 0)) as bar,
+        ):
+            n = content.export_to(parsed, cast(BinaryIO, CountingWriter(fh, bar)))
         tmp.replace(output)
     except BaseException:
         tmp.unlink(missing_ok=True)
