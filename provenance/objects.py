@@ -194,19 +194,8 @@ class ParquetSource:
         """One GET per run of adjacent row groups instead of one per column chunk."""
         if ranged is None or not rgs:
             return
-        md = pf.metadata
-        spans = []
-        for i in sorted(rgs):
-            rg = md.row_group(i)
-            starts, ends = [], []
-            for c in range(rg.num_columns):
-                col = rg.column(c)
-                start = col.data_page_offset
-                if col.has_dictionary_page and col.dictionary_page_offset is not None:
-                    start = min(start, col.dictionary_page_offset)
-                starts.append(start)
-                ends.append(start + col.total_compressed_size)
-            spans.append((min(starts), max(ends)))
+        every = row_group_spans(pf.metadata)
+        spans = [every[i] for i in sorted(rgs)]
         merged: list[list[int]] = []
         for s, e in spans:
             if merged and s <= merged[-1][1] + 64 * 1024:
