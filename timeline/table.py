@@ -57,6 +57,7 @@ class Table:
         self._log_entries: list[Entry] = []
         self._archive_view: ActiveView | None = None
         self._checked_failed_at: float | None = None
+        self._completed_since_listing: list[Entry] = []  # by this object, after `_listing`
 
     @classmethod
     def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
@@ -81,12 +82,23 @@ class Table:
 
     def note_completed(self, e: Entry) -> None:
         self._advance(e.seq)
+        with self._lock:
+            self._completed_since_listing.append(e)
+
+    def known_timeline(self) -> tuple[Timeline, tuple[Entry, ...]]:
+        """What this object knows without a request: the timeline of its last listing (read
+        it once if it never listed) and the instants it completed itself since then."""
+        timeline = self.timeline(refresh=False)
+        with self._lock:
+            return timeline, tuple(self._completed_since_listing)
 
     def load_instants(self) -> Listing:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
         listing = self.tl.list_instants()
         self._listing = listing
         self._listed_at = time.monotonic()
+        with self._lock:
+            self._completed_since_listing = []
         self._advance(listing.max_seq)
         return listing
 
@@ -104,10 +116,12 @@ class Table:
         if listing.scan_from < listing.max_seq:
             from .archive.manifest import read_manifest
 
-            if read_manifest(self.tl.store).archived_seqs:
+            manifest = read_manifest(self.tl.store)
+            if manifest.archived_seqs:
                 from .archive.view import load_active
 
-                view = load_active(self.tl)  # re-LISTs, then re-reads the manifest, as it must
+                # The manifest was read after the LIST, as load_active needs: no re-read.
+                view = load_active(self.tl, manifest, listing)
                 self._archive_view = view
                 self._listing = view.listing
                 self._log_entries = list(view.log_entries)
