@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from storage import Conflict, ObjectStore
+from storage import Conflict, NotFound, ObjectStore
 
 from . import crash
 from .active import Timeline
@@ -103,8 +103,9 @@ class Table:
         return listing
 
     def refresh(self) -> Listing:
-        """Reload: LIST instants, then LIST the log after the newest completed instant to find
-        completions whose completed object is not written yet (a crashed or racing writer).
+        """Reload: LIST instants, then probe the log after the newest completed instant (GETs,
+        usually one) to find completions whose completed object is not written yet (a crashed
+        or racing writer).
 
         Once archival has run (its manifest names archived log positions), the archive-aware
         loader is used instead: archived positions count as present, and the table state folds
@@ -128,8 +129,7 @@ class Table:
                 self._advance(max([view.listing.max_seq, *(e.seq for e in view.log_entries)]))
                 return view.listing
 
-        tail = self.tl.log_after(listing.scan_from)
-        entries = [self.tl.entry(s) for s in tail if s not in listing.present]
+        entries = _log_tail(self.tl, listing)
         self._log_entries = entries
         if entries:
             self._advance(max(e.seq for e in entries))
@@ -323,6 +323,25 @@ class Table:
 
     def files(self) -> tuple[DataFile, ...]:
         return self.snapshot().files
+
+
+def _log_tail(tl: TimelineStore, listing: Listing) -> list[Entry]:
+    """Log entries after `scan_from` that no instant object accounts for.
+
+    The log is gapless by construction (a writer tries position p+1 only after reading p), so
+    positions are probed with GETs up to the first free one above the newest listed: one GET
+    on the usual load. A LIST with `start_after` would cost as much in requests, but its time
+    grows with the log folder (never shrunk, archival or not) on MinIO and the local FS."""
+    out: list[Entry] = []
+    s = listing.scan_from + 1
+    while True:
+        if s not in listing.present:
+            try:
+                out.append(tl.entry(s))
+            except NotFound:
+                if s > listing.max_seq:
+                    return out
+        s += 1
 
 
 def _default_operation(action: str) -> str:
