@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +36,26 @@ from timeline import Table
 from timeline.archive.view import load_active
 from timeline.store import TimelineStore
 backend, prefixes, reps = pickle.loads(bytes.fromhex(sys.argv[1]))
-out = []
-for prefix in prefixes:
-    store = open_store(backend.uri, backend.settings).scoped(prefix)
-    row = {}
-    for name, fn in (("open", lambda: Table.open(store)),
-                     ("load_active", lambda: load_active(TimelineStore(store)))):
-        fn()  # warm: connection pool, capability look-up
-        store.stats.reset()
-        samples = []
-        for _ in range(reps):
+stores = [open_store(backend.uri, backend.settings).scoped(p) for p in prefixes]
+loaders = {"open": lambda s: Table.open(s), "load_active": lambda s: load_active(TimelineStore(s))}
+samples = {(n, k): [] for n in loaders for k in range(len(stores))}
+counts = {}
+for s in stores:  # warm: connection pool, capability look-up
+    for fn in loaders.values():
+        fn(s)
+for _ in range(reps):  # round-robin over histories: all see the same machine load
+    for name, fn in loaders.items():
+        for k, s in enumerate(stores):
+            s.stats.reset()
             t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-        counts = {k: v // reps for k, v in store.stats.snapshot().items() if k != "PROBE"}
-        row[name] = {"ms": statistics.median(samples) * 1000, "requests": counts}
-    out.append(row)
+            fn(s)
+            samples[(name, k)].append(time.perf_counter() - t0)
+            counts[(name, k)] = {o: v for o, v in s.stats.snapshot().items() if o != "PROBE"}
+out = [
+    {n: {"ms": statistics.median(samples[(n, k)]) * 1000, "requests": counts[(n, k)]}
+     for n in loaders}
+    for k in range(len(stores))
+]
 print(json.dumps(out))
 """
 
@@ -68,23 +73,25 @@ def _worker(backend: BenchBackend, root: Path, prefixes: list[str], reps: int) -
     return rows
 
 
-def _each_request(store: ObjectStore, history: int, reps: int) -> dict[str, float]:
-    """Median ms of each request a load makes, alone."""
-    ops = {
-        "LIST instants": lambda: store.list_page(INSTANTS),
-        "GET manifest": lambda: store.get(MANIFEST),
-        "GET log probe": lambda: store.exists(log_key(history + ACTIVE + 1)),
-    }
-    out = {}
-    for name, fn in ops.items():
-        fn()
-        samples = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-        out[name] = statistics.median(samples) * 1000
-    return out
+def _each_request(stores: list[ObjectStore], sizes: list[int], reps: int) -> list[dict[str, float]]:
+    """Median ms of each request a load makes, alone, round-robin over the histories."""
+
+    def ops(store: ObjectStore, history: int) -> dict[str, Callable[[], object]]:
+        return {
+            "LIST instants": lambda: store.list_page(INSTANTS),
+            "GET manifest": lambda: store.get(MANIFEST),
+            "GET log probe": lambda: store.exists(log_key(history + ACTIVE + 1)),
+        }
+
+    table = [ops(s, h) for s, h in zip(stores, sizes, strict=True)]
+    samples: list[dict[str, list[float]]] = [{name: [] for name in t} for t in table]
+    for _ in range(reps + 1):
+        for name in table[0]:
+            for k, t in enumerate(table):
+                t0 = time.perf_counter()
+                t[name]()
+                samples[k][name].append(time.perf_counter() - t0)
+    return [{n: statistics.median(v[1:]) * 1000 for n, v in s.items()} for s in samples]
 
 
 def run(backend: BenchBackend, sizes: list[int], reps: int, before: Path | None) -> None:
@@ -115,8 +122,7 @@ def run(backend: BenchBackend, sizes: list[int], reps: int, before: Path | None)
                 " | ".join(fmt_requests(r[name]["requests"]) for r in rows),
             )
     console.print(t)
-    pairs = zip(prefixes, sizes, strict=True)
-    each = [_each_request(backend.open().scoped(p), h, reps) for p, h in pairs]
+    each = _each_request([backend.open().scoped(p) for p in prefixes], sizes, reps)
     t2 = table(
         "MinIO: each request of a load, alone (median ms)",
         "request",
