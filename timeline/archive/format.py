@@ -81,7 +81,10 @@ class ArchivedInstant(NamedTuple):
 
 
 _new = tuple.__new__
-_FIELDS = operator.itemgetter(*(f["name"] for f in SCHEMA["fields"]))
+# Avro field -> ArchivedInstant field, in ArchivedInstant's order (other schema fields ignored)
+_FIELDS = operator.itemgetter(
+    "instant_time", "action", "state", "completion_seq", "writer", "metadata", "plan"
+)
 
 
 def _make(row: list[Any]) -> ArchivedInstant:
