@@ -305,6 +305,8 @@ class LocalObjectStore(ObjectStore):
                 entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
         except (FileNotFoundError, NotADirectoryError):
             return  # deleted since, or never there
+        except OSError as exc:
+            raise translate_os(exc, self.url(base), "list") from exc
         ranked = []
         for name, is_dir in entries:
             if is_dir:
