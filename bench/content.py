@@ -193,6 +193,7 @@ def _stream(
     store_overrides: dict[str, object] | None = None,
     repo_overrides: dict[str, object] | None = None,
     tuned_malloc: bool = False,
+    root: Path | None = None,
 ) -> dict[str, object]:
     args = pickle.dumps((backend, size, mode, store_overrides, repo_overrides or {})).hex()
     env = dict(os.environ)
@@ -204,7 +205,7 @@ def _stream(
         [sys.executable, "-c", _STREAM_SCRIPT, args],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=root or Path(__file__).resolve().parents[1],
         env=env,
         timeout=1800,
     )
@@ -215,12 +216,17 @@ def _stream(
 
 
 def run(
-    backend: BenchBackend, n_small: int, stream_size: int, n_reads: int, only: str | None
+    backend: BenchBackend,
+    n_small: int,
+    stream_size: int,
+    n_reads: int,
+    only: str | None,
+    before: Path | None = None,
 ) -> None:
     if only != "stream":
         _small(backend, n_small, n_reads)
     if only != "small":
-        _streams(backend, stream_size)
+        _streams(backend, stream_size, before)
 
 
 def _small(backend: BenchBackend, n_small: int, n_reads: int) -> None:
@@ -280,7 +286,7 @@ def _small(backend: BenchBackend, n_small: int, n_reads: int) -> None:
     repo.close()
 
 
-def _streams(backend: BenchBackend, stream_size: int) -> None:
+def _streams(backend: BenchBackend, stream_size: int, before: Path | None = None) -> None:
     t2 = table(
         f"MinIO: one content of {stream_size // MiB} MiB streamed in and out",
         "client",
@@ -293,6 +299,17 @@ def _streams(backend: BenchBackend, stream_size: int) -> None:
         theirs = _stream(backend, stream_size, "boto3", tuned_malloc=tuned)
         ours = _stream(backend, stream_size, "ours", STREAM_STORE, STREAM_REPO, tuned_malloc=tuned)
         note = " (MALLOC_MMAP_THRESHOLD_=1MiB)" if tuned else ""
+        if before is not None:  # the same client from another tree (e.g. the previous commit)
+            old = _stream(
+                backend, stream_size, "ours", STREAM_STORE, STREAM_REPO, tuned, root=before
+            )
+            t2.add_row(
+                f"content repository, before{note}",
+                f"{old['in']:.0f} ({_ratio(old['in'], theirs['in'])})",
+                f"{old['out']:.0f} ({_ratio(old['out'], theirs['out'])})",
+                f"{_mib(old['rss']):.1f} MiB (in: {_mib(old['rss_in']):.1f})",
+                fmt_requests(_requests(old["requests"])),  # type: ignore[arg-type]
+            )
         t2.add_row(
             f"boto3 transfer manager{note}",
             f"{theirs['in']:.0f}",
@@ -322,12 +339,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.content")
     parser.add_argument("--quick", action="store_true", help="small run for a smoke test")
     parser.add_argument("--only", choices=["small", "stream"], help="run one part")
+    parser.add_argument("--before", type=Path, help="also stream with the code in this tree")
     args = parser.parse_args(argv)
     n_small = 5_000 if args.quick else 100_000
     stream = (64 if args.quick else 1024) * MiB
     reads = 100 if args.quick else 1000
     with minio_backend() as backend:
-        run(backend, n_small, stream, reads, args.only)
+        run(backend, n_small, stream, reads, args.only, args.before)
 
 
 if __name__ == "__main__":

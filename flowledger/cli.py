@@ -35,8 +35,21 @@ app.add_typer(table_cmd.app, name="table")
 
 
 @app.callback()
-def root() -> None:
+def root(
+    auto_archive: Annotated[
+        bool,
+        typer.Option(
+            "--auto-archive/--no-auto-archive",
+            envvar="FLOWLEDGER_AUTO_ARCHIVE",
+            help="Archive old instants after commits (hoodie.archive.automatic; keep 20-30)",
+        ),
+    ] = True,
+) -> None:
     """flowledger: content, provenance and an ACID timeline on object storage."""
+    if not auto_archive:
+        from timeline.archive import set_default
+
+        set_default(None)
 
 
 @app.command()

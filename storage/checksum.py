@@ -46,20 +46,35 @@ def combine(crc1: int, crc2: int, len2: int) -> int:
     """CRC-32 of A+B from crc(A), crc(B) and len(B) (zlib's crc32_combine)."""
     if len2 <= 0:
         return crc1
+    return combine_with(zeros_operator(len2), crc1, crc2)
+
+
+def zeros_operator(length: int) -> list[int]:
+    """The operator `combine` applies to crc1 for a `length`-byte B, computed once: then
+    `combine_with(op, crc1, crc2)` joins many parts of that length at ~32 XORs each (a
+    parallel reader checksums its parts in its threads and joins them in order)."""
+    op = [1 << n for n in range(32)]  # identity
+    if length <= 0:
+        return op
     odd = [0xEDB88320] + [1 << (n - 1) for n in range(1, 32)]
     even = _square(odd)
     odd = _square(even)
     while True:
         even = _square(odd)
-        if len2 & 1:
-            crc1 = _times(even, crc1)
-        len2 >>= 1
-        if not len2:
+        if length & 1:
+            op = [_times(even, c) for c in op]
+        length >>= 1
+        if not length:
             break
         odd = _square(even)
-        if len2 & 1:
-            crc1 = _times(odd, crc1)
-        len2 >>= 1
-        if not len2:
+        if length & 1:
+            op = [_times(odd, c) for c in op]
+        length >>= 1
+        if not length:
             break
-    return crc1 ^ crc2
+    return op
+
+
+def combine_with(op: list[int], crc1: int, crc2: int) -> int:
+    """`combine(crc1, crc2, n)` for the `n` that `op = zeros_operator(n)` was made for."""
+    return _times(op, crc1) ^ crc2

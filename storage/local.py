@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import os
 import random
 import shutil
@@ -289,32 +290,57 @@ class LocalObjectStore(ObjectStore):
         except OSError as exc:
             raise translate_os(exc, self.url(key), "head") from exc
 
-    def _walk(self, prefix: str) -> list[str]:
-        """All keys under `prefix`, sorted in UTF-8 byte order like S3."""
+    def _walk(self, prefix: str, start_after: str | None = None) -> Iterator[str]:
+        """Keys under `prefix` after `start_after`, lazily, in UTF-8 byte order like S3.
+
+        Each folder's entries are ordered with a folder named `d` ranked as `d/` (every key in
+        it starts so), which is exactly the order of the keys themselves (str order is code
+        point order, the same as UTF-8 byte order). Entries that sort at or before
+        `start_after` or outside `prefix` are dropped before sorting and whole subtrees are
+        skipped without being opened, so a page costs the folders on the path to the start
+        key (one directory read each) plus the keys returned.
+        """
         folder = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
-        keys: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self.root / folder):
-            rel = Path(dirpath).relative_to(self.root).as_posix()
-            base = "" if rel == "." else rel + "/"
-            keys.extend(base + f for f in filenames if (base + f).startswith(prefix))
-            dirnames[:] = [
-                d
-                for d in dirnames
-                if not d.startswith(RESERVED_PREFIX)  # temp files and locks, never keys
-                and ((base + d + "/").startswith(prefix) or prefix.startswith(base + d + "/"))
-            ]
-        keys.sort(key=lambda k: k.encode("utf-8"))
-        return keys
+        base = "" if folder == "" else folder + "/"
+        yield from self._walk_dir(self.root / folder, base, prefix, start_after)
+
+    def _walk_dir(self, path: Path, base: str, prefix: str, after: str | None) -> Iterator[str]:
+        try:
+            with os.scandir(path) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        except (FileNotFoundError, NotADirectoryError):
+            return  # deleted since, or never there
+        except OSError as exc:
+            raise translate_os(exc, self.url(base), "list") from exc
+        ranked = []
+        for name, is_dir in entries:
+            if is_dir:
+                if name.startswith(RESERVED_PREFIX):
+                    continue  # temp files and locks, never keys
+                rank = base + name + "/"
+                # every key inside sorts at or before the start key: skip the whole folder
+                if after is not None and rank < after and not after.startswith(rank):
+                    continue
+                if not (rank.startswith(prefix) or prefix.startswith(rank)):
+                    continue
+            else:
+                rank = base + name
+                if (after is not None and rank <= after) or not rank.startswith(prefix):
+                    continue
+            ranked.append((rank, name, is_dir))
+        ranked.sort()
+        for rank, name, is_dir in ranked:
+            if is_dir:
+                yield from self._walk_dir(path / name, rank, prefix, after)
+            else:
+                yield rank
 
     def list_page(
         self, prefix: str = "", start_after: str | None = None, max_keys: int = 1000
     ) -> ListPage:
         validate_prefix(prefix)
         self.stats.add("LIST")
-        keys = self._walk(prefix)
-        if start_after is not None:
-            after = start_after.encode("utf-8")
-            keys = [k for k in keys if k.encode("utf-8") > after]
+        keys = list(itertools.islice(self._walk(prefix, start_after), max_keys + 1))
         page = keys[:max_keys]
         objects = []
         for k in page:
@@ -326,14 +352,12 @@ class LocalObjectStore(ObjectStore):
         return ListPage(tuple(objects), page[-1] if more and page else None)
 
     def list(self, prefix: str = "", start_after: str | None = None) -> Iterator[ObjectInfo]:
-        # One walk for the whole listing; counted as the pages S3 would have needed.
+        # One lazy walk for the whole listing; counted as the pages S3 would have needed.
         validate_prefix(prefix)
-        keys = self._walk(prefix)
-        if start_after is not None:
-            after = start_after.encode("utf-8")
-            keys = [k for k in keys if k.encode("utf-8") > after]
-        self.stats.add("LIST", max(1, -(-len(keys) // 1000)))
-        for k in keys:
+        self.stats.add("LIST")
+        for n, k in enumerate(self._walk(prefix, start_after)):
+            if n and n % 1000 == 0:
+                self.stats.add("LIST")
             try:
                 yield _info(k, os.stat(key_path(self.root, k)))
             except FileNotFoundError:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from storage import StoreSettings, open_store
 from timeline import Table
-from timeline.archive import load_active
+from timeline.archive import ArchivalSettings, load_active
 
 pytestmark = pytest.mark.unit
 runner = CliRunner()
@@ -70,3 +70,57 @@ def test_corrupt_archive_is_one_line_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["timeline", "show", "--table", uri, "--archived"])
     assert result.exit_code != 0
     assert name in str(result.exception) or name in result.output
+
+
+def _csv(tmp_path: Path, k: int) -> str:
+    path = tmp_path / f"rows{k}.csv"
+    path.write_text(f"id\n{k}\n")
+    return str(path)
+
+
+def test_automatic_archival_is_on_by_default_and_the_cli_can_turn_it_off(tmp_path: Path) -> None:
+    from timeline.archive import read_manifest, set_default
+
+    on = str(tmp_path / "repo" / "tables" / "on")
+    off = str(tmp_path / "repo" / "tables" / "off")
+    try:
+        for k in range(31):  # one past Hudi's keep_max_commits=30
+            _run("table", "write", on, _csv(tmp_path, k))
+            _run("--no-auto-archive", "table", "write", off, _csv(tmp_path, k))
+            set_default(ArchivalSettings())  # the switch lasts for its process only
+    finally:
+        set_default(ArchivalSettings())
+    m_on = read_manifest(open_store(on))
+    assert m_on.instant_count == 11  # down to keep_min_commits=20
+    assert len(load_active(Table(open_store(on)).tl).timeline) == 20
+    assert read_manifest(open_store(off)).instant_count == 0
+    assert len(load_active(Table(open_store(off)).tl).timeline) == 31
+    # every commit stays readable after archival
+    assert json.loads(_run("table", "read", on, "--count", "--json"))["rows"] == 31
+
+
+def test_automatic_archival_costs_no_request_when_nothing_is_archived(tmp_path: Path) -> None:
+    """Requests of a commit that archives nothing are those of archival off, and archiving
+    deletes the completed objects in one batch request."""
+    from timeline.archive import configure
+
+    def commits(name: str, settings: ArchivalSettings) -> list[dict[str, int]]:
+        store = open_store(str(tmp_path / name), StoreSettings(fsync=False))
+        out = []
+        for k in range(32):
+            store.stats.reset()
+            table = Table.open(store)  # a fresh table object per commit, as the CLI does
+            configure(table, settings)
+            table.write(pa.table({"id": [k]}))
+            out.append({o: n for o, n in store.stats.snapshot().items() if o != "PROBE"})
+        return out
+
+    on = commits("on", ArchivalSettings())
+    off = commits("off", ArchivalSettings(auto_archive=False))
+    assert on[:30] == off[:30]  # up to keep_max_commits nothing can be archived: no request
+    # the 31st archives 11: completed objects go in batches, not one DELETE each (the
+    # single DELETEs are the run's plan and previous checkpoint)
+    assert on[30]["DELETE_BATCH"] >= 1 and on[30].get("DELETE", 0) <= 2
+    # after archival the table loader reads the manifest: one GET more per commit, no LIST
+    assert sum(on[31].values()) == sum(off[31].values()) + 1
+    assert on[31].get("LIST", 0) <= off[31].get("LIST", 0)

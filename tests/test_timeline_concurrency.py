@@ -23,6 +23,7 @@ from timeline import (
     Table,
     TableSettings,
 )
+from timeline.archive import combined_timeline
 from timeline.layout import LOG
 
 TABLE = "tables/race"
@@ -40,7 +41,7 @@ def _check_log(store: ObjectStore, table: Table) -> None:
     """Completion order is a gapless sequence; every completed instant has one position."""
     seqs = [int(o.key[len(LOG) :]) for o in store.list(LOG)]
     assert seqs == list(range(1, len(seqs) + 1))
-    completed = table.timeline().completed()
+    completed = combined_timeline(table).completed()  # archived + active
     assert sorted(i.seq or 0 for i in completed) == seqs
     assert len({i.time for i in completed}) == len(completed)
 
@@ -193,7 +194,8 @@ def test_eight_processes_fifty_commits(tbackend: Backend) -> None:  # noqa: F811
     snap = table.snapshot()
     committed = {t for kind, _, t, _ in rows if kind in ("own", "hot")}
     assert len(committed) == len(own) + len(hot)  # no duplicated instant
-    assert {i.time for i in table.timeline().completed()} == committed  # none lost
+    # none lost: archival is on by default (keep 20-30), so archived + active
+    assert {i.time for i in combined_timeline(table).completed()} == committed
     assert len(snap.files) == len(committed)
     expected_rows = sum(w + 1 for w, done, _ in results for r in done if r[0] == "own")
     hot_rows = sum(f.rows for f in snap.files if f.file_group.startswith("hot-"))

@@ -27,6 +27,14 @@ class Timeline:
     def __init__(self, instants: Iterable[Instant]) -> None:
         self._instants: tuple[Instant, ...] = tuple(sorted(instants, key=lambda i: i.sort_key))
 
+    @classmethod
+    def of_sorted(cls, instants: Iterable[Instant]) -> Timeline:
+        """A timeline of instants already in `sort_key` order, one per (time, action): no
+        re-sort (filters of a timeline; archive files, written time-ordered)."""
+        t = cls.__new__(cls)
+        t._instants = tuple(instants)
+        return t
+
     # -- basics ---------------------------------------------------------------------------------
     @property
     def instants(self) -> tuple[Instant, ...]:
@@ -75,7 +83,7 @@ class Timeline:
 
     # -- filters --------------------------------------------------------------------------------
     def filter(self, pred: Callable[[Instant], bool]) -> Timeline:
-        return Timeline(i for i in self._instants if pred(i))
+        return Timeline.of_sorted(i for i in self._instants if pred(i))
 
     def completed(self) -> Timeline:
         return self.filter(lambda i: i.is_completed)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from storage import Conflict, ObjectStore
+from storage import Conflict, NotFound, ObjectStore
 
 from . import crash
 from .active import Timeline
@@ -60,6 +60,7 @@ class Table:
         self._checked_failed_at: float | None = None
         #: (log position, instant time, schema JSON) of the newest write this object completed
         self.noted_schema: tuple[int, str, Any] | None = None
+        self._completed_since_listing: list[Entry] = []  # by this object, after `_listing`
 
     @classmethod
     def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
@@ -86,18 +87,30 @@ class Table:
         self._advance(e.seq)
         if e.metadata.get("schema") is not None:  # this object's newest stated schema
             self.noted_schema = (e.seq, e.time, e.metadata["schema"])
+        with self._lock:
+            self._completed_since_listing.append(e)
+
+    def known_timeline(self) -> tuple[Timeline, tuple[Entry, ...]]:
+        """What this object knows without a request: the timeline of its last listing (read
+        it once if it never listed) and the instants it completed itself since then."""
+        timeline = self.timeline(refresh=False)
+        with self._lock:
+            return timeline, tuple(self._completed_since_listing)
 
     def load_instants(self) -> Listing:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
         listing = self.tl.list_instants()
         self._listing = listing
         self._listed_at = time.monotonic()
+        with self._lock:
+            self._completed_since_listing = []
         self._advance(listing.max_seq)
         return listing
 
     def refresh(self) -> Listing:
-        """Reload: LIST instants, then LIST the log after the newest completed instant to find
-        completions whose completed object is not written yet (a crashed or racing writer).
+        """Reload: LIST instants, then probe the log after the newest completed instant (GETs,
+        usually one) to find completions whose completed object is not written yet (a crashed
+        or racing writer).
 
         Once archival has run (its manifest names archived log positions), the archive-aware
         loader is used instead: archived positions count as present, and the table state folds
@@ -109,18 +122,19 @@ class Table:
         if listing.scan_from < listing.max_seq:
             from .archive.manifest import read_manifest
 
-            if read_manifest(self.tl.store).archived_seqs:
+            manifest = read_manifest(self.tl.store)
+            if manifest.archived_seqs:
                 from .archive.view import load_active
 
-                view = load_active(self.tl)  # re-LISTs, then re-reads the manifest, as it must
+                # The manifest was read after the LIST, as load_active needs: no re-read.
+                view = load_active(self.tl, manifest, listing)
                 self._archive_view = view
                 self._listing = view.listing
                 self._log_entries = list(view.log_entries)
                 self._advance(max([view.listing.max_seq, *(e.seq for e in view.log_entries)]))
                 return view.listing
 
-        tail = self.tl.log_after(listing.scan_from)
-        entries = [self.tl.entry(s) for s in tail if s not in listing.present]
+        entries = _log_tail(self.tl, listing)
         self._log_entries = entries
         if entries:
             self._advance(max(e.seq for e in entries))
@@ -332,6 +346,25 @@ class Table:
 
     def files(self) -> tuple[DataFile, ...]:
         return self.snapshot().files
+
+
+def _log_tail(tl: TimelineStore, listing: Listing) -> list[Entry]:
+    """Log entries after `scan_from` that no instant object accounts for.
+
+    The log is gapless by construction (a writer tries position p+1 only after reading p), so
+    positions are probed with GETs up to the first free one above the newest listed: one GET
+    on the usual load. A LIST with `start_after` would cost as much in requests, but its time
+    grows with the log folder (never shrunk, archival or not) on MinIO and the local FS."""
+    out: list[Entry] = []
+    s = listing.scan_from + 1
+    while True:
+        if s not in listing.present:
+            try:
+                out.append(tl.entry(s))
+            except NotFound:
+                if s > listing.max_seq:
+                    return out
+        s += 1
 
 
 def _default_operation(action: str) -> str:

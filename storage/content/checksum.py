@@ -1,5 +1,21 @@
 """Content checksums: the storage-level CRC-32 helpers (see `storage.checksum`)."""
 
-from ..checksum import ALGORITHM, combine, format_checksum, parse_checksum, update
+from ..checksum import (
+    ALGORITHM,
+    combine,
+    combine_with,
+    format_checksum,
+    parse_checksum,
+    update,
+    zeros_operator,
+)
 
-__all__ = ["ALGORITHM", "combine", "format_checksum", "parse_checksum", "update"]
+__all__ = [
+    "ALGORITHM",
+    "combine",
+    "combine_with",
+    "format_checksum",
+    "parse_checksum",
+    "update",
+    "zeros_operator",
+]

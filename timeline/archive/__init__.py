@@ -6,7 +6,7 @@ See docs/archival.md for the rules, the archive file format and the crash-safety
 from .archiver import Archiver, ArchiveResult
 from .errors import ArchiveConflict, ArchiveError, ArchiveOutcomeUnknown, CorruptArchive
 from .format import SCHEMA, ArchivedInstant, decode_archive, encode_archive
-from .hook import after_commit, archival_settings, configure
+from .hook import after_commit, archival_settings, configure, may_archive, set_default
 from .manifest import ArchiveFile, Manifest, read_manifest
 from .planner import ArchivePlan, plan_archival
 from .reader import ArchivedTimeline, combined_timeline
@@ -35,7 +35,9 @@ __all__ = [
     "decode_archive",
     "encode_archive",
     "load_active",
+    "may_archive",
     "plan_archival",
     "read_manifest",
+    "set_default",
     "table_state",
 ]

@@ -94,8 +94,10 @@ class Archiver:
         """Recover an interrupted run, archive what the rules allow, then merge small files
         (if `merge`, default the `archive_merge_enable` setting); `sweep` also removes
         leftovers of crashed runs (one LIST of the archive folder)."""
-        recovered = tuple(self.recover() + (self.sweep() if sweep else []))
         m = read_manifest(self.store)
+        recovered = tuple(self._recover(m) + (self.sweep() if sweep else []))
+        if recovered:  # the manifest changed: read it again (not otherwise: one GET per run)
+            m = read_manifest(self.store)
         plan, file = self._archive(m)
         merged = ""
         if merge if merge is not None else self.settings.archive_merge_enable:
@@ -118,7 +120,9 @@ class Archiver:
     def recover(self) -> list[str]:
         """Finish or discard a run interrupted by a crash. ArchiveConflict while another
         archiver's uncommitted claim is within its lease."""
-        m = read_manifest(self.store)
+        return self._recover(read_manifest(self.store))
+
+    def _recover(self, m: Manifest) -> list[str]:
         p = m.pending
         if p is None:
             return []

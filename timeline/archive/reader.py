@@ -5,8 +5,11 @@ Nothing here is on the commit path."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -47,6 +50,12 @@ class ArchivedTimeline:
         self, start: str | None = None, end: str | None = None, with_bodies: bool = False
     ) -> list[ArchivedInstant]:
         """Archived instants with start <= time <= end, one per (time, action), time-ordered."""
+        with _no_gc():
+            return self._records(start, end, with_bodies)
+
+    def _records(
+        self, start: str | None, end: str | None, with_bodies: bool
+    ) -> list[ArchivedInstant]:
         for attempt in range(3):
             files = sorted(self.files(start, end), key=lambda f: (f.min_time, f.max_time))
             try:
@@ -86,7 +95,10 @@ class ArchivedTimeline:
         return [r.time for r in self.records(start, end)]
 
     def timeline(self, start: str | None = None, end: str | None = None) -> Timeline:
-        return Timeline(_trusted(r) for r in self.records(start, end))
+        # records come time-ordered, one per (time, action): no re-sort of 100,000 instants
+        records = self.records(start, end)
+        with _no_gc():
+            return Timeline.of_sorted(map(_trusted, records))
 
     def entry(self, time: str, action: str | None = None) -> Entry:
         """The commit metadata of an archived instant."""
@@ -117,6 +129,20 @@ def combined_timeline(
 
 
 _STATES = {s.value: s for s in State}
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """No cyclic GC while building 100,000s of small acyclic objects: each allocation burst
+    triggers collections that walk every live object (more than half of a 100k-instant load
+    in a profile). Restores the previous state; a concurrent user only loses the speed-up."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _trusted(r: ArchivedInstant) -> Instant:

@@ -18,10 +18,9 @@ class ArchivalSettings:
     #: hoodie.archive.beyond.savepoint: archive past savepoints, skipping only savepointed
     #: commits (and the savepoints themselves).
     archive_beyond_savepoint: bool = False
-    #: hoodie.archive.automatic: archive after every completed instant of the table.
-    #: Hudi's default is true; false here until the table loader folds the archive
-    #: checkpoint (see docs/archival.md, "Loader integration").
-    auto_archive: bool = False
+    #: hoodie.archive.automatic: archive after every completed instant of the table (Hudi's
+    #: default). A commit with nothing to archive pays no request (see hook.py).
+    auto_archive: bool = True
     #: hoodie.archive.async: run the automatic archiver on a background thread.
     async_archive: bool = False
     #: hoodie.archive.merge.enable: merge small archive files (S3 cannot append, so every
@@ -34,11 +33,11 @@ class ArchivalSettings:
     #: How long a claimed, uncommitted archival/merge run is protected from being discarded
     #: by another archiver (it may still be writing); committed runs are finished by anyone.
     archive_lease_ms: int = 60_000
-    #: Completed objects deleted per request, oldest first. 1 (default) deletes them one at a
-    #: time, so even a reader that ignores the manifest never sees a hole; larger batches
-    #: (one DeleteObjects request each) are safe for manifest-aware readers (`load_active`)
-    #: and make archiving on S3 ~this many times cheaper in requests.
-    archive_completed_delete_batch: int = 1
+    #: Completed objects deleted per request (one DeleteObjects each), oldest chunk first:
+    #: safe for manifest-aware readers (`load_active`, `Table.refresh`), and archiving costs
+    #: one request per chunk instead of per instant. 1 deletes them one at a time, so even a
+    #: reader that ignores the manifest never sees a hole.
+    archive_completed_delete_batch: int = 1000
     #: Parallel GETs when collecting instant bodies and loading archive files.
     archive_read_parallelism: int = 8
 

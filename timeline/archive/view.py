@@ -36,15 +36,19 @@ class ActiveView:
     manifest: Manifest
 
 
-def load_active(tl: TimelineStore, manifest: Manifest | None = None) -> ActiveView:
+def load_active(
+    tl: TimelineStore, manifest: Manifest | None = None, listing: Listing | None = None
+) -> ActiveView:
     """One LIST of the instants, a short LIST of the log tail; archived positions are present.
 
     The manifest is read after the LIST: a LIST is not a snapshot, and an archival run
     deleting oldest-first may overtake it, but every instant it deletes is in the manifest
     before the first deletion, so dropping the instants that manifest archived leaves exactly
-    the unarchived ones (no hole). Pass `manifest` only if no run was pending when it was read.
+    the unarchived ones (no hole). Pass `manifest` only if no run was pending when it was read,
+    or if it was read after `listing` was made (then both are used as they are: no request).
     """
-    listing = tl.list_instants()
+    if listing is None:
+        listing = tl.list_instants()
     m = manifest if manifest is not None else read_manifest(tl.store)
     top = listing.max_seq
     present = set(listing.present)
