@@ -1,4 +1,5 @@
-"""Errors of the application layer and how the CLI reports any flowledger error."""
+"""Errors of the application layer and which errors the CLI reports as the user's problem
+(one line on stderr, see `flowledger.output.error_line`) rather than as a bug."""
 
 from __future__ import annotations
 
@@ -10,12 +11,6 @@ from timeline import TimelineError
 
 class FlowledgerError(Exception):
     """An application-level error with a message the user can act on."""
-
-
-def one_line(exc: BaseException) -> str:
-    """A single-line message for stderr."""
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
 
 
 REPORTED = (
