@@ -23,6 +23,7 @@ from timeline.instant import WRITE_ACTIONS
 from timeline.metadata import Entry
 
 from ..output import emit_json, instant_json
+from ..progress import activity
 from .options import JsonOption, TableOption
 
 _DEFAULTS = ArchivalSettings()
@@ -139,7 +140,8 @@ def archive(
             for n in names:
                 print(f"  {n}")
         return
-    result = archiver.run(sweep=True)
+    with activity(f"archive {t.uri}", quiet=as_json):
+        result = archiver.run(sweep=True)
     m = read_manifest(t.store)
     out = {
         "archived": [i.name for i in result.archived],

@@ -18,6 +18,7 @@ from storage import open_store
 from storage.timeutil import ms_to_iso
 
 from ..output import emit_json, jsonable
+from ..progress import activity, reading
 from .options import JsonOption, RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
@@ -74,7 +75,8 @@ def ingest(
         raise typer.BadParameter("--format must be events or openlineage")
     repo_ = _open(repo, recover=True)
     try:
-        r = ingest_file(repo_, file)
+        with reading(file, f"ingest {file.name}", quiet=json_out):
+            r = ingest_file(repo_, file)
     finally:
         repo_.close()
     result = {
@@ -94,7 +96,10 @@ def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
 
     repo_ = _open(repo, recover=True)
     try:
-        with open(file, encoding="utf-8") as fh:
+        with (
+            reading(file, f"ingest {file.name}", quiet=json_out),
+            open(file, encoding="utf-8") as fh,
+        ):
             r = ingest_openlineage(repo_, fh)
     finally:
         repo_.close()
@@ -203,7 +208,8 @@ def rollover(
     try:
         if engine == "spark":
             spark = _local_spark()
-        r = repo_.rollover(engine=engine, spark=spark)
+        with activity("rollover", quiet=json_out):
+            r = repo_.rollover(engine=engine, spark=spark)
     finally:
         repo_.close()
         if spark is not None:
@@ -248,7 +254,8 @@ def expire(repo: RepoOption = None, json_out: JsonOption = False) -> None:
     """Expire the oldest files by max_storage_size and max_storage_time (replacecommit + clean)."""
     repo_ = _open(repo, recover=False)
     try:
-        plan = repo_.expire()
+        with activity("expire", quiet=json_out):
+            plan = repo_.expire()
     finally:
         repo_.close()
     result = {
