@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from provenance import ProvenanceError
-from storage import StorageError
+from storage import FlowledgerBaseError, StorageError
 from storage.content import ContentRepositoryError
 from timeline import TimelineError
 
 
-class FlowledgerError(Exception):
+class FlowledgerError(FlowledgerBaseError):
     """An application-level error with a message the user can act on."""
 
 
