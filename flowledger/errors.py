@@ -3,22 +3,13 @@
 
 from __future__ import annotations
 
-from provenance import ProvenanceError
-from storage import FlowledgerBaseError, StorageError
-from storage.content import ContentRepositoryError
-from timeline import TimelineError
+from storage import FlowledgerBaseError
 
 
 class FlowledgerError(FlowledgerBaseError):
     """An application-level error with a message the user can act on."""
 
 
-REPORTED = (
-    FlowledgerError,
-    StorageError,
-    ContentRepositoryError,
-    ProvenanceError,
-    TimelineError,
-    ValueError,
-    OSError,
-)
+# Every package's errors (storage, content, timeline, provenance, ours) descend from the one
+# root; ValueError and OSError are bad input or a missing/unreadable file.
+REPORTED = (FlowledgerBaseError, ValueError, OSError)
