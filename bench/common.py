@@ -57,11 +57,10 @@ def moto_backend(bucket: str = "bench") -> Iterator[BenchBackend]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from tests.support.servers import free_port
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # Port 0: the server binds and we read its port back (no probe-then-bind race).
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    port = server.get_host_and_port()[1]
     try:
         endpoint = f"http://127.0.0.1:{port}"
         boto3.client(

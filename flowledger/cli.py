@@ -19,15 +19,11 @@ from .commands import content
 from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
-from .errors import REPORTED, one_line
+from .commands.options import RepoOption, RootRepoOption
+from .errors import REPORTED
+from .output import error_line, one_line
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-RepoOption = Annotated[
-    str | None,
-    typer.Option(
-        "--repo", envvar="FLOWLEDGER_REPO", help="Repository URI (default ./flowledger-data)"
-    ),
-]
 app.add_typer(content.app, name="content")
 app.add_typer(provenance_cmd.app, name="provenance")
 app.add_typer(timeline_cmd.app, name="timeline")
@@ -36,6 +32,7 @@ app.add_typer(table_cmd.app, name="table")
 
 @app.callback()
 def root(
+    repo: RootRepoOption = None,
     auto_archive: Annotated[
         bool,
         typer.Option(
@@ -46,6 +43,7 @@ def root(
     ] = True,
 ) -> None:
     """flowledger: content, provenance and an ACID timeline on object storage."""
+    # `repo` is read by each subcommand's --repo (commands/options.py): before or after it.
     if not auto_archive:
         from timeline.archive import set_default
 
@@ -87,7 +85,7 @@ def _usage_error(exc: UsageError) -> NoReturn:
     person at a terminal, where it adds the usage and the `--help` hint."""
     if isinstance(exc, NoArgsIsHelpError):
         sys.exit(exc.exit_code)  # typer has printed the group's help already
-    print(f"flowledger: error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+    error_line(exc.format_message())
     if sys.stderr.isatty():
         from typer import rich_utils
 
@@ -101,28 +99,27 @@ def main() -> None:
     except UsageError as exc:
         _usage_error(exc)
     except ClickException as exc:  # e.g. a file option it could not open
-        print(f"flowledger: error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        error_line(exc.format_message())
         sys.exit(exc.exit_code)
     except BrokenPipeError:  # `| head` closed the pipe: not an error worth a message
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the exit flush would fail again
         sys.exit(141)
     except KeyboardInterrupt:
-        print("flowledger: interrupted", file=sys.stderr)
+        error_line("interrupted", prefix="flowledger: ")
         sys.exit(130)
     except Abort:
-        print("flowledger: error: aborted", file=sys.stderr)
+        error_line("aborted")
         sys.exit(1)
     except REPORTED as exc:
-        print(f"flowledger: error: {one_line(exc)}", file=sys.stderr)
+        error_line(exc)
         sys.exit(1)
     except Exception as exc:  # a bug, not the user's input: still one line, no traceback
         if os.environ.get("FLOWLEDGER_TRACEBACK"):
             raise
-        print(
-            f"flowledger: internal error: {type(exc).__name__}: {one_line(exc)} "
-            "(set FLOWLEDGER_TRACEBACK=1 for the traceback)",
-            file=sys.stderr,
+        error_line(
+            f"{type(exc).__name__}: {one_line(exc)} (set FLOWLEDGER_TRACEBACK=1 for the traceback)",
+            prefix="flowledger: internal error: ",
         )
         sys.exit(70)  # EX_SOFTWARE
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,29 +1,15 @@
-"""Errors of the application layer and how the CLI reports any flowledger error."""
+"""Errors of the application layer and which errors the CLI reports as the user's problem
+(one line on stderr, see `flowledger.output.error_line`) rather than as a bug."""
 
 from __future__ import annotations
 
-from provenance import ProvenanceError
-from storage import StorageError
-from storage.content import ContentRepositoryError
-from timeline import TimelineError
+from storage import FlowledgerBaseError
 
 
-class FlowledgerError(Exception):
+class FlowledgerError(FlowledgerBaseError):
     """An application-level error with a message the user can act on."""
 
 
-def one_line(exc: BaseException) -> str:
-    """A single-line message for stderr."""
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
-
-
-REPORTED = (
-    FlowledgerError,
-    StorageError,
-    ContentRepositoryError,
-    ProvenanceError,
-    TimelineError,
-    ValueError,
-    OSError,
-)
+# Every package's errors (storage, content, timeline, provenance, ours) descend from the one
+# root; ValueError and OSError are bad input or a missing/unreadable file.
+REPORTED = (FlowledgerBaseError, ValueError, OSError)

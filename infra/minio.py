@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -137,12 +138,6 @@ def build(force: bool = False) -> Path:
 # --- processes -------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _port_free(port: int) -> bool:
     # MinIO listens with SO_REUSEPORT, so a second server on a taken port would start and share
     # it silently. A plain bind (without SO_REUSEPORT) fails while anything listens there.
@@ -214,6 +209,18 @@ def _spawn(args: Sequence[str], env: dict[str, str], log_path: Path, cwd: Path) 
         )
     _CHILDREN[proc.pid] = proc
     return proc.pid
+
+
+_API_LINE = re.compile(r"^API: (http://127\.0\.0\.1:[1-9][0-9]*)", re.MULTILINE)
+
+
+def _logged_endpoint(log_path: Path) -> str | None:
+    """The API address MinIO logs once it listens (how a port-0 bind is read back)."""
+    try:
+        found = _API_LINE.search(log_path.read_text(errors="replace"))
+    except OSError:
+        return None
+    return found.group(1) if found else None
 
 
 def _healthy(endpoint: str) -> bool:
@@ -339,49 +346,45 @@ def start(
     log_path = state_dir / "minio.log"
     env = _server_env(access_key, secret_key, region)
 
-    # A free port can be taken between probing and binding: retry with fresh ports.
-    attempts = 1 if port is not None else 3
-    for attempt in range(1, attempts + 1):
-        api_port = port if port is not None else _free_port()
-        console_port = _free_port()
-        while console_port == api_port:
-            console_port = _free_port()
-        endpoint = f"http://127.0.0.1:{api_port}"
-        log_path.write_text("")
-        args = [
-            str(binary),
-            "server",
-            "--quiet",
-            "--address",
-            f"127.0.0.1:{api_port}",
-            "--console-address",
-            f"127.0.0.1:{console_port}",
-            str(data_dir),
-        ]
-        started = time.monotonic()
-        pid = _spawn(args, env, log_path, state_dir)
-        server = MinioServer(
-            endpoint=endpoint,
-            access_key=access_key,
-            secret_key=secret_key,
-            region=region,
-            data_dir=data_dir,
-            pid=pid,
-            log_path=log_path,
-            state_dir=state_dir,
-        )
-        deadline = started + timeout
-        while time.monotonic() < deadline and _alive(pid) and not _healthy(endpoint):
-            time.sleep(0.1)
-        if _alive(pid) and _healthy(endpoint):
+    # Without a port, MinIO binds port 0 itself and logs the address the kernel gave it: no
+    # probe-then-bind race with other processes (a probed "free" port can be taken meanwhile,
+    # and MinIO's SO_REUSEPORT would even share it silently with another MinIO).
+    log_path.write_text("")
+    args = [
+        str(binary),
+        "server",
+        "--address",
+        f"127.0.0.1:{port if port is not None else 0}",
+        "--console-address",
+        "127.0.0.1:0",  # MINIO_BROWSER=off: no console is served, but never a fixed port
+        str(data_dir),
+    ]
+    started = time.monotonic()
+    deadline = started + timeout
+    pid = _spawn(args, env, log_path, state_dir)
+    endpoint = f"http://127.0.0.1:{port}" if port is not None else None
+    while time.monotonic() < deadline and _alive(pid):
+        if endpoint is None:
+            endpoint = _logged_endpoint(log_path)
+        if endpoint is not None and _healthy(endpoint):
             break
+        time.sleep(0.1)
+    if endpoint is None or not (_alive(pid) and _healthy(endpoint)):
         _terminate(pid)
-        tail = _log_tail(log_path)
-        if attempt < attempts and "address already in use" in tail:
-            continue
         reason = "exited" if time.monotonic() < deadline else f"not healthy after {timeout:.0f} s"
-        raise MinioError(f"MinIO {reason} ({shlex.join(args)}); log {log_path}:\n{tail}")
-
+        raise MinioError(
+            f"MinIO {reason} ({shlex.join(args)}); log {log_path}:\n{_log_tail(log_path)}"
+        )
+    server = MinioServer(
+        endpoint=endpoint,
+        access_key=access_key,
+        secret_key=secret_key,
+        region=region,
+        data_dir=data_dir,
+        pid=pid,
+        log_path=log_path,
+        state_dir=state_dir,
+    )
     _write_state(server)
     try:
         create_buckets(server, buckets)
@@ -444,7 +447,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_build = sub.add_parser("build", help="build and cache the pinned MinIO binary")
     p_build.add_argument("--force", action="store_true", help="rebuild even if cached")
     p_start = sub.add_parser("start", help="start a detached MinIO server")
-    p_start.add_argument("--port", type=int, default=None, help="API port (default: a free one)")
+    p_start.add_argument(
+        "--port", type=int, default=None, help="API port (default: one the kernel picks)"
+    )
     p_start.add_argument("--bucket", action="append", default=[], help="bucket to create")
     p_start.add_argument("--access-key", default=DEFAULT_ACCESS_KEY)
     p_start.add_argument("--secret-key", default=None, help="default: random")

@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from storage import Conflict, UnknownOutcome
+from storage import (
+    Conflict,
+    ConflictError,
+    FlowledgerBaseError,
+    UnknownOutcome,
+    UnknownOutcomeError,
+)
 
 T = TypeVar("T")
 
 
-class ProvenanceError(Exception):
+class ProvenanceError(FlowledgerBaseError):
     """Base class of every error raised by `provenance`."""
 
 
@@ -22,11 +28,11 @@ class EventNotFound(ProvenanceError, LookupError):
     """No event with that id (never written, or expired)."""
 
 
-class ProvenanceConflict(ProvenanceError):
+class ProvenanceConflict(ProvenanceError, ConflictError):
     """Another writer won a conditional write (id allocator, rollover commit)."""
 
 
-class ProvenanceUnknownOutcome(ProvenanceError):
+class ProvenanceUnknownOutcome(ProvenanceError, UnknownOutcomeError):
     """A conditional write may or may not have landed; re-open the repository to recover."""
 
 

@@ -20,7 +20,21 @@ from botocore.exceptions import (
 )
 
 
-class StorageError(Exception):
+class FlowledgerBaseError(Exception):
+    """Root of every error a flowledger package raises (each package's base subclasses it)."""
+
+
+class ConflictError(FlowledgerBaseError):
+    """Someone else won: a conditional write, a commit or a lock went to another writer and
+    this one changed nothing. Every package's conflict subclasses this (with its own base)."""
+
+
+class UnknownOutcomeError(FlowledgerBaseError):
+    """A write may or may not have landed and reading back could not tell: never the same
+    as a conflict. Every package's unknown outcome subclasses this (with its own base)."""
+
+
+class StorageError(FlowledgerBaseError):
     """Base class of every error raised by `storage`."""
 
     def __init__(self, message: str, uri: str = "") -> None:
@@ -44,11 +58,11 @@ class RangeNotSatisfiable(StorageError):
     """A ranged read starts past the end of the object."""
 
 
-class Conflict(StorageError):
+class Conflict(StorageError, ConflictError):
     """A conditional write lost: the object exists (create-only) or changed (compare-and-swap)."""
 
 
-class UnknownOutcome(StorageError):
+class UnknownOutcome(StorageError, UnknownOutcomeError):
     """A conditional write may or may not have landed and reading back could not tell."""
 
 

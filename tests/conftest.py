@@ -13,23 +13,17 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from storage import (
-    LocalObjectStore,
-    ObjectStore,
-    S3ObjectStore,
-    StoreSettings,
-    capability,
-    open_store,
-)
+from storage import ObjectStore, capability
+from tests.support.backends import ALL_BACKENDS, LOCAL_AND_MINIO, Backend, make_backend
 from tests.support.servers import MotoServer, S3Endpoint
+from tests.support.tiers import TIERS, required_tiers, unavailable
 
-TIERS = ("unit", "s3", "minio", "spark")
+# Fixtures only: tests never import this module. Shared helpers live in tests/support/.
 
 
 def _isolate_from_machine() -> None:
@@ -52,10 +46,6 @@ _ran: Counter[str] = Counter()
 _skipped: list[str] = []
 
 
-def _required() -> set[str]:
-    return {t for t in os.environ.get("FLOWLEDGER_REQUIRE_TIERS", "").split(",") if t}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not any(item.get_closest_marker(t) for t in TIERS):
@@ -72,7 +62,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    required = _required()
+    required = required_tiers()
     if not required:
         return
     problems = [f"tier {t!r} ran no test" for t in sorted(required) if _ran[t] == 0]
@@ -80,12 +70,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if problems:
         print("\nFLOWLEDGER_REQUIRE_TIERS failed:\n  " + "\n  ".join(problems))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _unavailable(tier: str, why: str) -> None:
-    if tier in _required():
-        pytest.fail(f"{tier} tier required but unavailable: {why}")
-    pytest.skip(f"{tier} tier unavailable: {why}")
 
 
 # -- servers -----------------------------------------------------------------------------------
@@ -109,7 +93,7 @@ def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
     from infra import minio as infra_minio
 
     if not infra_minio.binary_path().exists():
-        _unavailable(
+        unavailable(
             "minio", f"no MinIO binary at {infra_minio.binary_path()}; run `make minio-build`"
         )
     server = infra_minio.start(tmp_path_factory.mktemp("minio"))
@@ -127,7 +111,7 @@ def spark(minio: S3Endpoint) -> Iterator[Any]:
 
         jars = infra_spark.jar_paths()
     except Exception as exc:  # pyspark or the s3a jars missing
-        _unavailable("spark", f"{exc}; run `make spark-jars`")
+        unavailable("spark", f"{exc}; run `make spark-jars`")
     from storage.s3a import s3a_conf
 
     os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need flowledger's venv
@@ -149,37 +133,16 @@ def spark(minio: S3Endpoint) -> Iterator[Any]:
 
 
 # -- stores on every backend -------------------------------------------------------------------
-@dataclass(frozen=True)
-class Backend:
-    """How to open (from any process) a fresh store on one backend."""
-
-    name: str
-    uri: str
-    settings: StoreSettings
-    endpoint: S3Endpoint | None = None
-
-    def open(self, **overrides: object) -> ObjectStore:
-        settings = self.settings
-        if overrides:
-            settings = StoreSettings(**{**settings.__dict__, **overrides})  # type: ignore[arg-type]
-        return open_store(self.uri, settings)
-
-
-BACKENDS = [
-    pytest.param("local", marks=pytest.mark.unit, id="local"),
-    pytest.param("moto", marks=pytest.mark.s3, id="moto"),
-    pytest.param("minio", marks=pytest.mark.minio, id="minio"),
-]
-
-
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=ALL_BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    name = request.param
-    if name == "local":
-        return Backend("local", "file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
-    endpoint: S3Endpoint = request.getfixturevalue(name)
-    bucket = endpoint.new_bucket()
-    return Backend(name, f"s3://{bucket}/repo", endpoint.settings(), endpoint)
+    """A fresh repository on the local backend, moto's server or MinIO."""
+    return make_backend(request, tmp_path, request.param)
+
+
+@pytest.fixture(params=LOCAL_AND_MINIO)
+def tbackend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A fresh repository on the local backend or MinIO (where moto adds little)."""
+    return make_backend(request, tmp_path, request.param)
 
 
 @pytest.fixture
@@ -192,6 +155,3 @@ def store(backend: Backend) -> Iterator[ObjectStore]:
 @pytest.fixture
 def make_store(backend: Backend) -> Callable[..., ObjectStore]:
     return backend.open
-
-
-__all__ = ["Backend", "LocalObjectStore", "S3ObjectStore"]

@@ -11,8 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from storage import ObjectStore
-from tests.conftest import Backend
-from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import Table
 from timeline.archive import (
     ArchivalSettings,
@@ -60,11 +59,13 @@ def _commit_times(store: ObjectStore) -> list[str]:
     ]
 
 
-def test_two_archivers_and_a_writer(tbackend: Backend) -> None:  # noqa: F811
+def test_two_archivers_and_a_writer(tbackend: Backend) -> None:
     prefix = "tables/race"
     store = tbackend.open().scoped(prefix)
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["timeline", "pyarrow", "fastavro", "boto3", "tests.conftest"])
+    ctx.set_forkserver_preload(
+        ["timeline", "pyarrow", "fastavro", "boto3", "tests.support.backends"]
+    )
     done = ctx.Event()
     runs = ctx.Value("i", 0)
     procs = [ctx.Process(target=_writer, args=(tbackend, prefix, COMMITS, done))]
@@ -133,7 +134,7 @@ class CountingStore:
         return self._inner.head(key)
 
 
-def test_commit_path_never_reads_an_archive_object(tbackend: Backend) -> None:  # noqa: F811
+def test_commit_path_never_reads_an_archive_object(tbackend: Backend) -> None:
     counting = CountingStore(tbackend.open().scoped("tables/count"))
     table = Table.open(counting)  # type: ignore[arg-type]
     configure(table, ArchivalSettings(keep_min_commits=2, keep_max_commits=3, auto_archive=True))
@@ -150,7 +151,7 @@ def test_commit_path_never_reads_an_archive_object(tbackend: Backend) -> None:  
     assert [k for k in counting.reads if k.startswith(ARCHIVE)]
 
 
-def test_async_archival_after_commit(tbackend: Backend) -> None:  # noqa: F811
+def test_async_archival_after_commit(tbackend: Backend) -> None:
     from timeline.archive.hook import after_commit, wait
 
     table = Table.open(tbackend.open().scoped("tables/async"))

@@ -11,8 +11,7 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from tests.conftest import Backend
-from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import Table
 from timeline.archive import (
     ArchivalSettings,
@@ -95,10 +94,12 @@ def _check(table: Table, commits: list[str], where: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["archive", "merge"])
-def test_kill_at_every_step_then_recover(tbackend: Backend, kind: str) -> None:  # noqa: F811
+def test_kill_at_every_step_then_recover(tbackend: Backend, kind: str) -> None:
     steps = ARCHIVE_STEPS if kind == "archive" else MERGE_STEPS
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["timeline", "pyarrow", "fastavro", "boto3", "tests.conftest"])
+    ctx.set_forkserver_preload(
+        ["timeline", "pyarrow", "fastavro", "boto3", "tests.support.backends"]
+    )
     cases = []
     for step in steps:
         prefix = f"tables/{kind}-{step}"

@@ -7,8 +7,7 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from tests.conftest import Backend
-from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import COMPACTION, REPLACE_COMMIT, Table, TableSettings
 from timeline.archive import (
     ArchivalSettings,
@@ -63,14 +62,14 @@ def assert_consistent(table: Table, commits: list[str]) -> None:
     )
 
 
-def test_empty_table_archives_nothing(tbackend: Backend) -> None:  # noqa: F811
+def test_empty_table_archives_nothing(tbackend: Backend) -> None:
     table = new_table(tbackend)
     result = Archiver(table, MIN4_MAX5).run()
     assert result.archived == () and result.file == ""
     assert read_manifest(table.store).files == ()
 
 
-def test_min4_max5(tbackend: Backend) -> None:  # noqa: F811
+def test_min4_max5(tbackend: Backend) -> None:
     table = new_table(tbackend)
     archiver = Archiver(table, MIN4_MAX5)
     commits: list[str] = []
@@ -95,7 +94,7 @@ def test_min4_max5(tbackend: Backend) -> None:  # noqa: F811
 
 
 @pytest.mark.parametrize("beyond", [False, True], ids=["stop-at-savepoint", "beyond"])
-def test_savepoint(tbackend: Backend, beyond: bool) -> None:  # noqa: F811
+def test_savepoint(tbackend: Backend, beyond: bool) -> None:
     table = new_table(tbackend)
     commits = [write(table, k) for k in range(3)]
     table.savepoint(commits[2])
@@ -117,7 +116,7 @@ def test_savepoint(tbackend: Backend, beyond: bool) -> None:  # noqa: F811
     assert table_state(table.tl).snapshot().rows == 8
 
 
-def test_pending_clustering_at_start_blocks(tbackend: Backend) -> None:  # noqa: F811
+def test_pending_clustering_at_start_blocks(tbackend: Backend) -> None:
     table = new_table(tbackend)
     clustering = table.begin(REPLACE_COMMIT, plan={"metadata": {"groups": []}})
     clustering._heartbeat.stop()
@@ -128,7 +127,7 @@ def test_pending_clustering_at_start_blocks(tbackend: Backend) -> None:  # noqa:
     assert active_commits(table) == commits
 
 
-def test_inflight_compaction_blocks_until_complete(tbackend: Backend) -> None:  # noqa: F811
+def test_inflight_compaction_blocks_until_complete(tbackend: Backend) -> None:
     table = new_table(tbackend)
     commits = [commit(table) for _ in range(3)]
     compaction = table.begin(COMPACTION)
@@ -145,7 +144,7 @@ def test_inflight_compaction_blocks_until_complete(tbackend: Backend) -> None:  
     assert_consistent(table, every)
 
 
-def test_clean_and_rollback_archived_with_commits(tbackend: Backend) -> None:  # noqa: F811
+def test_clean_and_rollback_archived_with_commits(tbackend: Backend) -> None:
     table = new_table(tbackend)
     w = [write(table, 0)]
     failed = table.begin()
@@ -169,7 +168,7 @@ def test_clean_and_rollback_archived_with_commits(tbackend: Backend) -> None:  #
     assert sorted(table_state(table.tl).snapshot().paths()) == sorted(table.snapshot().paths())
 
 
-def test_rollback_of_a_completed_commit_stays_undone(tbackend: Backend) -> None:  # noqa: F811
+def test_rollback_of_a_completed_commit_stays_undone(tbackend: Backend) -> None:
     table = new_table(tbackend)
     w = [write(table, k) for k in range(3)]
     undone = w.pop()
@@ -183,7 +182,7 @@ def test_rollback_of_a_completed_commit_stays_undone(tbackend: Backend) -> None:
     assert table_state(table.tl).snapshot().rows == len(w)
 
 
-def test_batched_deletes_keep_the_same_outcome(tbackend: Backend) -> None:  # noqa: F811
+def test_batched_deletes_keep_the_same_outcome(tbackend: Backend) -> None:
     table = new_table(tbackend)
     commits = [commit(table) for _ in range(9)]
     settings = ArchivalSettings(

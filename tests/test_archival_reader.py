@@ -7,8 +7,7 @@ import io
 import fastavro
 import pytest
 
-from tests.conftest import Backend
-from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import Table
 from timeline.archive import (
     SCHEMA,
@@ -69,7 +68,7 @@ def test_format_round_trip_and_blocks() -> None:
     assert names_only[0].metadata is None
 
 
-def test_lazy_reader_loads_only_overlapping_files(tbackend: Backend) -> None:  # noqa: F811
+def test_lazy_reader_loads_only_overlapping_files(tbackend: Backend) -> None:
     table = Table.open(tbackend.open().scoped("t"))
     commits = _three_files(table)
     m = read_manifest(table.store)
@@ -89,7 +88,7 @@ def test_lazy_reader_loads_only_overlapping_files(tbackend: Backend) -> None:  #
     assert combined_timeline(table).times() == commits
 
 
-def test_merge_small_files(tbackend: Backend) -> None:  # noqa: F811
+def test_merge_small_files(tbackend: Backend) -> None:
     table = Table.open(tbackend.open().scoped("t"))
     commits = _three_files(table)
     merge = ArchivalSettings(
@@ -106,7 +105,7 @@ def test_merge_small_files(tbackend: Backend) -> None:  # noqa: F811
     assert Archiver(table, merge).run().merged == ""
 
 
-def test_corrupted_archive_file_is_reported_with_its_name(tbackend: Backend) -> None:  # noqa: F811
+def test_corrupted_archive_file_is_reported_with_its_name(tbackend: Backend) -> None:
     table = Table.open(tbackend.open().scoped("t"))
     _three_files(table)
     victim = read_manifest(table.store).files[1].key

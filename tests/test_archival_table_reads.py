@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tests.conftest import Backend
-from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import Table, TableSettings
 from timeline.archive import ArchivalSettings, Archiver, read_manifest
 
 
-def test_reads_after_archival_see_every_commit(tbackend: Backend) -> None:  # noqa: F811
+def test_reads_after_archival_see_every_commit(tbackend: Backend) -> None:
     store = tbackend.open().scoped("tables/reads")
     table = Table.open(store, TableSettings())
     times = [table.write(pa.table({"id": [k]})).time for k in range(8)]

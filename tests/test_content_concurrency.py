@@ -16,7 +16,7 @@ from pathlib import Path
 
 from storage import ObjectStore
 from storage.content import ContentClaim, ContentRepository, ContentRepositorySettings
-from tests.conftest import Backend
+from tests.support.backends import Backend
 
 QUIET = ContentRepositorySettings(archive_cleanup_frequency=0)
 

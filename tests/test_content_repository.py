@@ -22,7 +22,7 @@ from storage.content import (
     ContentRepositorySettings,
     ResourceClaim,
 )
-from tests.conftest import Backend
+from tests.support.backends import Backend
 
 MiB = 1024 * 1024
 QUIET = ContentRepositorySettings(archive_cleanup_frequency=0)

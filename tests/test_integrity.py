@@ -19,7 +19,7 @@ from provenance.ids import ALLOCATOR_KEY
 from storage import IntegrityError, ObjectStore, StoreSettings, open_store
 from storage.content import ClaimLedger, LedgerBatch
 from storage.content.ledger import BATCHES, CHECKPOINT
-from tests.conftest import S3Endpoint
+from tests.support.servers import S3Endpoint
 from timeline import Table
 from timeline.archive import ArchivalSettings, ArchivedTimeline, Archiver, read_manifest
 from timeline.recovery import read_plan

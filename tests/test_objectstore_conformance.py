@@ -25,7 +25,7 @@ from storage import (
     S3ObjectStore,
     UnsafeBackend,
 )
-from tests.conftest import Backend
+from tests.support.backends import Backend
 
 MiB = 1024 * 1024
 

@@ -23,7 +23,7 @@ from storage import (
     parse_uri,
 )
 from tests.support.proxy import DROP_RESPONSE, FAIL_503, FORWARD, STRIP_CONDITIONS, FaultProxy
-from tests.support.servers import S3Endpoint, free_port
+from tests.support.servers import S3Endpoint, refused_port
 
 
 def _one_line(exc: BaseException) -> str:
@@ -135,11 +135,11 @@ def test_endpoint_ignoring_conditional_writes_is_refused(
 
 @pytest.mark.s3
 def test_unreachable_endpoint(moto: S3Endpoint) -> None:
-    port = free_port()
-    settings = moto.settings(endpoint_url=f"http://127.0.0.1:{port}", attempts_maximum=2)
-    store = open_store("s3://some-bucket/repo", settings)
-    with pytest.raises(EndpointUnreachable) as err:
-        store.get("k")
+    with refused_port() as port:
+        settings = moto.settings(endpoint_url=f"http://127.0.0.1:{port}", attempts_maximum=2)
+        store = open_store("s3://some-bucket/repo", settings)
+        with pytest.raises(EndpointUnreachable) as err:
+            store.get("k")
     msg = _one_line(err.value)
     assert f"127.0.0.1:{port}" in msg and "AWS_ENDPOINT_URL" in msg
 

@@ -9,12 +9,10 @@ import os
 import signal
 from pathlib import Path
 
-import pytest
-
 from provenance import ProvenanceRepository, ProvenanceSettings
 from provenance.crash import ENV, POINTS
-from tests.conftest import Backend
-from tests.test_provenance_repository import LOCAL, MINIO, ev, make_backend
+from tests.support.backends import Backend
+from tests.support.provenance_events import ev
 
 # Our steps, and the timeline's own crash points inside the rollover's commit.
 STEPS = (
@@ -27,32 +25,27 @@ STEPS = (
 )
 
 
-@pytest.fixture(params=[LOCAL, MINIO])
-def pb(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return make_backend(request, tmp_path, request.param)
-
-
 def _crashing_rollover(backend: Backend, cache: str, point: str) -> None:
     os.environ[ENV] = point
     repo = ProvenanceRepository(backend.open(), ProvenanceSettings(cache_dir=cache), recover=False)
     repo.rollover()
 
 
-def test_kill_during_rollover_at_every_step(pb: Backend, tmp_path: Path) -> None:
+def test_kill_during_rollover_at_every_step(tbackend: Backend, tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     cache = str(tmp_path / "cache")
     s = ProvenanceSettings(cache_dir=cache)
-    repo = ProvenanceRepository(pb.open(), s)
+    repo = ProvenanceRepository(tbackend.open(), s)
     expected = 0
     for point in STEPS:
         repo.register_events([ev(i) for i in range(expected, expected + 7)], sync=True)
         expected += 7
-        child = ctx.Process(target=_crashing_rollover, args=(pb, cache, point))
+        child = ctx.Process(target=_crashing_rollover, args=(tbackend, cache, point))
         child.start()
         child.join(120)
         assert child.exitcode == -signal.SIGKILL, f"{point}: crash point not reached"
 
-        recovered = ProvenanceRepository(pb.open(), s)  # restart: recovery runs
+        recovered = ProvenanceRepository(tbackend.open(), s)  # restart: recovery runs
         snap = recovered.snapshot()
         assert snap.journals == (), point  # pending rollovers were finished
         got = [e.event_id for e in recovered.get_events(0, 10_000)]

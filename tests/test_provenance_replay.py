@@ -9,17 +9,12 @@ import pytest
 from provenance import ProvenanceRepository, ProvenanceSettings, ReplayError
 from provenance.replay import replay
 from storage.content import ContentClaim, ContentRepository, ContentRepositorySettings
-from tests.conftest import Backend
-from tests.test_provenance_repository import LOCAL, MINIO, ev, make_backend
+from tests.support.backends import Backend
+from tests.support.provenance_events import ev
 
 CONTENT_SETTINGS = ContentRepositorySettings(
     archive_cleanup_frequency=0, cleanup_on_start=False, archive_max_retention=0.0
 )
-
-
-@pytest.fixture(params=[LOCAL, MINIO])
-def pb(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return make_backend(request, tmp_path, request.param)
 
 
 def claim_fields(claim: ContentClaim, prefix: str = "") -> dict[str, object]:
@@ -33,8 +28,8 @@ def claim_fields(claim: ContentClaim, prefix: str = "") -> dict[str, object]:
     }
 
 
-def test_replay_uses_input_content_and_links_flowfiles(pb: Backend, tmp_path: Path) -> None:
-    root = pb.open()
+def test_replay_uses_input_content_and_links_flowfiles(tbackend: Backend, tmp_path: Path) -> None:
+    root = tbackend.open()
     content = ContentRepository.open(root, CONTENT_SETTINGS)
     with content.transaction() as session:
         before = session.write_bytes(b"input bytes")
@@ -71,8 +66,8 @@ def test_replay_uses_input_content_and_links_flowfiles(pb: Backend, tmp_path: Pa
     content.close()
 
 
-def test_replay_of_join_is_refused(pb: Backend, tmp_path: Path) -> None:
-    root = pb.open()
+def test_replay_of_join_is_refused(tbackend: Backend, tmp_path: Path) -> None:
+    root = tbackend.open()
     content = ContentRepository.open(root, CONTENT_SETTINGS)
     with content.transaction() as session:
         claim = session.write_bytes(b"joined")
@@ -87,8 +82,8 @@ def test_replay_of_join_is_refused(pb: Backend, tmp_path: Path) -> None:
     content.close()
 
 
-def test_replay_after_content_expired_explains(pb: Backend, tmp_path: Path) -> None:
-    root = pb.open()
+def test_replay_after_content_expired_explains(tbackend: Backend, tmp_path: Path) -> None:
+    root = tbackend.open()
     content = ContentRepository.open(root, CONTENT_SETTINGS)
     with content.transaction() as session:
         claim = session.write_bytes(b"soon gone")

@@ -13,7 +13,6 @@ import pytest
 from provenance import (
     InvalidEvent,
     LineageError,
-    ProvenanceEvent,
     ProvenanceRepository,
     ProvenanceSettings,
     Query,
@@ -22,76 +21,40 @@ from provenance import (
 )
 from provenance.schema import VIEW_COLUMNS
 from storage import StoreSettings
-from tests.conftest import Backend
-
-LOCAL = pytest.param("local", marks=pytest.mark.unit, id="local")
-MOTO = pytest.param("moto", marks=pytest.mark.s3, id="moto")
-MINIO = pytest.param("minio", marks=pytest.mark.minio, id="minio")
-
-
-def make_backend(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> Backend:
-    if name == "local":
-        return Backend("local", "file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
-    endpoint = request.getfixturevalue(name)
-    bucket = endpoint.new_bucket()
-    return Backend(name, f"s3://{bucket}/repo", endpoint.settings(), endpoint)
-
-
-@pytest.fixture(params=[LOCAL, MINIO])
-def pb(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return make_backend(request, tmp_path, request.param)
-
-
-@pytest.fixture(params=[LOCAL, MOTO, MINIO])
-def pb3(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return make_backend(request, tmp_path, request.param)
+from tests.support.backends import Backend
+from tests.support.provenance_events import ev
 
 
 def settings(tmp_path: Path, **kw: object) -> ProvenanceSettings:
     return ProvenanceSettings(cache_dir=str(tmp_path / "cache"), **kw)  # type: ignore[arg-type]
 
 
-def ev(i: int = 0, **kw: object) -> ProvenanceEvent:
-    base: dict[str, object] = {
-        "event_type": "RECEIVE",
-        "flowfile_uuid": f"00000000-0000-0000-0000-{i:012d}",
-        "component_id": "1234",
-        "component_type": "dummy processor",
-        "file_size": 100 + i,
-        "event_time": i,
-        "transit_uri": "nifi://unit-test",
-        "updated_attributes": {"abc": "xyz", "filename": f"file-{i}.txt", "uuid": f"u{i}"},
-    }
-    base.update(kw)
-    return ProvenanceEvent(**base)  # type: ignore[arg-type]
-
-
-def test_max_event_id_restored_after_restart(pb3: Backend, tmp_path: Path) -> None:
+def test_max_event_id_restored_after_restart(backend: Backend, tmp_path: Path) -> None:
     s = settings(tmp_path)
-    repo = ProvenanceRepository(pb3.open(), s)
+    repo = ProvenanceRepository(backend.open(), s)
     for i in range(20):
         repo.register_event(ev(i))
     repo.close()  # flushes
-    repo = ProvenanceRepository(pb3.open(), s)  # recovery rolls the journals over
+    repo = ProvenanceRepository(backend.open(), s)  # recovery rolls the journals over
     assert repo.max_event_id() == 19
     assert repo.snapshot().journals == ()
     assert [e.event_id for e in repo.get_events(0, 100)] == list(range(20))
     repo.close()
 
 
-def test_ids_continue_after_restart_without_gaps(pb: Backend, tmp_path: Path) -> None:
+def test_ids_continue_after_restart_without_gaps(tbackend: Backend, tmp_path: Path) -> None:
     s = settings(tmp_path)
-    repo = ProvenanceRepository(pb.open(), s)
+    repo = ProvenanceRepository(tbackend.open(), s)
     assert repo.register_events([ev(i) for i in range(4)], sync=True) == [0, 1, 2, 3]
     repo.close()
-    repo = ProvenanceRepository(pb.open(), s)
+    repo = ProvenanceRepository(tbackend.open(), s)
     assert repo.register_events([ev(i) for i in range(4, 8)], sync=True) == [4, 5, 6, 7]
     assert [e.event_id for e in repo.get_events(0, 100)] == list(range(8))
     repo.close()
 
 
-def test_time_range_over_several_files(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path, row_group_events=64))
+def test_time_range_over_several_files(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, row_group_events=64))
     for chunk in range(4):  # four merged files of 250 events
         repo.register_events([ev(i) for i in range(chunk * 250, chunk * 250 + 250)], sync=True)
         repo.rollover()
@@ -108,8 +71,8 @@ def test_time_range_over_several_files(pb: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
-def test_term_and_inverted_term_are_complementary(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path))
+def test_term_and_inverted_term_are_complementary(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
     events = [ev(i, component_id=f"comp-{i % 3}") for i in range(30)]
     repo.register_events(events[:15], sync=True)
     repo.rollover()
@@ -123,8 +86,8 @@ def test_term_and_inverted_term_are_complementary(pb: Backend, tmp_path: Path) -
     repo.close()
 
 
-def test_wildcard_finds_a_33000_character_attribute(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path, indexed_attributes=("big",)))
+def test_wildcard_finds_a_33000_character_attribute(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, indexed_attributes=("big",)))
     big = "A" * 16_000 + "needle" + "B" * 16_994
     assert len(big) == 33_000
     repo.register_events([ev(1, updated_attributes={"big": big}), ev(2)], sync=True)
@@ -138,8 +101,8 @@ def test_wildcard_finds_a_33000_character_attribute(pb: Backend, tmp_path: Path)
     repo.close()
 
 
-def test_attribute_truncation_keeps_uuid(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path, max_attribute_length=50))
+def test_attribute_truncation_keeps_uuid(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, max_attribute_length=50))
     uid = str(uuid.uuid4())
     attrs = {"75chars": "X" * 75, "uuid": uid}
     repo.register_events([ev(1, flowfile_uuid=uid, updated_attributes=attrs)], sync=True)
@@ -150,8 +113,8 @@ def test_attribute_truncation_keeps_uuid(pb: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
-def test_fork_lineage_of_child(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path))
+def test_fork_lineage_of_child(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
     child = "00000000-0000-0000-0000-000000000000"
     parents = [f"00000000-0000-0000-0000-00000000000{i}" for i in (1, 2, 3)]
     fork = ev(
@@ -172,8 +135,8 @@ def test_fork_lineage_of_child(pb: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
-def test_invalid_event_rejects_whole_batch(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path))
+def test_invalid_event_rejects_whole_batch(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
     with pytest.raises(InvalidEvent, match="transit_uri"):
         repo.register_events([ev(1), ev(2, event_type="SEND", transit_uri=None)], sync=True)
     repo.flush()
@@ -182,8 +145,8 @@ def test_invalid_event_rejects_whole_batch(pb: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
-def test_queryable_before_rollover_and_never_twice(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path))
+def test_queryable_before_rollover_and_never_twice(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
     repo.register_events([ev(i) for i in range(10)], sync=True)
     uid = ev(3).flowfile_uuid
     q = Query((SearchTerm("flowfile_uuid", uid),))
@@ -197,8 +160,8 @@ def test_queryable_before_rollover_and_never_twice(pb: Backend, tmp_path: Path) 
     repo.close()
 
 
-def test_sql_view_columns_and_read_only(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path))
+def test_sql_view_columns_and_read_only(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
     repo.register_events([ev(1, parent_uuids=["p"])], sync=True)
     _, rows = repo.sql("DESCRIBE provenance")
     assert [r[0] for r in rows] == list(VIEW_COLUMNS)
@@ -221,8 +184,8 @@ def test_sql_view_columns_and_read_only(pb: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
-def test_get_event_and_events(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path, row_group_events=16))
+def test_get_event_and_events(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, row_group_events=16))
     repo.register_events([ev(i) for i in range(100)], sync=True)
     repo.rollover()
     repo.register_events([ev(i) for i in range(100, 120)], sync=True)
@@ -234,15 +197,15 @@ def test_get_event_and_events(pb: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
-def test_expiry_by_size_and_age(pb: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path))
+def test_expiry_by_size_and_age(tbackend: Backend, tmp_path: Path) -> None:
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
     for chunk in range(4):
         repo.register_events([ev(i) for i in range(chunk * 10, chunk * 10 + 10)], sync=True)
         repo.rollover()
     files = repo.snapshot().files
     total = sum(f.size for f in files)
     limited = ProvenanceRepository(
-        pb.open(), settings(tmp_path, max_storage_size=total - 1), recover=False
+        tbackend.open(), settings(tmp_path, max_storage_size=total - 1), recover=False
     )
     plan = limited.expire()
     assert [f.first_id for f in plan.by_size] == [0]  # oldest first, down to 90%
@@ -269,10 +232,12 @@ def _writer(backend: Backend, cache: str, n: int, out: multiprocessing.Queue) ->
     out.put(ids)
 
 
-def test_ids_unique_and_increasing_across_processes(pb: Backend, tmp_path: Path) -> None:
+def test_ids_unique_and_increasing_across_processes(tbackend: Backend, tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(pb, str(tmp_path / "c"), 15, q)) for _ in range(3)]
+    procs = [
+        ctx.Process(target=_writer, args=(tbackend, str(tmp_path / "c"), 15, q)) for _ in range(3)
+    ]
     for p in procs:
         p.start()
     results = [q.get(timeout=120) for _ in procs]
@@ -282,7 +247,7 @@ def test_ids_unique_and_increasing_across_processes(pb: Backend, tmp_path: Path)
         assert ids == sorted(ids)  # strictly increasing within each writer
     every = sorted(i for ids in results for i in ids)
     assert every == list(range(45))  # unique, and no gaps
-    repo = ProvenanceRepository(pb.open(), settings(tmp_path))
+    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
     assert repo.max_event_id() == 44
     repo.close()
 
@@ -301,15 +266,15 @@ def test_backlog_slows_writers(tmp_path: Path, caplog: pytest.LogCaptureFixture)
     repo.close()
 
 
-def test_concurrent_rollovers_never_duplicate(pb: Backend, tmp_path: Path) -> None:
+def test_concurrent_rollovers_never_duplicate(tbackend: Backend, tmp_path: Path) -> None:
     import threading
 
     from provenance import ProvenanceConflict
 
     s = settings(tmp_path)
-    writer = ProvenanceRepository(pb.open(), s)
+    writer = ProvenanceRepository(tbackend.open(), s)
     writer.register_events([ev(i) for i in range(40)], sync=True)
-    repos = [ProvenanceRepository(pb.open(), s, recover=False) for _ in range(2)]
+    repos = [ProvenanceRepository(tbackend.open(), s, recover=False) for _ in range(2)]
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
 

@@ -8,50 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from provenance import ProvenanceEvent, ProvenanceRepository
-from storage import open_store
-from storage.content import ContentRepository
-from tests.support.service import Client, ServiceProcess
+from tests.support.service import Client, ServiceProcess, seed_lineage
 
 pytestmark = pytest.mark.unit
-
-
-def _seed(repo: str) -> None:
-    """A small lineage: ff-1 received with content, forked into ff-2 and ff-3, ff-2 dropped."""
-    with ContentRepository.open(repo) as content:
-        claim = content.write_bytes(b"a,b\n1,2\n")
-        content.commit()
-    rc = claim.resource_claim
-    with ProvenanceRepository(open_store(repo)) as prov:
-        prov.register_events(
-            [
-                ProvenanceEvent(
-                    "RECEIVE",
-                    "ff-1",
-                    "in",
-                    "GetFile",
-                    claim.length,
-                    transit_uri="file:///a",
-                    updated_attributes={"filename": "a.csv"},
-                    content_claim_container=rc.container,
-                    content_claim_section=rc.section,
-                    content_claim_identifier=rc.identifier,
-                    content_claim_offset=claim.offset,
-                    content_claim_checksum=claim.checksum,
-                ),
-                ProvenanceEvent(
-                    "FORK", "ff-1", "split", "SplitText", 10, child_uuids=("ff-2", "ff-3")
-                ),
-                ProvenanceEvent("DROP", "ff-2", "out", "Drop", 5),
-            ],
-            sync=True,
-        )
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     repo = str(tmp_path_factory.mktemp("svc") / "repo")
-    _seed(repo)
+    seed_lineage(repo)
     proc = ServiceProcess(repo)
     yield proc
     proc.stop()

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.service import Answer, Client, ServiceProcess
-from tests.test_service import _seed
+from tests.support.service import Answer, Client, ServiceProcess, seed_lineage
 
 pytestmark = pytest.mark.unit
 
@@ -37,7 +36,7 @@ def _batch(i: int) -> bytes:
 
 def test_fifty_clients_query_while_events_are_ingested(tmp_path: Path) -> None:
     repo = str(tmp_path / "repo")
-    _seed(repo)
+    seed_lineage(repo)
     server = ServiceProcess(repo, env={"FLOWLEDGER_SQL_CONCURRENCY": "4"})
     api = server.client
     query = {"provenance": {"request": {"searchTerms": {"FlowFileUUID": {"value": "ff-1"}}}}}

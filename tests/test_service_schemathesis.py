@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.service import TOKEN, ServiceProcess
-from tests.test_service import _seed
+from tests.support.service import TOKEN, ServiceProcess, seed_lineage
 
 pytestmark = pytest.mark.unit
 
 
 def test_no_server_errors_for_schema_generated_requests(tmp_path: Path) -> None:
     repo = str(tmp_path / "repo")
-    _seed(repo)
+    seed_lineage(repo)
     server = ServiceProcess(repo, env={"FLOWLEDGER_SQL_TIMEOUT_S": "2"})
     try:
         schema = server.client.get("/openapi.json")

@@ -14,7 +14,7 @@ from provenance import ProvenanceRepository
 from provenance.ancestry import input_files
 from provenance.openlineage import ingest
 from storage import StoreSettings, open_store
-from tests.conftest import _unavailable
+from tests.support.tiers import unavailable
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ def _listener_jar() -> Path:
 
         return fetch_jar()
     except Exception as exc:  # no mvn, no network, pyspark missing
-        _unavailable("spark", f"openlineage-spark jar: {exc}")
+        unavailable("spark", f"openlineage-spark jar: {exc}")
         raise
 
 

@@ -30,7 +30,7 @@ def test_table_write_read_and_timeline_commands(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": [10, 11], "p": ["c", "c"]}), tmp_path / "b.parquet")
 
     first = json.loads(_run("table", "write", uri, str(csv), "--partition-by", "p", "--json"))
-    assert first["action"] == "commit" and first["seq"] == 1
+    assert first["action"] == "commit" and first["completion_order"] == 1
     second = json.loads(_run("table", "write", uri, str(tmp_path / "b.parquet"), "--json"))
     assert json.loads(_run("table", "read", uri, "--count", "--json"))["rows"] == 5
     assert _run("table", "read", uri, "--count", "--as-of", first["instant_time"]).strip() == "3"

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from storage import NotFound, ObjectStore, UnknownOutcome
-from tests.conftest import Backend
-from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import (
     REPLACE_COMMIT,
     CommitConflict,
@@ -46,7 +45,7 @@ def _check_log(store: ObjectStore, table: Table) -> None:
     assert len({i.time for i in completed}) == len(completed)
 
 
-def test_disjoint_writers_threads_all_complete(tbackend: Backend) -> None:  # noqa: F811
+def test_disjoint_writers_threads_all_complete(tbackend: Backend) -> None:
     store = tbackend.open().scoped(TABLE)
     Table.open(store)
     results: list[str] = []
@@ -73,7 +72,7 @@ def test_disjoint_writers_threads_all_complete(tbackend: Backend) -> None:  # no
     _check_log(store, table)
 
 
-def test_conflicting_writers_threads_one_winner(tbackend: Backend) -> None:  # noqa: F811
+def test_conflicting_writers_threads_one_winner(tbackend: Backend) -> None:
     store = tbackend.open().scoped(TABLE)
     Table.open(store)
     for rnd in range(2):
@@ -113,7 +112,7 @@ def test_conflicting_writers_threads_one_winner(tbackend: Backend) -> None:  # n
     _check_log(store, table)
 
 
-def test_overwrite_conflicts_with_write_into_the_partition(tbackend: Backend) -> None:  # noqa: F811
+def test_overwrite_conflicts_with_write_into_the_partition(tbackend: Backend) -> None:
     store = tbackend.open().scoped(TABLE)
     a, b = Table.open(store), Table.open(tbackend.open().scoped(TABLE))
     _commit(a, 1, partition="p=1")
@@ -156,7 +155,7 @@ def _race_process(backend: Backend, w: int, barrier: Any, out: multiprocessing.Q
         barrier.abort()
 
 
-def test_eight_processes_fifty_commits(tbackend: Backend) -> None:  # noqa: F811
+def test_eight_processes_fifty_commits(tbackend: Backend) -> None:
     store = tbackend.open().scoped(TABLE)
     Table.open(store)
     ctx = multiprocessing.get_context("spawn")
@@ -233,7 +232,7 @@ def _flaky(store: ObjectStore, mode: str) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["landed", "lost"])
 def test_unknown_outcome_is_resolved_by_reading_back(
-    tbackend: Backend,  # noqa: F811
+    tbackend: Backend,
     mode: str,
 ) -> None:
     store = tbackend.open().scoped(TABLE)
@@ -248,7 +247,7 @@ def test_unknown_outcome_is_resolved_by_reading_back(
     _check_log(store, fresh)
 
 
-def test_unknown_outcome_that_cannot_be_resolved(tbackend: Backend) -> None:  # noqa: F811
+def test_unknown_outcome_that_cannot_be_resolved(tbackend: Backend) -> None:
     store = tbackend.open().scoped(TABLE)
     table = Table.open(store, TableSettings())
     _flaky(store, "always")

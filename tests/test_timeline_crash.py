@@ -14,8 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from storage import ObjectStore
-from tests.conftest import Backend
-from tests.support.timeline_stores import tbackend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import Table, TableSettings
 from timeline.crash import ENV
 from timeline.heartbeat import MTIME_RESOLUTION_S
@@ -139,7 +138,7 @@ def _check(backend: Backend, op: str, step: str, prefix: str, args: dict[str, An
     assert 99 in _ids(table)
 
 
-def test_kill_at_every_step(tbackend: Backend) -> None:  # noqa: F811
+def test_kill_at_every_step(tbackend: Backend) -> None:
     """Every (operation, step) on its own table: set up side by side, killed side by side,
     then recovered and checked side by side (one heartbeat expiry wait for all)."""
     cases = [
@@ -152,7 +151,7 @@ def test_kill_at_every_step(tbackend: Backend) -> None:  # noqa: F811
             pool.map(lambda c: _setup(c[0], Table.open(tbackend.open().scoped(c[2]), FAST)), cases)
         )
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["timeline", "pyarrow", "boto3", "tests.conftest"])
+    ctx.set_forkserver_preload(["timeline", "pyarrow", "boto3", "tests.support.backends"])
     children = []
     for (op, step, prefix), args in zip(cases, setups, strict=True):
         point = f"{OPERATIONS[op][0]}.{step}"

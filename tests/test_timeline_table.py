@@ -11,8 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from storage import ObjectStore
-from tests.conftest import Backend
-from tests.support.timeline_stores import any_backend  # noqa: F401 - fixture
+from tests.support.backends import Backend
 from timeline import (
     CLEAN,
     COMMIT,
@@ -32,8 +31,8 @@ from timeline.settings import EAGER, KEEP_LATEST_FILE_VERSIONS
 
 
 @pytest.fixture
-def tstore(any_backend: Backend) -> ObjectStore:  # noqa: F811
-    return any_backend.open().scoped("tables/t1")
+def tstore(backend: Backend) -> ObjectStore:
+    return backend.open().scoped("tables/t1")
 
 
 def _rows(n: int, start: int = 0, part: str = "a") -> pa.Table:

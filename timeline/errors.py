@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from storage import ConflictError, FlowledgerBaseError, UnknownOutcomeError
 
-class TimelineError(Exception):
+
+class TimelineError(FlowledgerBaseError):
     """Base class of every error raised by `timeline`."""
 
 
@@ -15,7 +17,7 @@ class InstantNotFound(TimelineError):
     """No instant with that time (in the state asked for) is on the active timeline."""
 
 
-class CommitConflict(TimelineError):
+class CommitConflict(TimelineError, ConflictError):
     """Another instant completed first with a conflicting change; this one did not complete.
 
     `winner` is the instant time of the instant that won (for a write fenced off by a rollback,
@@ -27,7 +29,7 @@ class CommitConflict(TimelineError):
         self.winner_action = winner_action
 
 
-class CommitOutcomeUnknown(TimelineError):
+class CommitOutcomeUnknown(TimelineError, UnknownOutcomeError):
     """The completing write may or may not have landed and reading back could not tell."""
 
     def __init__(self, message: str, instant_time: str = "") -> None:

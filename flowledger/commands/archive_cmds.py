@@ -4,7 +4,6 @@ Plain functions with typer annotations; `commands/timeline.py` registers them.""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -23,11 +22,10 @@ from timeline.archive import (
 from timeline.instant import WRITE_ACTIONS
 from timeline.metadata import Entry
 
-TableOption = Annotated[
-    str | None,
-    typer.Option("--table", envvar="FLOWLEDGER_TABLE", help="Table URI"),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+from ..output import emit_json, instant_json
+from ..progress import activity
+from .options import JsonOption, TableOption
+
 _DEFAULTS = ArchivalSettings()
 
 
@@ -72,13 +70,7 @@ def archived_rows(
     for i in view.timeline:
         if (start and i.time < start) or (end and i.time > end):
             continue
-        row = {
-            "instant_time": i.time,
-            "action": i.action,
-            "state": i.state.value,
-            "completion_order": i.seq,
-            "timeline": "active",
-        }
+        row = {**instant_json(i), "timeline": "active"}
         if i.is_completed:
             row.update(_summary(table.tl.entry_of(i)))
         rows.append(row)
@@ -92,7 +84,7 @@ def show_archived(
     t = _open(table)
     rows = archived_rows(t, start, end)
     if as_json:
-        print(json.dumps(rows, indent=2))
+        emit_json(rows)
         return
     out = RichTable(title=f"{t.uri} (archived + active)")
     out.add_column("instant time", no_wrap=True, min_width=17)
@@ -142,13 +134,14 @@ def archive(
         plan = archiver.plan()
         names = [i.name for i in plan.instants]
         if as_json:
-            print(json.dumps({"would_archive": names, "stopped_by": plan.limit_reason}))
+            emit_json({"would_archive": names, "stopped_by": plan.limit_reason})
         else:
             print(f"would archive {len(names)} instants (stopped by: {plan.limit_reason or '-'})")
             for n in names:
                 print(f"  {n}")
         return
-    result = archiver.run(sweep=True)
+    with activity(f"archive {t.uri}", quiet=as_json):
+        result = archiver.run(sweep=True)
     m = read_manifest(t.store)
     out = {
         "archived": [i.name for i in result.archived],
@@ -160,7 +153,7 @@ def archive(
         "archived_instants": m.instant_count,
     }
     if as_json:
-        print(json.dumps(out, indent=2))
+        emit_json(out)
         return
     for line in result.recovered:
         print(line)

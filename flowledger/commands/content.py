@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -13,15 +12,9 @@ import typer
 
 from storage.content import ContentClaim, ContentRepository, ContentRepositorySettings
 
+from ..output import emit_json
 from ..progress import CountingReader, CountingWriter, progress
-
-# Same as cli.RepoOption (not imported from there: cli imports this module).
-RepoOption = Annotated[
-    str | None,
-    typer.Option(
-        "--repo", envvar="FLOWLEDGER_REPO", help="Repository URI (default ./flowledger-data)"
-    ),
-]
+from .options import JsonOption, RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style content repository on object storage.")
 
@@ -95,7 +88,7 @@ def cleanup(
             help="Seconds; default: multipart_purge_age (fs.s3a.multipart.purge.age, 24 h)",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Remove what crashed writers left: abort incomplete multipart uploads (local: temp
     files) older than --older-than, and archive unreferenced contents (orphans)."""
@@ -103,7 +96,7 @@ def cleanup(
         aborted = content.abort_stale_uploads(older_than)
         orphans = content.cleanup()  # the orphan sweep (uploads are done above)
     if as_json:
-        print(json.dumps({"aborted_uploads": aborted, "archived_orphans": orphans}))
+        emit_json({"aborted_uploads": aborted, "archived_orphans": orphans})
     else:
         print(f"aborted {aborted} incomplete uploads, archived {orphans} orphaned contents")
 
@@ -112,7 +105,7 @@ def cleanup(
 def state(
     claim: Annotated[str, typer.Argument(help="Claim JSON (from `content put`) or a file")],
     repo: RepoOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show whether a content is still accessible and its resource claim's state."""
     parsed = _claim(claim)
@@ -124,7 +117,7 @@ def state(
             "accessible": content.is_accessible(parsed),
         }
     if as_json:
-        print(json.dumps(info))
+        emit_json(info)
     else:
         print(
             f"{parsed}: {info['state']}, {info['claimant_count']} claimants, "

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from datetime import date, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,16 +17,9 @@ from provenance.ingest import ingest_file
 from storage import open_store
 from storage.timeutil import ms_to_iso
 
-from ..jsonout import dumps
-
-# Same as cli.RepoOption (not imported from there: cli imports this module).
-RepoOption = Annotated[
-    str | None,
-    typer.Option(
-        "--repo", envvar="FLOWLEDGER_REPO", help="Repository URI (default ./flowledger-data)"
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+from ..output import emit_json, jsonable
+from ..progress import activity, reading
+from .options import JsonOption, RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
 MAX_ID = 2**63 - 1  # event ids are BIGINT
@@ -39,21 +31,9 @@ def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
     return ProvenanceRepository(open_store(repo), recover=recover)
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, datetime | date):
-        return v.isoformat()
-    if isinstance(v, Decimal):
-        return float(v)
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
-    return v
-
-
 def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:
     if as_json:
-        print(dumps([e.to_dict() for e in events]))
+        emit_json([e.to_dict() for e in events])
         return
     table = RichTable(
         "event_id", "event_time", "event_type", "flowfile_uuid", "component_id", "size", "details"
@@ -95,7 +75,8 @@ def ingest(
         raise typer.BadParameter("--format must be events or openlineage")
     repo_ = _open(repo, recover=True)
     try:
-        r = ingest_file(repo_, file)
+        with reading(file, f"ingest {file.name}", quiet=json_out):
+            r = ingest_file(repo_, file)
     finally:
         repo_.close()
     result = {
@@ -103,12 +84,11 @@ def ingest(
         "first_event_id": r.first_event_id,
         "last_event_id": r.last_event_id,
     }
-    print(
-        json.dumps(result)
-        if json_out
-        else f"registered {r.events} events"
-        + (f" (ids {r.first_event_id}..{r.last_event_id})" if r.events else "")
-    )
+    if json_out:
+        emit_json(result)
+    else:
+        ids = f" (ids {r.first_event_id}..{r.last_event_id})" if r.events else ""
+        print(f"registered {r.events} events{ids}")
 
 
 def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
@@ -116,16 +96,20 @@ def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
 
     repo_ = _open(repo, recover=True)
     try:
-        with open(file, encoding="utf-8") as fh:
+        with (
+            reading(file, f"ingest {file.name}", quiet=json_out),
+            open(file, encoding="utf-8") as fh,
+        ):
             r = ingest_openlineage(repo_, fh)
     finally:
         repo_.close()
-    print(
-        json.dumps(r.__dict__)
-        if json_out
-        else f"registered {r.events} events from {r.runs} completed runs "
-        f"({r.run_events} RunEvents read, {r.skipped} without provenance)"
-    )
+    if json_out:
+        emit_json(dataclasses.asdict(r))
+    else:
+        print(
+            f"registered {r.events} events from {r.runs} completed runs "
+            f"({r.run_events} RunEvents read, {r.skipped} without provenance)"
+        )
 
 
 @app.command()
@@ -141,7 +125,7 @@ def sql(
     finally:
         repo_.close()
     if json_out:
-        print(dumps([dict(zip(names, map(_jsonable, r), strict=True)) for r in rows]))
+        emit_json([dict(zip(names, map(jsonable, r), strict=True)) for r in rows])
         return
     table = RichTable(*names)
     for r in rows:
@@ -184,8 +168,10 @@ def lineage(
         graph = repo_.lineage(uuid)
     finally:
         repo_.close()
-    if fmt == "json":
-        print(json.dumps(graph.to_json(), indent=None if json_out else 2))
+    if json_out:
+        emit_json(graph.to_json())
+    elif fmt == "json":
+        print(json.dumps(graph.to_json(), indent=2))  # --format json: for a person to read
     else:
         sys.stdout.write(to_dot(graph) if fmt == "dot" else to_svg(graph))
 
@@ -204,7 +190,10 @@ def replay(
         result = do_replay(repo_, event_id)
     finally:
         repo_.close()
-    print(json.dumps(result.to_json()) if json_out else result.describe())
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        print(result.describe())
 
 
 @app.command()
@@ -219,13 +208,26 @@ def rollover(
     try:
         if engine == "spark":
             spark = _local_spark()
-        r = repo_.rollover(engine=engine, spark=spark)
+        with activity("rollover", quiet=json_out):
+            r = repo_.rollover(engine=engine, spark=spark)
     finally:
         repo_.close()
         if spark is not None:
             spark.stop()
     if json_out:
-        print(json.dumps(r.__dict__))
+        emit_json(
+            {
+                "events": r.events,
+                "journals": r.journals,
+                "files": r.files,
+                "bytes_in": r.bytes_in,
+                "bytes_out": r.bytes_out,
+                "seconds": r.seconds,
+                # Same names as ingest's: inclusive ids (the rollover's end_id is exclusive).
+                "first_event_id": r.first_id if r.events else None,
+                "last_event_id": r.end_id - 1 if r.events else None,
+            }
+        )
     else:
         print(
             f"rolled over {r.events} events from {r.journals} journals into {r.files} "
@@ -252,7 +254,8 @@ def expire(repo: RepoOption = None, json_out: JsonOption = False) -> None:
     """Expire the oldest files by max_storage_size and max_storage_time (replacecommit + clean)."""
     repo_ = _open(repo, recover=False)
     try:
-        plan = repo_.expire()
+        with activity("expire", quiet=json_out):
+            plan = repo_.expire()
     finally:
         repo_.close()
     result = {
@@ -262,8 +265,9 @@ def expire(repo: RepoOption = None, json_out: JsonOption = False) -> None:
         "by_size": len(plan.by_size),
         "by_age": len(plan.by_age),
     }
-    print(
-        json.dumps(result)
-        if json_out
-        else f"expired {result['files']} files ({result['events']} events, {result['bytes']} bytes)"
-    )
+    if json_out:
+        emit_json(result)
+    else:
+        print(
+            f"expired {result['files']} files ({result['events']} events, {result['bytes']} bytes)"
+        )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +15,8 @@ from storage import open_store
 from timeline import Table
 from timeline.schema import conform, merge_schemas
 
-from ..jsonout import dumps
+from ..output import emit_json, instant_json
+from .options import JsonOption
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
@@ -53,7 +53,7 @@ def write(
     partition_by: Annotated[
         list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Write FILEs (Parquet or CSV) to the table as one commit."""
     data = _load(files)
@@ -66,7 +66,7 @@ def write(
     table = Table.open(open_store(table_uri))
     done = table.write(data, mode=mode, partition_by=partition_by or None)
     if as_json:
-        print(json.dumps({"instant_time": done.time, "action": done.action, "seq": done.seq}))
+        emit_json(instant_json(done))
     else:
         print(f"committed {done}")
 
@@ -77,17 +77,15 @@ def read(
     as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
     count: Annotated[bool, typer.Option("--count", help="Only the row count")] = False,
     limit: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Rows to print")] = 20,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Read the table's snapshot (optionally as of an instant)."""
     table = open_table(table_uri)
     if count:
         snap = table.snapshot(as_of)
         if as_json:
-            print(
-                json.dumps(
-                    {"rows": snap.rows, "files": len(snap.files), "instant_time": snap.instant_time}
-                )
+            emit_json(
+                {"rows": snap.rows, "files": len(snap.files), "instant_time": snap.instant_time}
             )
         else:
             print(snap.rows)
@@ -95,7 +93,7 @@ def read(
     data = table.read(as_of)
     rows = data.slice(0, limit).to_pylist() if data.num_rows else []
     if as_json:
-        print(dumps(rows))
+        emit_json(rows)
         return
     out = RichTable(*data.column_names, caption=f"{table.uri}: {data.num_rows} rows")
     for r in rows:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -15,19 +14,11 @@ from timeline.layout import TIMELINE
 from timeline.settings import KEEP_LATEST_COMMITS
 
 from ..errors import FlowledgerError
+from ..output import emit_json, instant_json
 from . import archive_cmds
+from .options import JsonOption, TableOption
 
 app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
-
-TableOption = Annotated[
-    str | None,
-    typer.Option(
-        "--table",
-        envvar="FLOWLEDGER_TABLE",
-        help="Table URI, e.g. ./flowledger-data/tables/t1 or s3://bucket/tables/t1",
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
 
 
 def open_table(uri: str | None) -> Table:
@@ -49,12 +40,7 @@ def describe(table: Table) -> list[dict[str, Any]]:
     timeline = table.timeline()
     rows = []
     for i in timeline:
-        row: dict[str, Any] = {
-            "instant_time": i.time,
-            "action": i.action,
-            "state": i.state.value,
-            "completion_order": i.seq,
-        }
+        row: dict[str, Any] = instant_json(i)
         if i.is_completed and i.action in ("commit", "deltacommit", "replacecommit"):
             e = table.tl.entry_of(i)
             row["operation"] = e.metadata.get("operation", "")
@@ -72,7 +58,7 @@ def describe(table: Table) -> list[dict[str, Any]]:
 
 def _print(done: Instant, what: str, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"instant_time": done.time, "action": done.action, "seq": done.seq}))
+        emit_json(instant_json(done))
     else:
         print(f"{what}: {done}")
 
@@ -92,7 +78,7 @@ def show(
     t = open_table(table)
     rows = describe(t)
     if as_json:
-        print(json.dumps(rows, indent=2))
+        emit_json(rows)
         return
     out = RichTable(title=t.uri)
     out.add_column("instant time", no_wrap=True, min_width=17)
@@ -154,7 +140,10 @@ def clean(
     """Delete files that no retained snapshot (or savepoint) reads."""
     done = open_table(table).clean(policy, retained)
     if done is None:
-        print(json.dumps(None) if as_json else "nothing to clean")
+        if as_json:
+            emit_json(None)
+        else:
+            print("nothing to clean")
     else:
         _print(done, "cleaned by", as_json)
 

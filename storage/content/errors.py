@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from ..errors import (
     Conflict,
+    ConflictError,
+    FlowledgerBaseError,
     IntegrityError,
     NotFound,
     RangeNotSatisfiable,
     StorageError,
     UnknownOutcome,
+    UnknownOutcomeError,
 )
 
 
-class ContentRepositoryError(Exception):
+class ContentRepositoryError(FlowledgerBaseError):
     """Base class of every error raised by `storage.content`."""
 
 
@@ -25,11 +28,11 @@ class ContentIntegrityError(ContentRepositoryError, IntegrityError):
     a ledger document fails its checksum. Also a `storage.IntegrityError`."""
 
 
-class ContentConflict(ContentRepositoryError):
+class ContentConflict(ContentRepositoryError, ConflictError):
     """A conditional write of the repository lost to another writer."""
 
 
-class ContentUnknownOutcome(ContentRepositoryError):
+class ContentUnknownOutcome(ContentRepositoryError, UnknownOutcomeError):
     """A write may or may not have landed; the commit it belongs to is uncertain."""
 
 

@@ -1,10 +1,15 @@
-"""Real servers for the test tiers: moto's threaded S3 server and MinIO, on free ports."""
+"""Real servers for the test tiers: moto's threaded S3 server and MinIO.
+
+Each server binds port 0 itself and reports the port the kernel gave it: probing for a free port
+and starting a server on it later is a race with every other process on the machine."""
 
 from __future__ import annotations
 
 import socket
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import boto3
@@ -13,10 +18,13 @@ from botocore.config import Config
 from storage import StoreSettings
 
 
-def free_port() -> int:
+@contextmanager
+def refused_port() -> Iterator[int]:
+    """A loopback port where connections are refused: bound (so nobody else can take it) and
+    never listened on, for as long as the block runs."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -56,12 +64,14 @@ class S3Endpoint:
 
 
 class MotoServer:
+    """moto's threaded server on 127.0.0.1, on the port the kernel chose when it bound port 0."""
+
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer
 
-        self.port = free_port()
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self._server.start()
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()  # returns once the socket is bound and listening
+        self.port = int(self._server.get_host_and_port()[1])
         self.endpoint = S3Endpoint("moto", f"http://127.0.0.1:{self.port}", "testing", "testing")
 
     def reset(self) -> None:

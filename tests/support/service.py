@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from provenance import ProvenanceEvent, ProvenanceRepository
+from storage import open_store
+from storage.content import ContentRepository
+
 TOKEN = "test-token-0123456789abcdef"
 _BOUND = re.compile(r"serving on http://([0-9.]+):(\d+)")
 
@@ -132,3 +136,35 @@ class ServiceProcess:
                 self.proc.kill()
                 self.proc.wait(10)
         self._pump.join(10) if hasattr(self, "_pump") else None
+
+
+def seed_lineage(repo: str) -> None:
+    """A small lineage: ff-1 received with content, forked into ff-2 and ff-3, ff-2 dropped."""
+    with ContentRepository.open(repo) as content:
+        claim = content.write_bytes(b"a,b\n1,2\n")
+        content.commit()
+    rc = claim.resource_claim
+    with ProvenanceRepository(open_store(repo)) as prov:
+        prov.register_events(
+            [
+                ProvenanceEvent(
+                    "RECEIVE",
+                    "ff-1",
+                    "in",
+                    "GetFile",
+                    claim.length,
+                    transit_uri="file:///a",
+                    updated_attributes={"filename": "a.csv"},
+                    content_claim_container=rc.container,
+                    content_claim_section=rc.section,
+                    content_claim_identifier=rc.identifier,
+                    content_claim_offset=claim.offset,
+                    content_claim_checksum=claim.checksum,
+                ),
+                ProvenanceEvent(
+                    "FORK", "ff-1", "split", "SplitText", 10, child_uuids=("ff-2", "ff-3")
+                ),
+                ProvenanceEvent("DROP", "ff-2", "out", "Drop", 5),
+            ],
+            sync=True,
+        )

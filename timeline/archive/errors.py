@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage import IntegrityError
+from storage import ConflictError, IntegrityError, UnknownOutcomeError
 
 from ..errors import TimelineError
 
@@ -11,11 +11,11 @@ class ArchiveError(TimelineError):
     """Base class of every archival error (a TimelineError, so the CLI reports it)."""
 
 
-class ArchiveConflict(ArchiveError):
+class ArchiveConflict(ArchiveError, ConflictError):
     """Another archiver (or merge) holds the archive manifest: this run did nothing."""
 
 
-class ArchiveOutcomeUnknown(ArchiveError):
+class ArchiveOutcomeUnknown(ArchiveError, UnknownOutcomeError):
     """A manifest update may or may not have landed and reading back could not tell."""
 
 

@@ -1,0 +1,68 @@
+"""One error spine (issue 14): every package's errors descend from one root, and every
+package's conflict / unknown outcome subclasses the one shared pair, never both."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from storage import ConflictError, FlowledgerBaseError, UnknownOutcomeError
+
+pytestmark = pytest.mark.unit
+
+ERROR_MODULES = (
+    "storage.errors",
+    "storage.content.errors",
+    "timeline.errors",
+    "timeline.archive.errors",
+    "provenance.errors",
+    "flowledger.errors",
+)
+
+
+def _declared(module: str) -> list[type[BaseException]]:
+    mod = importlib.import_module(module)
+    return [
+        c
+        for _, c in inspect.getmembers(mod, inspect.isclass)
+        if issubclass(c, BaseException) and c.__module__ == module
+    ]
+
+
+@pytest.mark.parametrize("module", ERROR_MODULES)
+def test_package_errors_share_one_root_and_one_pair(module: str) -> None:
+    classes = _declared(module)
+    assert classes, module
+    for c in classes:
+        assert issubclass(c, FlowledgerBaseError), f"{c.__qualname__} is outside the spine"
+        assert not (issubclass(c, ConflictError) and issubclass(c, UnknownOutcomeError)), c
+        name = c.__name__
+        if "Conflict" in name and c is not ConflictError:
+            assert issubclass(c, ConflictError), f"{name} is a conflict outside the pair"
+        if ("UnknownOutcome" in name or "OutcomeUnknown" in name) and c is not UnknownOutcomeError:
+            assert issubclass(c, UnknownOutcomeError), f"{name} is outside the pair"
+
+
+def test_each_package_has_its_conflict_and_unknown_outcome() -> None:
+    from provenance import errors as prov
+    from storage import errors as st
+    from storage.content import errors as content
+    from timeline import errors as tl
+    from timeline.archive import errors as arch
+
+    pairs = [
+        (st.Conflict, st.UnknownOutcome, st.StorageError),
+        (content.ContentConflict, content.ContentUnknownOutcome, content.ContentRepositoryError),
+        (tl.CommitConflict, tl.CommitOutcomeUnknown, tl.TimelineError),
+        (arch.ArchiveConflict, arch.ArchiveOutcomeUnknown, arch.ArchiveError),
+        (prov.ProvenanceConflict, prov.ProvenanceUnknownOutcome, prov.ProvenanceError),
+    ]
+    for conflict, unknown, base in pairs:
+        # Caught as the package's error (as before) and as the shared kind.
+        assert issubclass(conflict, base) and issubclass(conflict, ConflictError)
+        assert issubclass(unknown, base) and issubclass(unknown, UnknownOutcomeError)
+    # The shared pair is not a storage error: catching StorageError still catches only storage.
+    assert not issubclass(prov.ProvenanceConflict, st.StorageError)
+    assert not issubclass(tl.CommitOutcomeUnknown, st.StorageError)
