@@ -70,7 +70,11 @@ def main(argv: list[str] | None = None) -> None:
             repo=be.uri,
             master="local[2]",
             app_name="flowledger-bench",
-            conf={"spark.ui.enabled": "false", "spark.driver.memory": "2g"},
+            conf={
+                "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false",
+                "spark.driver.memory": "2g",
+            },
         )
         spark.sparkContext.setLogLevel("ERROR")
         base = "s3a://bench/spark"
@@ -103,7 +107,8 @@ def main(argv: list[str] | None = None) -> None:
         fs.write(frame(spark, 1000, 2), f"{base}/warmup-c")
         results: dict[str, tuple[float, int, dict[str, str]]] = {}
         for run in range(args.repeat):
-            for name, fn in variants:
+            order = variants if run % 2 == 0 else variants[::-1]  # no variant always goes first
+            for name, fn in order:
                 if name == "(b) data source" and run > 0 and not args.quick:
                     continue  # slow (Python workers); once is enough to report it honestly
                 if "hook" in name:
@@ -149,9 +154,9 @@ def main(argv: list[str] | None = None) -> None:
                 extra.get("commit_s", "-"),
             )
         console.print(out)
-        hook_s = results["(c) + no-op commit hook"][0]
+        with_hook = results["(c) + no-op commit hook"][0]
         console.print(
-            f"hook overhead: {(hook_s - native_s) / native_s * 100:+.1f}% of (c)'s wall time "
+            f"hook overhead: {(with_hook - native_s) / native_s * 100:+.1f}% of (c)'s wall time "
             f"({len(hook_calls)} hook calls, {sum(hook_s) * 1e6:.0f} µs inside them)"
         )
         spark.stop()

@@ -84,6 +84,11 @@ def _agree(spark: Any, uri: str, settings: Any, tmp: Path, monkeypatch: pytest.M
     return counts["spark"]
 
 
+def _assert_only_committed_files(table: Table) -> None:
+    committed = {f.path for e in table.state().writes.values() for f in e.added}
+    assert {o.key for o in table.store.list("data/")} == committed
+
+
 def test_native_writes_append_overwrite_partitioned(
     registered: Any, where: tuple[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,10 +110,7 @@ def test_native_writes_append_overwrite_partitioned(
     assert _agree(spark, uri, settings, tmp_path, monkeypatch) == 7
 
     # Only committed files remain under each instant's prefix (no _SUCCESS, .crc, _temporary).
-    table = _table(uri, settings)
-    committed = {f.path for e in table.state().writes.values() for f in e.added}
-    listed = {o.key for o in table.store.list("data/")}
-    assert listed == committed
+    _assert_only_committed_files(_table(uri, settings))
 
 
 def test_datasource_writes_append_overwrite_partitioned(
@@ -135,6 +137,7 @@ def test_datasource_writes_append_overwrite_partitioned(
     assert as_of.count() == 30
     _frame(spark, 0, 4).write.format("flowledger").mode("overwrite").save(uri)
     assert _agree(spark, uri, settings, tmp_path, monkeypatch) == 4
+    _assert_only_committed_files(_table(uri, settings))
 
 
 def test_commit_records_job_and_runs_hooks(

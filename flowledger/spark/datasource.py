@@ -33,7 +33,7 @@ from pyspark.sql.types import StructType
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import DataFile, Table, Transaction
 from timeline.instant import parse_time
-from timeline.layout import data_key, heartbeat_key
+from timeline.layout import data_key, data_prefix, heartbeat_key
 from timeline.parquet_io import column_stats, split_partitions, to_parquet_bytes
 
 from .commit_info import CommitHook, SparkJobInfo, commit_hooks
@@ -224,6 +224,11 @@ class TimelineWriter(DataSourceArrowWriter):
         )
         txn = self._txn()
         try:
+            # Files of failed or speculative task attempts are in no message: delete them, so
+            # the instant's prefix holds exactly what it commits (one LIST of this prefix only).
+            store, keep = txn.table.store, {f.path for f in files}
+            stray = [o.key for o in store.list(data_prefix(self.instant_time))]
+            store.delete_many([k for k in stray if k not in keep])
             txn.add(*files)
             if self.overwrite:
                 touched = {f.partition for f in files}
