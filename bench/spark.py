@@ -89,8 +89,12 @@ def main(argv: list[str] | None = None) -> None:
             frame(spark, rows, args.partitions).write.format("flowledger").mode("append").save(path)
             return {}
 
+        last_native: list[fs.CommitInfo] = []
+
         def native(path: str) -> dict[str, str]:
-            return dict(fs.write(frame(spark, rows, args.partitions), path).extra)
+            info = fs.write(frame(spark, rows, args.partitions), path)
+            last_native[:] = [info]
+            return dict(info.extra)
 
         def native_hook(path: str) -> dict[str, str]:
             return native(path)
@@ -159,7 +163,32 @@ def main(argv: list[str] | None = None) -> None:
             f"hook overhead: {(with_hook - native_s) / native_s * 100:+.1f}% of (c)'s wall time "
             f"({len(hook_calls)} hook calls, {sum(hook_s) * 1e6:.0f} µs inside them)"
         )
+        console.print(crc32_cost(last_native[0], be.settings, native_s))
         spark.stop()
+
+
+def crc32_cost(info: Any, settings: Any, job_s: float) -> str:
+    """What a crc32 per data file would cost the native path if the driver computed it after
+    the job (every byte read back once, files in parallel) — the measurement behind leaving it
+    to the tasks (see docs/spark.md)."""
+    import zlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    from storage import open_store
+    from storage.uri import parse_uri
+
+    store = open_store(str(parse_uri(info.table_uri)), settings)
+    root = info.table_uri.rstrip("/") + "/"
+    keys = [f.uri[len(root) :] for f in info.files]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        sums = list(pool.map(lambda k: zlib.crc32(store.get(k)), keys))
+    secs = time.perf_counter() - started
+    size = sum(f.size for f in info.files)
+    return (
+        f"crc32 of (c)'s {len(sums)} files ({size / 2**20:.0f} MiB) read back on the driver: "
+        f"{secs:.2f} s = {secs / job_s * 100:.0f}% of (c)'s best wall time"
+    )
 
 
 if __name__ == "__main__":
