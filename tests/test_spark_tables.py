@@ -17,7 +17,7 @@ from flowledger.cli import app
 from flowledger.spark.commit_info import JOB_METADATA_KEY, SparkJobInfo
 from storage import open_store
 from tests.support.servers import S3Endpoint
-from timeline import Table
+from timeline import CommitOutcomeUnknown, Table, Transaction
 from timeline.layout import data_prefix
 
 pytestmark = pytest.mark.spark
@@ -184,4 +184,22 @@ def test_failed_job_leaves_snapshot_unchanged(registered: Any, tmp_path: Path) -
     assert table.snapshot() == before
     assert not table.timeline().pending()
     assert {o.key for o in table.store.list("data/")} == set(before.paths())
-    assert data_prefix(before.instant_time)
+
+
+def test_unknown_commit_outcome_keeps_the_write_for_recovery(
+    registered: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log PUT may have landed: the writer must not delete files a commit may name."""
+    spark, uri = registered, str(tmp_path / "t")
+
+    def unknown(self: Transaction, metadata: Any) -> Any:
+        raise CommitOutcomeUnknown("log PUT timed out", self.instant_time)
+
+    monkeypatch.setattr(Transaction, "complete", unknown)
+    with pytest.raises(CommitOutcomeUnknown):
+        fs.write(_frame(spark, 0, 5), uri)
+    monkeypatch.undo()
+    table = _table(uri, None)
+    pending = [i.time for i in table.timeline().pending()]
+    assert len(pending) == 1
+    assert list(table.store.list(data_prefix(pending[0])))  # left for recovery to decide

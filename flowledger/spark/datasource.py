@@ -234,17 +234,24 @@ class TimelineWriter(DataSourceArrowWriter):
                 touched = {f.partition for f in files}
                 current = {f.partition for f in txn.table.snapshot().files}
                 txn.replace_partitions(touched if self.parts else current | touched)
-            instant = txn.commit(extra_metadata(job))
         except BaseException:
             txn.abort()
             raise
+        # A conflict rolls the instant back itself; an unknown outcome stays pending (see abort).
+        instant = txn.commit(extra_metadata(job))
         if any(m.beat for m in written):
             txn.table.store.delete(heartbeat_key(self.instant_time))
         info = commit_info(self.path, instant, self.operation, files, job, self.repo_uri)
         run_hooks(info, self.facts.hooks)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        self._txn().abort()
+        txn = self._txn()
+        # Spark also aborts after a failed commit(): if the completion reached the commit log
+        # (an unknown outcome that did land), its files must stay.
+        if txn.table.timeline().completed().get(self.instant_time) is not None:
+            txn.detach()
+            return
+        txn.abort()
 
 
 class SnapshotReader(DataSourceReader):
