@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,17 +85,29 @@ def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
     killed = pending.pop()
     assert list(table.store.list(data_prefix(killed)))  # its files exist, invisible
 
-    key = "spark.flowledger.hoodie.cleaner.policy.failed.writes"
-    spark.conf.set(key, "EAGER")  # one writer: roll back failed writes when a write starts
-    try:
-        fs.write(_frame(spark, 200, 205), uri)
-    finally:
-        spark.conf.unset(key)
+    # Several writers (LAZY, the default): a write whose heartbeat has not expired may still be
+    # running somewhere, so the next write leaves it alone...
+    fs.write(_frame(spark, 200, 205), uri)
     table = Table.open(open_store(uri, minio.settings()))
-    assert table.snapshot().rows == before.rows + 5
+    assert killed in {i.time for i in table.timeline().pending()}
+    # ...and rolls it back once its heartbeat expired (interval x (misses + 1) + 1 s mtime slack).
+    keys = {
+        "spark.flowledger.hoodie.client.heartbeat.interval_in_ms": "500",
+        "spark.flowledger.hoodie.client.heartbeat.tolerable.misses": "0",
+    }
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    try:
+        time.sleep(2.0)
+        fs.write(_frame(spark, 300, 305), uri)
+    finally:
+        for k in keys:
+            spark.conf.unset(k)
+    table = Table.open(open_store(uri, minio.settings()))
+    assert table.snapshot().rows == before.rows + 10
     assert not table.timeline().pending()
     assert not list(table.store.list(data_prefix(killed)))  # no orphan data files
-    assert fs.read(spark, uri).count() == before.rows + 5
+    assert fs.read(spark, uri).count() == before.rows + 10
 
 
 def test_two_applications_append_both_and_overwrite_one_winner(
