@@ -10,7 +10,7 @@ MINIO_STATE ?= .minio
 MINIO_BUCKET ?= flowledger
 PYTEST_ARGS ?=
 
-.PHONY: help setup lock spark-jars minio-build minio-start minio-stop minio-env test demo lint bench clean
+.PHONY: help setup lock spark-jars minio-build minio-start minio-stop minio-env browser test demo lint bench clean
 
 help:
 	@echo "make setup        create $(VENV) and install flowledger[dev,server] (when pyproject.toml changed)"
@@ -40,6 +40,7 @@ lock:
 # hadoop-aws + AWS SDK bundle for PySpark's s3a, cached under ~/.cache/flowledger/spark-jars.
 spark-jars: setup
 	$(VPY) -m infra.spark jars
+	$(VPY) -m infra.openlineage jar
 
 minio-build: setup
 	$(VPY) -m infra.minio build
@@ -54,9 +55,15 @@ minio-stop:
 minio-env:
 	@$(PY) -m infra.minio env --state-dir $(MINIO_STATE)
 
+# Headless Chromium and its driver from Debian, for the lineage page's browser test (we are
+# root on the dev machines and CI; never a browser download of Playwright's or Selenium's).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }
+
 # The tests start their own MinIO on a free port from the cached binary.
 # FLOWLEDGER_REQUIRE_TIERS makes the session fail if any of these tiers is skipped or empty.
-test: setup minio-build spark-jars
+test: setup minio-build spark-jars browser
 	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio,spark \
 		$(VENV)/bin/pytest -m "unit or s3 or minio or spark" $(PYTEST_ARGS)
 

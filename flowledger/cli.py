@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from typer._click.exceptions import (  # typer's vendored click
+    ClickException,
+    NoArgsIsHelpError,
+    UsageError,
+)
+from typer.exceptions import Abort
 
 from .commands import content
 from .commands import provenance as provenance_cmd
@@ -44,17 +51,65 @@ def demo(repo: RepoOption = None) -> None:
 def serve(
     repo: RepoOption = None,
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8080,
+    port: Annotated[int, typer.Option(help="TCP port (0: a free one, printed on start)")] = 8080,
+    allow_remote: Annotated[
+        bool, typer.Option(help="Allow a non-loopback --host (put TLS in front)")
+    ] = False,
+    token_file: Annotated[
+        str | None, typer.Option(help="Token file (default: the repository's state folder)")
+    ] = None,
 ) -> None:
-    """Serve the HTTP API (read-only SQL, events, lineage, timeline) with uvicorn."""
+    """Serve the HTTP API and the lineage page (bearer token; see docs/service.md)."""
+    from .service import ServiceSettings
     from .service import serve as run_server
 
-    run_server(repo, host, port)
+    settings = ServiceSettings(
+        host=host, port=port, allow_remote=allow_remote, token_file=token_file
+    )
+    run_server(repo, settings)
+
+
+def _usage_error(exc: UsageError) -> NoReturn:
+    """The problem on one line first (scripts and logs read that); typer's box only for a
+    person at a terminal, where it adds the usage and the `--help` hint."""
+    if isinstance(exc, NoArgsIsHelpError):
+        sys.exit(exc.exit_code)  # typer has printed the group's help already
+    print(f"flowledger: error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+    if sys.stderr.isatty():
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+    sys.exit(exc.exit_code)
 
 
 def main() -> None:
     try:
-        app()  # click handles usage errors and --help itself
+        code = app(standalone_mode=False)
+    except UsageError as exc:
+        _usage_error(exc)
+    except ClickException as exc:  # e.g. a file option it could not open
+        print(f"flowledger: error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:  # `| head` closed the pipe: not an error worth a message
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the exit flush would fail again
+        sys.exit(141)
+    except KeyboardInterrupt:
+        print("flowledger: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Abort:
+        print("flowledger: error: aborted", file=sys.stderr)
+        sys.exit(1)
     except REPORTED as exc:
         print(f"flowledger: error: {one_line(exc)}", file=sys.stderr)
         sys.exit(1)
+    except Exception as exc:  # a bug, not the user's input: still one line, no traceback
+        if os.environ.get("FLOWLEDGER_TRACEBACK"):
+            raise
+        print(
+            f"flowledger: internal error: {type(exc).__name__}: {one_line(exc)} "
+            "(set FLOWLEDGER_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
+        sys.exit(70)  # EX_SOFTWARE
+    sys.exit(code if isinstance(code, int) else 0)

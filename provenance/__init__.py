@@ -14,10 +14,11 @@ from .errors import (
     ReplayError,
     SQLError,
 )
-from .event import EVENT_TYPES, EventType, ProvenanceEvent, validate
+from .event import EVENT_TYPES, EventType, ProvenanceEvent
 from .expiry import ExpiryPlan
 from .lineage import Lineage, LineageEdge, LineageNode
 from .query import SEARCHABLE_FIELDS, Query, SearchTerm
+from .records import validate
 from .render import to_dot, to_svg
 from .repository import ProvenanceRepository
 from .rollover import RolloverResult

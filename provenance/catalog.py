@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from timeline.metadata import DataFile
+from timeline.parquet_io import checksummed
 
 from .layout import EVENTS_PARTITION, INDEX_PARTITION, JournalRef
+
+
+@dataclass(frozen=True)
+class Sums:
+    """Checksums of one Parquet file as its commit recorded them (empty = legacy file): the
+    whole file (verified when a local copy is filled), its footer and each row group's byte
+    span (verified by ranged readers before pyarrow parses them)."""
+
+    whole: str = ""
+    footer: str = ""
+    row_groups: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(f: DataFile) -> Sums:
+        return Sums(f.checksum, f.footer_checksum, f.row_group_checksums)
+
+    @staticmethod
+    def of_bytes(body: bytes) -> Sums:
+        return Sums.of(checksummed(DataFile("", len(body), 0), body, ranged=True))
+
+    def apply(self, f: DataFile) -> DataFile:
+        return replace(
+            f, checksum=self.whole, footer_checksum=self.footer, row_group_checksums=self.row_groups
+        )
+
+
+NO_SUMS = Sums()
 
 
 @dataclass(frozen=True)
@@ -26,6 +54,8 @@ class EventFile:
     max_time: int
     min_size: int
     max_size: int
+    events_sums: Sums = Sums()
+    index_sums: Sums = Sums()
 
     @property
     def size(self) -> int:
@@ -80,6 +110,8 @@ def event_files(files: Iterable[DataFile], table_prefix: str) -> tuple[EventFile
                 max_time=tmax,
                 min_size=smin,
                 max_size=smax,
+                events_sums=Sums.of(f),
+                index_sums=Sums.of(idx) if idx else Sums(),
             )
         )
     return tuple(sorted(out, key=lambda e: e.first_id))

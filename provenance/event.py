@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
+
+from storage import timeutil
 
 from .errors import InvalidEvent
 
@@ -39,7 +40,7 @@ UNASSIGNED = -1
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return timeutil.now_ms()
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,15 +82,22 @@ class ProvenanceEvent:
     #: Not in the SQL view: lets replay read (and verify) the content it points to.
     content_claim_checksum: str | None = None
     previous_content_claim_checksum: str | None = None
+    #: Extension column: fields of the source record that have no column (NiFi's eventId,
+    #: componentName, processGroupId, ... from its site-to-site export), as strings.
+    source_fields: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Accept an EventType, lists and any mapping; store plain, immutable-looking values.
         if isinstance(self.event_type, EventType):
             object.__setattr__(self, "event_type", self.event_type.value)
-        object.__setattr__(self, "parent_uuids", tuple(self.parent_uuids))
-        object.__setattr__(self, "child_uuids", tuple(self.child_uuids))
+        for name in ("parent_uuids", "child_uuids"):
+            value = getattr(self, name)
+            if isinstance(value, str | bytes):  # never split a string into characters
+                raise InvalidEvent(f"{name}: expected a list of strings, got a string {value!r}")
+            object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "previous_attributes", dict(self.previous_attributes))
         object.__setattr__(self, "updated_attributes", dict(self.updated_attributes))
+        object.__setattr__(self, "source_fields", dict(self.source_fields))
 
     # -- NiFi semantics --------------------------------------------------------------------
     @property
@@ -132,51 +140,39 @@ class ProvenanceEvent:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProvenanceEvent:
-        """Build from a dict with the field names of the SQL view (unknown keys refused)."""
-        names = {f.name for f in fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise InvalidEvent(f"unknown event fields: {', '.join(sorted(unknown))}")
-        kwargs = {k: v for k, v in data.items() if v is not None or k in _NULLABLE}
-        for required in ("event_type", "flowfile_uuid", "component_id", "component_type"):
-            kwargs.setdefault(required, "")
-        kwargs.setdefault("file_size", None)
-        for name in ("parent_uuids", "child_uuids"):
-            if kwargs.get(name) is None:
-                kwargs[name] = ()
-        for name in ("previous_attributes", "updated_attributes"):
-            if kwargs.get(name) is None:
-                kwargs[name] = {}
-        if kwargs.get("event_id") is None:
-            kwargs["event_id"] = UNASSIGNED
-        if kwargs.get("event_time") is None:
-            kwargs["event_time"] = now_ms()
-        if kwargs.get("event_duration_ms") is None:
-            kwargs["event_duration_ms"] = -1
-        return cls(**kwargs)
+        """Build from a dict with the field names of the SQL view: type-checked and validated
+        as NiFi does (InvalidEvent names the field), like `register_events` does with dicts."""
+        from .records import to_event  # records builds on this module
+
+        return to_event(data)
 
 
-_NULLABLE = frozenset(
-    f.name
-    for f in fields(ProvenanceEvent)
-    if f.name
-    not in (
-        "event_type",
-        "flowfile_uuid",
-        "component_id",
-        "component_type",
-        "event_time",
-        "event_id",
-        "event_duration_ms",
-        "parent_uuids",
-        "child_uuids",
-        "previous_attributes",
-        "updated_attributes",
-    )
-)
+class EventLike(Protocol):
+    """What NiFi's rules look at (a ProvenanceEvent or a validated record)."""
+
+    @property
+    def event_type(self) -> str: ...
+    @property
+    def flowfile_uuid(self) -> str: ...
+    @property
+    def component_id(self) -> str: ...
+    @property
+    def component_type(self) -> str: ...
+    @property
+    def file_size(self) -> int | None: ...
+    @property
+    def transit_uri(self) -> str | None: ...
+    @property
+    def relationship(self) -> str | None: ...
+    @property
+    def alternate_identifier_uri(self) -> str | None: ...
+    @property
+    def parent_uuids(self) -> Iterable[str] | None: ...
+    @property
+    def child_uuids(self) -> Iterable[str] | None: ...
 
 
-def problem(event: ProvenanceEvent) -> str | None:
+def problem(event: EventLike) -> str | None:
     """Why NiFi's `StandardProvenanceEventRecord.Builder.build()` would refuse this event."""
     et = event.event_type
     if not et:
@@ -192,15 +188,16 @@ def problem(event: ProvenanceEvent) -> str | None:
             return f"{label} ({name}) must be set"
     if event.file_size is None:
         return "FlowFile Size (file_size) must be set"
-    if not isinstance(event.file_size, int) or event.file_size < 0:
-        return f"file_size must be a non-negative integer, not {event.file_size!r}"
+    size = event.file_size
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 2**63:
+        return f"file_size must be a non-negative 64-bit integer, not {size!r}"
     return _type_problem(
         et,
         event.transit_uri,
         event.relationship,
         event.alternate_identifier_uri,
-        len(event.parent_uuids),
-        len(event.child_uuids),
+        len(tuple(event.parent_uuids or ())),
+        len(tuple(event.child_uuids or ())),
     )
 
 
@@ -225,15 +222,3 @@ def _type_problem(
     if et == "REPLAY" and (parents != 1 or children != 1):
         return "a REPLAY event needs exactly one parent and one child (parent_uuids/child_uuids)"
     return None
-
-
-def validate(events: Iterable[ProvenanceEvent]) -> list[ProvenanceEvent]:
-    """All events, or InvalidEvent for the first bad one (so a batch is all or nothing)."""
-    out = list(events)
-    for i, event in enumerate(out):
-        why = problem(event)
-        if why is not None:
-            raise InvalidEvent(
-                f"event #{i} of the batch (FlowFile {event.flowfile_uuid or '?'}): {why}"
-            )
-    return out

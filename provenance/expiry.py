@@ -4,9 +4,10 @@ plus a clean on the provenance timeline, so every reader sees the files go at on
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from storage import timeutil
 
 from .catalog import EventFile
 from .table import instant_ms
@@ -36,7 +37,7 @@ def plan_expiry(
     max_storage_time_s: float,
     now_ms: int | None = None,
 ) -> ExpiryPlan:
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    now_ms = timeutil.now_ms() if now_ms is None else now_ms
     oldest_first = sorted(files, key=lambda f: f.first_id)  # names are an increasing number
     total = sum(f.size for f in oldest_first)
     by_size: list[EventFile] = []

@@ -10,12 +10,11 @@ a writer dying between its CAS and its journal PUT; rollover skips such a hole a
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Callable
 
-from storage import Conflict, NotFound, ObjectStore, UnknownOutcome
+from storage import Conflict, NotFound, ObjectStore, UnknownOutcome, open_json, seal_json
 
 from .errors import ProvenanceUnknownOutcome
 
@@ -29,11 +28,13 @@ class IdAllocator:
         self._writer = uuid.uuid4().hex
         self._lock = threading.Lock()
         self._cached: tuple[int, str] | None = None  # (next id, etag) from our last CAS
+        #: The end of the last range this process took: the allocator never goes below it.
+        self._high = 0
 
     def _body(self, next_id: int) -> bytes:
         # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
         doc = {"next_event_id": next_id, "writer": self._writer, "nonce": uuid.uuid4().hex}
-        return json.dumps(doc).encode()
+        return seal_json(doc)  # with a crc32 field: a damaged allocator is never trusted
 
     def _read(self) -> tuple[int, str]:
         try:
@@ -45,13 +46,45 @@ class IdAllocator:
                 return start, info.etag
             except Conflict:
                 data, info = self._store.get_object(ALLOCATOR_KEY)
-        return int(json.loads(data)["next_event_id"]), info.etag
+        doc = open_json(data, self._store.url(ALLOCATOR_KEY))
+        return int(doc["next_event_id"]), info.etag
 
     def peek(self) -> int:
         """The next id that will be assigned (one GET)."""
         with self._lock:
             self._cached = self._read()
             return self._cached[0]
+
+    def repair(self, floor: int) -> int | None:
+        """Move the allocator forward to at least `floor` (the next id past every event the
+        repository holds) by compare-and-swap, never backward. Returns the value it had when
+        it was behind (it was repaired), None when it was not."""
+        with self._lock:
+            self._high = max(self._high, floor)
+            while True:
+                try:
+                    data, info = self._store.get_object(ALLOCATOR_KEY)
+                except NotFound:
+                    if floor <= 0:
+                        return None  # an empty repository: nothing to protect, write nothing
+                    current, etag = self._read()
+                else:
+                    doc = open_json(data, self._store.url(ALLOCATOR_KEY))
+                    current, etag = int(doc["next_event_id"]), info.etag
+                if current >= floor:
+                    self._cached = (current, etag)
+                    return None
+                try:
+                    info = self._store.put_if_match(ALLOCATOR_KEY, self._body(floor), etag)
+                except Conflict:
+                    continue  # someone allocated meanwhile: check again
+                except UnknownOutcome as exc:
+                    self._cached = None
+                    raise ProvenanceUnknownOutcome(
+                        f"repairing the event id allocator to {floor}: {exc}"
+                    ) from exc
+                self._cached = (floor, info.etag)
+                return current
 
     def allocate(self, count: int) -> int:
         """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
@@ -61,6 +94,9 @@ class IdAllocator:
             while True:
                 current = self._cached or self._read()
                 first, etag = current
+                # Moved back under us (restored from an old copy, edited by hand): ids below
+                # what this process already took are never handed out again.
+                first = max(first, self._high)
                 try:
                     info = self._store.put_if_match(ALLOCATOR_KEY, self._body(first + count), etag)
                 except Conflict:
@@ -72,4 +108,5 @@ class IdAllocator:
                         f"allocating {count} event ids: {exc}; no events were written"
                     ) from exc
                 self._cached = (first + count, info.etag)
+                self._high = first + count
                 return first

@@ -2,6 +2,8 @@
 
 ids/next-event-id                       the id allocator (compare-and-swap)
 journals/<first:020d>-<end:020d>.arrow   one object per journal flush, ids [first, end)
+journals/<end:020d>-<first:020d>.staged.json  a committed staged ingest (its parts' manifest)
+staging/<ingest>/<n:06d>.arrow           parts of an ingest, visible once its manifest exists
 table/...                               the timeline-managed table of merged files
     events/<first:020d>.parquet         merged events, sorted by event id
     index/<first:020d>.parquet          its term index (term, row group)
@@ -26,6 +28,8 @@ class JournalRef:
     end_id: int
     key: str
     size: int = 0
+    #: For a part of a staged ingest: the key of its manifest (see provenance/staging.py).
+    group: str | None = None
 
     @property
     def count(self) -> int:

@@ -5,54 +5,25 @@ so nothing cached can go stale (an expired file is simply no longer referenced).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import threading
 import uuid
+import zlib
 from collections import OrderedDict
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage import ObjectStore
+from storage import IntegrityError, ObjectStore, verify
+from storage.checksum import format_checksum
+from timeline.parquet_io import row_group_spans
+
+from .catalog import NO_SUMS, Sums
+from .ranged import BlockCache, RangedObject, footer_of
 
 FOOTER_READ = 64 * 1024
 MAX_FOOTERS = 512
-
-
-class BlockCache:
-    """Byte ranges of immutable objects, least recently used evicted past `capacity`."""
-
-    def __init__(self, capacity: int = 256 * 1024 * 1024) -> None:
-        self._capacity = capacity
-        self._lock = threading.Lock()
-        self._lru: OrderedDict[tuple[str, int], int] = OrderedDict()  # (key, start) -> size
-        self._by_key: dict[str, dict[int, bytes]] = {}
-        self._size = 0
-
-    def find(self, key: str, start: int, length: int) -> bytes | None:
-        with self._lock:
-            for s, data in self._by_key.get(key, {}).items():
-                if s <= start and start + length <= s + len(data):
-                    self._lru.move_to_end((key, s))
-                    return data[start - s : start - s + length]
-        return None
-
-    def add(self, key: str, start: int, data: bytes) -> None:
-        with self._lock:
-            blocks = self._by_key.setdefault(key, {})
-            if start in blocks:
-                return
-            blocks[start] = data
-            self._lru[(key, start)] = len(data)
-            self._size += len(data)
-            while self._size > self._capacity and self._lru:
-                (k, s), size = self._lru.popitem(last=False)
-                del self._by_key[k][s]
-                if not self._by_key[k]:
-                    del self._by_key[k]
-                self._size -= size
 
 
 class RowGroupCache:
@@ -91,45 +62,6 @@ class RowGroupCache:
         return pa.concat_tables([parts[i] for i in rgs])
 
 
-class RangedObject(io.RawIOBase):
-    """A seekable file over an object: every read is served from the block cache or one GET."""
-
-    def __init__(self, store: ObjectStore, key: str, size: int, blocks: BlockCache) -> None:
-        self._store, self._key, self._size, self._blocks = store, key, size, blocks
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size}[whence]
-        self._pos = base + offset
-        return self._pos
-
-    def prefetch(self, start: int, length: int) -> None:
-        length = min(length, self._size - start)
-        if length > 0 and self._blocks.find(self._key, start, length) is None:
-            self._blocks.add(self._key, start, self._store.get(self._key, start, length))
-
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        n = min(len(b), self._size - self._pos)
-        if n <= 0:
-            return 0
-        data = self._blocks.find(self._key, self._pos, n)
-        if data is None:
-            data = self._store.get(self._key, self._pos, n)
-            self._blocks.add(self._key, self._pos, data)
-        b[:n] = data
-        self._pos += n
-        return n
-
-
 class ParquetSource:
     """Opens merged files for reading: from the local cache if present, else by ranged GETs,
     with footers parsed once per process."""
@@ -140,6 +72,8 @@ class ParquetSource:
         self.blocks = BlockCache()
         self.row_groups = RowGroupCache()
         self._footers: OrderedDict[str, pq.FileMetaData] = OrderedDict()
+        #: Row-group byte spans of the files whose footer is cached (checked by `sums`).
+        self._spans: dict[str, list[tuple[int, int]]] = {}
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
 
@@ -150,24 +84,42 @@ class ParquetSource:
         p = self.local_path(key)
         return p if p.exists() else None
 
-    def download(self, key: str) -> Path:
-        """The object as a local file (downloaded once; immutable, so always consistent)."""
+    def download(self, key: str, sums: Sums = NO_SUMS, size: int = -1) -> Path:
+        """The object as a local file (downloaded once; immutable, so always consistent).
+        The copy is verified against the recorded checksum (and size) before it is renamed
+        into place, so the cache holds only good copies."""
         path = self.local_path(key)
         if path.exists():
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        with self._store.open_read(key) as src, open(tmp, "wb") as dst:
-            while block := src.read(1024 * 1024):
-                dst.write(block)
-        os.replace(tmp, path)
+        crc, total = 0, 0
+        try:
+            with self._store.open_read(key) as src, open(tmp, "wb") as dst:
+                while block := src.read(1024 * 1024):
+                    crc, total = zlib.crc32(block, crc), total + len(block)
+                    dst.write(block)
+            where = self._store.url(key)
+            if size >= 0 and total != size:
+                raise IntegrityError(
+                    f"{where} is corrupt: {total} bytes read, the commit recorded {size}", where
+                )
+            if sums.whole and format_checksum(crc) != sums.whole:
+                raise IntegrityError(
+                    f"{where} is corrupt: checksum {format_checksum(crc)} != recorded "
+                    f"{sums.whole}; the object was damaged or truncated",
+                    where,
+                )
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         return path
 
     def has_footer(self, key: str) -> bool:
         return key in self._footers or self.cached(key) is not None
 
     def open(
-        self, key: str, size: int, footer_hint: int = FOOTER_READ
+        self, key: str, size: int, footer_hint: int = FOOTER_READ, sums: Sums = NO_SUMS
     ) -> tuple[pq.ParquetFile, RangedObject | None]:
         """`footer_hint`: bytes of the tail to fetch at once (one GET for the whole footer
         when the caller can estimate its size)."""
@@ -175,29 +127,48 @@ class ParquetSource:
             with self._lock:
                 loading = self._loading.setdefault(key, threading.Lock())
             with loading:  # one footer fetch per key, even from concurrent readers
-                return self._open(key, size, footer_hint)
-        return self._open(key, size, footer_hint)
+                return self._open(key, size, footer_hint, sums)
+        return self._open(key, size, footer_hint, sums)
 
     def _open(
-        self, key: str, size: int, footer_hint: int
+        self, key: str, size: int, footer_hint: int, sums: Sums
     ) -> tuple[pq.ParquetFile, RangedObject | None]:
         local = self.cached(key)
         md = self._footers.get(key)
+        fresh = md is None
         if local is not None:
             pf = pq.ParquetFile(str(local), metadata=md)
             ranged = None
         else:
-            ranged = RangedObject(self._store, key, size, self.blocks)
+            ranged = RangedObject(self._store, key, size, self.blocks, sums)
+            tail_data = b""
             if md is None:
-                tail = max(FOOTER_READ, footer_hint)
-                ranged.prefetch(max(0, size - tail), tail)
+                tail = min(size, max(FOOTER_READ, footer_hint))
+                if sums.footer:  # one GET of the tail; the footer is checked before parsing
+                    data = tail_data = ranged.get(size - tail, tail)
+                    start, _ = footer_of(ranged, size, data)
+                    if start >= size - tail:
+                        piece = data[start - (size - tail) :]
+                        verify(piece, sums.footer, f"{ranged.where} footer")
+                        self.blocks.add(key, start, piece)
+                    md = ranged.verified_metadata()  # a cache hit, or a GET of a big footer
+                else:
+                    ranged.prefetch(max(0, size - tail), tail)
             pf = pq.ParquetFile(ranged, metadata=md)
+            if sums.row_groups:
+                spans = self._spans.get(key)
+                if spans is None:
+                    spans = self._spans[key] = row_group_spans(pf.metadata)
+                ranged.set_row_groups(spans)
+                if tail_data:  # row groups that came with the footer: no GET later
+                    ranged.absorb(size - len(tail_data), tail_data)
         with self._lock:
-            if md is None:
+            if fresh:
                 self._footers[key] = pf.metadata
                 self._loading.pop(key, None)
                 while len(self._footers) > MAX_FOOTERS:
-                    self._footers.popitem(last=False)
+                    gone, _ = self._footers.popitem(last=False)
+                    self._spans.pop(gone, None)
             else:
                 self._footers.move_to_end(key)
         return pf, ranged
@@ -223,19 +194,8 @@ class ParquetSource:
         """One GET per run of adjacent row groups instead of one per column chunk."""
         if ranged is None or not rgs:
             return
-        md = pf.metadata
-        spans = []
-        for i in sorted(rgs):
-            rg = md.row_group(i)
-            starts, ends = [], []
-            for c in range(rg.num_columns):
-                col = rg.column(c)
-                start = col.data_page_offset
-                if col.has_dictionary_page and col.dictionary_page_offset is not None:
-                    start = min(start, col.dictionary_page_offset)
-                starts.append(start)
-                ends.append(start + col.total_compressed_size)
-            spans.append((min(starts), max(ends)))
+        every = row_group_spans(pf.metadata)
+        spans = [every[i] for i in sorted(rgs)]
         merged: list[list[int]] = []
         for s, e in spans:
             if merged and s <= merged[-1][1] + 64 * 1024:

@@ -9,6 +9,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from storage import IntegrityError, open_blob, seal_blob
+
 from .schema import SCHEMA
 
 
@@ -21,11 +23,25 @@ def encode_journal(table: pa.Table, compression: str) -> bytes:
     options = ipc.IpcWriteOptions(compression=codec)
     with ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
-    return bytes(sink.getvalue())
+    # Arrow IPC has no checksum: a CRC trailer makes the journal check itself.
+    return seal_blob(memoryview(sink.getvalue()))
 
 
-def decode_journal(data: bytes) -> pa.Table:
-    return ipc.open_stream(pa.py_buffer(data)).read_all()
+def decode_journal(data: bytes, where: str = "journal", rows: int | None = None) -> pa.Table:
+    """A journal's events, verified first (IntegrityError naming `where`); `rows` is the count
+    its name promises, which also catches a truncated legacy journal (no trailer)."""
+    body, checked = open_blob(data, where)
+    try:
+        table = ipc.open_stream(pa.py_buffer(body)).read_all()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise IntegrityError(f"{where} is corrupt: {exc}", where) from exc
+    if rows is not None and table.num_rows != rows:
+        state = "verified" if checked else "without checksum"
+        raise IntegrityError(
+            f"{where} is corrupt: {table.num_rows} events read ({state}), its name says {rows}",
+            where,
+        )
+    return table
 
 
 def encode_events_file(

@@ -6,7 +6,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -15,17 +16,19 @@ import pyarrow as pa
 from storage import ObjectStore
 
 from . import sql as sqlmod
+from . import staging
 from .catalog import Snapshot
-from .errors import EventNotFound, LineageError
-from .event import ProvenanceEvent, validate
+from .errors import EventNotFound, LineageError, ProvenanceConflict, ProvenanceUnknownOutcome
+from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
-from .ids import IdAllocator
+from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
 from .layout import JournalRef
 from .lineage import Lineage, check_uuids, compute_lineage, expandable
 from .objects import ParquetSource, cache_root
-from .parquet_io import decode_journal
 from .query import Query, SearchTerm
+from .records import validate
+from .reingest import count_present
 from .rollover import (
     RolloverResult,
     delete_merged_journals,
@@ -39,6 +42,8 @@ from .table import ProvenanceTable
 
 log = logging.getLogger("flowledger.provenance")
 PREFIX = "provenance"
+#: Rollover races lost in a row before giving up (each loss means another process merged).
+MAX_LOST_RACES = 50
 
 
 class ProvenanceRepository:
@@ -118,17 +123,40 @@ class ProvenanceRepository:
         (deleting its files) once its heartbeat has expired; until then it is invisible."""
         self.table.recover()
         high = self.table.committed(fresh=True).high_water
+        self._check_allocator()
         deleted = delete_merged_journals(self.store, high)
-        for ref, _ in list_journals(self.store, high):
+        live = list_journals(self.store, high)
+        for ref, _ in live:
             self._flushed(ref)
+        staging.clean_staging(
+            self.store,
+            {i for ref, _ in live if (i := staging.ingest_of(ref))},
+            self.settings.staging_timeout_s,
+        )
         if self._backlog:
             self.rollover()
         return deleted
 
     def _recover_next_id(self) -> int:
-        """Only when the allocator object is missing (a new repository): past every event."""
+        """Past every event the repository holds or held: committed files, unmerged journals,
+        and the high-water mark (which survives the expiry of every file)."""
         snap = self.snapshot()
-        return snap.max_event_id + 1
+        return max(snap.max_event_id + 1, snap.high_water)
+
+    def _check_allocator(self) -> None:
+        """Start-up check: an allocator behind the data (restored from an old copy, edited)
+        would hand out ids that exist already, and events with such ids would be hidden or
+        taken for merged journals. It is repaired forward, never used as it is."""
+        floor = self._recover_next_id()
+        behind = self.ids.repair(floor)
+        if behind is not None:
+            log.warning(
+                "provenance: event id allocator %s was at %d, behind the data (next id %d); "
+                "repaired forward",
+                self.store.url(ALLOCATOR_KEY),
+                behind,
+                floor,
+            )
 
     def _background(self) -> None:
         while not self._stop.wait(min(1.0, self.settings.journal_flush_interval_s)):
@@ -169,12 +197,17 @@ class ProvenanceRepository:
             )
             self.rollover()
 
-    def register_event(self, event: ProvenanceEvent, sync: bool = False) -> list[int]:
+    def register_event(
+        self, event: ProvenanceEvent | Mapping[str, Any], sync: bool = False
+    ) -> list[int]:
         return self.register_events([event], sync=sync)
 
-    def register_events(self, events: Iterable[ProvenanceEvent], sync: bool = False) -> list[int]:
-        """Validate (all or nothing), then buffer in one journal. With `sync=True` returns
-        once the journal is flushed (durable), with the ids the events received."""
+    def register_events(
+        self, events: Iterable[ProvenanceEvent | Mapping[str, Any]], sync: bool = False
+    ) -> list[int]:
+        """Validate (all or nothing; dicts with the view's field names are type-checked and
+        converted), then buffer in one journal. With `sync=True` returns once the journal is
+        flushed (durable), with the ids the events received."""
         batch = validate(events)
         if not batch:
             return []
@@ -200,13 +233,44 @@ class ProvenanceRepository:
     def flush(self) -> list[JournalRef]:
         return self.journals.flush()
 
+    def register_staged(self, tables: Iterable[pa.Table]) -> staging.Committed:
+        """Register tables (the view's columns, validated by `conform`) all at once: each
+        table is staged as one invisible part, then one manifest makes every event visible
+        together (ids taken at that point, in order). Memory holds one table at a time.
+        A table failing validation aborts the whole call (nothing becomes visible)."""
+        self._throttle()
+        staged = staging.StagedIngest(self.store, self.settings.journal_compression)
+        try:
+            for table in tables:
+                if table.num_rows:
+                    staged.stage(conform(table, self.settings.max_attribute_length))
+            done = staged.commit(self.ids)
+        except ProvenanceUnknownOutcome:
+            raise  # the manifest may have landed: its parts must stay
+        except BaseException:
+            staged.abort()
+            raise
+        for ref in done.parts:
+            self._flushed(ref)
+        return done
+
+    def count_present(self, ids_file: Path, key: str, start: int, end: int) -> tuple[int, str]:
+        """How many of the ids in `ids_file` (see provenance/reingest.py) some stored event has
+        as `source_fields[key]`, among events with a time in [start, end] ms (files pruned by
+        their time range), and one of them."""
+        snap = self.snapshot()
+        files = [f for f in snap.files if f.max_time >= start and f.min_time <= end]
+        paths = [self.source.download(f.events_key) for f in files]
+        journals = [self._load_journal(j) for j in snap.journals]
+        return count_present(paths, journals, snap.high_water, ids_file, key, start, end)
+
     # -- reading ------------------------------------------------------------------------------
     def _load_journal(self, ref: JournalRef) -> pa.Table:
         """A journal's events (immutable once written, so cached; readers may be threads)."""
         with self._journal_lock:
             t = self._journal_cache.get(ref.key)
         if t is None:
-            t = decode_journal(self.store.get(ref.key))
+            t = staging.load(self.store, ref)
             with self._journal_lock:
                 self._journal_cache[ref.key] = t
                 while len(self._journal_cache) > 256:
@@ -277,16 +341,21 @@ class ProvenanceRepository:
         return compute_lineage(events, uuids, self.settings.max_lineage_events)
 
     # -- SQL ----------------------------------------------------------------------------------
-    def sql_connection(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with the read-only view `provenance` (local copies of objects)."""
+    def sql_connection(self, temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with the read-only view `provenance` (local copies of objects);
+        `temp_dir`: DuckDB's spill folder (default a private folder in the cache)."""
         snap = self.snapshot()
         self.source.prune(
             {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
         )
-        committed = [self.source.download(f.events_key) for f in snap.files]
+        committed = [
+            self.source.download(f.events_key, f.events_sums, f.events_size) for f in snap.files
+        ]
         journals = [self._load_journal(j) for j in snap.journals]
         recent = pa.concat_tables(journals) if journals else None
-        return sqlmod.connect(committed, recent, snap.high_water, self.source.local_path(""))
+        return sqlmod.connect(
+            committed, recent, snap.high_water, self.source.local_path(""), temp_dir
+        )
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         con = self.sql_connection()
@@ -310,9 +379,25 @@ class ProvenanceRepository:
         total = RolloverResult(0, 0, 0, 0, 0, 0.0)
         with self._rollover_lock:
             self.journals.flush()
+            lost = 0
             while True:
-                r = rollover_once(self.store, self.table, self.settings)
+                try:
+                    r = rollover_once(self.store, self.table, self.settings)
+                except ProvenanceConflict as exc:
+                    # Another process merged these journals first: its commit did our work,
+                    # so losing the race is not an error; go on from the new high-water mark.
+                    lost += 1
+                    if lost > MAX_LOST_RACES:
+                        raise
+                    log.info("provenance: rollover lost a race, continuing: %s", exc)
+                    self.table.invalidate()
+                    continue
                 if r is None:
+                    # Journals merged by other processes are no longer ours to roll over.
+                    high = self.table.committed().high_water
+                    with self._backlog_lock:
+                        for key in [k for k, j in self._backlog.items() if j.end_id <= high]:
+                            del self._backlog[key]
                     break
                 with self._backlog_lock:
                     for key in [k for k, j in self._backlog.items() if j.end_id <= r.end_id]:

@@ -20,11 +20,11 @@ import pyarrow.compute as pc
 
 from storage import NotFound, ObjectInfo, ObjectStore
 
-from . import crash
+from . import crash, staging
 from .errors import ProvenanceConflict
 from .index import build_terms
 from .layout import JOURNALS, JournalRef, journals_after, parse_journal_key
-from .parquet_io import decode_journal, encode_events_file, encode_index
+from .parquet_io import encode_events_file, encode_index
 from .settings import ProvenanceSettings
 from .table import ProvenanceTable
 
@@ -44,11 +44,19 @@ class RolloverResult:
 
 
 def list_journals(store: ObjectStore, high_water: int) -> list[tuple[JournalRef, ObjectInfo]]:
+    """Unmerged journals; a staged ingest's manifest is expanded into its parts (one GET)."""
     out = []
     for info in store.list(JOURNALS, start_after=journals_after(high_water)):
         ref = parse_journal_key(info.key, info.size)
         if ref is not None and ref.first_id >= high_water:
             out.append((ref, info))
+        span = staging.parse_manifest_key(info.key) if ref is None else None
+        if span is not None and span[1] > high_water:
+            try:
+                parts = staging.expand(store, info.key)
+            except NotFound:
+                continue  # merged and deleted by a concurrent rollover since the LIST
+            out += [(p, info) for p in parts if p.first_id >= high_water]
     return sorted(out, key=lambda p: p[0].first_id)
 
 
@@ -120,7 +128,7 @@ def rollover_once(
     if not run:
         return None
     try:
-        tables = [decode_journal(store.get(j.key)) for j in run]
+        tables = [staging.load(store, j) for j in run]
     except NotFound as exc:
         # Only a rollover deletes journals, and only after committing them.
         raise ProvenanceConflict(
@@ -137,7 +145,7 @@ def rollover_once(
     index = encode_index(terms, settings.index_row_group_terms, settings.compression)
     table.commit_rollover(first, end, events, index, file_stats(merged), merged.num_rows, len(run))
     crash.point("provenance.rollover.committed")
-    store.delete_many([j.key for j in run])
+    delete_run(store, run)
     crash.point("provenance.rollover.journals_deleted")
     return RolloverResult(
         1,
@@ -151,14 +159,24 @@ def rollover_once(
     )
 
 
+def delete_run(store: ObjectStore, run: Sequence[JournalRef]) -> None:
+    """Delete merged journals; a staged ingest's manifest goes with its last part."""
+    store.delete_many([j.key for j in run])
+    store.delete_many([j.group for j in run if j.group and staging.is_last_part(j)])
+
+
 def delete_merged_journals(store: ObjectStore, high_water: int) -> int:
-    """Recovery: journals wholly below the high-water mark were merged; delete them."""
-    stale = []
+    """Recovery: journals wholly below the high-water mark were merged; delete them (and the
+    merged parts of staged ingests)."""
+    stale, deleted = [], 0
     for info in store.list(JOURNALS):
         ref = parse_journal_key(info.key)
-        if ref is None or ref.first_id >= high_water:
-            break
-        if ref.end_id <= high_water:
-            stale.append(info.key)
+        if ref is not None:
+            if ref.end_id <= high_water:
+                stale.append(info.key)
+            continue
+        span = staging.parse_manifest_key(info.key)
+        if span is not None and span[0] < high_water:
+            deleted += staging.delete_group(store, info.key, below=high_water)
     store.delete_many(stale)
-    return len(stale)
+    return len(stale) + deleted

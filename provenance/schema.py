@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage.timeutil import to_ms
+
 from .errors import InvalidEvent
 from .event import EVENT_TYPES, NEEDS_TRANSIT_URI, ProvenanceEvent
 
@@ -50,11 +52,16 @@ SCHEMA = pa.schema(
         # Stored but not in the view: the content repository verifies reads by checksum.
         ("content_claim_checksum", _S),
         ("previous_content_claim_checksum", _S),
+        # Extension (not in DESIGN.md §4; last column of the view): fields of the source record
+        # without a column, e.g. NiFi's eventId (re-ingest detection) and componentName.
+        ("source_fields", _ATTRS),
     ]
 )
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
-#: The columns of the SQL view `provenance`, exactly DESIGN.md §4.
-VIEW_COLUMNS: tuple[str, ...] = COLUMNS[:-2]
+#: The columns of DESIGN.md §4, unchanged and in order.
+CONTRACT_COLUMNS: tuple[str, ...] = COLUMNS[:-3]
+#: The columns of the SQL view `provenance`: the contract's, then the extension column.
+VIEW_COLUMNS: tuple[str, ...] = (*CONTRACT_COLUMNS, "source_fields")
 
 #: The SQL types of the `provenance` view (DESIGN.md §4), in column order.
 SQL_TYPES: dict[str, str] = {
@@ -93,9 +100,8 @@ def events_to_table(events: Sequence[ProvenanceEvent], max_attribute_length: int
 
 
 def _ms(v: Any) -> Any:
-    if v is None:
-        return None
-    return int(v.timestamp() * 1000) if hasattr(v, "timestamp") else int(v)
+    # pyarrow gives naive datetimes for timestamp('ms'): UTC, never the local zone.
+    return to_ms(v)
 
 
 def rows_to_events(table: pa.Table) -> list[ProvenanceEvent]:
@@ -103,7 +109,7 @@ def rows_to_events(table: pa.Table) -> list[ProvenanceEvent]:
     for row in table.to_pylist():
         row["event_time"] = _ms(row["event_time"])
         row["lineage_start_date"] = _ms(row["lineage_start_date"])
-        for name in ("previous_attributes", "updated_attributes"):
+        for name in ("previous_attributes", "updated_attributes", "source_fields"):
             row[name] = dict(row[name] or ())
         row["parent_uuids"] = tuple(row["parent_uuids"] or ())
         row["child_uuids"] = tuple(row["child_uuids"] or ())
@@ -160,7 +166,7 @@ def truncate_map(col: pa.ChunkedArray, limit: int) -> pa.ChunkedArray:
     chunks = []
     for chunk in col.chunks:
         items = chunk.items
-        if len(items) and pc.max(pc.utf8_length(items)).as_py() > limit:
+        if len(items) and (pc.max(pc.utf8_length(items)).as_py() or 0) > limit:
             items = pc.utf8_slice_codeunits(items, 0, limit)
             chunk = pa.MapArray.from_arrays(chunk.offsets, chunk.keys, items, mask=chunk.is_null())
         chunks.append(chunk)

@@ -6,18 +6,21 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage.timeutil import datetime_to_ms
+
 from . import index
 from .catalog import EventFile, Snapshot, file_containing
 from .layout import JournalRef
-from .objects import ParquetSource, RangedObject
+from .objects import ParquetSource
 from .query import Query, index_probe, query_mask
+from .ranged import RangedObject
 from .schema import SCHEMA
 
 TIME_COL = SCHEMA.get_field_index("event_time")
@@ -28,9 +31,7 @@ ID_COL = 0
 def _ms(v: Any) -> int:
     """Parquet statistics of a timestamp column come back as datetimes (naive = UTC)."""
     if isinstance(v, datetime):
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=UTC)
-        return int(v.timestamp() * 1000)
+        return datetime_to_ms(v)
     return int(v)
 
 
@@ -91,14 +92,16 @@ class EventReader:
         probes = [t for t in q.terms if not t.inverted and (t.field in self._indexed)]
         if probes and f.index_key is not None:
             # The index first: a file without the term is skipped without reading its footer.
-            ipf, iranged = self._source.open(f.index_key, f.index_size)
+            ipf, iranged = self._source.open(f.index_key, f.index_size, sums=f.index_sums)
             for term in probes:
                 lo, hi, filt = index_probe(term)
                 rgs = self._index_lookup(f.index_key, ipf, iranged, lo, hi, filt, st)
                 candidates = rgs if candidates is None else candidates & rgs
                 if not candidates:
                     return None
-        pf, ranged = self._source.open(f.events_key, f.events_size, self._footer_hint(f))
+        pf, ranged = self._source.open(
+            f.events_key, f.events_size, self._footer_hint(f), f.events_sums
+        )
         md = pf.metadata
         if candidates is None:
             candidates = set(range(md.num_row_groups))
@@ -145,7 +148,7 @@ class EventReader:
         return (f.rows // self._row_group_events + 2) * 4096
 
     def _warm_footer(self, f: EventFile) -> None:
-        self._source.open(f.events_key, f.events_size, self._footer_hint(f))
+        self._source.open(f.events_key, f.events_size, self._footer_hint(f), f.events_sums)
 
     def search(self, snap: Snapshot, q: Query) -> pa.Table:
         st = SearchStats(files=len(snap.files))
@@ -169,7 +172,7 @@ class EventReader:
 
     # -- by id ----------------------------------------------------------------------------------
     def _read_ids(self, f: EventFile, first: int, end: int) -> pa.Table:
-        pf, ranged = self._source.open(f.events_key, f.events_size)
+        pf, ranged = self._source.open(f.events_key, f.events_size, sums=f.events_sums)
         md = pf.metadata
         keep = [
             i

@@ -52,6 +52,9 @@ class ProvenanceSettings:
     #: A hole in the id sequence (a writer died between allocating ids and writing its
     #: journal) is skipped by rollover once the journal after it is this old.
     journal_gap_timeout_s: float = 60.0
+    #: Parts of an ingest that never committed (the process died) are deleted by recovery
+    #: once the newest is this old; an ingest still staging writes a part every few seconds.
+    staging_timeout_s: float = 3600.0
     #: Events per Parquet row group, the unit a lookup reads and decodes (NiFi's block index:
     #: 1 MB of uncompressed events, about 4,096 events).
     row_group_events: int = 4096

@@ -21,10 +21,12 @@ import pyarrow as pa
 
 from storage import ObjectStore, StoreSettings, open_store
 
+from . import staging
+from .catalog import Sums
 from .index import build_terms
 from .layout import TABLE, JournalRef
-from .parquet_io import decode_journal, encode_events_file, encode_index
-from .rollover import RolloverResult, contiguous_run, file_stats, list_journals
+from .parquet_io import encode_events_file, encode_index
+from .rollover import RolloverResult, contiguous_run, delete_run, file_stats, list_journals
 from .settings import ProvenanceSettings
 from .table import MergedFile, ProvenanceTable, write_merged_file
 
@@ -37,7 +39,7 @@ class ChunkTask:
 
     root_uri: str
     store_settings: StoreSettings
-    journal_keys: tuple[str, ...]
+    journals: tuple[JournalRef, ...]
     first_id: int
     events_key: str
     index_key: str
@@ -51,7 +53,7 @@ class ChunkTask:
 def merge_chunk(task: ChunkTask) -> MergedFile:
     """Runs on an executor: merge one chunk of journals into a file pair."""
     prov = open_store(task.root_uri, task.store_settings).scoped(PREFIX)
-    merged = pa.concat_tables([decode_journal(prov.get(k)) for k in task.journal_keys])
+    merged = pa.concat_tables([staging.load(prov, j) for j in task.journals])
     merged = merged.sort_by("event_id")
     events = encode_events_file(
         merged, task.row_group_events, task.compression, task.compression_level
@@ -67,6 +69,8 @@ def merge_chunk(task: ChunkTask) -> MergedFile:
         len(index),
         merged.num_rows,
         file_stats(merged),
+        Sums.of_bytes(events),
+        Sums.of_bytes(index),
     )
 
 
@@ -107,7 +111,7 @@ def rollover_with_spark(
             ekey, ikey = table.file_keys(txn, refs[0].first_id)
             tasks.append(
                 ChunkTask(
-                    root.uri, root_settings, tuple(r.key for r in refs), refs[0].first_id,
+                    root.uri, root_settings, tuple(refs), refs[0].first_id,
                     ekey, ikey, settings.row_group_events, settings.compression,
                     settings.compression_level, fields, settings.index_row_group_terms,
                 )
@@ -119,7 +123,7 @@ def rollover_with_spark(
     except BaseException:
         txn.abort()  # idempotent; deletes whatever the tasks wrote
         raise
-    store.delete_many([j.key for j in run])
+    delete_run(store, run)
     return RolloverResult(
         len(files),
         sum(f.rows for f in files),

@@ -8,6 +8,7 @@ a rollover). The connection can read only those files and accepts only SELECT st
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ def empty_file(cache: Path) -> Path:
     path = cache / "empty-v1.parquet"
     if not path.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        # A name of its own: concurrent first queries (threads, processes) race here.
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         pq.write_table(SCHEMA.empty_table(), tmp)
         tmp.replace(path)
     return path
@@ -38,12 +40,22 @@ def _list(paths: Sequence[Path]) -> str:
 
 
 def connect(
-    committed: Sequence[Path], journals: pa.Table | None, high_water: int, cache: Path
+    committed: Sequence[Path],
+    journals: pa.Table | None,
+    high_water: int,
+    cache: Path,
+    temp_dir: Path | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """The view over local copies of committed files plus the (in-memory) journals."""
+    """The view over local copies of committed files plus the (in-memory) journals.
+
+    DuckDB may always read its own temp folder, even with external access off: it is a
+    private folder (`temp_dir`, default `<cache>/duckdb-tmp`), never the working directory."""
     empty = empty_file(cache)
+    tmp = temp_dir or cache / "duckdb-tmp"
+    tmp.mkdir(parents=True, exist_ok=True, mode=0o700)
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
+    con.execute(f"SET temp_directory='{str(tmp).replace(chr(39), chr(39) * 2)}'")
     con.execute(f"SET allowed_paths={_list([empty, *committed])}")
     cols = ", ".join(f"CAST({c} AS {SQL_TYPES[c]}) AS {c}" for c in VIEW_COLUMNS)
     parts = [f"SELECT {cols} FROM read_parquet({_list([empty, *committed])})"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from storage import ObjectStore
+from storage.timeutil import datetime_to_ms
 from timeline.errors import CommitConflict
 from timeline.layout import log_key
 from timeline.metadata import DataFile
@@ -16,7 +17,7 @@ from timeline.table import Table
 from timeline.txn import Transaction
 
 from . import crash
-from .catalog import EventFile, event_files
+from .catalog import NO_SUMS, EventFile, Sums, event_files
 from .errors import ProvenanceConflict
 from .layout import EVENTS_PARTITION, INDEX_PARTITION, TABLE, file_name
 
@@ -34,6 +35,8 @@ class MergedFile:
     index_size: int
     rows: int
     stats: dict[str, dict[str, int]]
+    events_sums: Sums = NO_SUMS
+    index_sums: Sums = NO_SUMS
 
 
 def write_merged_file(
@@ -56,8 +59,7 @@ def instant_ms(key: str) -> int | None:
     """The rollover time of a merged file: its instant time, part of its data key."""
     for part in key.split("/"):
         if len(part) == 17 and part.isdigit():
-            dt = datetime.strptime(part, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC)
-            return int(dt.timestamp() * 1000)
+            return datetime_to_ms(datetime.strptime(part, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC))
     return None
 
 
@@ -119,7 +121,10 @@ class ProvenanceTable:
         try:
             ekey, ikey = self.file_keys(txn, first_id)
             write_merged_file(self._store.scoped(TABLE), ekey, ikey, events, index)
-            merged = MergedFile(first_id, ekey, ikey, len(events), len(index), rows, stats)
+            merged = MergedFile(
+                first_id, ekey, ikey, len(events), len(index), rows, stats,
+                Sums.of_bytes(events), Sums.of_bytes(index),
+            )  # fmt: skip
             self.finish_rollover(txn, [merged], end_id, journals)
         except ProvenanceConflict:
             raise  # the timeline already rolled the losing write back
@@ -144,16 +149,16 @@ class ProvenanceTable:
             for f in files:
                 # One file group per first id: two rollovers of the same journals conflict.
                 txn.add(
-                    DataFile(
+                    f.events_sums.apply(DataFile(
                         f.events_key, f.events_size, f.rows, EVENTS_PARTITION,
                         f"events-{f.first_id}", f.stats,
-                    )
+                    ))
                 )  # fmt: skip
                 txn.add(
-                    DataFile(
+                    f.index_sums.apply(DataFile(
                         f.index_key, f.index_size, f.rows, INDEX_PARTITION,
                         f"index-{f.first_id}", {},
-                    )
+                    ))
                 )  # fmt: skip
             txn.commit(
                 extra_metadata={

@@ -5,7 +5,9 @@ from .errors import (
     BackendError,
     BucketMissing,
     Conflict,
+    EndpointTimeout,
     EndpointUnreachable,
+    IntegrityError,
     InvalidKey,
     InvalidURI,
     NotFound,
@@ -14,11 +16,13 @@ from .errors import (
     UnknownOutcome,
     UnsafeBackend,
 )
+from .integrity import checksum_of, open_blob, open_json, seal_blob, seal_json, verify
 from .keys import MAX_KEY_BYTES, validate_key
 from .local import LocalObjectStore
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
 from .s3 import S3ObjectStore
 from .settings import StoreSettings
+from .timeutil import datetime_to_ms, ms_to_datetime, now_ms, to_ms
 from .uri import DEFAULT_REPO, RepoURI, open_store, parse_uri, resolve_repo
 
 __all__ = [
@@ -29,7 +33,9 @@ __all__ = [
     "BucketMissing",
     "ByteRange",
     "Conflict",
+    "EndpointTimeout",
     "EndpointUnreachable",
+    "IntegrityError",
     "InvalidKey",
     "InvalidURI",
     "ListPage",
@@ -46,8 +52,18 @@ __all__ = [
     "StoreSettings",
     "UnknownOutcome",
     "UnsafeBackend",
+    "checksum_of",
+    "datetime_to_ms",
+    "ms_to_datetime",
+    "now_ms",
+    "open_blob",
+    "open_json",
     "open_store",
     "parse_uri",
     "resolve_repo",
+    "seal_blob",
+    "seal_json",
+    "to_ms",
     "validate_key",
+    "verify",
 ]

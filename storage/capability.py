@@ -3,14 +3,27 @@
 A create-only PUT is sent twice to a fresh probe key: an endpoint that answers the second
 with 412 honours `If-None-Match` on PUT. The same is then tried on CompleteMultipartUpload
 (moto's server ignores it there; MinIO and AWS honour it).
+
+The answer is cached in memory per process, and a fully safe answer also on disk per endpoint
+and bucket for `StoreSettings.capability_cache_ttl` seconds, so a short-lived CLI process does
+not pay the ~6 probe requests on every commit. Unsafe answers are never cached on disk: an
+endpoint that is refused is asked again next time (it may have been upgraded). The residual risk
+is an endpoint replaced by an unsafe one at the same address within the TTL; set the TTL to 0
+to probe in every process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import os
+import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -43,15 +56,65 @@ def _conflicts(call: Any) -> bool:
     return False
 
 
-def cached(endpoint: str, bucket: str) -> Capabilities | None:
+def _disk_path(endpoint: str, bucket: str) -> Path:
+    root = os.environ.get("FLOWLEDGER_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "flowledger"
+    digest = hashlib.sha256(f"{endpoint}\n{bucket}".encode()).hexdigest()[:32]
+    return base / "capabilities" / f"{digest}.json"
+
+
+def _read_disk(endpoint: str, bucket: str, ttl: float) -> Capabilities | None:
+    if ttl <= 0:
+        return None
+    try:
+        doc = json.loads(_disk_path(endpoint, bucket).read_text())
+        fresh = 0 <= time.time() - float(doc["checked_at"]) < ttl
+        same = doc["endpoint"] == endpoint and doc["bucket"] == bucket
+        if fresh and same and doc["conditional_put"] is True and doc["conditional_multipart"]:
+            return Capabilities(True, True)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # missing, unreadable or foreign: probe again
+    return None
+
+
+def _write_disk(endpoint: str, bucket: str, caps: Capabilities) -> None:
+    if not (caps.conditional_put and caps.conditional_multipart):
+        return
+    path = _disk_path(endpoint, bucket)
+    doc = {
+        "endpoint": endpoint,
+        "bucket": bucket,
+        "conditional_put": True,
+        "conditional_multipart": True,
+        "checked_at": time.time(),
+    }
+    # Best effort: a read-only home only costs the next process a probe.
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".probe-")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh)
+        os.replace(tmp, path)
+
+
+def cached(endpoint: str, bucket: str, ttl: float = 0.0) -> Capabilities | None:
+    """The known answer: this process's, else a fresh safe one on disk (`ttl` seconds)."""
     with _lock:
-        return _cache.get((endpoint, bucket))
+        known = _cache.get((endpoint, bucket))
+    if known is None:
+        known = _read_disk(endpoint, bucket, ttl)
+        if known is not None:
+            with _lock:
+                _cache[(endpoint, bucket)] = known
+    return known
 
 
-def probe(client: S3Client, bucket: str, prefix: str, endpoint: str) -> Capabilities:
+def probe(
+    client: S3Client, bucket: str, prefix: str, endpoint: str, ttl: float = 0.0
+) -> Capabilities:
     """Probe (or return the cached answer for) `endpoint`/`bucket`."""
     cache_key = (endpoint, bucket)
-    known = cached(endpoint, bucket)
+    known = cached(endpoint, bucket, ttl)
     if known is not None:
         return known
     key = f"{prefix}{PROBE_PREFIX}{uuid.uuid4().hex}"
@@ -85,6 +148,8 @@ def probe(client: S3Client, bucket: str, prefix: str, endpoint: str) -> Capabili
     caps = Capabilities(put_ok, mpu_ok)
     with _lock:
         _cache[cache_key] = caps
+    if ttl > 0:
+        _write_disk(endpoint, bucket, caps)
     return caps
 
 
@@ -114,6 +179,10 @@ def require_conditional_multipart(
 
 
 def forget() -> None:
-    """Drop cached answers (tests that restart servers on the same port)."""
+    """Drop cached answers, in memory and on disk (tests that restart servers on one port)."""
     with _lock:
+        known = list(_cache)
         _cache.clear()
+    for endpoint, bucket in known:
+        with contextlib.suppress(OSError):
+            _disk_path(endpoint, bucket).unlink()

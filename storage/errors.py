@@ -64,8 +64,18 @@ class EndpointUnreachable(StorageError):
     """The S3 endpoint could not be reached."""
 
 
+class EndpointTimeout(EndpointUnreachable):
+    """The endpoint accepted the connection but did not answer a read within the timeout."""
+
+
 class UnsafeBackend(StorageError):
     """The endpoint does not honour conditional writes, so atomic commits are impossible."""
+
+
+class IntegrityError(StorageError):
+    """A committed object's bytes do not match its checksum (damaged or truncated).
+
+    `uri` names the object; the message says what was expected and what was read."""
 
 
 class BackendError(StorageError):
@@ -99,6 +109,18 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, ClientError) and _code(exc) in _CONFLICT_CODES
 
 
+#: Operations that change nothing: a transport failure during one is not an unknown outcome.
+READ_OPS = frozenset({"get", "head", "list", "capability check", "list multipart uploads"})
+
+
+def is_transport_failure(exc: BaseException) -> bool:
+    """Refused, timed out or dropped connections (not an answer from the server)."""
+    return isinstance(
+        exc,
+        EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError | ConnectionClosedError,
+    )
+
+
 def is_outcome_unknown(exc: BaseException) -> bool:
     """True for transport failures after which a sent write may have been applied."""
     return isinstance(exc, ReadTimeoutError | ConnectionClosedError)
@@ -116,6 +138,13 @@ def translate_s3(exc: BaseException, uri: str, endpoint: str, op: str) -> Storag
         return EndpointUnreachable(
             f"{where}: cannot reach S3 endpoint {endpoint}; check AWS_ENDPOINT_URL and that "
             "the server is running",
+            uri,
+        )
+    if is_outcome_unknown(exc) and op in READ_OPS:
+        return EndpointTimeout(
+            f"{where}: no answer from S3 endpoint {endpoint} within the read timeout "
+            "(fs.s3a.connection.timeout) or the connection dropped; check that the server is "
+            "healthy",
             uri,
         )
     if is_outcome_unknown(exc):

@@ -106,12 +106,17 @@ class LocalObjectStore(ObjectStore):
         self.settings = settings or StoreSettings()
         self.stats = stats or RequestStats()
         self.uri = "file://" + str(self.root)
+        # Folders are made by the first write, never by opening: a read of a repository or
+        # table that does not exist must leave nothing behind.
+        if self.root.exists() and not self.root.is_dir():
+            raise StorageError(f"open {self.uri}: not a directory", self.uri)
+
+    def _ensure_dir(self, path: Path) -> Path:
         try:
-            (self.base / TMP_DIR).mkdir(parents=True, exist_ok=True)
-            (self.base / LOCK_DIR).mkdir(parents=True, exist_ok=True)
-            self.root.mkdir(parents=True, exist_ok=True)
+            path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise translate_os(exc, self.uri, "open") from exc
+        return path
 
     def scoped(self, prefix: str) -> LocalObjectStore:
         validate_prefix(prefix)
@@ -123,7 +128,7 @@ class LocalObjectStore(ObjectStore):
         return key_path(self.root, self._key(key))
 
     def _new_tmp(self) -> Path:
-        return self.base / TMP_DIR / uuid.uuid4().hex
+        return self._ensure_dir(self.base / TMP_DIR) / uuid.uuid4().hex
 
     def _finish_tmp(self, fh: BinaryIO) -> None:
         """Stamp a unique mtime (see module doc), flush to disk and close."""
@@ -189,7 +194,7 @@ class LocalObjectStore(ObjectStore):
     @contextlib.contextmanager
     def _key_lock(self, key: str) -> Iterator[None]:
         name = hashlib.sha1(str(self._path(key)).encode()).hexdigest()
-        with open(self.base / LOCK_DIR / name, "a+b") as fh:
+        with open(self._ensure_dir(self.base / LOCK_DIR) / name, "a+b") as fh:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
             try:
                 yield
@@ -367,6 +372,25 @@ class LocalObjectStore(ObjectStore):
             except OSError as exc:
                 raise translate_os(exc, self.url(key), "delete") from exc
             self._prune(path.parent)
+
+    def abort_stale_uploads(self, older_than: float | None = None) -> int:
+        """Temp files of writers that died (they live under the repository root's temp
+        folder, shared by every scope)."""
+        age = self.settings.multipart_purge_age if older_than is None else older_than
+        cutoff = time.time() - age
+        removed = 0
+        try:
+            entries = list(os.scandir(self.base / TMP_DIR))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            try:
+                if entry.stat().st_mtime <= cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue  # published or aborted meanwhile
+        return removed
 
     def destroy(self) -> None:
         """Remove the whole repository directory (tests and `make clean`)."""

@@ -213,5 +213,11 @@ class ObjectStore(ABC):
     def scoped(self, prefix: str) -> ObjectStore:
         """A view of this store rooted at `prefix` (same connection and stats)."""
 
+    def abort_stale_uploads(self, older_than: float | None = None) -> int:
+        """Remove what writers that died mid-write left behind under this store's prefix
+        (S3: incomplete multipart uploads; local: temp files), if started more than
+        `older_than` seconds ago (default: settings `multipart_purge_age`). Returns how many."""
+        return 0
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has nothing to release."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
 from . import capability
 from .compose import MIN_PART, plan_compose
@@ -19,6 +20,7 @@ from .errors import (
     UnknownOutcome,
     is_conflict,
     is_outcome_unknown,
+    is_transport_failure,
     raise_s3,
     retry_attempts,
 )
@@ -50,13 +52,30 @@ def make_client(settings: StoreSettings) -> S3Client:
         response_checksum_validation="when_required",
     )
     session = boto3.session.Session()
-    return session.client(
+    client = session.client(
         "s3",
         endpoint_url=settings.endpoint_url,
         aws_access_key_id=settings.access_key_id,
         aws_secret_access_key=settings.secret_access_key,
         config=config,
     )
+    # Runs before botocore's own retry handler: bounds what it would retry `max_attempts`
+    # times with backoff (a closed port took ~15 s, a hung endpoint 5 read timeouts).
+    client.meta.events.register_first("needs-retry.s3", _transport_retries(settings.retry_limit))
+    return client
+
+
+def _transport_retries(limit: int) -> Callable[..., Any]:
+    def veto(
+        attempts: int = 1, caught_exception: BaseException | None = None, **_: Any
+    ) -> bool | None:
+        if isinstance(caught_exception, ReadTimeoutError):
+            return False  # hung: another attempt waits as long again
+        if caught_exception is not None and is_transport_failure(caught_exception):
+            return False if attempts > limit else None
+        return None  # botocore decides (throttling, 5xx)
+
+    return veto
 
 
 class S3ObjectStore(ObjectStore):
@@ -104,11 +123,12 @@ class S3ObjectStore(ObjectStore):
             return err
 
     def capabilities(self) -> capability.Capabilities:
-        known = capability.cached(self.endpoint, self.bucket)
+        ttl = self.settings.capability_cache_ttl
+        known = capability.cached(self.endpoint, self.bucket, ttl)
         if known is not None:
             return known
-        self.stats.add("PROBE")  # one probe = ~6 requests, once per process and bucket
-        return capability.probe(self.client, self.bucket, self.prefix, self.endpoint)
+        self.stats.add("PROBE")  # ~6 requests, once per bucket per process or per TTL on disk
+        return capability.probe(self.client, self.bucket, self.prefix, self.endpoint, ttl)
 
     def _require_conditional_put(self) -> None:
         capability.require_conditional_put(
@@ -313,6 +333,35 @@ class S3ObjectStore(ObjectStore):
                     f"{first.get('Code')}: {first.get('Message')} ({len(errors)} keys failed)",
                     self.uri,
                 )
+
+    def abort_stale_uploads(self, older_than: float | None = None) -> int:
+        age = self.settings.multipart_purge_age if older_than is None else older_than
+        cutoff = datetime.now(UTC) - timedelta(seconds=age)
+        stale: list[tuple[str, str]] = []
+        # Bucket-wide, filtered here: MinIO answers a Prefix only when it is a whole key.
+        kwargs: dict[str, Any] = {"Bucket": self.bucket}
+        while True:
+            self.stats.add("LIST")
+            try:
+                resp = self.client.list_multipart_uploads(**kwargs)
+            except _AWS_ERRORS as exc:
+                raise self._fail(exc, "", "list multipart uploads") from exc
+            for u in resp.get("Uploads", []):
+                if u["Key"].startswith(self.prefix) and u["Initiated"] <= cutoff:
+                    stale.append((u["Key"], u["UploadId"]))
+            if not resp.get("IsTruncated"):
+                break
+            kwargs["KeyMarker"] = resp.get("NextKeyMarker", "")
+            kwargs["UploadIdMarker"] = resp.get("NextUploadIdMarker", "")
+        for key, upload_id in stale:
+            self.stats.add("DELETE")
+            try:
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            except _AWS_ERRORS as exc:
+                err = self._fail(exc, key[len(self.prefix) :], "abort multipart upload")
+                if not isinstance(err, NotFound):  # aborted or completed meanwhile
+                    raise err from exc
+        return len(stale)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

@@ -36,6 +36,9 @@ class StoreSettings:
     path_style_access: bool | None = None
     #: s3a `fs.s3a.attempts.maximum`: total attempts for throttling, 5xx and transport errors.
     attempts_maximum: int = 5
+    #: s3a `fs.s3a.retry.limit`: retries after a refused or dropped connection (a read timeout
+    #: is never retried: a hung endpoint fails after one `connection_timeout`).
+    retry_limit: int = 1
     #: s3a `fs.s3a.connection.establish.timeout` (seconds).
     connection_establish_timeout: float = 5.0
     #: s3a `fs.s3a.connection.timeout` (seconds) for reading a response.
@@ -44,15 +47,23 @@ class StoreSettings:
     connection_maximum: int = 32
     #: s3a `fs.s3a.multipart.size`: part size of streaming uploads (S3 minimum 5 MiB).
     multipart_size: int = 8 * MiB
+    #: s3a `fs.s3a.multipart.purge.age` (seconds): incomplete multipart uploads (local: temp
+    #: files) older than this are removed by `content cleanup` and at content-repository start.
+    multipart_purge_age: float = 24 * 3600.0
     #: s3a `fs.s3a.fast.upload.active.blocks`: parts uploading at once per stream.
     fast_upload_active_blocks: int = 4
     #: Run against an endpoint that ignores conditional writes (loses atomicity; opt-in only).
     allow_unsafe: bool = field(default_factory=lambda: _env_flag("FLOWLEDGER_ALLOW_UNSAFE"))
     #: Local backend: fsync files and directories before a write returns.
     fsync: bool = True
+    #: Seconds a safe answer of the conditional-write probe stays cached on disk per endpoint
+    #: and bucket (under ~/.cache/flowledger/capabilities); 0 = probe in every process.
+    capability_cache_ttl: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.multipart_size < 5 * MiB:
             raise ValueError("multipart_size must be at least 5 MiB (the S3 part minimum)")
         if self.fast_upload_active_blocks < 1 or self.attempts_maximum < 1:
             raise ValueError("fast_upload_active_blocks and attempts_maximum must be >= 1")
+        if self.retry_limit < 0:
+            raise ValueError("retry_limit must be >= 0")

@@ -58,8 +58,16 @@ def parse_uri(uri: str) -> RepoURI:
         if parts.query or parts.fragment:
             raise InvalidURI(f"repository URI {uri!r}: query strings are not supported", uri)
         prefix = parts.path.strip("/")
-        if "//" in parts.path.strip("/"):
-            raise InvalidURI(f"repository URI {uri!r}: empty path segment", uri)
+        # S3 keys are not paths: `..` and `.` would be literal key segments (and mean something
+        # else to every tool that treats them as paths); an empty segment is a typo.
+        for segment in prefix.split("/") if prefix else []:
+            if segment in ("", ".", ".."):
+                what = "an empty path segment" if not segment else f"a {segment!r} path segment"
+                raise InvalidURI(
+                    f"repository URI {uri!r} has {what}: S3 prefixes are literal keys, "
+                    "write the prefix out in full (s3://BUCKET/a/b)",
+                    uri,
+                )
         return RepoURI("s3", bucket, prefix)
     raise InvalidURI(
         f"unsupported repository URI scheme {scheme!r} in {uri!r}: use a local path, "

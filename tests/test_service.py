@@ -1,90 +1,230 @@
-"""The HTTP service, served by uvicorn on a free port and called over real HTTP."""
+"""The HTTP service as a real `flowledger serve` process, called over real HTTP."""
 
 from __future__ import annotations
 
 import json
-import threading
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-import uvicorn
 
-from flowledger.service import create_app
 from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
-from tests.support.servers import free_port
+from storage.content import ContentRepository
+from tests.support.service import Client, ServiceProcess
 
 pytestmark = pytest.mark.unit
 
 
-def _get(url: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            body = resp.read()
-            kind = resp.headers.get("content-type", "")
-            return resp.status, json.loads(body) if "json" in kind else body.decode()
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read() or b"null")
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[str]:
-    repo = str(tmp_path / "repo")
+def _seed(repo: str) -> None:
+    """A small lineage: ff-1 received with content, forked into ff-2 and ff-3, ff-2 dropped."""
+    with ContentRepository.open(repo) as content:
+        claim = content.write_bytes(b"a,b\n1,2\n")
+        content.commit()
+    rc = claim.resource_claim
     with ProvenanceRepository(open_store(repo)) as prov:
         prov.register_events(
             [
-                ProvenanceEvent("RECEIVE", "ff-1", "in", "GetFile", 10, transit_uri="file:///a"),
-                ProvenanceEvent("FORK", "ff-1", "split", "SplitText", 10, child_uuids=("ff-2",)),
+                ProvenanceEvent(
+                    "RECEIVE",
+                    "ff-1",
+                    "in",
+                    "GetFile",
+                    claim.length,
+                    transit_uri="file:///a",
+                    updated_attributes={"filename": "a.csv"},
+                    content_claim_container=rc.container,
+                    content_claim_section=rc.section,
+                    content_claim_identifier=rc.identifier,
+                    content_claim_offset=claim.offset,
+                    content_claim_checksum=claim.checksum,
+                ),
+                ProvenanceEvent(
+                    "FORK", "ff-1", "split", "SplitText", 10, child_uuids=("ff-2", "ff-3")
+                ),
                 ProvenanceEvent("DROP", "ff-2", "out", "Drop", 5),
             ],
             sync=True,
         )
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(repo), host="127.0.0.1", port=port))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if _get(base + "/health")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.05)
-    yield base
-    server.should_exit = True
-    thread.join(timeout=30)
 
 
-def test_sql_events_and_lineage_over_http(service: str) -> None:
-    q = urllib.parse.quote("SELECT event_type, flowfile_uuid FROM provenance ORDER BY event_id")
-    status, body = _get(f"{service}/provenance/sql?q={q}")
-    assert status == 200
-    assert body["columns"] == ["event_type", "flowfile_uuid"]
-    assert body["rows"] == [["RECEIVE", "ff-1"], ["FORK", "ff-1"], ["DROP", "ff-2"]]
-    status, events = _get(f"{service}/provenance/events?first=0&max=2")
-    assert status == 200 and [e["event_id"] for e in events] == [0, 1]
-    status, event = _get(f"{service}/provenance/events/2")
-    assert status == 200 and event["event_type"] == "DROP"
-    assert _get(f"{service}/provenance/events/99")[0] == 404
-    status, graph = _get(f"{service}/provenance/lineage/ff-2")
-    assert status == 200 and graph["nodes"]
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    repo = str(tmp_path_factory.mktemp("svc") / "repo")
+    _seed(repo)
+    proc = ServiceProcess(repo)
+    yield proc
+    proc.stop()
 
 
-def test_sql_through_the_service_is_read_only(service: str) -> None:
-    for statement in [
-        "DROP VIEW provenance",
-        "CREATE TABLE x AS SELECT 1",
-        "COPY provenance TO 'x'",
-    ]:
-        status, body = _get(f"{service}/provenance/sql?q={urllib.parse.quote(statement)}")
-        assert status == 400, (statement, body)
-    status, body = _get(
-        f"{service}/provenance/sql?q={urllib.parse.quote('SELECT count(*) FROM provenance')}"
+@pytest.fixture
+def api(server: ServiceProcess) -> Client:
+    return server.client
+
+
+def test_sql_events_and_lineage_over_http(api: Client) -> None:
+    r = api.post("/sql", {"sql": "SELECT event_type, flowfile_uuid FROM provenance ORDER BY 1"})
+    assert r.status == 200, r.body
+    assert r.json()["columns"] == ["event_type", "flowfile_uuid"]
+    assert sorted(map(tuple, r.json()["rows"])) == [
+        ("DROP", "ff-2"),
+        ("FORK", "ff-1"),
+        ("RECEIVE", "ff-1"),
+    ]
+    events = api.get("/provenance/events?first=0&max=2").json()
+    assert [e["eventId"] for e in events] == [0, 1]
+    r = api.get("/nifi-api/provenance-events/2")
+    assert r.status == 200 and r.json()["provenanceEvent"]["eventType"] == "DROP"
+    r = api.get("/nifi-api/provenance-events/99")
+    assert r.status == 404 and "99" in r.json()["detail"]
+    r = api.get("/provenance/lineage/ff-2")
+    assert r.status == 200 and any(n.get("eventType") == "FORK" for n in r.json()["nodes"])
+
+
+def test_provenance_query_submit_poll_delete(api: Client) -> None:
+    body = {
+        "provenance": {
+            "request": {
+                "searchTerms": {"FlowFileUUID": {"value": "ff-1"}},
+                "maxResults": 10,
+            }
+        }
+    }
+    r = api.post("/nifi-api/provenance", body)
+    assert r.status == 201, r.body
+    entity = r.json()["provenance"]
+    assert entity["finished"] is True
+    types = {e["eventType"] for e in entity["results"]["provenanceEvents"]}
+    assert types == {"RECEIVE", "FORK"}
+    polled = api.get(entity["uri"])
+    assert polled.status == 200
+    assert polled.json()["provenance"]["results"] == entity["results"]
+    assert api.request("DELETE", entity["uri"]).status == 200
+    gone = api.get(entity["uri"])
+    assert gone.status == 404 and "deleted" in gone.json()["detail"]
+    assert api.get("/nifi-api/provenance/not-a-query-id").status == 404
+    # Size range and an inverted term
+    body["provenance"]["request"] = {
+        "searchTerms": {"EventType": {"value": "FORK", "inverse": True}},
+        "minimumFileSize": 6,
+    }
+    found = api.post("/nifi-api/provenance", body).json()["provenance"]["results"]
+    assert [e["eventType"] for e in found["provenanceEvents"]] == ["RECEIVE"]
+
+
+def test_lineage_requests_and_expansion(api: Client) -> None:
+    r = api.post("/nifi-api/provenance/lineage", {"lineage": {"request": {"uuid": "ff-2"}}})
+    assert r.status == 201, r.body
+    results = r.json()["lineage"]["results"]
+    event_types = {n.get("eventType") for n in results["nodes"] if n["type"] == "EVENT"}
+    assert {"FORK", "DROP"} <= event_types
+    assert results["links"]
+    fork_id = next(n["eventId"] for n in results["nodes"] if n.get("eventType") == "FORK")
+    children = api.post(
+        "/nifi-api/provenance/lineage",
+        {"lineage": {"request": {"lineageRequestType": "CHILDREN", "eventId": fork_id}}},
     )
-    assert status == 200 and body["rows"] == [[3]]
+    assert children.status == 201, children.body
+    uuids = {n["flowFileUuid"] for n in children.json()["lineage"]["results"]["nodes"]}
+    assert "ff-2" in uuids
+    lineage_uri = r.json()["lineage"]["uri"]
+    assert api.get(lineage_uri).json()["lineage"]["results"] == results
+    bad = api.post("/nifi-api/provenance/lineage", {"lineage": {"request": {}}})
+    assert bad.status == 422 and "uuid or eventId" in bad.json()["detail"]
+
+
+def test_content_download_replay_and_gone(api: Client) -> None:
+    event = api.get("/nifi-api/provenance-events/0").json()["provenanceEvent"]
+    assert event["outputContentAvailable"] is True and event["replayAvailable"] is True
+    r = api.get("/nifi-api/provenance-events/0/content/output")
+    assert r.status == 200 and r.body == b"a,b\n1,2\n"
+    assert 'filename="a.csv"' in r.headers["content-disposition"]
+    missing = api.get("/nifi-api/provenance-events/0/content/input")
+    assert missing.status == 404 and "no input content" in missing.json()["detail"]
+    replayed = api.post("/nifi-api/provenance-events/replays", {"eventId": 0})
+    assert replayed.status == 201, replayed.body
+    assert replayed.json()["original_event_id"] == 0
+    refused = api.post("/nifi-api/provenance-events/replays", {"eventId": 1})
+    assert refused.status == 409 and "Content Claim" in refused.json()["detail"]
+
+
+def test_content_put_and_get(api: Client) -> None:
+    r = api.post("/content", raw=b"x" * 1000, headers={"Content-Type": "application/octet-stream"})
+    assert r.status == 201, r.body
+    claim = r.json()["claim"]
+    back = api.get("/content?" + urllib.parse.urlencode(claim))
+    assert back.status == 200 and back.body == b"x" * 1000
+    wrong = dict(claim, checksum="crc32:00000000")
+    assert api.get("/content?" + urllib.parse.urlencode(wrong)).status in (400, 404, 409)
+
+
+def test_ingest_json_lines_and_nifi_json(api: Client) -> None:
+    lines = "\n".join(
+        json.dumps(
+            {
+                "event_type": "CREATE",
+                "flowfile_uuid": f"new-{i}",
+                "component_id": "gen",
+                "component_type": "GenerateFlowFile",
+                "file_size": i,
+            }
+        )
+        for i in range(3)
+    )
+    r = api.post("/provenance/events", raw=lines.encode())
+    assert r.status == 201 and r.json()["events"] == 3
+    nifi = [
+        {
+            "eventType": "CREATE",
+            "entityId": "nifi-1",
+            "componentId": "c",
+            "componentType": "GenerateFlowFile",
+            "entitySize": 3,
+            "timestampMillis": 1_700_000_000_000,
+        }
+    ]
+    r = api.post("/provenance/events", nifi)
+    assert r.status == 201 and r.json()["events"] == 1
+    bad = api.post("/provenance/events", raw=b'{"event_type": "SEND"}\n')
+    assert bad.status == 400 and "line 1" in bad.json()["detail"]
+
+
+def test_timeline_by_name_only(api: Client, server: ServiceProcess) -> None:
+    assert api.get("/tables").status == 200
+    r = api.get("/tables/nope/timeline")
+    assert r.status == 404 and "nope" in r.json()["detail"]
+    for name in ("..", "a..b", "%2e%2e", "x%2Fy", "s3:%2F%2Fb", "a%00b"):
+        r = api.get(f"/tables/{name}/timeline")
+        assert r.status in (403, 404), (name, r.status)
+        assert r.status != 200
+
+
+def test_health_needs_no_token_but_everything_else_does(server: ServiceProcess) -> None:
+    anon = Client(server.host, server.port, token=None)
+    assert anon.get("/health").status == 200
+    for method, path in [
+        ("GET", "/openapi.json"),
+        ("POST", "/sql"),
+        ("GET", "/nifi-api/provenance-events/0"),
+        ("GET", "/tables"),
+        ("POST", "/provenance/events"),
+    ]:
+        r = anon.request(method, path)
+        assert r.status == 401, (path, r.status)
+        assert r.headers.get("www-authenticate", "").startswith("Bearer")
+    wrong = Client(server.host, server.port, token="x" * 26)
+    assert wrong.get("/tables").status == 401
+    basic = anon.get("/tables", headers={"Authorization": "Basic dXNlcjpwYXNz"})
+    assert basic.status == 401
+    assert server.client.get("/openapi.json").json()["openapi"].startswith("3.")
+    assert "test-token" not in server.log  # never logged
+
+
+def test_sql_timestamptz_over_http_is_utc(api: Client) -> None:
+    """`select now()` was a 500 (DuckDB needs pytz for TIMESTAMPTZ values)."""
+    q = "SELECT now() IS NOT NULL, TIMESTAMPTZ '2023-11-14 22:13:20+00'"
+    r = api.post("/sql", {"sql": q})
+    assert r.status == 200, r.body
+    row = r.json()["rows"][0]
+    assert row[0] is True
+    assert row[1].startswith("2023-11-14") and row[1].endswith("+00:00")

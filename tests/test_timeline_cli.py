@@ -61,6 +61,10 @@ def test_table_write_read_and_timeline_commands(tmp_path: Path) -> None:
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     result = runner.invoke(app, ["timeline", "rollback", "20200101000000000", "--table", uri])
+    assert result.exit_code != 0 and "no table at" in str(result.exception)
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "a.parquet")
+    _run("table", "write", uri, str(tmp_path / "a.parquet"))
+    result = runner.invoke(app, ["timeline", "rollback", "20200101000000000", "--table", uri])
     assert result.exit_code != 0
     assert "no write instant 20200101000000000" in str(result.exception)
     result = runner.invoke(app, ["timeline", "show"])

@@ -10,6 +10,7 @@ from .errors import (
     InstantNotFound,
     InvalidInstant,
     PlanError,
+    SchemaMismatch,
     TimelineError,
 )
 from .instant import (
@@ -32,6 +33,7 @@ from .instant import (
     parse_name,
 )
 from .metadata import DataFile, Entry
+from .schema import check_schema
 from .settings import TableSettings
 from .snapshot import Snapshot
 from .table import Table
@@ -62,6 +64,7 @@ __all__ = [
     "InstantTimeGenerator",
     "InvalidInstant",
     "PlanError",
+    "SchemaMismatch",
     "Snapshot",
     "State",
     "Table",
@@ -69,6 +72,7 @@ __all__ = [
     "Timeline",
     "TimelineError",
     "Transaction",
+    "check_schema",
     "format_name",
     "parse_name",
 ]

@@ -9,8 +9,10 @@ make the other's plan wrong (see docs/timeline-protocol.md, "Conflict rules").
 
 from __future__ import annotations
 
+from .errors import SchemaMismatch
 from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT
 from .metadata import Entry
+from .schema import SCHEMA_KEY, entry_schema, merge_schemas
 
 
 def _rolls_back_completed(e: Entry) -> bool:
@@ -19,7 +21,27 @@ def _rolls_back_completed(e: Entry) -> bool:
     )
 
 
+def _schemas(mine: Entry, theirs: Entry) -> str | None:
+    """A concurrent schema change conflicts unless this write's schema already includes it
+    (the latest commit must state the whole schema)."""
+    if mine.metadata.get(SCHEMA_KEY) is None or theirs.metadata.get(SCHEMA_KEY) is None:
+        return None
+    if mine.metadata[SCHEMA_KEY] == theirs.metadata[SCHEMA_KEY]:
+        return None
+    ours, other = entry_schema(mine.metadata), entry_schema(theirs.metadata)
+    assert ours is not None and other is not None
+    try:
+        if merge_schemas(other, ours).equals(ours):
+            return None
+    except SchemaMismatch as exc:
+        return f"the table's schema changed concurrently ({exc})"
+    return "the table's schema changed concurrently"
+
+
 def _write_write(mine: Entry, theirs: Entry) -> str | None:
+    changed = _schemas(mine, theirs)
+    if changed:
+        return changed
     groups = mine.file_groups & theirs.file_groups
     if groups:
         return f"both wrote file group {sorted(groups)[0]!r}"

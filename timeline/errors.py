@@ -37,3 +37,12 @@ class CommitOutcomeUnknown(TimelineError):
 
 class PlanError(TimelineError):
     """A table service (clean, rollback, savepoint, restore, clustering) cannot be planned."""
+
+
+class SchemaMismatch(TimelineError, ValueError):
+    """Data written to a table does not fit its schema (see timeline/schema.py); nothing was
+    committed. `columns` names the offending columns."""
+
+    def __init__(self, message: str, columns: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.columns = list(columns or [])

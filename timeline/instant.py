@@ -170,3 +170,19 @@ class InstantTimeGenerator:
             n = next_time(max(t, self._last))
             self._last = n
             return n
+
+
+def parse_as_of(text: str) -> str:
+    """A time-travel point as an instant time: yyyyMMddHHmmssSSS, yyyyMMddHHmmss or ISO 8601
+    (Hudi's `as.of.instant` forms; a naive ISO time is UTC)."""
+    t = text.strip()
+    if t.isdigit() and len(t) in (14, TIME_LEN):
+        return validate_time(t.ljust(TIME_LEN, "0"))
+    try:
+        dt = datetime.fromisoformat(t)
+    except ValueError:
+        raise InvalidInstant(
+            f"invalid --as-of {text!r}: expected an instant time (yyyyMMddHHmmssSSS), "
+            "yyyyMMddHHmmss or an ISO 8601 time such as 2024-01-31T12:00:00Z"
+        ) from None
+    return format_time(dt if dt.tzinfo else dt.replace(tzinfo=UTC))

@@ -7,10 +7,11 @@ materializes a completion (its writer or a helper) writes identical objects.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from storage import open_json, seal_json
 
 from .errors import TimelineError
 from .instant import COMMIT_ACTIONS, WRITE_ACTIONS, validate_time
@@ -33,6 +34,13 @@ class DataFile:
     column_stats: Mapping[str, Mapping[str, Any]] = field(
         default_factory=dict, compare=False, hash=False
     )
+    #: `crc32:XXXXXXXX` of the whole file, verified whenever it is read whole or cached
+    #: locally. Empty = written before checksums (read unverified).
+    checksum: str = field(default="", compare=False)
+    #: For readers that fetch byte ranges: the checksum of the Parquet footer (the last
+    #: `footer_length + 8` bytes) and of each row group's byte span, in row-group order.
+    footer_checksum: str = field(default="", compare=False)
+    row_group_checksums: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def group(self) -> str:
@@ -48,6 +56,12 @@ class DataFile:
         }
         if self.column_stats:
             out["column_stats"] = {k: dict(v) for k, v in self.column_stats.items()}
+        if self.checksum:
+            out["checksum"] = self.checksum
+        if self.footer_checksum:
+            out["footer_checksum"] = self.footer_checksum
+        if self.row_group_checksums:
+            out["row_group_checksums"] = list(self.row_group_checksums)
         return out
 
     @staticmethod
@@ -59,6 +73,9 @@ class DataFile:
             partition=str(d.get("partition", "")),
             file_group=str(d.get("file_group", "")),
             column_stats=dict(d.get("column_stats", {})),
+            checksum=str(d.get("checksum", "")),
+            footer_checksum=str(d.get("footer_checksum", "")),
+            row_group_checksums=tuple(str(c) for c in d.get("row_group_checksums", ())),
         )
 
 
@@ -134,12 +151,12 @@ class Entry:
             "writer": self.writer,
             "metadata": self.metadata,
         }
-        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        return seal_json(body)  # a crc32 field: the body checks itself wherever it is copied
 
     @staticmethod
     def decode(data: bytes, where: str = "") -> Entry:
+        d = open_json(data, where)  # IntegrityError (naming `where`) before anything is used
         try:
-            d = json.loads(data)
             if d.get("format") != FORMAT:
                 raise TimelineError(f"{where}: unsupported format {d.get('format')!r}")
             return Entry(
@@ -182,16 +199,10 @@ def write_metadata(
 
 
 def encode_plan(plan: Mapping[str, Any]) -> bytes:
-    return json.dumps({"format": FORMAT, **plan}, sort_keys=True).encode()
+    return seal_json({"format": FORMAT, **plan})
 
 
-def decode_plan(data: bytes) -> dict[str, Any]:
+def decode_plan(data: bytes, where: str = "plan") -> dict[str, Any]:
     if not data:
         return {}
-    try:
-        d = json.loads(data)
-    except ValueError as exc:
-        raise TimelineError(f"corrupt plan: {exc}") from exc
-    if not isinstance(d, dict):
-        raise TimelineError("corrupt plan: not an object")
-    return d
+    return open_json(data, where)

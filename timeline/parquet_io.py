@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
@@ -12,9 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from storage import ObjectStore
+from storage import IntegrityError, ObjectStore, checksum_of, verify
 
 from .metadata import DataFile
+from .schema import conform
 
 
 def to_parquet_bytes(table: pa.Table) -> bytes:
@@ -71,19 +73,93 @@ def split_partitions(table: pa.Table, partition_by: Sequence[str]) -> list[tuple
     return [(p, table.take(pa.array(ix, pa.int64()))) for p, ix in sorted(groups.items())]
 
 
+def footer_span(size: int, tail: bytes) -> tuple[int, int]:
+    """(start, length) of a Parquet file's footer (metadata + length + magic) from the file's
+    size and its last 8 or more bytes."""
+    if size < 12 or len(tail) < 8 or tail[-4:] != b"PAR1":
+        raise ValueError("not a Parquet file: no PAR1 magic at the end")
+    length = int.from_bytes(tail[-8:-4], "little") + 8
+    if length > size - 4:
+        raise ValueError(f"Parquet footer length {length} exceeds the file size {size}")
+    return size - length, length
+
+
+def row_group_spans(md: pq.FileMetaData) -> list[tuple[int, int]]:
+    """[start, end) of each row group's column chunks (contiguous in files we write)."""
+    spans = []
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        starts, ends = [], []
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            start = col.data_page_offset
+            if col.has_dictionary_page and col.dictionary_page_offset is not None:
+                start = min(start, col.dictionary_page_offset)
+            starts.append(start)
+            ends.append(start + col.total_compressed_size)
+        spans.append((min(starts), max(ends)))
+    return spans
+
+
+def checksummed(f: DataFile, body: bytes, *, ranged: bool = False) -> DataFile:
+    """`f` with the checksum of its bytes; `ranged=True` adds the footer and row-group
+    checksums a reader of byte ranges verifies (provenance event and index files)."""
+    if not ranged:
+        return replace(f, checksum=checksum_of(body))
+    start, length = footer_span(len(body), body[-8:])
+    md = pq.ParquetFile(io.BytesIO(body)).metadata
+    return replace(
+        f,
+        checksum=checksum_of(body),
+        footer_checksum=checksum_of(memoryview(body)[start : start + length]),
+        row_group_checksums=tuple(
+            checksum_of(memoryview(body)[s:e]) for s, e in row_group_spans(md)
+        ),
+    )
+
+
+def read_verified(store: ObjectStore, f: DataFile) -> bytes:
+    """The whole file, checked against the checksum its commit recorded (IntegrityError
+    naming the object otherwise; a legacy file without a checksum is read as is)."""
+    data = store.get(f.path)
+    where = store.url(f.path)
+    if f.size and len(data) != f.size:
+        raise IntegrityError(
+            f"{where} is corrupt: {len(data)} bytes read, the commit recorded {f.size}", where
+        )
+    verify(data, f.checksum, where)
+    return data
+
+
 def describe_parquet(data: bytes) -> tuple[int, dict[str, dict[str, Any]]]:
     """Row count and column stats of a Parquet file's bytes."""
-    t = pq.read_table(io.BytesIO(data))
+    t = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)  # see _read_one
     return t.num_rows, column_stats(t)
 
 
+def _read_one(body: bytes, columns: Sequence[str] | None, schema: pa.Schema | None) -> pa.Table:
+    """One file, decoded on the calling thread. Arrow's thread pools are never started: a
+    worker still alive when the interpreter exits aborts the process ("terminate called without
+    an active exception", apache/arrow#34314), and `pq.read_table` always starts them (it goes
+    through the dataset scanner). Columns added after this file was written are left out here
+    and come back as nulls in `conform`."""
+    pf = pq.ParquetFile(pa.BufferReader(body))
+    wanted = None
+    if columns:
+        present = set(pf.schema_arrow.names)
+        wanted = [c for c in columns if c in present or schema is None]
+    return pf.read(columns=wanted, use_threads=False)
+
+
 def read_files(
-    store: ObjectStore, files: Sequence[DataFile], columns: Sequence[str] | None = None
+    store: ObjectStore,
+    files: Sequence[DataFile],
+    columns: Sequence[str] | None = None,
+    schema: pa.Schema | None = None,
 ) -> pa.Table | None:
-    tables = [
-        pq.read_table(io.BytesIO(store.get(f.path)), columns=list(columns) if columns else None)
-        for f in files
-    ]
+    tables = [_read_one(read_verified(store, f), columns, schema) for f in files]
+    if schema is not None:  # the table's schema: files written before an evolution conform
+        tables = [conform(t, schema, columns) for t in tables]
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="default")

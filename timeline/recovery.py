@@ -18,6 +18,7 @@ from .commit import materialize
 from .errors import CommitConflict, TimelineError
 from .heartbeat import expired, last_beat
 from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, Instant, State
+from .layout import instant_key
 from .metadata import Entry, decode_plan
 from .settings import EAGER
 from .store import Listing
@@ -81,7 +82,8 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
 
 def read_plan(table: Table, inst: Instant) -> dict[str, object]:
     first = State.INFLIGHT if inst.action == SAVEPOINT else State.REQUESTED
-    return decode_plan(table.tl.read_state(Instant(inst.time, inst.action, first)))
+    state = Instant(inst.time, inst.action, first)
+    return decode_plan(table.tl.read_state(state), table.store.url(instant_key(state)))
 
 
 def finish_service(table: Table, inst: Instant) -> None:

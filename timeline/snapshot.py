@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, parse_name
 from .metadata import DataFile, Entry
 
@@ -95,6 +97,16 @@ class TableState:
     def cleaned_before_seq(self) -> int:
         """Snapshots before this log position may reference cleaned files."""
         return max((int(c.metadata.get("retain_from_seq", 0)) for c in self.cleans), default=0)
+
+    def schema(self, upto_seq: int | None = None) -> pa.Schema | None:
+        """The table schema the latest write (as of `upto_seq`) states; None if none does."""
+        from .schema import entry_schema
+
+        for e in reversed(self.ordered_writes(upto_seq)):
+            found = entry_schema(e.metadata)
+            if found is not None:
+                return found
+        return None
 
     def seq_as_of(self, time: str) -> int:
         """The log position a time-travel read `as_of` an instant time sees."""

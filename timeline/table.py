@@ -24,6 +24,7 @@ from .instant import (
     Instant,
     InstantTimeGenerator,
     State,
+    parse_as_of,
     parse_name,
 )
 from .layout import data_key
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
     from .archive.view import ActiveView
 
 
+#: How old (seconds) the last instants listing may be for the failed-writes check to reuse it.
+FRESH_LISTING_S = 1.0
+
+
 class Table:
     def __init__(self, store: ObjectStore, settings: TableSettings | None = None) -> None:
         self.store = store
@@ -49,9 +54,12 @@ class Table:
         self._lock = threading.Lock()
         self._latest = 0
         self._listing: Listing | None = None
+        self._listed_at = 0.0  # time.monotonic() of `_listing`
         self._log_entries: list[Entry] = []
         self._archive_view: ActiveView | None = None
         self._checked_failed_at: float | None = None
+        #: (log position, instant time, schema JSON) of the newest write this object completed
+        self.noted_schema: tuple[int, str, Any] | None = None
 
     @classmethod
     def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
@@ -76,11 +84,14 @@ class Table:
 
     def note_completed(self, e: Entry) -> None:
         self._advance(e.seq)
+        if e.metadata.get("schema") is not None:  # this object's newest stated schema
+            self.noted_schema = (e.seq, e.time, e.metadata["schema"])
 
     def load_instants(self) -> Listing:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
         listing = self.tl.list_instants()
         self._listing = listing
+        self._listed_at = time.monotonic()
         self._advance(listing.max_seq)
         return listing
 
@@ -158,9 +169,12 @@ class Table:
     # -- reading --------------------------------------------------------------------------------
     def snapshot(self, as_of: str | None = None, refresh: bool = True) -> Snapshot:
         """Files of completed commits minus replaced ones, from metadata (never listing data)."""
-        st = self.state(refresh)
+        return self._snapshot(self.state(refresh), as_of)
+
+    def _snapshot(self, st: TableState, as_of: str | None) -> Snapshot:
         if as_of is None:
             return st.snapshot()
+        as_of = parse_as_of(as_of)
         seq = st.seq_as_of(as_of)
         if 0 < seq < st.cleaned_before_seq() and as_of not in st.savepoints:
             raise TimelineError(
@@ -168,12 +182,27 @@ class Table:
                 f"keeps the last {self.settings.cleaner_commits_retained} commits; savepoint "
                 "an instant to keep it readable)"
             )
+        if seq == 0:
+            first = min(st.writes, default=None)
+            raise InstantNotFound(
+                f"time travel to {as_of} in {self.uri}: no commit at or before it "
+                + (f"(the first is {first})" if first else "(the table has no commits)")
+            )
         return st.snapshot(seq)
 
     def read(self, as_of: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
-        snap = self.snapshot(as_of)
-        table = read_files(self.store, snap.files, columns)
+        """The snapshot's rows in the table's schema as of that snapshot (older files are
+        widened and get nulls for columns added after them)."""
+        st = self.state()
+        snap = self._snapshot(st, as_of)
+        schema = st.schema(snap.seq) if snap.seq else None
+        table = read_files(self.store, snap.files, columns, schema)
         return table if table is not None else pa.table({})
+
+    def schema(self, as_of: str | None = None) -> pa.Schema | None:
+        """The table's schema (as of an instant) as its commits state it; None if none does."""
+        st = self.state()
+        return st.schema(self._snapshot(st, as_of).seq if as_of else None)
 
     # -- writing --------------------------------------------------------------------------------
     def data_key(self, partition: str, name: str, *, instant_time: str) -> str:
@@ -224,6 +253,7 @@ class Table:
             raise TimelineError(f"could not find a free instant time in {self.uri}")
         if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
             self._check_failed_writes(exclude=t)
+        self._listed_at = 0.0  # the listing predates this instant: not fresh for the next begin
         if first_state is State.REQUESTED:
             with contextlib.suppress(Conflict):  # someone finishing our plan got there first
                 self.tl.create(Instant(t, action, State.INFLIGHT), body)
@@ -242,7 +272,13 @@ class Table:
         if not eager and last is not None and now - last < interval:
             return
         self._checked_failed_at = now
-        handle_failed_writes(self, self.load_instants(), exclude)
+        # A listing made within the last second (Table.open just before a write, as every CLI
+        # commit does) is as good as a new one: nothing in it can have expired since, and an
+        # instant begun after it is not a failed write yet. Saves a LIST per CLI commit.
+        listing = self._listing
+        if listing is None or now - self._listed_at > FRESH_LISTING_S:
+            listing = self.load_instants()
+        handle_failed_writes(self, listing, exclude)
 
     def write(
         self,

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from storage import StorageError
 
 from . import crash
@@ -15,6 +17,7 @@ from .heartbeat import Heartbeat
 from .instant import REPLACE_COMMIT, Instant, State
 from .layout import data_key, data_prefix, heartbeat_key
 from .metadata import DataFile, Entry, write_metadata
+from .schema import SCHEMA_KEY, schema_to_json
 
 if TYPE_CHECKING:
     from .table import Table
@@ -35,6 +38,8 @@ class Transaction:
         self._replaced: dict[str, DataFile] = {}
         self._replaced_partitions: set[str] = set()
         self._done = False
+        #: The table's schema after this write (see schema.check_schema); recorded at commit.
+        self.schema: pa.Schema | None = None
         self._heartbeat = Heartbeat(
             table.store,
             instant_time,
@@ -93,6 +98,8 @@ class Transaction:
             self._replaced_partitions,
             extra_metadata,
         )
+        if self.schema is not None:
+            metadata[SCHEMA_KEY] = schema_to_json(self.schema)
         return self.complete(metadata)
 
     def complete(self, metadata: Mapping[str, Any]) -> Instant:

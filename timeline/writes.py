@@ -10,10 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
-from .parquet_io import column_stats, describe_parquet, split_partitions, to_parquet_bytes
+from .parquet_io import (
+    checksummed,
+    column_stats,
+    describe_parquet,
+    split_partitions,
+    to_parquet_bytes,
+)
+from .schema import latest_schema, merge_schemas
 
 if TYPE_CHECKING:
     from .table import Table
@@ -32,7 +40,9 @@ def put_table(txn: Transaction, partition: str, data: pa.Table) -> DataFile:
     key = txn.data_key(partition, f"{group}_{txn.instant_time}.parquet")
     body = to_parquet_bytes(data)
     txn.table.store.put(key, body)
-    f = DataFile(key, len(body), data.num_rows, partition, group, column_stats(data))
+    f = checksummed(
+        DataFile(key, len(body), data.num_rows, partition, group, column_stats(data)), body
+    )
     txn.add(f)
     return f
 
@@ -49,6 +59,12 @@ def write(
     parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
     if not isinstance(data, pa.Table) and parts:
         raise ValueError("partition_by applies to a pyarrow table, not to ready Parquet files")
+    if isinstance(data, pa.Table):
+        incoming = data.schema
+    else:
+        incoming = None
+        for path in data:
+            incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"
@@ -56,6 +72,10 @@ def write(
         operation = "insert"
     txn = table.begin(REPLACE_COMMIT if overwrite else COMMIT, operation=operation)
     try:
+        # Checked on the view `begin` loaded (no extra LIST): the commit validates against
+        # everything completed after it, schema changes included. A mismatch aborts `txn`.
+        current = latest_schema(table, refresh=False)
+        txn.schema = current if incoming is None else merge_schemas(current, incoming, table.uri)
         written: set[str] = set()
         if isinstance(data, pa.Table):
             for partition, piece in split_partitions(data, parts):
@@ -68,7 +88,7 @@ def write(
                 group = _new_file_group()
                 key = txn.data_key("", f"{group}_{txn.instant_time}.parquet")
                 table.store.put(key, body)
-                txn.add(DataFile(key, len(body), rows, "", group, stats))
+                txn.add(checksummed(DataFile(key, len(body), rows, "", group, stats), body))
                 written.add("")
         if overwrite:
             current = {f.partition for f in table.snapshot().files}

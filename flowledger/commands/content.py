@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO, cast
 
 import typer
 
 from storage.content import ContentClaim, ContentRepository, ContentRepositorySettings
+
+from ..progress import CountingReader, CountingWriter, progress
 
 # Same as cli.RepoOption (not imported from there: cli imports this module).
 RepoOption = Annotated[
@@ -43,8 +47,13 @@ def put(
 ) -> None:
     """Store FILE as one content (committed) and print its claim as JSON."""
     with _open(repo) as content:
-        with content.transaction() as session, open(file, "rb") as fh, session.write() as w:
-            w.write_from(fh)
+        with (
+            content.transaction() as session,
+            open(file, "rb") as fh,
+            progress(f"content put {file.name}", file.stat().st_size) as bar,
+            session.write() as w,
+        ):
+            w.write_from(cast(BinaryIO, CountingReader(fh, bar)))
         assert w.claim is not None
     print(w.claim.to_json())
 
@@ -57,11 +66,46 @@ def get(
 ) -> None:
     """Write the content CLAIM names to FILE (verified against its checksum)."""
     parsed = _claim(claim)
-    tmp = output.with_name(output.name + ".partial")
-    with _open(repo) as content:
-        n = content.export_to(parsed, tmp)
-    tmp.replace(output)  # never leave a half-written or unverified file under the name
+    # A unique temp name beside the target (same filesystem: the rename is atomic), removed
+    # on any failure: never a half-written or unverified file, under any name.
+    fd, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
+    tmp = Path(name)
+    try:
+        with (
+            os.fdopen(fd, "wb") as fh,
+            _open(repo) as content,
+            progress(f"content get {output.name}", max(parsed.length, 0)) as bar,
+        ):
+            n = content.export_to(parsed, cast(BinaryIO, CountingWriter(fh, bar)))
+        tmp.replace(output)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     print(f"wrote {n} bytes to {output}", file=sys.stderr)
+
+
+@app.command()
+def cleanup(
+    repo: RepoOption = None,
+    older_than: Annotated[
+        float | None,
+        typer.Option(
+            "--older-than",
+            min=0,
+            help="Seconds; default: multipart_purge_age (fs.s3a.multipart.purge.age, 24 h)",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Remove what crashed writers left: abort incomplete multipart uploads (local: temp
+    files) older than --older-than, and archive unreferenced contents (orphans)."""
+    with _open(repo) as content:
+        aborted = content.abort_stale_uploads(older_than)
+        orphans = content.cleanup()  # the orphan sweep (uploads are done above)
+    if as_json:
+        print(json.dumps({"aborted_uploads": aborted, "archived_orphans": orphans}))
+    else:
+        print(f"aborted {aborted} incomplete uploads, archived {orphans} orphaned contents")
 
 
 @app.command()

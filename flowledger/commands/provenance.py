@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,8 +14,11 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
-from provenance.ingest import read_events
+from provenance.ingest import ingest_file
 from storage import open_store
+from storage.timeutil import ms_to_iso
+
+from ..jsonout import dumps
 
 # Same as cli.RepoOption (not imported from there: cli imports this module).
 RepoOption = Annotated[
@@ -27,7 +30,8 @@ RepoOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
-BATCH = 50_000
+MAX_ID = 2**63 - 1  # event ids are BIGINT
+MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
 
 
 def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
@@ -49,13 +53,13 @@ def _jsonable(v: Any) -> Any:
 
 def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:
     if as_json:
-        print(json.dumps([e.to_dict() for e in events]))
+        print(dumps([e.to_dict() for e in events]))
         return
     table = RichTable(
         "event_id", "event_time", "event_type", "flowfile_uuid", "component_id", "size", "details"
     )
     for e in events:
-        when = datetime.fromtimestamp(e.event_time / 1000, UTC).isoformat(timespec="milliseconds")
+        when = ms_to_iso(e.event_time)
         table.add_row(
             str(e.event_id),
             when,
@@ -75,27 +79,52 @@ def ingest(
     ],
     repo: RepoOption = None,
     json_out: JsonOption = False,
+    fmt: Annotated[
+        str, typer.Option("--format", help="events (ours or NiFi's) or openlineage (RunEvents)")
+    ] = "events",
 ) -> None:
     """Register the events of FILE (ours: JSON lines with the view's column names; or NiFi's
-    site-to-site provenance JSON). Every event is validated before anything is written."""
-    with open(file, encoding="utf-8") as fh:
-        events = list(read_events(fh))
+    site-to-site provenance JSON). All or nothing: every line is type-checked and validated
+    before anything is written, then all events become visible at once. Re-ingesting a NiFi
+    export (same eventIds) is refused. `--format openlineage`: OpenLineage RunEvents
+    (docs/spark.md, "Provenance")."""
+    if fmt == "openlineage":
+        _ingest_openlineage(file, repo, json_out)
+        return
+    if fmt != "events":
+        raise typer.BadParameter("--format must be events or openlineage")
     repo_ = _open(repo, recover=True)
-    ids: list[int] = []
     try:
-        for i in range(0, len(events), BATCH):
-            ids += repo_.register_events(events[i : i + BATCH], sync=True)
+        r = ingest_file(repo_, file)
     finally:
         repo_.close()
     result = {
-        "events": len(ids),
-        "first_event_id": ids[0] if ids else None,
-        "last_event_id": ids[-1] if ids else None,
+        "events": r.events,
+        "first_event_id": r.first_event_id,
+        "last_event_id": r.last_event_id,
     }
     print(
         json.dumps(result)
         if json_out
-        else f"registered {len(ids)} events" + (f" (ids {ids[0]}..{ids[-1]})" if ids else "")
+        else f"registered {r.events} events"
+        + (f" (ids {r.first_event_id}..{r.last_event_id})" if r.events else "")
+    )
+
+
+def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
+    from provenance.openlineage import ingest as ingest_openlineage
+
+    repo_ = _open(repo, recover=True)
+    try:
+        with open(file, encoding="utf-8") as fh:
+            r = ingest_openlineage(repo_, fh)
+    finally:
+        repo_.close()
+    print(
+        json.dumps(r.__dict__)
+        if json_out
+        else f"registered {r.events} events from {r.runs} completed runs "
+        f"({r.run_events} RunEvents read, {r.skipped} without provenance)"
     )
 
 
@@ -112,7 +141,7 @@ def sql(
     finally:
         repo_.close()
     if json_out:
-        print(json.dumps([dict(zip(names, map(_jsonable, r), strict=True)) for r in rows]))
+        print(dumps([dict(zip(names, map(_jsonable, r), strict=True)) for r in rows]))
         return
     table = RichTable(*names)
     for r in rows:
@@ -122,8 +151,10 @@ def sql(
 
 @app.command()
 def events(
-    first: Annotated[int, typer.Option("--first", help="First event id")] = 0,
-    max_events: Annotated[int, typer.Option("--max", help="At most this many events")] = 100,
+    first: Annotated[int, typer.Option("--first", min=0, max=MAX_ID, help="First event id")] = 0,
+    max_events: Annotated[
+        int, typer.Option("--max", min=1, max=MAX_EVENTS, help="At most this many events")
+    ] = 100,
     repo: RepoOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -161,7 +192,7 @@ def lineage(
 
 @app.command()
 def replay(
-    event_id: Annotated[int, typer.Argument(help="Event to replay")],
+    event_id: Annotated[int, typer.Argument(min=0, max=MAX_ID, help="Event to replay")],
     repo: RepoOption = None,
     json_out: JsonOption = False,
 ) -> None:

@@ -14,6 +14,10 @@ from rich.table import Table as RichTable
 
 from storage import open_store
 from timeline import Table
+from timeline.schema import conform, merge_schemas
+
+from ..jsonout import dumps
+from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
 
@@ -30,10 +34,15 @@ def _load(files: list[Path]) -> pa.Table | list[str]:
         elif f.suffix.lower() == ".parquet":
             import pyarrow.parquet as pq
 
-            tables.append(pq.read_table(f))
+            tables.append(pq.ParquetFile(f).read(use_threads=False))
         else:
             raise ValueError(f"{f}: only .parquet and .csv files can be written")
-    return pa.concat_tables(tables, promote_options="default")
+    # Files of one write must agree like writes of one table do (same evolution rules).
+    schema = None
+    for f, t in zip(files, tables, strict=True):
+        schema = merge_schemas(schema, t.schema, f"{files[0]} with {f}")
+    assert schema is not None
+    return pa.concat_tables([conform(t, schema) for t in tables])
 
 
 @app.command()
@@ -51,7 +60,9 @@ def write(
     if partition_by and isinstance(data, list):
         import pyarrow.parquet as pq
 
-        data = pa.concat_tables([pq.read_table(p) for p in data], promote_options="default")
+        data = pa.concat_tables(
+            [pq.ParquetFile(p).read(use_threads=False) for p in data], promote_options="default"
+        )
     table = Table.open(open_store(table_uri))
     done = table.write(data, mode=mode, partition_by=partition_by or None)
     if as_json:
@@ -65,11 +76,11 @@ def read(
     table_uri: UriArg,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
     count: Annotated[bool, typer.Option("--count", help="Only the row count")] = False,
-    limit: Annotated[int, typer.Option(help="Rows to print")] = 20,
+    limit: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Rows to print")] = 20,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Read the table's snapshot (optionally as of an instant)."""
-    table = Table.open(open_store(table_uri))
+    table = open_table(table_uri)
     if count:
         snap = table.snapshot(as_of)
         if as_json:
@@ -84,7 +95,7 @@ def read(
     data = table.read(as_of)
     rows = data.slice(0, limit).to_pylist() if data.num_rows else []
     if as_json:
-        print(json.dumps(rows, default=str))
+        print(dumps(rows))
         return
     out = RichTable(*data.column_names, caption=f"{table.uri}: {data.num_rows} rows")
     for r in rows:

@@ -11,8 +11,10 @@ from rich.table import Table as RichTable
 
 from storage import open_store
 from timeline import Instant, Table, TimelineError
+from timeline.layout import TIMELINE
 from timeline.settings import KEEP_LATEST_COMMITS
 
+from ..errors import FlowledgerError
 from . import archive_cmds
 
 app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
@@ -34,7 +36,12 @@ def open_table(uri: str | None) -> Table:
             "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
             "FLOWLEDGER_TABLE"
         )
-    return Table.open(open_store(uri))
+    store = open_store(uri)
+    # Reading or changing a table that was never written is a mistake (a typo in the URI):
+    # say so instead of showing an empty table, and create nothing (one short LIST).
+    if not store.list_page(TIMELINE, max_keys=1).objects:
+        raise FlowledgerError(f"no table at {store.uri}: nothing was ever written there")
+    return Table.open(store)
 
 
 def describe(table: Table) -> list[dict[str, Any]]:

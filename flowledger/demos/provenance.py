@@ -19,7 +19,7 @@ from provenance import (
     to_dot,
 )
 from provenance.replay import replay
-from storage import ObjectStore
+from storage import ObjectStore, now_ms
 from storage.content import ContentRepository, ContentRepositorySettings
 
 
@@ -29,7 +29,7 @@ def _flow(content: ContentRepository) -> list[ProvenanceEvent]:
         raw = session.write_bytes(b'{"orders": [1, 2]}')
         part = session.write_bytes(b'{"order": 1}')
     parent, a, b = (str(uuid.uuid4()) for _ in range(3))
-    now = int(time.time() * 1000)
+    now = now_ms()
     rc = part.resource_claim
     claim: dict[str, Any] = {
         "content_claim_container": rc.container,

@@ -13,7 +13,7 @@ from rich.table import Table as RichTable
 
 from storage import ObjectStore
 from timeline import CommitConflict, DataFile, Table
-from timeline.parquet_io import to_parquet_bytes
+from timeline.parquet_io import checksummed, to_parquet_bytes
 
 
 def _race(store: ObjectStore, writers: int, group: str | None) -> list[str]:
@@ -27,7 +27,7 @@ def _race(store: ObjectStore, writers: int, group: str | None) -> list[str]:
         key = txn.data_key(f"day=w{w}", "part.parquet")
         body = to_parquet_bytes(pa.table({"id": [100 + w], "day": [f"w{w}"]}))
         store.put(key, body)
-        txn.add(DataFile(key, len(body), 1, f"day=w{w}", group or ""))
+        txn.add(checksummed(DataFile(key, len(body), 1, f"day=w{w}", group or ""), body))
         barrier.wait()
         try:
             outcome.append(f"completed {txn.commit().time}")

@@ -5,7 +5,17 @@ See docs/spark.md. Importing this package does not import pyspark; the functions
 
 from typing import Any
 
-from .commit_info import CommitInfo, OutputFile, SparkJobInfo, add_commit_hook, commit_hooks
+from provenance.ancestry import input_files, upstream, upstream_events
+
+from .commit_info import (
+    JOB_METADATA_KEY,
+    REPO_CONF_KEY,
+    CommitInfo,
+    OutputFile,
+    SparkJobInfo,
+    add_commit_hook,
+    commit_hooks,
+)
 from .errors import (
     HadoopVersionMismatch,
     JarsUnavailable,
@@ -13,6 +23,8 @@ from .errors import (
     SparkSetupError,
     SparkWriteError,
 )
+from .frame import provenance
+from .lineage import catch_up, events_for_commit, install, record_commit
 from .native import write
 from .reader import read
 from .session import session
@@ -26,6 +38,8 @@ def register(spark: Any) -> None:
 
 
 __all__ = [
+    "JOB_METADATA_KEY",
+    "REPO_CONF_KEY",
     "CommitInfo",
     "HadoopVersionMismatch",
     "JarsUnavailable",
@@ -35,9 +49,17 @@ __all__ = [
     "SparkSetupError",
     "SparkWriteError",
     "add_commit_hook",
+    "catch_up",
     "commit_hooks",
+    "events_for_commit",
+    "input_files",
+    "install",
+    "provenance",
     "read",
+    "record_commit",
     "register",
     "session",
+    "upstream",
+    "upstream_events",
     "write",
 ]

@@ -34,7 +34,8 @@ from storage import ObjectStore, StoreSettings, open_store
 from timeline import DataFile, Table, Transaction
 from timeline.instant import parse_time
 from timeline.layout import data_key, data_prefix, heartbeat_key
-from timeline.parquet_io import column_stats, split_partitions, to_parquet_bytes
+from timeline.parquet_io import checksummed, column_stats, split_partitions, to_parquet_bytes
+from timeline.schema import check_schema, latest_schema, schema_from_json, schema_to_json
 
 from .commit_info import CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
@@ -47,6 +48,7 @@ from .committing import (
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
 from .footers import read_footer
+from .native import arrow_schema
 from .paths import TablePath, resolve_repo_uri, table_path
 
 NAME = "flowledger"
@@ -125,6 +127,11 @@ class FlowledgerDataSource(DataSource):
         action, operation = plan_write("overwrite" if overwrite else "append", parts)
         table = self._table(path)
         txn = table.begin(action, operation=operation)
+        try:  # fail before any task runs if the data does not fit the table's schema
+            merged = check_schema(latest_schema(table, refresh=False), arrow_schema(schema))
+        except BaseException:
+            txn.abort()
+            raise
         txn.detach()  # the commit worker (another process) completes or aborts it
         return TimelineWriter(
             facts=self.facts,
@@ -139,6 +146,7 @@ class FlowledgerDataSource(DataSource):
             heartbeat_s=table.settings.heartbeat_interval_ms / 1000.0,
             repo_uri=resolve_repo_uri(_option(self.options, "repo"), self.facts.conf),
             options={str(k): str(v) for k, v in self.options.items()},
+            schema_json=schema_to_json(merged),
         )
 
 
@@ -156,6 +164,7 @@ class TimelineWriter(DataSourceArrowWriter):
     heartbeat_s: float
     repo_uri: str
     options: dict[str, str]
+    schema_json: dict[str, Any]
 
     # -- tasks ------------------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesWritten:
@@ -185,7 +194,9 @@ class TimelineWriter(DataSourceArrowWriter):
             seq += 1
             key = data_key(self.instant_time, partition, name)
             store.put(key, body)
-            f = DataFile(key, len(body), data.num_rows, partition, "", column_stats(data))
+            f = checksummed(
+                DataFile(key, len(body), data.num_rows, partition, "", column_stats(data)), body
+            )
             out.files.append(f.to_json())
             out.beat = self._beat(store) or out.beat
 
@@ -230,6 +241,7 @@ class TimelineWriter(DataSourceArrowWriter):
             stray = [o.key for o in store.list(data_prefix(self.instant_time))]
             store.delete_many([k for k in stray if k not in keep])
             txn.add(*files)
+            txn.schema = schema_from_json(self.schema_json)
             if self.overwrite:
                 touched = {f.partition for f in files}
                 current = {f.partition for f in txn.table.snapshot().files}
@@ -300,15 +312,9 @@ def _picklable(hooks: Sequence[CommitHook]) -> tuple[CommitHook, ...]:
 
 def _install_provenance(spark: Any, settings: StoreSettings) -> None:
     """The provenance recorder's hook, when that half of the integration is installed."""
-    import importlib
+    from .lineage import install
 
-    try:
-        lineage = importlib.import_module("flowledger.spark.lineage")
-    except ModuleNotFoundError as exc:
-        if exc.name != "flowledger.spark.lineage":
-            raise
-        return
-    lineage.install(spark, settings)
+    install(spark, settings)
 
 
 def register(spark: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import struct
+import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from storage import ObjectInfo, ObjectStore
 
 TAIL = 64 * 1024  # most footers fit: one request per file
 PARALLELISM = 16
+CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class FileFacts:
     size: int
     rows: int
     column_stats: dict[str, dict[str, Any]]
+    checksum: str = ""
 
 
 def _jsonable(v: Any) -> Any:
@@ -91,12 +94,27 @@ def read_footer(store: ObjectStore, key: str, size: int) -> pq.FileMetaData:
     return pq.read_metadata(io.BytesIO(b"PAR1" + tail[-(footer_len + 8) :]))
 
 
-def describe(store: ObjectStore, files: Sequence[ObjectInfo]) -> list[FileFacts]:
-    """Footer facts of `files`, in their order, read in parallel."""
+def crc32_of(store: ObjectStore, key: str) -> str:
+    """`crc32:XXXXXXXX` of an object, streamed (the file is never held in memory whole)."""
+    crc = 0
+    with store.open_read(key) as body:
+        while chunk := body.read(CHUNK):
+            crc = zlib.crc32(chunk, crc)
+    return f"crc32:{crc:08x}"
+
+
+def describe(
+    store: ObjectStore, files: Sequence[ObjectInfo], checksums: bool = True
+) -> list[FileFacts]:
+    """Footer facts (and whole-file checksums) of `files`, in their order, read in parallel.
+
+    The checksum reads every byte back once: 4 % of the native write's wall time for 162 MiB
+    in 8 files (docs/benchmarks.md), the price of readers being able to verify Spark's files."""
 
     def one(info: ObjectInfo) -> FileFacts:
         md = read_footer(store, info.key, info.size)
-        return FileFacts(info.key, info.size, md.num_rows, _stats(md))
+        crc = crc32_of(store, info.key) if checksums else ""
+        return FileFacts(info.key, info.size, md.num_rows, _stats(md), crc)
 
     if len(files) <= 1:
         return [one(f) for f in files]

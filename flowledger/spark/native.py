@@ -22,6 +22,7 @@ from urllib.parse import unquote
 from storage import ObjectInfo, ObjectStore, open_store
 from timeline import DataFile, Table, crash
 from timeline.layout import data_prefix
+from timeline.schema import check_schema, latest_schema
 
 from .commit_info import CommitInfo
 from .committing import (
@@ -74,6 +75,13 @@ def collect_written(store: ObjectStore, prefix: str) -> list[ObjectInfo]:
     return data
 
 
+def arrow_schema(spark_schema: Any) -> Any:
+    """The Arrow schema of a Spark schema (what pyarrow reads back from Spark's files)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False)
+
+
 def write(
     df: Any,
     uri: str,
@@ -97,6 +105,8 @@ def write(
     job = job_info(spark, df)  # inputs are known before the write runs
     txn = table.begin(action, operation=operation)
     try:
+        # Fail before any file is written if the DataFrame does not fit the table's schema.
+        txn.schema = check_schema(latest_schema(table, refresh=False), arrow_schema(df.schema))
         prefix = data_prefix(txn.instant_time)
         out = df
         writer_cols = [PART_PREFIX + c for c in parts]
@@ -115,7 +125,14 @@ def write(
         crash.point("spark.written")
         written = collect_written(store, prefix)
         files = [
-            DataFile(f.key, f.size, f.rows, partition_of(f.key[len(prefix) :]), "", f.column_stats)
+            DataFile(
+                f.key,
+                f.size,
+                f.rows,
+                partition_of(f.key[len(prefix) :]),
+                column_stats=f.column_stats,
+                checksum=f.checksum,
+            )
             for f in describe(store, written)
         ]
         txn.add(*files)

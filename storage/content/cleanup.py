@@ -93,6 +93,20 @@ def sweep_orphans(repo: ContentRepository) -> int:
     return len(orphans)
 
 
+def abort_stale_uploads(repo: ContentRepository, older_than: float | None) -> int:
+    """What writers killed mid-upload left: incomplete multipart uploads, local temp files."""
+    done = 0
+    with repo._cleanup_lock:
+        for c in repo.containers.order:
+            try:
+                done += c.store.abort_stale_uploads(older_than)
+            except StorageError as exc:
+                raise translate(exc, f"abort stale uploads in container {c.name}") from exc
+    if done:
+        log.warning("content repository: removed %d uploads of writers that died", done)
+    return done
+
+
 def expire_archive(repo: ContentRepository) -> int:
     """Destroy archived claims past `archive_max_retention`, then oldest first while a
     container is over `archive_max_usage_percentage` of `max_bytes`."""

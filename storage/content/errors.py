@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ..errors import Conflict, NotFound, RangeNotSatisfiable, StorageError, UnknownOutcome
+from ..errors import (
+    Conflict,
+    IntegrityError,
+    NotFound,
+    RangeNotSatisfiable,
+    StorageError,
+    UnknownOutcome,
+)
 
 
 class ContentRepositoryError(Exception):
@@ -13,8 +20,9 @@ class ContentNotFound(ContentRepositoryError):
     """The content is gone (destroyed, never written) or the claim points past the end."""
 
 
-class ContentIntegrityError(ContentRepositoryError):
-    """The bytes read do not match the claim's length or checksum (corrupt or truncated)."""
+class ContentIntegrityError(ContentRepositoryError, IntegrityError):
+    """The bytes read do not match the claim's length or checksum (corrupt or truncated), or
+    a ledger document fails its checksum. Also a `storage.IntegrityError`."""
 
 
 class ContentConflict(ContentRepositoryError):
@@ -36,6 +44,8 @@ class ClaimNotWritable(ContentRepositoryError):
 def translate(exc: StorageError, what: str) -> ContentRepositoryError:
     """Map a storage error met while doing `what` to a content-repository error."""
     text = f"{what}: {exc}"
+    if isinstance(exc, IntegrityError):
+        return ContentIntegrityError(text, exc.uri)
     if isinstance(exc, NotFound | RangeNotSatisfiable):
         return ContentNotFound(text)
     if isinstance(exc, Conflict):

@@ -15,7 +15,6 @@ See docs/content-repository.md for the protocol and its crash cases.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Conflict, NotFound, StorageError
+from ..integrity import open_json, seal_json
 from ..objectstore import ObjectStore
 from .errors import ContentRepositoryError, translate
 
@@ -82,11 +82,11 @@ class LedgerBatch:
             "deltas": {k: v for k, v in self.deltas.items() if v},
             "destroy": list(self.destroy),
         }
-        return json.dumps(body, separators=(",", ":")).encode()
+        return seal_json(body)  # a crc32 field: damage is an integrity error naming the key
 
     @classmethod
-    def decode(cls, data: bytes) -> LedgerBatch:
-        d = json.loads(data)
+    def decode(cls, data: bytes, where: str = "ledger batch") -> LedgerBatch:
+        d = open_json(data, where)
         return cls(
             float(d["time"]),
             {k: (int(v[0]), float(v[1])) for k, v in d.get("register", {}).items()},
@@ -187,7 +187,7 @@ class ClaimLedger:
     def _fetch(self, keys: list[str]) -> dict[str, LedgerBatch] | None:
         def get(key: str) -> LedgerBatch | None:
             try:
-                return LedgerBatch.decode(self.store.get(key))
+                return LedgerBatch.decode(self.store.get(key), self.store.url(key))
             except NotFound:
                 return None  # folded and deleted by a compactor meanwhile
 
@@ -206,7 +206,7 @@ class ClaimLedger:
             self.claims, self._etag, self._folded = {}, None, frozenset()
             self._applied = set()
             return
-        d = json.loads(data)
+        d = open_json(data, self.store.url(CHECKPOINT))
         self.claims = {k: ClaimRecord.from_list(v) for k, v in d["claims"].items()}
         self._etag = info.etag
         self._folded = frozenset(d.get("folded", ()))
@@ -224,16 +224,15 @@ class ClaimLedger:
             previous = sorted(self._folded)
             folded = sorted(self._applied)
             claims = {k: v for k, v in self.claims.items() if k not in set(drop)}
-            body = json.dumps(
+            body = seal_json(
                 {
                     "version": 1,
                     "writer": self.writer,
                     "time": time.time(),
                     "folded": folded,
                     "claims": {k: v.to_list() for k, v in claims.items()},
-                },
-                separators=(",", ":"),
-            ).encode()
+                }
+            )
             try:
                 # Batches folded by the checkpoint being replaced are in it and in ours.
                 self.store.delete_many(previous)

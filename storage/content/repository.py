@@ -6,7 +6,6 @@ import io
 import logging
 import os
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ from typing import BinaryIO
 from ..errors import NotFound, StorageError
 from ..objectstore import ObjectStore
 from ..settings import StoreSettings
+from ..timeutil import now_ms
 from ..uri import open_store
 from . import cleanup, merge, reading
 from .claims import ContentClaim, ResourceClaim
@@ -174,7 +174,7 @@ class ContentRepository:
         with self._counter_lock:
             self._counter += 1
             n = self._counter
-        ident = f"{int(time.time() * 1000):013d}-{self.writer_id}-{n}"
+        ident = f"{now_ms():013d}-{self.writer_id}-{n}"
         return ResourceClaim(container.name, section, ident), container
 
     def _container(self, rc: ResourceClaim) -> Container:
@@ -391,8 +391,18 @@ class ContentRepository:
 
     def cleanup(self) -> int:
         """NiFi `cleanup`: archive objects nobody references (their writer crashed before
-        committing) and finish interrupted destructions. Returns objects archived."""
-        return cleanup.sweep_orphans(self)
+        committing) and finish interrupted destructions; abort uploads and remove temp files
+        of writers that died mid-write (older than `multipart_purge_age`). Returns objects
+        archived."""
+        archived = cleanup.sweep_orphans(self)
+        self.abort_stale_uploads()
+        return archived
+
+    def abort_stale_uploads(self, older_than: float | None = None) -> int:
+        """Abort incomplete multipart uploads (local: delete temp files) in every container
+        started more than `older_than` seconds ago (default: the store's
+        `multipart_purge_age`, s3a's `fs.s3a.multipart.purge.age`). Returns how many."""
+        return cleanup.abort_stale_uploads(self, older_than)
 
     def run_archive_cleanup(self) -> int:
         """Destroy archived claims past retention or over the usage limit; returns how many."""

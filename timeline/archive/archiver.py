@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from storage import NotFound, ObjectStore
+from storage import NotFound, ObjectStore, checksum_of
 
 from .. import crash
 from ..instant import (
@@ -210,7 +210,12 @@ class Archiver:
                     [
                         *m1.files,
                         ArchiveFile(
-                            target, todo[0].time, records_max(records), len(records), len(data)
+                            target,
+                            todo[0].time,
+                            records_max(records),
+                            len(records),
+                            len(data),
+                            checksum_of(data),
                         ),
                     ],
                     key=lambda f: (f.min_time, f.key),
@@ -258,7 +263,8 @@ class Archiver:
         p = m.pending
         assert p is not None
         try:
-            data = self.store.get(p.target)
+            listed = next((f for f in m.files if f.key == p.target), None)
+            data = listed.read(self.store) if listed else self.store.get(p.target)
         except NotFound as exc:  # finished (and merged away) by another archiver meanwhile
             if read_manifest(self.store).etag != m.etag:
                 raise ArchiveConflict(f"archival run {p.plan_key} was finished by another") from exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from storage import IntegrityError
+
 from ..errors import TimelineError
 
 
@@ -17,11 +19,12 @@ class ArchiveOutcomeUnknown(ArchiveError):
     """A manifest update may or may not have landed and reading back could not tell."""
 
 
-class CorruptArchive(ArchiveError):
-    """An archive file (or the manifest, a plan, a checkpoint) cannot be decoded.
+class CorruptArchive(ArchiveError, IntegrityError):
+    """An archive file (or the manifest, a plan, a checkpoint) fails its checksum or cannot
+    be decoded. Also a `storage.IntegrityError`.
 
     The message names the object: a corrupted archive is reported, never skipped."""
 
     def __init__(self, message: str, key: str = "") -> None:
-        super().__init__(message)
+        super().__init__(message, key)
         self.key = key

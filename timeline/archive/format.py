@@ -18,6 +18,8 @@ from typing import Any, NamedTuple, cast
 import fastavro
 import fastavro.write
 
+from storage import IntegrityError, open_json, seal_json
+
 from ..instant import Instant, State
 from ..metadata import Entry
 from .errors import CorruptArchive
@@ -154,17 +156,15 @@ def decode_archive(data: bytes, where: str, with_bodies: bool = True) -> list[Ar
 
 
 def encode_json(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    """Manifest, plans and checkpoints: canonical JSON with a `crc32` field."""
+    return seal_json(body)
 
 
 def decode_json(data: bytes, where: str) -> dict[str, Any]:
     try:
-        d = json.loads(data)
-    except ValueError as exc:
-        raise CorruptArchive(f"{where} is corrupt: {exc}", where) from exc
-    if not isinstance(d, dict):
-        raise CorruptArchive(f"{where} is corrupt: not a JSON object", where)
-    return d
+        return open_json(data, where)
+    except IntegrityError as exc:
+        raise CorruptArchive(str(exc), where) from exc
 
 
 def dedupe(records: Iterable[ArchivedInstant]) -> list[ArchivedInstant]:

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from storage import Conflict, NotFound, ObjectStore, UnknownOutcome
+from storage import Conflict, IntegrityError, NotFound, ObjectStore, UnknownOutcome, verify
 
-from .errors import ArchiveConflict, ArchiveOutcomeUnknown
+from .errors import ArchiveConflict, ArchiveOutcomeUnknown, CorruptArchive
 from .format import decode_json, encode_json
 from .layout import MANIFEST
 
@@ -35,6 +35,8 @@ class ArchiveFile:
     max_time: str
     count: int
     size: int
+    #: `crc32:XXXXXXXX` of the file, verified before fastavro sees it ("" = legacy file).
+    checksum: str = ""
 
     def overlaps(self, start: str | None, end: str | None) -> bool:
         return (start is None or self.max_time >= start) and (end is None or self.min_time <= end)
@@ -46,13 +48,35 @@ class ArchiveFile:
             "max_time": self.max_time,
             "count": self.count,
             "size": self.size,
+            "checksum": self.checksum,
         }
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> ArchiveFile:
         return ArchiveFile(
-            str(d["key"]), str(d["min_time"]), str(d["max_time"]), int(d["count"]), int(d["size"])
+            str(d["key"]),
+            str(d["min_time"]),
+            str(d["max_time"]),
+            int(d["count"]),
+            int(d["size"]),
+            str(d.get("checksum", "")),
         )
+
+    def read(self, store: ObjectStore) -> bytes:
+        """The file's bytes, checked against the manifest's size and checksum."""
+        data = store.get(self.key)
+        where = store.url(self.key)
+        if len(data) != self.size:
+            raise CorruptArchive(
+                f"archive file {where} is corrupt: {len(data)} bytes read, the manifest "
+                f"recorded {self.size}",
+                where,
+            )
+        try:
+            verify(data, self.checksum, where)
+        except IntegrityError as exc:
+            raise CorruptArchive(f"archive file {exc}", where) from exc
+        return data
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from storage import NotFound, ObjectStore
+from storage import NotFound, ObjectStore, checksum_of
 
 from .. import crash
 from .errors import ArchiveConflict, CorruptArchive
@@ -47,7 +47,7 @@ def merge_candidates(m: Manifest, settings: ArchivalSettings) -> list[ArchiveFil
 
 def load_files(store: ObjectStore, files: list[ArchiveFile], parallelism: int) -> list[bytes]:
     with ThreadPoolExecutor(max(1, min(parallelism, len(files)))) as pool:
-        return list(pool.map(lambda f: store.get(f.key), files))
+        return list(pool.map(lambda f: f.read(store), files))
 
 
 def merge_files(
@@ -86,7 +86,9 @@ def merge_files(
     store.put_if_absent(target, data)
     crash.point("merge.written")
     gone = {f.key for f in cands}
-    merged = ArchiveFile(target, records[0].time, records[-1].time, len(records), len(data))
+    merged = ArchiveFile(
+        target, records[0].time, records[-1].time, len(records), len(data), checksum_of(data)
+    )
     files = sorted(
         [*(f for f in m1.files if f.key not in gone), merged], key=lambda f: (f.min_time, f.key)
     )

@@ -72,9 +72,9 @@ class ArchivedTimeline:
         missing = [f for f in files if hits[f.key] is None]
         if len(missing) > 1 and not self.store.url().startswith("file:"):
             with ThreadPoolExecutor(min(self.parallelism, len(missing))) as pool:
-                blobs = list(pool.map(lambda f: self.store.get(f.key), missing))  # I/O only
+                blobs = list(pool.map(lambda f: f.read(self.store), missing))  # I/O + CRC
         else:
-            blobs = [self.store.get(f.key) for f in missing]
+            blobs = [f.read(self.store) for f in missing]
         for f, blob in zip(missing, blobs, strict=True):  # decoding is CPU: one thread
             recs = decode_archive(blob, self.store.url(f.key), with_bodies)
             hits[f.key] = recs

@@ -1,0 +1,12 @@
+"""`flowledger serve`: the HTTP service (FastAPI), safe by default (see docs/service.md).
+
+One module per resource: `provenance_routes` (NiFi's `/nifi-api/provenance...`), `sql_routes`
+(`POST /sql`, sandboxed by `sandbox`), `timeline_routes`, `content_routes`, `ingest_routes`;
+`app` builds the app (auth, size limit, errors), `auth` the bearer token."""
+
+from .app import create_app
+from .auth import state_dir
+from .run import serve
+from .settings import ServiceSettings
+
+__all__ = ["ServiceSettings", "create_app", "serve", "state_dir"]

@@ -1,0 +1,179 @@
+"""The app factory: lifespan, authentication, request size limit, one-message errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from provenance import (
+    EventNotFound,
+    IngestError,
+    InvalidEvent,
+    LineageError,
+    ProvenanceError,
+    ReplayError,
+)
+from storage import InvalidKey, NotFound, StorageError, resolve_repo
+from storage.content import ContentNotFound, ContentRepositoryError
+from timeline import TimelineError
+
+from . import content_routes, ingest_routes, provenance_routes, sql_routes, timeline_routes
+from .auth import announce, bearer_auth, resolve_token
+from .errors import ServiceError, TooLarge
+from .settings import ServiceSettings
+from .state import Services
+
+log = logging.getLogger("flowledger.service")
+STATIC = resources.files("flowledger.service") / "static"
+
+
+class BodyLimit:
+    """413 for a body over `max_bytes`: by Content-Length up front, else while streaming."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = f"request body over the {self.max_bytes} byte limit"
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await JSONResponse({"detail": too_large}, 413)(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise TooLarge(too_large)
+            return message
+
+        await self.app(scope, limited, send)
+
+
+def _status(exc: Exception) -> int:
+    if isinstance(exc, ServiceError):
+        return exc.status
+    if isinstance(exc, EventNotFound | LineageError | ContentNotFound | NotFound):
+        return 404
+    if isinstance(exc, ReplayError):
+        return 409
+    if isinstance(exc, IngestError | InvalidEvent | InvalidKey | ValueError):
+        return 400
+    if isinstance(exc, ProvenanceError | TimelineError | ContentRepositoryError):
+        return 400
+    if isinstance(exc, StorageError):
+        return 502  # the object store failed us: not the caller's fault, not a crash either
+    return 500
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join((str(exc) or type(exc).__name__).split())[:1000]
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def known(_: Request, exc: Exception) -> Response:
+        status = _status(exc)
+        if status >= 500:
+            log.error("request failed: %s: %s", type(exc).__name__, _one_line(exc))
+            message = "internal error (see the server log)" if status == 500 else _one_line(exc)
+            return JSONResponse({"detail": message}, status)
+        return JSONResponse({"detail": _one_line(exc)}, status)
+
+    async def http(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        return JSONResponse(
+            {"detail": str(exc.detail)}, exc.status_code, headers=getattr(exc, "headers", None)
+        )
+
+    async def invalid(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return JSONResponse({"detail": _validation_message(exc)}, 422)
+
+    app.add_exception_handler(StarletteHTTPException, http)
+    app.add_exception_handler(RequestValidationError, invalid)
+    # Each family explicitly: a handler for bare Exception runs only after Starlette's error
+    # middleware has logged a stack trace, which an expected 4xx must not produce.
+    for family in (
+        ServiceError,
+        ProvenanceError,
+        TimelineError,
+        StorageError,
+        ContentRepositoryError,
+        ValueError,
+        Exception,
+    ):
+        app.add_exception_handler(family, known)
+
+
+def create_app(repo: str | None = None, settings: ServiceSettings | None = None) -> FastAPI:
+    """The service app for repository `repo` (URI; default $FLOWLEDGER_REPO / embedded)."""
+    uri = resolve_repo(repo)
+    settings = settings or ServiceSettings()
+    token = resolve_token(settings, uri)
+    announce(token)
+    holder: dict[str, Services] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        holder["s"] = Services(uri, settings)
+        app.state.services = holder["s"]
+        yield
+        holder.pop("s").close()
+
+    app = FastAPI(
+        title="flowledger",
+        version="0.1.0",
+        description="Provenance (NiFi-shaped), content and timelines of a flowledger repository",
+        lifespan=lifespan,
+        docs_url=None,  # Swagger UI would load its assets from a CDN
+        redoc_url=None,
+        openapi_url=None,  # served below, behind the token
+    )
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_size)
+    install_error_handlers(app)
+    auth = [Depends(bearer_auth(token.value))]
+
+    @app.get("/health", tags=["service"])
+    async def health() -> dict[str, str]:
+        # async: answered on the event loop, never queued behind busy worker threads
+        return {"status": "ok"}
+
+    @app.get("/openapi.json", tags=["service"], dependencies=auth, include_in_schema=False)
+    async def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    for module in (provenance_routes, sql_routes, timeline_routes, content_routes, ingest_routes):
+        app.include_router(module.router, dependencies=auth)
+
+    # The page is static (no data in it); everything it shows comes from the API, by token.
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(str(STATIC / "index.html"))
+
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    return app

@@ -1,0 +1,171 @@
+"""The SQL sandbox of `POST /sql`: one SELECT that reads only the view `provenance`.
+
+Layers, each enough on its own for what it guards:
+1. DuckDB parses the text (`extract_statements`): exactly one statement, of type SELECT — so
+   no COPY/EXPORT, ATTACH, INSTALL/LOAD, SET/PRAGMA, CREATE, ...
+2. An allow-list over DuckDB's own parse tree (`json_serialize_sql`): the only table it may
+   name is `provenance` (or a CTE of the query); the only table functions are generators
+   (`range`, `generate_series`, `unnest`) — no `read_csv`, `read_text`, `glob`, replacement
+   scans of file names, `duckdb_settings()`, ...
+3. The connection itself (`provenance.sql.connect`): external access off, configuration
+   locked, allowed paths = the repository's committed files, temp folder = a private folder.
+4. Resources: at most `sql_concurrency` queries at once (others wait briefly, then 429), each
+   interrupted after `sql_timeout_s` (DuckDB `interrupt()` from a timer frees the worker), at
+   most `sql_max_rows` rows fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from provenance import ProvenanceRepository
+
+from .errors import Busy, Forbidden, QueryTimeout, ServiceError
+from .settings import ServiceSettings
+
+VIEW = "provenance"
+ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
+_GENERATORS = ", ".join(sorted(ALLOWED_TABLE_FUNCTIONS))
+
+
+@dataclass(frozen=True)
+class SqlAnswer:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool
+
+
+def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            yield node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _cte_names(tree: Any) -> set[str]:
+    names: set[str] = set()
+    for node in _nodes(tree):
+        cte = node.get("cte_map")
+        if isinstance(cte, dict):
+            names |= {str(e.get("key", "")).lower() for e in cte.get("map", [])}
+    return names
+
+
+class SqlSandbox:
+    def __init__(
+        self, prov: ProvenanceRepository, settings: ServiceSettings, temp_dir: Path
+    ) -> None:
+        self.prov = prov
+        self.settings = settings
+        self.temp_dir = temp_dir
+        self._slots = threading.BoundedSemaphore(settings.sql_concurrency)
+        # A connection that only parses (json_serialize_sql); it never sees data.
+        self._parser = duckdb.connect()
+        self._parser.execute("SET enable_external_access=false")
+        self._parser.execute("SET lock_configuration=true")
+        self._parser_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._parser.close()
+
+    # -- checking --------------------------------------------------------------------------
+    def check(self, sql: str) -> None:
+        """Refuse anything but one SELECT over `provenance` (Forbidden / ServiceError)."""
+        with self._parser_lock:
+            try:
+                statements = self._parser.extract_statements(sql)
+            except duckdb.Error as exc:
+                raise ServiceError(f"cannot parse SQL: {_first_line(exc)}") from exc
+            if len(statements) != 1:
+                raise Forbidden(f"send exactly one statement, got {len(statements)}")
+            kind = statements[0].type
+            if kind != duckdb.StatementType.SELECT:
+                raise Forbidden(
+                    f"only SELECT over the view {VIEW!r} is allowed, not {kind.name} statements"
+                )
+            row = self._parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+        tree = json.loads(row[0]) if row else {"error": True}
+        if tree.get("error"):
+            raise Forbidden(
+                f"only a plain SELECT over the view {VIEW!r} is allowed "
+                f"({tree.get('error_message', 'not serializable')})"
+            )
+        ctes = _cte_names(tree)
+        for node in _nodes(tree):
+            ntype = node.get("type")
+            if ntype == "BASE_TABLE":
+                name = str(node.get("table_name", "")).lower()
+                schema = str(node.get("schema_name", "")).lower()
+                catalog = str(node.get("catalog_name", "")).lower()
+                if name in ctes and not schema and not catalog:
+                    continue
+                if name != VIEW or schema not in ("", "main") or catalog not in ("", "memory"):
+                    shown = ".".join(p for p in (catalog, schema, name) if p)
+                    raise Forbidden(f"only the view {VIEW!r} can be read, not {shown!r}")
+            elif ntype == "TABLE_FUNCTION":
+                fn = node.get("function") or {}
+                fname = str(fn.get("function_name", "?")).lower()
+                if fname not in ALLOWED_TABLE_FUNCTIONS:
+                    raise Forbidden(
+                        f"table function {fname}() is not allowed: only the view {VIEW!r} can "
+                        f"be read (generators allowed: {_GENERATORS})"
+                    )
+
+    # -- running ---------------------------------------------------------------------------
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """The view over the current snapshot. A rollover or another query pruning the local
+        cache between listing and binding can remove a file: take a fresh snapshot once."""
+        try:
+            return self.prov.sql_connection(temp_dir=self.temp_dir)
+        except (duckdb.IOException, FileNotFoundError):
+            return self.prov.sql_connection(temp_dir=self.temp_dir)
+
+    def run(self, sql: str, max_rows: int | None = None) -> SqlAnswer:
+        self.check(sql)
+        limit = min(max_rows or self.settings.sql_max_rows, self.settings.sql_max_rows)
+        if not self._slots.acquire(timeout=self.settings.sql_queue_timeout_s):
+            raise Busy(
+                f"{self.settings.sql_concurrency} SQL queries are already running: retry later"
+            )
+        try:
+            con = self._connect()
+            fired = threading.Event()
+
+            def stop() -> None:
+                fired.set()
+                con.interrupt()
+
+            timer = threading.Timer(self.settings.sql_timeout_s, stop)
+            timer.daemon = True
+            timer.start()
+            try:
+                rel = con.execute(sql)
+                columns = [d[0] for d in rel.description or ()]
+                rows = rel.fetchmany(limit + 1)
+            except duckdb.Error as exc:
+                if fired.is_set():
+                    raise QueryTimeout(
+                        f"query interrupted after the {self.settings.sql_timeout_s:g} s limit"
+                    ) from exc
+                raise ServiceError(f"query failed: {_first_line(exc)}") from exc
+            finally:
+                timer.cancel()
+                con.close()
+        finally:
+            self._slots.release()
+        return SqlAnswer(columns, rows[:limit], len(rows) > limit)
+
+
+def _first_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:500]

@@ -1,0 +1,60 @@
+"""`ServiceSettings`: everything `flowledger serve` can be told (see docs/configuration.md)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _env_token() -> str | None:
+    return os.environ.get("FLOWLEDGER_TOKEN") or None
+
+
+def _env(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a number") from None
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    #: Interface to listen on; anything but loopback needs `allow_remote`.
+    host: str = "127.0.0.1"
+    #: TCP port (0: any free port; the bound port is printed on start).
+    port: int = 8080
+    #: Listen on a non-loopback interface (the token is then the only guard: use TLS in front).
+    allow_remote: bool = False
+    #: The bearer token; default `$FLOWLEDGER_TOKEN`, else the token file.
+    token: str | None = field(default_factory=_env_token, repr=False)
+    #: Where the generated token is kept (default: the repository's state folder).
+    token_file: str | None = None
+    #: Largest request body accepted (content uploads included); larger is 413.
+    max_request_size: int = field(
+        default_factory=lambda: int(_env("FLOWLEDGER_MAX_REQUEST_SIZE", 64 * 2**20))
+    )
+    #: Wall-clock limit of one SQL query; the query is interrupted (DuckDB interrupt()).
+    sql_timeout_s: float = field(default_factory=lambda: _env("FLOWLEDGER_SQL_TIMEOUT_S", 10.0))
+    #: Rows one SQL answer carries at most (the answer says when it was truncated).
+    sql_max_rows: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_MAX_ROWS", 10_000)))
+    #: SQL queries running at once; more wait up to `sql_queue_timeout_s`, then 429.
+    sql_concurrency: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_CONCURRENCY", 4)))
+    sql_queue_timeout_s: float = 2.0
+    #: NiFi's provenance query / lineage submissions expire after this (NiFi: 10 minutes).
+    query_expiration_s: int = 600
+
+    def __post_init__(self) -> None:
+        if self.host not in LOOPBACK and not self.allow_remote:
+            raise ValueError(
+                f"refusing to listen on {self.host!r}: the service binds loopback only unless "
+                "--allow-remote is given (put TLS in front of it)"
+            )
+        if self.token is not None and len(self.token) < 16:
+            raise ValueError("FLOWLEDGER_TOKEN is too short: use at least 16 characters")
+        if self.sql_concurrency < 1 or self.sql_timeout_s <= 0 or self.sql_max_rows < 1:
+            raise ValueError("sql_concurrency, sql_timeout_s and sql_max_rows must be positive")

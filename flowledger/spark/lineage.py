@@ -1,0 +1,195 @@
+"""Provenance of Spark writes: the post-commit hook that records a `CommitInfo` as NiFi events.
+
+A commit is a `provenance.job_events.JobRun`: RECEIVE per input file (`df.inputFiles()`), the
+job as JOIN (CONTENT_MODIFIED for one input, CREATE for none) with component = the Spark
+application (component_id = app id, component_type "SparkJob"), FORK to one FlowFile per written
+file, SEND per file to its s3a:// (or file://) path. All at the instant's time. The FlowFile
+UUIDs derive from (table, instant, file) and every event carries `<table>#instant=<instant>` as
+`alternate_identifier_uri`, so recording a commit twice adds nothing (see docs/spark.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from provenance import ProvenanceEvent, ProvenanceRepository
+from provenance.job_events import Dataset, JobRun, job_events, record_runs
+from storage import ObjectStore, StoreSettings, open_store
+from storage.s3a import to_spark_path
+from storage.uri import parse_uri
+from timeline.instant import parse_time
+from timeline.table import Table
+
+from .commit_info import (
+    JOB_METADATA_KEY,
+    REPO_CONF_KEY,
+    CommitInfo,
+    OutputFile,
+    SparkJobInfo,
+    add_commit_hook,
+)
+
+log = logging.getLogger("flowledger.spark")
+COMPONENT_TYPE = "SparkJob"
+
+
+def canonical(uri: str) -> str:
+    """One spelling per file or table: s3a:// -> s3://, local paths absolute file://."""
+    if "://" in uri and uri.split("://", 1)[0].lower() not in ("file", "s3", "s3a"):
+        return uri  # hdfs://, gs://...: kept as Spark named it
+    try:
+        return str(parse_uri(uri))
+    except ValueError:
+        return uri
+
+
+def commit_marker(table_uri: str, instant: str) -> str:
+    return f"{canonical(table_uri)}#instant={instant}"
+
+
+def job_run(info: CommitInfo) -> JobRun:
+    """The commit as a job run: inputs, the Spark job, the written files."""
+    job = info.job
+    marker = commit_marker(info.table_uri, info.instant_time)
+    outputs = []
+    for f in info.files:
+        attrs = {"record.count": str(f.rows)}
+        if f.partition:
+            attrs["flowledger.partition"] = f.partition
+        outputs.append(Dataset(f.uri, f.size, attrs, canonical(f.uri)))
+    return JobRun(
+        key=marker,
+        marker=marker,
+        component_id=job.app_id,
+        component_type=COMPONENT_TYPE,
+        event_time=int(parse_time(info.instant_time).timestamp() * 1000),
+        details=f"{job.app_name}: {job.job} {info.operation} {info.table_uri}@{info.instant_time}",
+        # Spark does not report input sizes: 0 means unknown here, not empty.
+        inputs=tuple(Dataset(p, identity=canonical(p)) for p in job.input_files),
+        outputs=tuple(outputs),
+        attributes={
+            "spark.app.id": job.app_id,
+            "spark.app.name": job.app_name,
+            "spark.job": job.job,
+            "spark.user": job.user,
+            "flowledger.table": info.table_uri,
+            "flowledger.instant": info.instant_time,
+            "flowledger.operation": info.operation,
+            "record.count": str(info.rows),
+        },
+    )
+
+
+def events_for_commit(info: CommitInfo) -> list[ProvenanceEvent]:
+    """The NiFi events one committed Spark write leaves (see the module docstring)."""
+    return job_events(job_run(info))
+
+
+def record_commit(info: CommitInfo, settings: StoreSettings | None = None) -> int:
+    """Record a completed Spark write's provenance in `info.repo_uri`, durably; returns how
+    many events were new (0 when already recorded, or when no repository is configured)."""
+    if not info.repo_uri:
+        return 0
+    key = (canonical(info.repo_uri), settings)
+    repo = repository(info.repo_uri, settings)
+    try:
+        return record_runs(repo, [job_run(info)])
+    except BaseException:
+        with _repos_lock:  # reopen next time: the failure may have left it in any state
+            if _repos.get(key) is repo:
+                del _repos[key]
+        raise
+
+
+#: Repositories the hook keeps open per process: a driver commits many times, and an open
+#: repository reads only what changed since its last commit (HEAD, LIST of new journals).
+_repos: dict[tuple[str, StoreSettings | None], ProvenanceRepository] = {}
+_repos_lock = threading.Lock()
+
+
+def repository(uri: str, settings: StoreSettings | None = None) -> ProvenanceRepository:
+    """The process's open provenance repository for `uri` (opened on first use)."""
+    key = (canonical(uri), settings)
+    with _repos_lock:
+        repo = _repos.get(key)
+        if repo is None:
+            repo = _repos[key] = ProvenanceRepository(open_store(uri, settings), recover=False)
+        return repo
+
+
+def record_in_store(store: ObjectStore, info: CommitInfo) -> int:
+    """`record_commit` on a repository opened for this one commit (a cold driver)."""
+    with ProvenanceRepository(store, recover=False) as repo:
+        return record_runs(repo, [job_run(info)])
+
+
+#: Store settings the installed hook opens repositories with (None: from the environment).
+_hook_settings: list[StoreSettings | None] = [None]
+
+
+def _hook(info: CommitInfo) -> None:
+    """The installed hook: the write is already committed, so a failure here must not fail it."""
+    try:
+        record_commit(info, _hook_settings[0])
+    except Exception:
+        log.exception(
+            "flowledger: commit %s of %s succeeded but its provenance was not recorded; "
+            "run flowledger.spark.catch_up(%r, %r) to record it",
+            info.instant_time,
+            info.table_uri,
+            info.table_uri,
+            info.repo_uri,
+        )
+
+
+def install(spark: Any = None, settings: StoreSettings | None = None) -> None:
+    """Record provenance after every Spark write of this process (idempotent).
+
+    `settings`: how to reach the repository's store (default: the AWS_* environment, like
+    every flowledger command). With `spark`, warn when the session names no repository
+    (`spark.flowledger.repo`)."""
+    _hook_settings[0] = settings
+    add_commit_hook(_hook)
+    if spark is not None and not spark.conf.get(REPO_CONF_KEY, None):
+        log.warning(
+            "flowledger: %s is not set on this session; Spark writes record no provenance",
+            REPO_CONF_KEY,
+        )
+
+
+def commits_of(
+    table_uri: str, repo_uri: str, settings: StoreSettings | None = None
+) -> list[CommitInfo]:
+    """Every live commit of a table made by a Spark writer, rebuilt from the timeline alone."""
+    table = Table.open(open_store(table_uri, settings))
+    base = to_spark_path(table_uri)
+    out = []
+    for entry in table.state().ordered_writes():
+        job = entry.extra.get(JOB_METADATA_KEY)
+        if job is None:
+            continue
+        files = tuple(
+            OutputFile(f"{base}/{f.path}", f.rows, f.size, f.partition) for f in entry.added
+        )
+        out.append(
+            CommitInfo(
+                table_uri=table_uri,
+                instant_time=entry.time,
+                action=entry.action,
+                operation=entry.extra.get("operation", entry.action),
+                files=files,
+                job=SparkJobInfo.from_json(job),
+                repo_uri=repo_uri,
+            )
+        )
+    return out
+
+
+def catch_up(table_uri: str, repo_uri: str, settings: StoreSettings | None = None) -> int:
+    """Record the Spark commits of a table whose events are missing (the driver died between
+    the commit and its hook), from the timeline alone. Returns how many events were added."""
+    runs = [job_run(info) for info in commits_of(table_uri, repo_uri, settings)]
+    with ProvenanceRepository(open_store(repo_uri, settings), recover=False) as repo:
+        return record_runs(repo, runs)

@@ -1,0 +1,219 @@
+"""Byte ranges of immutable objects: a block cache and a seekable file over an object whose
+reads are verified, unit by unit (Parquet footer, row groups), against the checksums its
+commit recorded before pyarrow sees them."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+
+import pyarrow.parquet as pq
+
+from storage import IntegrityError, ObjectStore, RangeNotSatisfiable, verify
+from timeline.parquet_io import footer_span
+
+from .catalog import NO_SUMS, Sums
+
+
+class BlockCache:
+    """Byte ranges of immutable objects, least recently used evicted past `capacity`."""
+
+    def __init__(self, capacity: int = 256 * 1024 * 1024) -> None:
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self._lru: OrderedDict[tuple[str, int], int] = OrderedDict()  # (key, start) -> size
+        self._by_key: dict[str, dict[int, bytes]] = {}
+        self._size = 0
+
+    def find(self, key: str, start: int, length: int) -> bytes | None:
+        with self._lock:
+            for s, data in self._by_key.get(key, {}).items():
+                if s <= start and start + length <= s + len(data):
+                    self._lru.move_to_end((key, s))
+                    return data[start - s : start - s + length]
+        return None
+
+    def add(self, key: str, start: int, data: bytes) -> None:
+        with self._lock:
+            blocks = self._by_key.setdefault(key, {})
+            if start in blocks:
+                return
+            blocks[start] = data
+            self._lru[(key, start)] = len(data)
+            self._size += len(data)
+            while self._size > self._capacity and self._lru:
+                (k, s), size = self._lru.popitem(last=False)
+                del self._by_key[k][s]
+                if not self._by_key[k]:
+                    del self._by_key[k]
+                self._size -= size
+
+
+class RangedObject(io.RawIOBase):
+    """A seekable file over an object: every read is served from the block cache or one GET.
+
+    With checksums (`sums`), bytes enter the cache only as whole verified units (the footer,
+    a row group's span): a read of an unverified unit fetches and checks all of it first."""
+
+    def __init__(
+        self, store: ObjectStore, key: str, size: int, blocks: BlockCache, sums: Sums = NO_SUMS
+    ) -> None:
+        self._store, self._key, self._size, self._blocks = store, key, size, blocks
+        self._pos = 0
+        self._sums = sums
+        #: (start, end, checksum) of the units known so far (the footer, then row groups).
+        self._units: list[tuple[int, int, str]] = []
+
+    @property
+    def where(self) -> str:
+        return self._store.url(self._key)
+
+    def verify_footer(self) -> None:
+        """Check the footer against its recorded checksum before pyarrow parses it."""
+        if not self._sums.footer:
+            return
+        tail = self._read_raw(self._size - 8, 8)
+        try:
+            start, length = footer_span(self._size, tail)
+        except ValueError as exc:
+            raise IntegrityError(f"{self.where} is corrupt: {exc}", self.where) from exc
+        self._units = [(start, start + length, self._sums.footer)]
+        self._fetch_unit(start, start + length, self._sums.footer)
+
+    def verified_metadata(self) -> pq.FileMetaData:
+        """The file's metadata, parsed from its verified footer (pyarrow reads nothing else)."""
+        self.verify_footer()
+        s, e, _ = self._units[0]
+        footer = self._blocks.find(self._key, s, e - s)
+        if footer is None:  # evicted meanwhile
+            footer = self.get(s, e - s)
+            verify(footer, self._sums.footer, f"{self.where} bytes [{s}, {e})")
+        try:
+            return pq.ParquetFile(io.BytesIO(b"PAR1" + footer)).metadata
+        except (OSError, ValueError) as exc:  # pyarrow's errors are OSError/ArrowException
+            raise IntegrityError(
+                f"{self.where}: unreadable Parquet footer: {exc}", self.where
+            ) from exc
+
+    def set_row_groups(self, spans: list[tuple[int, int]]) -> None:
+        if len(spans) != len(self._sums.row_groups):
+            raise IntegrityError(
+                f"{self.where} is corrupt: {len(spans)} row groups, the commit recorded "
+                f"{len(self._sums.row_groups)}",
+                self.where,
+            )
+        footer = self._units[:1]
+        self._units = footer + [
+            (s, e, c) for (s, e), c in zip(spans, self._sums.row_groups, strict=True)
+        ]
+
+    def get(self, start: int, length: int) -> bytes:
+        """One ranged GET; an object shorter than its recorded size is an integrity error."""
+        cause: RangeNotSatisfiable | None = None
+        try:
+            data = self._store.get(self._key, start, length)
+        except RangeNotSatisfiable as exc:
+            data, cause = b"", exc
+        if len(data) != length and self._sums.footer:
+            raise IntegrityError(
+                f"{self.where} is corrupt: shorter than the {self._size} bytes its commit "
+                f"recorded (read {len(data)} of bytes [{start}, {start + length}))",
+                self.where,
+            ) from cause
+        if cause is not None:
+            raise cause
+        return data
+
+    def _read_raw(self, start: int, length: int) -> bytes:
+        data = self._blocks.find(self._key, start, length)
+        return data if data is not None else self.get(start, length)
+
+    def _fetch_unit(self, start: int, end: int, checksum: str) -> None:
+        if self._blocks.find(self._key, start, end - start) is not None:
+            return  # only verified bytes are cached
+        data = self.get(start, end - start)
+        verify(data, checksum, f"{self.where} bytes [{start}, {end})")
+        self._blocks.add(self._key, start, data)
+
+    def _verified_range(self, pos: int, n: int) -> bytes:
+        """Bytes [pos, pos+n) with every unit they touch verified (one GET for the range,
+        one more per unit that sticks out of it). Only the 4-byte magic lies outside."""
+        end = pos + n
+        data = bytearray(self.get(pos, n))
+        for s, e, c in self._units:
+            if e <= pos or s >= end:
+                continue
+            if pos <= s and e <= end:
+                verify(memoryview(data)[s - pos : e - pos], c, f"{self.where} bytes [{s}, {e})")
+                continue
+            self._fetch_unit(s, e, c)
+            lo, hi = max(s, pos), min(e, end)
+            piece = self._blocks.find(self._key, lo, hi - lo)
+            if piece is None:  # evicted meanwhile: fetch and check the unit again
+                whole = self.get(s, e - s)
+                verify(whole, c, f"{self.where} bytes [{s}, {e})")
+                piece = whole[lo - s : hi - s]
+            data[lo - pos : hi - pos] = piece
+        return bytes(data)  # not cached: bytes outside every known unit are unverified
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self._size}[whence]
+        self._pos = base + offset
+        return self._pos
+
+    def prefetch(self, start: int, length: int) -> None:
+        length = min(length, self._size - start)
+        if length <= 0 or self._blocks.find(self._key, start, length) is not None:
+            return
+        data = self.get(start, length)
+        if self._sums.footer:
+            self.absorb(start, data)
+            return
+        self._blocks.add(self._key, start, data)
+
+    def absorb(self, start: int, data: bytes) -> None:
+        """Cache the whole units inside bytes [start, start+len(data)) already fetched, each
+        verified first (only verified bytes are cached). Adjacent units are cached as one
+        block, so a later read across them is still served from the cache."""
+        view = memoryview(data)
+        runs: list[list[int]] = []
+        for s, e, c in sorted(self._units):
+            if start <= s and e <= start + len(data):
+                verify(view[s - start : e - start], c, f"{self.where} bytes [{s}, {e})")
+                if runs and runs[-1][1] == s:
+                    runs[-1][1] = e
+                else:
+                    runs.append([s, e])
+        for s, e in runs:
+            self._blocks.add(self._key, s, bytes(view[s - start : e - start]))
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        n = min(len(b), self._size - self._pos)
+        if n <= 0:
+            return 0
+        data = self._blocks.find(self._key, self._pos, n)
+        if data is None and self._sums.footer:
+            data = self._verified_range(self._pos, n)
+        if data is None:
+            data = self._store.get(self._key, self._pos, n)
+            self._blocks.add(self._key, self._pos, data)
+        b[:n] = data
+        self._pos += n
+        return n
+
+
+def footer_of(ranged: RangedObject, size: int, tail: bytes) -> tuple[int, int]:
+    try:
+        return footer_span(size, tail)
+    except ValueError as exc:
+        raise IntegrityError(f"{ranged.where} is corrupt: {exc}", ranged.where) from exc

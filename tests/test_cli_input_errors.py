@@ -1,0 +1,191 @@
+"""Everything a user types gets one line on stderr and a non-zero exit, never a traceback
+(issue 12.7). The CLI's real entry point (`flowledger.cli.main`) runs in process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from flowledger.cli import main
+from storage import InvalidURI, open_store, parse_uri
+from tests.support.servers import S3Endpoint
+from timeline import Table
+
+
+def _cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
+    monkeypatch.setattr("sys.argv", ["flowledger", *args])
+    with pytest.raises(SystemExit) as done:
+        main()
+    out = capsys.readouterr()
+    code = done.value.code
+    return (code if isinstance(code, int) else 1), out.out, out.err
+
+
+def _fails(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    code: int = 1,
+) -> str:
+    rc, _, err = _cli(monkeypatch, capsys, *args)
+    lines = err.strip().splitlines()
+    assert rc == code, err
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and "internal error" not in err
+    assert lines[0].startswith("flowledger: error: ")
+    return lines[0]
+
+
+@pytest.fixture
+def table_uri(tmp_path: Path) -> str:
+    uri = str(tmp_path / "t")
+    Table.open(open_store(uri)).write(pa.table({"id": [1, 2], "v": [0.5, float("nan")]}))
+    return uri
+
+
+@pytest.fixture
+def prov_repo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> str:
+    repo = str(tmp_path / "repo")
+    event = {
+        "event_type": "CREATE",
+        "flowfile_uuid": "f1",
+        "component_id": "c",
+        "component_type": "GenerateFlowFile",
+        "file_size": 3,
+        "event_time": 1000,
+    }
+    (tmp_path / "e.jsonl").write_text(json.dumps(event) + "\n")
+    rc, _, err = _cli(
+        monkeypatch, capsys, "provenance", "ingest", str(tmp_path / "e.jsonl"), "--repo", repo
+    )
+    assert rc == 0, err
+    return repo
+
+
+@pytest.mark.unit
+def test_huge_max_and_negative_first(
+    prov_repo: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = str(10**23)
+    line = _fails(
+        monkeypatch, capsys, "provenance", "events", "--max", huge, "--repo", prov_repo, code=2
+    )
+    assert "--max" in line
+    line = _fails(
+        monkeypatch, capsys, "provenance", "events", "--first", "-5", "--repo", prov_repo, code=2
+    )
+    assert "--first" in line
+    line = _fails(monkeypatch, capsys, "provenance", "replay", huge, "--repo", prov_repo, code=2)
+    assert "event_id" in line.lower() or "EVENT_ID" in line
+
+
+@pytest.mark.unit
+def test_as_of_garbage_and_before_the_first_commit(
+    table_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--as-of", "garbage")
+    assert "'garbage'" in line
+    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--count", "--as-of", "2000")
+    assert "'2000'" in line
+    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--as-of", "20000101000000000")
+    assert "no commit at or before" in line
+    # ISO 8601 and second precision are accepted (Hudi's as.of.instant forms).
+    rc, out, _ = _cli(
+        monkeypatch, capsys, "table", "read", table_uri, "--count", "--as-of", "2999-01-01T00:00Z"
+    )
+    assert rc == 0 and out.strip() == "2"
+
+
+@pytest.mark.unit
+def test_csv_type_clash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("id,name\n1,x\n")
+    b.write_text("id,name\nnot-a-number,2\n")
+    uri = str(tmp_path / "t")
+    line = _fails(monkeypatch, capsys, "table", "write", uri, str(a), str(b))
+    assert "id: table has int64, file has string" in line
+    assert not Path(uri).exists()  # nothing written
+
+
+@pytest.mark.unit
+def test_usage_errors_say_the_problem_on_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _fails(monkeypatch, capsys, "table", "read", code=2)
+    assert "Missing argument" in line
+    line = _fails(monkeypatch, capsys, "table", "read", "x", "--bogus", code=2)
+    assert "--bogus" in line
+    line = _fails(monkeypatch, capsys, "table", "read", "x", "--limit", "many", code=2)
+    assert "--limit" in line
+    line = _fails(monkeypatch, capsys, "nosuchcommand", code=2)
+    assert "nosuchcommand" in line
+
+
+@pytest.mark.unit
+def test_reading_a_missing_table_is_an_error_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no" / "such" / "table"
+    line = _fails(monkeypatch, capsys, "table", "read", str(missing))
+    assert "no table at" in line
+    line = _fails(monkeypatch, capsys, "timeline", "show", "--table", str(missing))
+    assert "no table at" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.unit
+def test_json_never_emits_nan(
+    table_uri: str,
+    prov_repo: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def strict(text: str) -> object:
+        def refuse(name: str) -> object:
+            raise AssertionError(f"non-JSON constant {name} in output")
+
+        return json.loads(text, parse_constant=refuse)
+
+    rc, out, _ = _cli(monkeypatch, capsys, "table", "read", table_uri, "--json")
+    assert rc == 0
+    assert [r["v"] for r in strict(out)] == [0.5, None]  # type: ignore[union-attr,index]
+    query = "select 'nan'::double as a, 'inf'::double as b, -1e309 as c, 1.5 as d"
+    rc, out, _ = _cli(
+        monkeypatch, capsys, "provenance", "sql", query, "--repo", prov_repo, "--json"
+    )
+    assert rc == 0
+    assert strict(out) == [{"a": None, "b": None, "c": None, "d": 1.5}]
+
+
+@pytest.mark.unit
+def test_s3_uri_with_dot_segments_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for bad in ("s3://bucket/../x", "s3://bucket/a/./b", "s3://bucket/a//b", "s3a://bucket/.."):
+        with pytest.raises(InvalidURI, match="path segment"):
+            parse_uri(bad)
+    assert parse_uri("s3://bucket/a.b/..c/x").path == "a.b/..c/x"  # dots inside names are fine
+    line = _fails(monkeypatch, capsys, "table", "read", "s3://bucket/../x")
+    assert "'..' path segment" in line
+
+
+@pytest.mark.s3
+def test_reading_a_missing_s3_table_creates_no_object(
+    moto: S3Endpoint, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bucket = moto.new_bucket()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto.secret_key)
+    line = _fails(monkeypatch, capsys, "table", "read", f"s3://{bucket}/tables/none")
+    assert "no table at s3://" in line
+    assert moto.client().list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0

@@ -1,0 +1,144 @@
+"""`flowledger provenance ingest --format openlineage`: RunEvents become NiFi provenance."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.generated.output_statistics_output_dataset import (
+    OutputStatisticsOutputDatasetFacet,
+)
+from openlineage.client.serde import Serde
+from typer.testing import CliRunner
+
+from flowledger.cli import app
+from provenance import ProvenanceRepository
+from provenance.ancestry import input_files
+from provenance.openlineage import dataset_uri
+from storage import StoreSettings, open_store
+
+pytestmark = pytest.mark.unit
+RUN = str(uuid.uuid4())
+
+
+def _event(state: RunState, time: str, inputs: int = 2) -> RunEvent:
+    return RunEvent(
+        eventType=state,
+        eventTime=time,
+        producer="https://github.com/OpenLineage/OpenLineage/tree/1.53.0/integration/spark",
+        run=Run(runId=RUN),
+        job=Job(namespace="spark", name="etl.write_orders"),
+        inputs=[InputDataset(namespace="s3://raw", name=f"orders/{i}.csv") for i in range(inputs)],
+        outputs=[
+            OutputDataset(
+                namespace="file",
+                name="/warehouse/orders",
+                outputFacets={
+                    "outputStatistics": OutputStatisticsOutputDatasetFacet(rowCount=7, size=512)
+                },
+            )
+        ],
+    )
+
+
+def _file(tmp_path: Path, *events: RunEvent) -> Path:
+    path = tmp_path / "openlineage.json"
+    path.write_text("".join(Serde.to_json(e) + "\n" for e in events))
+    return path
+
+
+def _ingest(repo: str, path: Path) -> dict[str, int]:
+    result = CliRunner().invoke(
+        app,
+        ["provenance", "ingest", "--format", "openlineage", str(path), "--repo", repo, "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    out: dict[str, int] = json.loads(result.output)
+    return out
+
+
+def test_complete_run_events_become_receive_join_fork_send(tmp_path: Path) -> None:
+    repo = "file://" + str(tmp_path / "repo")
+    path = _file(
+        tmp_path,
+        _event(RunState.START, "2026-11-23T10:00:00.000Z"),
+        _event(RunState.RUNNING, "2026-11-23T10:00:01.000Z"),
+        _event(RunState.COMPLETE, "2026-11-23T10:00:02.500Z"),
+    )
+    first = _ingest(repo, path)
+    assert first == {"run_events": 3, "runs": 1, "skipped": 2, "events": 2 + 1 + 1 + 1}
+    assert _ingest(repo, path)["events"] == 0  # same run id and event time: nothing new
+    with ProvenanceRepository(open_store(repo, StoreSettings(fsync=False))) as prov:
+        events = prov.get_events(0, 100)
+        assert [e.event_type for e in events] == ["RECEIVE", "RECEIVE", "JOIN", "FORK", "SEND"]
+        assert {e.component_id for e in events} == {RUN}
+        when = datetime(2026, 11, 23, 10, 0, 2, 500_000, tzinfo=UTC)
+        assert {e.event_time for e in events} == {int(when.timestamp() * 1000)}
+        send = events[-1]
+        assert (send.transit_uri, send.file_size) == ("file:///warehouse/orders", 512)
+        assert send.updated_attributes["record.count"] == "7"
+        assert events[2].updated_attributes["openlineage.job.name"] == "etl.write_orders"
+        assert input_files(prov, send.flowfile_uuid) == [
+            "s3://raw/orders/0.csv",
+            "s3://raw/orders/1.csv",
+        ]
+
+
+def test_failed_runs_leave_no_send_and_bad_input_writes_nothing(tmp_path: Path) -> None:
+    repo = "file://" + str(tmp_path / "repo")
+    failed = _ingest(repo, _file(tmp_path, _event(RunState.FAIL, "2026-11-23T10:00:00Z")))
+    assert failed == {"run_events": 1, "runs": 0, "skipped": 1, "events": 0}
+    good = Serde.to_json(_event(RunState.COMPLETE, "2026-11-23T10:00:00Z"))
+    bad = json.loads(good)
+    bad["run"]["runId"] = "not-a-uuid"
+    path = tmp_path / "bad.json"
+    path.write_text(good + "\n" + json.dumps(bad) + "\n")
+    result = CliRunner().invoke(
+        app, ["provenance", "ingest", "--format", "openlineage", str(path), "--repo", repo]
+    )
+    assert result.exit_code != 0
+    assert "line 2" in str(result.exception) + result.output
+    with ProvenanceRepository(open_store(repo, StoreSettings(fsync=False))) as prov:
+        assert prov.max_event_id() == -1  # the good line before it was not written either
+
+
+def test_dataset_uris_follow_openlineage_naming() -> None:
+    assert dataset_uri("file", "/tmp/in.csv") == "file:///tmp/in.csv"
+    assert dataset_uri("s3://bucket", "dir/x") == "s3://bucket/dir/x"
+    assert dataset_uri("postgres://db:5432", "shop.public.orders") == (
+        "postgres://db:5432/shop.public.orders"
+    )
+
+
+def test_marquez_compatible_endpoint_records_posted_run_events(tmp_path: Path) -> None:
+    """`POST /api/v1/lineage` on a real `flowledger serve` process, with its bearer token."""
+    from tests.support.service import ServiceProcess
+
+    repo = str(tmp_path / "repo")
+    server = ServiceProcess(repo)
+    try:
+        api = server.client
+
+        def post(event: RunEvent | dict[str, Any]) -> tuple[int, Any]:
+            body = json.loads(Serde.to_json(event)) if isinstance(event, RunEvent) else event
+            r = api.post("/api/v1/lineage", body)
+            return r.status, r.json()
+
+        assert post(_event(RunState.START, "2026-11-23T10:00:00Z"))[1]["events"] == 0
+        complete = _event(RunState.COMPLETE, "2026-11-23T10:00:02Z", inputs=1)
+        status, result = post(complete)
+        assert (status, result["runs"], result["events"]) == (201, 1, 4)
+        assert post(complete)[1]["events"] == 0
+        status, error = post({"run": {"runId": RUN}, "eventType": "COMPLETE"})
+        assert status == 400 and "missing field" in error["detail"]
+    finally:
+        server.stop()
+    with ProvenanceRepository(open_store(repo)) as prov:
+        assert [e.event_type for e in prov.get_events(0, 10)] == [
+            "RECEIVE", "CONTENT_MODIFIED", "FORK", "SEND",
+        ]  # fmt: skip

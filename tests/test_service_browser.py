@@ -1,0 +1,228 @@
+"""The lineage page in headless Chromium (Debian's chromium + chromedriver, Selenium): search,
+open a lineage, check its nodes, click one, expand, download, timeline; save a screenshot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from provenance import ProvenanceEvent, ProvenanceRepository
+from storage import open_store
+from storage.content import ContentClaim, ContentRepository
+from tests.support.service import TOKEN, ServiceProcess
+from timeline import Table
+
+pytestmark = pytest.mark.unit
+
+CHROMIUM = "/usr/bin/chromium"
+DRIVER = "/usr/bin/chromedriver"
+ARTIFACTS = Path(os.environ.get("FLOWLEDGER_TEST_ARTIFACTS", "test-artifacts"))
+
+
+def _pipeline_repo(repo: str) -> None:
+    """A small pipeline: a CSV received, split into two, one part enriched and sent, the
+    other dropped, the two joined back; a table `orders` with a few commits."""
+    with ContentRepository.open(repo) as content:
+        c_in = content.write_bytes(b"id,amount\n1,10\n2,20\n")
+        c_out = content.write_bytes(b"id,amount,eur\n1,10,9.2\n")
+        content.commit()
+
+    def claim(c: ContentClaim) -> dict[str, Any]:
+        rc = c.resource_claim
+        return {
+            "content_claim_container": rc.container,
+            "content_claim_section": rc.section,
+            "content_claim_identifier": rc.identifier,
+            "content_claim_offset": c.offset,
+            "content_claim_checksum": c.checksum,
+        }
+
+    t0 = 1_790_000_000_000
+    events = [
+        ProvenanceEvent(
+            "RECEIVE",
+            "order-batch",
+            "listen-http",
+            "ListenHTTP",
+            c_in.length,
+            event_time=t0,
+            transit_uri="http://shop/orders",
+            updated_attributes={"filename": "orders.csv", "mime.type": "text/csv"},
+            **claim(c_in),
+        ),
+        ProvenanceEvent(
+            "FORK",
+            "order-batch",
+            "split",
+            "SplitRecord",
+            c_in.length,
+            event_time=t0 + 10,
+            parent_uuids=("order-batch",),
+            child_uuids=("order-1", "order-2"),
+            **claim(c_in),
+        ),
+        ProvenanceEvent(
+            "CONTENT_MODIFIED",
+            "order-1",
+            "convert",
+            "UpdateRecord",
+            c_out.length,
+            event_time=t0 + 20,
+            updated_attributes={"currency": "EUR"},
+            **claim(c_out),
+        ),
+        ProvenanceEvent(
+            "SEND",
+            "order-1",
+            "publish",
+            "PutS3Object",
+            c_out.length,
+            event_time=t0 + 30,
+            transit_uri="s3://lake/orders/1.csv",
+            previous_attributes={"currency": "USD"},
+            updated_attributes={"currency": "EUR", "filename": "1.csv"},
+            **claim(c_out),
+        ),
+        ProvenanceEvent("DROP", "order-2", "filter", "RouteOnAttribute", 9, event_time=t0 + 25),
+        ProvenanceEvent(
+            "JOIN",
+            "order-summary",
+            "merge",
+            "MergeRecord",
+            40,
+            event_time=t0 + 40,
+            parent_uuids=("order-1", "order-2"),
+        ),
+    ]
+    with ProvenanceRepository(open_store(repo)) as prov:
+        prov.register_events(events, sync=True)
+    table = Table.open(open_store(repo).scoped("tables/orders"))
+    for i in range(3):
+        table.write(pa.table({"id": [i], "amount": [10 * i]}))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    repo = str(tmp_path_factory.mktemp("browser") / "repo")
+    _pipeline_repo(repo)
+    proc = ServiceProcess(repo)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
+        pytest.fail(
+            "chromium/chromedriver missing: run `make browser` (installs Debian's packages)"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    downloads = tmp_path_factory.mktemp("downloads")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,900",
+    ):
+        options.add_argument(arg)
+    options.add_experimental_option("prefs", {"download.default_directory": str(downloads)})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
+    driver.downloads = downloads  # type: ignore[attr-defined]
+    yield driver
+    driver.quit()
+
+
+def test_lineage_page_search_graph_details_timeline(
+    server: ServiceProcess, browser: object
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    d: Any = browser
+    wait = WebDriverWait(d, 30)
+    d.get(f"{server.client.base}/#token={TOKEN}")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "connected"))
+    assert "token" not in d.current_url
+
+    # Search by component: one event, with a Lineage button.
+    d.find_element(By.NAME, "ProcessorID").send_keys("split")
+    d.find_element(By.CSS_SELECTOR, "#search-form button").click()
+    row = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#events tbody tr")))
+    assert "FORK" in row.text and "order-batch" in row.text
+
+    # Open the lineage of order-1: events as nodes, edges between them.
+    d.find_element(By.CSS_SELECTOR, '[data-tab="lineage"]').click()
+    box = d.find_element(By.ID, "lineage-uuid")
+    box.clear()
+    box.send_keys("order-1")
+    d.find_element(By.CSS_SELECTOR, "#lineage-form button").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph g.node.event")))
+    types = {
+        n.get_attribute("data-event-type")
+        for n in d.find_elements(By.CSS_SELECTOR, "#graph g.node.event")
+    }
+    assert {"FORK", "CONTENT_MODIFIED", "SEND", "JOIN"} <= types, types
+    assert d.find_elements(By.CSS_SELECTOR, "#graph line.edge")
+
+    # Click the SEND node: its attributes, content availability and a download link.
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="SEND"]').click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "SEND"))
+    details = d.find_element(By.ID, "details").text
+    assert "s3://lake/orders/1.csv" in details and "available" in details
+    assert "currency" in details and "EUR" in details and "USD" in details
+    d.find_element(By.CSS_SELECTOR, "#details .download-output").click()
+    wait.until(lambda _: any(d.downloads.glob("*.csv")))
+    saved = next(d.downloads.glob("*.csv"))
+    assert saved.read_bytes() == b"id,amount,eur\n1,10,9.2\n"
+
+    # Expand the FORK's parents: the batch's RECEIVE joins the graph.
+    receive = '#graph g[data-event-type="RECEIVE"]'
+    assert not d.find_elements(By.CSS_SELECTOR, receive)
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="FORK"]').click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "FORK"))
+    d.find_element(By.CSS_SELECTOR, "#details .expand-parents").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, receive)))
+    nodes = d.find_elements(By.CSS_SELECTOR, "#graph g.node")
+    assert "flowfile:order-batch" in {n.get_attribute("data-node-id") for n in nodes}
+    # ... and its children: order-2 and its DROP.
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="FORK"]').click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "FORK"))
+    d.find_element(By.CSS_SELECTOR, "#details .expand-children").click()
+    wait.until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, '#graph g[data-event-type="DROP"]'))
+    )
+    d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="SEND"]').click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "SEND"))
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "lineage.png"
+    assert d.save_screenshot(str(shot))
+    docs = Path(__file__).resolve().parents[1] / "docs" / "img"
+    if os.environ.get("FLOWLEDGER_UPDATE_SCREENSHOT"):
+        docs.mkdir(exist_ok=True)
+        shutil.copy(shot, docs / "lineage.png")
+
+    # The table's timeline: three completed commits.
+    d.find_element(By.CSS_SELECTOR, '[data-tab="timeline"]').click()
+    d.find_element(By.CSS_SELECTOR, "#timeline-form button").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#instants tbody tr")))
+    rows = d.find_elements(By.CSS_SELECTOR, "#instants tbody tr")
+    assert len(rows) == 3 and all("completed" in r.text for r in rows)
+    assert d.find_element(By.ID, "error").text == ""

@@ -1,0 +1,185 @@
+"""Provenance of Spark commits (the post-commit hook), from CommitInfo and real Parquet files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flowledger.spark import (
+    CommitInfo,
+    OutputFile,
+    SparkJobInfo,
+    catch_up,
+    events_for_commit,
+    input_files,
+    record_commit,
+    upstream,
+)
+from flowledger.spark.commit_info import JOB_METADATA_KEY
+from provenance import ProvenanceRepository, validate
+from storage import StoreSettings, open_store
+from storage.s3a import to_spark_path
+from timeline.metadata import DataFile
+from timeline.table import Table
+
+pytestmark = pytest.mark.unit
+LOCAL = StoreSettings(fsync=False)
+
+
+def _inputs(tmp_path: Path, n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        path = tmp_path / "in" / f"part-{i}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("id,v\n" + "".join(f"{j},{i}\n" for j in range(5)))
+        out.append("file://" + str(path))
+    return out
+
+
+def _commit_table(table_uri: str, job: SparkJobInfo, partitions: list[str]) -> CommitInfo:
+    """A real commit on the timeline: Parquet files by pyarrow, job info in the metadata."""
+    table = Table.open(open_store(table_uri, LOCAL))
+    txn = table.begin(action="commit")
+    files = []
+    for i, part in enumerate(partitions):
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"id": list(range(i + 3))}), buf)
+        key = txn.data_key(part, f"part-{i}.parquet")
+        table.store.put_if_absent(key, buf.getvalue())
+        data = DataFile(key, len(buf.getvalue()), i + 3, part)
+        txn.add(data)
+        files.append(OutputFile(f"{to_spark_path(table_uri)}/{key}", data.rows, data.size, part))
+    instant = txn.commit(extra_metadata={JOB_METADATA_KEY: job.to_json(), "operation": "insert"})
+    return CommitInfo(table_uri, instant.time, "commit", "insert", tuple(files), job)
+
+
+def _job(inputs: list[str]) -> SparkJobInfo:
+    return SparkJobInfo("local-1700000000000", "etl", "flowledger.write", "ann", tuple(inputs))
+
+
+def test_events_of_a_commit_are_nifi_events_and_deterministic(tmp_path: Path) -> None:
+    info = CommitInfo(
+        "s3a://bucket/tables/t",
+        "20260101120000000",
+        "commit",
+        "insert",
+        (
+            OutputFile("s3a://bucket/tables/t/a.parquet", 10, 100),
+            OutputFile("s3a://bucket/tables/t/b.parquet", 5, 50),
+        ),
+        _job(["s3a://bucket/in/1.csv", "s3a://bucket/in/2.csv"]),
+    )
+    events = validate(events_for_commit(info))
+    assert [e.event_type for e in events] == ["RECEIVE", "RECEIVE", "JOIN", "FORK", "SEND", "SEND"]
+    receives, join, fork, sends = events[:2], events[2], events[3], events[4:]
+    assert [e.transit_uri for e in receives] == list(info.job.input_files)
+    assert set(join.parent_uuids) == {e.flowfile_uuid for e in receives}
+    assert fork.parent_uuids == (join.flowfile_uuid,) == (fork.flowfile_uuid,)
+    assert set(fork.child_uuids) == {e.flowfile_uuid for e in sends}
+    assert [(e.transit_uri, e.file_size) for e in sends] == [(f.uri, f.size) for f in info.files]
+    assert {(e.component_id, e.component_type) for e in events} == {(info.job.app_id, "SparkJob")}
+    assert events_for_commit(info) == events  # same commit, same FlowFile UUIDs
+    # s3:// and s3a:// name the same table: the same FlowFiles.
+    same = CommitInfo(
+        "s3://bucket/tables/t",
+        *(info.instant_time, info.action, info.operation, info.files, info.job),
+    )
+    assert [e.flowfile_uuid for e in events_for_commit(same)] == [e.flowfile_uuid for e in events]
+
+
+def test_single_input_is_content_modified_and_no_input_is_create() -> None:
+    out = (OutputFile("file:///t/a.parquet", 1, 10),)
+    one = events_for_commit(
+        CommitInfo(
+            "file:///t", "20260101120000000", "commit", "insert", out, _job(["file:///in.csv"])
+        )
+    )
+    assert [e.event_type for e in one] == ["RECEIVE", "CONTENT_MODIFIED", "FORK", "SEND"]
+    assert one[0].flowfile_uuid == one[1].flowfile_uuid == one[2].flowfile_uuid
+    none = events_for_commit(
+        CommitInfo("file:///t", "20260101120000000", "commit", "insert", out, _job([]))
+    )
+    assert [e.event_type for e in none] == ["CREATE", "FORK", "SEND"]
+
+
+def test_recorded_commit_lineage_of_each_output_names_its_inputs(tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, 3)
+    repo_uri = "file://" + str(tmp_path / "repo")
+    info = _commit_table("file://" + str(tmp_path / "t"), _job(inputs), ["", "", "p=1"])
+    info = CommitInfo(**{**info.__dict__, "repo_uri": repo_uri})
+    assert record_commit(info, LOCAL) == 3 + 1 + 1 + 3
+    assert record_commit(info, LOCAL) == 0  # idempotent
+    with ProvenanceRepository(open_store(repo_uri, LOCAL)) as repo:
+        sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
+        assert sorted(e.transit_uri or "" for e in sends) == sorted(f.uri for f in info.files)
+        for send in sends:
+            assert input_files(repo, send.flowfile_uuid) == sorted(inputs)
+            # NiFi's own lineage of the output shows the FORK whose parent is the job...
+            nifi = repo.lineage(send.flowfile_uuid)
+            assert {n.event_type for n in nifi.nodes if n.kind == "EVENT"} == {"FORK", "SEND"}
+            # ... and the expanded graph reaches every input file's RECEIVE through the JOIN.
+            graph = upstream(repo, send.flowfile_uuid)
+            types = [n.event_type for n in graph.nodes if n.kind == "EVENT"]
+            assert sorted(types) == ["FORK", "JOIN", "RECEIVE", "RECEIVE", "RECEIVE", "SEND"]
+            edges = {(e.source, e.target) for e in graph.edges}
+            assert any(t == f"flowfile:{send.flowfile_uuid}" for _, t in edges)
+        marker = f"{info.table_uri}#instant={info.instant_time}"
+        _, rows = repo.sql(
+            "SELECT event_type, count(*) FROM provenance "
+            f"WHERE alternate_identifier_uri = '{marker}' GROUP BY 1 ORDER BY 1"
+        )
+        assert rows == [("FORK", 1), ("JOIN", 1), ("RECEIVE", 3), ("SEND", 3)]
+
+
+def test_catch_up_records_only_missing_commits_from_the_timeline(tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, 2)
+    table_uri = "file://" + str(tmp_path / "t")
+    repo_uri = "file://" + str(tmp_path / "repo")
+    first = _commit_table(table_uri, _job(inputs[:1]), [""])
+    second = _commit_table(table_uri, _job(inputs), ["", ""])
+    # The hook ran for the first commit only (the driver died before the second's hook).
+    assert record_commit(CommitInfo(**{**first.__dict__, "repo_uri": repo_uri}), LOCAL) == 4
+    assert catch_up(table_uri, repo_uri, LOCAL) == len(events_for_commit(second))
+    assert catch_up(table_uri, repo_uri, LOCAL) == 0
+    # The events rebuilt from the timeline are the ones the hook would have written.
+    late_hook = CommitInfo(**{**second.__dict__, "repo_uri": repo_uri})
+    assert record_commit(late_hook, LOCAL) == 0
+    with ProvenanceRepository(open_store(repo_uri, LOCAL)) as repo:
+        send = next(e for e in events_for_commit(second) if e.event_type == "SEND")
+        assert input_files(repo, send.flowfile_uuid) == sorted(inputs)
+
+
+def test_commit_without_repository_records_nothing(tmp_path: Path) -> None:
+    info = CommitInfo("file:///t", "20260101120000000", "commit", "insert", (), _job([]))
+    assert record_commit(info) == 0
+
+
+def test_installed_hook_records_and_never_fails_a_committed_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flowledger.spark import commit_hooks, commit_info, install, lineage
+
+    # Hooks are process-wide: keep this test's installation from reaching other tests.
+    monkeypatch.setattr(commit_info, "_HOOKS", [])
+    monkeypatch.setattr(lineage, "_hook_settings", [None])
+    install(settings=LOCAL)
+    install(settings=LOCAL)
+    hooks = commit_hooks()
+    assert len(hooks) == len(set(hooks))  # installed once
+    repo_uri = "file://" + str(tmp_path / "repo")
+    info = _commit_table("file://" + str(tmp_path / "t"), _job(_inputs(tmp_path, 2)), [""])
+    for hook in hooks:  # what the writers do after completing an instant
+        hook(CommitInfo(**{**info.__dict__, "repo_uri": repo_uri}))
+    with ProvenanceRepository(open_store(repo_uri, LOCAL)) as repo:
+        assert [e.event_type for e in repo.get_events(0, 10)] == [
+            "RECEIVE", "RECEIVE", "JOIN", "FORK", "SEND",
+        ]  # fmt: skip
+    (tmp_path / "blocked").write_text("a file where the repository should be")
+    broken = CommitInfo(**{**info.__dict__, "repo_uri": "file://" + str(tmp_path / "blocked")})
+    for hook in hooks:
+        hook(broken)  # logged, not raised: the write is already committed
+    assert "catch_up" in caplog.text

@@ -1,0 +1,110 @@
+"""Provenance of a real Spark job on MinIO over s3a, and the provenance as a Spark DataFrame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flowledger.spark import (
+    CommitInfo,
+    OutputFile,
+    SparkJobInfo,
+    input_files,
+    provenance,
+    record_commit,
+)
+from flowledger.spark.commit_info import JOB_METADATA_KEY
+from provenance import ProvenanceEvent, ProvenanceRepository
+from provenance.schema import VIEW_COLUMNS
+from storage import open_store
+from tests.support.servers import S3Endpoint
+from timeline.layout import data_prefix
+from timeline.metadata import DataFile
+from timeline.table import Table
+
+pytestmark = pytest.mark.spark
+
+
+def _spark_commit(spark: Any, minio: S3Endpoint, bucket: str, repo: str) -> CommitInfo:
+    """A Spark job reads CSV files from MinIO and writes Parquet into a timeline instant,
+    the way the native writer does: Spark's writer, then the timeline commit."""
+    raw = open_store(f"s3://{bucket}/raw", minio.settings())
+    for i in range(3):
+        raw.put(f"orders/{i}.csv", ("id,qty\n" + f"{i},{i + 1}\n{i + 10},{i + 2}\n").encode())
+    df = spark.read.option("header", True).csv(f"s3a://{bucket}/raw/orders/")
+    table_uri = f"s3a://{bucket}/tables/orders"
+    table = Table.open(open_store(table_uri, minio.settings()))
+    txn = table.begin(action="commit")
+    df.coalesce(2).write.parquet(f"{table_uri}/{data_prefix(txn.instant_time)}")
+    sc = spark.sparkContext
+    job = SparkJobInfo(sc.applicationId, sc.appName, "flowledger.write", sc.sparkUser(),
+                       tuple(df.inputFiles()))  # fmt: skip
+    files = []
+    for info in table.store.list(data_prefix(txn.instant_time)):
+        if info.key.endswith(".parquet"):
+            rows = spark.read.parquet(f"{table_uri}/{info.key}").count()
+            txn.add(DataFile(info.key, info.size, rows))
+            files.append(OutputFile(f"{table_uri}/{info.key}", rows, info.size))
+    instant = txn.commit(extra_metadata={JOB_METADATA_KEY: job.to_json()})
+    return CommitInfo(table_uri, instant.time, "commit", "insert", tuple(files), job, repo)
+
+
+def test_lineage_of_each_output_file_of_a_spark_job_names_its_input_files(
+    spark: Any, minio: S3Endpoint
+) -> None:
+    bucket = minio.new_bucket()
+    repo_uri = f"s3://{bucket}/repo"
+    info = _spark_commit(spark, minio, bucket, repo_uri)
+    inputs = sorted(info.job.input_files)
+    assert len(inputs) == 3 and all(p.startswith("s3a://") for p in inputs)
+    assert record_commit(info, minio.settings()) == 3 + 1 + 1 + len(info.files)
+    assert record_commit(info, minio.settings()) == 0
+    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+        sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
+        assert sorted(e.transit_uri or "" for e in sends) == sorted(f.uri for f in info.files)
+        for send in sends:
+            assert input_files(repo, send.flowfile_uuid) == inputs
+
+
+def test_provenance_dataframe_reads_exactly_the_committed_files(
+    spark: Any, minio: S3Endpoint
+) -> None:
+    bucket = minio.new_bucket()
+    repo_uri = f"s3://{bucket}/repo"
+    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+        assert provenance(spark, repo).count() == 0  # empty repository: the view's columns
+        for batch in range(3):
+            repo.register_events(
+                [
+                    ProvenanceEvent(
+                        "RECEIVE",
+                        f"ff-{batch}-{i}",
+                        "get",
+                        "GetFile",
+                        10 + i,
+                        transit_uri=f"file:///in/{batch}/{i}",
+                    )
+                    for i in range(40)
+                ],
+                sync=True,
+            )
+            repo.rollover()  # one committed file per batch
+        repo.register_event(ProvenanceEvent("DROP", "ff-late", "x", "Y", 1), sync=True)
+        high = repo.snapshot().high_water
+        frame = provenance(spark, repo_uri, minio.settings())
+        assert tuple(frame.columns) == VIEW_COLUMNS
+        committed = f"FROM provenance WHERE event_id < {high}"  # the journal is not committed
+        _, rows = repo.sql(
+            f"SELECT count(*), sum(file_size), count(DISTINCT flowfile_uuid) {committed}"
+        )
+        agg = frame.selectExpr(
+            "count(*)", "sum(file_size)", "count(DISTINCT flowfile_uuid)"
+        ).first()
+        assert tuple(agg) == rows[0]
+        _, total = repo.sql("SELECT count(*) FROM provenance")
+        assert frame.count() == total[0][0] - 1
+        frame.createOrReplaceTempView("prov")
+        by_type = spark.sql("SELECT event_type, count(*) FROM prov GROUP BY 1 ORDER BY 1").collect()
+        _, expected = repo.sql(f"SELECT event_type, count(*) {committed} GROUP BY 1 ORDER BY 1")
+        assert [tuple(r) for r in by_type] == expected
