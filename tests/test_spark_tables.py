@@ -17,7 +17,7 @@ from flowledger.cli import app
 from flowledger.spark.commit_info import JOB_METADATA_KEY, SparkJobInfo
 from storage import open_store
 from tests.support.servers import S3Endpoint
-from timeline import CommitOutcomeUnknown, Table, Transaction
+from timeline import CommitOutcomeUnknown, SchemaMismatch, Table, Transaction
 from timeline.layout import data_prefix
 
 pytestmark = pytest.mark.spark
@@ -85,8 +85,10 @@ def _agree(spark: Any, uri: str, settings: Any, tmp: Path, monkeypatch: pytest.M
 
 
 def _assert_only_committed_files(table: Table) -> None:
-    committed = {f.path for e in table.state().writes.values() for f in e.added}
-    assert {o.key for o in table.store.list("data/")} == committed
+    added = [f for e in table.state().writes.values() for f in e.added]
+    assert {o.key for o in table.store.list("data/")} == {f.path for f in added}
+    # Every committed file carries the crc32 readers verify (table.read() checks it).
+    assert all(f.checksum.startswith("crc32:") for f in added)
 
 
 def test_native_writes_append_overwrite_partitioned(
@@ -181,6 +183,12 @@ def test_failed_job_leaves_snapshot_unchanged(registered: Any, tmp_path: Path) -
         fs.write(bad, uri)
     with pytest.raises(Exception, match="id < 3"):
         bad.write.format("flowledger").mode("append").save(uri)
+    # A DataFrame that does not fit the table's schema is refused before any file is written.
+    wrong = spark.range(0, 3).selectExpr("cast(id as string) as id", "id % 3 as p", "'x' as s")
+    with pytest.raises(SchemaMismatch):
+        fs.write(wrong, uri)
+    with pytest.raises(Exception, match=r"SchemaMismatch|schema"):
+        wrong.write.format("flowledger").mode("append").save(uri)
     table = _table(uri, None)
     assert table.snapshot() == before
     assert not table.timeline().pending()

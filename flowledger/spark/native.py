@@ -76,10 +76,13 @@ def collect_written(store: ObjectStore, prefix: str) -> list[ObjectInfo]:
 
 
 def arrow_schema(spark_schema: Any) -> Any:
-    """The Arrow schema of a Spark schema (what pyarrow reads back from Spark's files)."""
+    """The Arrow schema of a Spark schema as the table records it: every column nullable, as
+    Spark's Parquet writer makes them (so both write paths record the same schema)."""
+    import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False)
+    arrow = to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False)
+    return pa.schema([f.with_nullable(True) for f in arrow])
 
 
 def write(
