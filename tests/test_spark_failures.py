@@ -10,12 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import flowledger.spark as fs
+from flowledger.spark.commit_info import REPO_CONF_KEY
 from storage import open_store
 from tests.support.servers import S3Endpoint
 from timeline import Table
@@ -59,6 +61,14 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _provenance_repo(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """This module's writes report provenance to a repo of its own, not ./flowledger-data."""
+    spark.conf.set(REPO_CONF_KEY, str(tmp_path_factory.mktemp("repo")))
+    yield
+    spark.conf.unset(REPO_CONF_KEY)
+
+
 def _frame(spark: Any, start: int, end: int) -> Any:
     return spark.range(start, end).selectExpr("id", "id % 3 as p")
 
@@ -73,7 +83,8 @@ def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
     # The driver is SIGKILLed after Spark wrote its files, before the instant completed.
     step = {"uri": uri, "mode": "append", "start": 100, "end": 200}
     proc = _start(
-        {"name": "killed", "steps": [step]}, _env(minio, FLOWLEDGER_CRASH_AT="spark.written")
+        {"name": "killed", "repo": uri + "-repo", "steps": [step]},
+        _env(minio, FLOWLEDGER_CRASH_AT="spark.written"),
     )
     code, _, err = _finish(proc)
     assert code == -signal.SIGKILL, err[-3000:]
@@ -116,6 +127,7 @@ def test_two_applications_append_both_and_overwrite_one_winner(
     bucket = minio.new_bucket()
     appends, overwrites = f"s3a://{bucket}/tables/appends", f"s3a://{bucket}/tables/over"
     fs.write(_frame(spark, 0, 10), overwrites)
+    uri_repo = f"s3://{bucket}/repo"
 
     def steps(offset: int) -> list[dict[str, Any]]:
         return [
@@ -127,7 +139,7 @@ def test_two_applications_append_both_and_overwrite_one_winner(
         ]  # fmt: skip
 
     procs = {
-        name: _start({"name": name, "steps": steps(offset)}, _env(minio))
+        name: _start({"name": name, "repo": uri_repo, "steps": steps(offset)}, _env(minio))
         for name, offset in (("app-a", 1000), ("app-b", 2000))
     }
     results = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 import flowledger.spark as fs
 from flowledger.cli import app
-from flowledger.spark.commit_info import JOB_METADATA_KEY, SparkJobInfo
+from flowledger.spark.commit_info import JOB_METADATA_KEY, REPO_CONF_KEY, SparkJobInfo
 from storage import open_store
 from tests.support.servers import S3Endpoint
 from timeline import CommitOutcomeUnknown, SchemaMismatch, Table, Transaction
@@ -24,9 +25,12 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def registered(spark: Any) -> Any:
+def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The shared session with the data source, its provenance going to a repo of this module."""
+    spark.conf.set(REPO_CONF_KEY, str(tmp_path_factory.mktemp("repo")))
     fs.register(spark)
-    return spark
+    yield spark
+    spark.conf.unset(REPO_CONF_KEY)
 
 
 @pytest.fixture(params=["local", "minio"])
