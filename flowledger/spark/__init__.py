@@ -3,6 +3,8 @@
 See docs/spark.md. Importing this package does not import pyspark; the functions that need it do.
 """
 
+from typing import Any
+
 from provenance.ancestry import input_files, upstream, upstream_events
 
 from .commit_info import (
@@ -14,15 +16,38 @@ from .commit_info import (
     add_commit_hook,
     commit_hooks,
 )
+from .errors import (
+    HadoopVersionMismatch,
+    JarsUnavailable,
+    JavaNotFound,
+    SparkSetupError,
+    SparkWriteError,
+)
 from .frame import provenance
 from .lineage import catch_up, events_for_commit, install, record_commit
+from .native import write
+from .reader import read
+from .session import session
+
+
+def register(spark: Any) -> None:
+    """Register the "flowledger" data source on `spark` (`session()` already does)."""
+    from .datasource import register as _register
+
+    _register(spark)
+
 
 __all__ = [
     "JOB_METADATA_KEY",
     "REPO_CONF_KEY",
     "CommitInfo",
+    "HadoopVersionMismatch",
+    "JarsUnavailable",
+    "JavaNotFound",
     "OutputFile",
     "SparkJobInfo",
+    "SparkSetupError",
+    "SparkWriteError",
     "add_commit_hook",
     "catch_up",
     "commit_hooks",
@@ -30,7 +55,11 @@ __all__ = [
     "input_files",
     "install",
     "provenance",
+    "read",
     "record_commit",
+    "register",
+    "session",
     "upstream",
     "upstream_events",
+    "write",
 ]
