@@ -3,12 +3,14 @@ provenance and timeline on one repository (see docs/pipeline.md)."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -25,6 +27,7 @@ from provenance import Query, SearchTerm
 from provenance.replay import ReplayResult, replay
 from provenance.session import FlowFile, FlowRepository
 from storage import open_store
+from storage.s3a import to_spark_path
 from storage.uri import parse_uri, resolve_repo
 from timeline.archive import ArchivalSettings, Archiver
 
@@ -32,11 +35,14 @@ from ..spark.commit_info import CommitInfo, commit_hooks
 from . import tables as tbl
 from . import transform
 from .record import Recorder, file_uuid
-from .sources import RawFile, parse_csv, raw_files
+from .sources import RawFile, parse_csv, raw_files, spark_schema
 from .trace import TraceNode, trace
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+#: Inputs read by Spark rather than on the driver when provenance is off (bytes).
+LARGE_INPUT = 1024 * 1024
 
 #: The month whose partition the late correction overwrites.
 CORRECTION_MONTH = 12
@@ -119,8 +125,9 @@ def run_pipeline(
             TimeElapsedColumn(),
             console=console,
         )
-        with progress:
-            spark = _stages(options, _Stages(progress, result), tables, flow, spark, run_id)
+        with progress, tempfile.TemporaryDirectory(prefix="flowledger-pipeline-") as scratch:
+            st = _Stages(progress, result)
+            spark = _stages(options, st, tables, flow, spark, run_id, Path(scratch))
         return result
     finally:
         if flow is not None:
@@ -137,6 +144,7 @@ def _stages(
     flow: FlowRepository | None,
     spark: SparkSession | None,
     run_id: str,
+    scratch: Path,
 ) -> SparkSession:
     result = st.result
     rec = Recorder(flow, run_id) if flow is not None else None
@@ -152,13 +160,10 @@ def _stages(
     with st.stage("type and clean (CONTENT_MODIFIED)", len(raw) + 1) as step:
         cleaned: dict[str, DataFrame] = {}
         for f, data in raw:
-            if flow is not None:  # Spark reads what was landed, checksum verified
-                claim = landed[f.name].content_claim
-                assert claim is not None
-                data = flow.content.read_bytes(claim)
-            arrow = parse_csv(f.name, data, options.sample if f.name == "flights" else None)
-            result.input_rows[f.name] = arrow.num_rows
-            cleaned[f.name] = transform.clean(f.name, transform.to_frame(spark, arrow)).cache()
+            sample = options.sample if f.name == "flights" else None
+            df = _read_raw(spark, f, data, landed.get(f.name), flow, scratch, sample)
+            cleaned[f.name] = transform.clean(f.name, df).cache()
+            result.input_rows[f.name] = cleaned[f.name].count()
             step()
         if rec is not None:
             landed = rec.cleaned(landed, {n: df.toArrow() for n, df in cleaned.items()})
@@ -239,6 +244,40 @@ def _stages(
                 result.replay = _replay_send(flow, target.uuid)
         step(2)
     return spark
+
+
+def _read_raw(
+    spark: SparkSession,
+    f: RawFile,
+    data: bytes,
+    landed: FlowFile | None,
+    flow: FlowRepository | None,
+    scratch: Path,
+    sample: int | None,
+) -> DataFrame:
+    """A raw CSV as a DataFrame. A large content owns its resource claim (one object holding
+    exactly its bytes), so Spark reads that object itself, in parallel, straight from the
+    repository (s3a or file); small contents share a packed claim: they are read on the
+    driver (checksum verified) with pyarrow. Without provenance the files are read from disk."""
+    path: str | None = None
+    if flow is not None and landed is not None:
+        claim = landed.content_claim
+        assert claim is not None
+        if claim.offset == 0 and claim.length > flow.content.settings.large_content_threshold:
+            rc = claim.resource_claim
+            path = to_spark_path(flow.content.containers.by_name[rc.container].store.url(rc.key))
+        else:
+            data = flow.content.read_bytes(claim)
+    elif len(data) > LARGE_INPUT:
+        local = scratch / f.filename
+        local.write_bytes(data)  # e.g. flights.csv out of its zip archive
+        path = local.resolve().as_uri()
+    if path is None:
+        return transform.to_frame(spark, parse_csv(f.name, data, sample))
+    df = spark.read.csv(
+        path, header=True, schema=spark_schema(f.name, data[:65536]), nullValue="NA"
+    )
+    return df.limit(sample) if sample is not None else df
 
 
 def _replay_send(flow: FlowRepository, uuid: str) -> ReplayResult | None:

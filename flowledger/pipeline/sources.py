@@ -104,6 +104,17 @@ def raw_files() -> list[RawFile]:
     return out
 
 
+_SPARK_TYPES = {"int32": "INT", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN"}
+
+
+def spark_schema(name: str, data_head: bytes) -> str:
+    """A Spark DDL schema for the CSV, from pyarrow's typing of its first lines (so Spark
+    reading the whole file types it exactly as pyarrow would)."""
+    head = data_head[: data_head.rfind(b"\n") + 1]
+    schema = parse_csv(name, head).schema
+    return ", ".join(f"`{f.name}` {_SPARK_TYPES.get(str(f.type), 'STRING')}" for f in schema)
+
+
 def parse_csv(name: str, data: bytes, sample: int | None = None) -> pa.Table:
     """The CSV as an Arrow table with the columns typed (first `sample` rows if given)."""
     table = pacsv.read_csv(
