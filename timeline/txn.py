@@ -147,6 +147,12 @@ class Transaction:
         mine = [i for i in tl.states_of(self.instant_time) if i.is_pending]
         tl.delete_states(sorted(mine, key=lambda i: -i.state.rank))
 
+    def detach(self) -> None:
+        """Stop heartbeating and leave the instant pending for another process to complete or
+        abort (a Spark data source plans in one Python worker and commits in another): it
+        rebuilds `Transaction(table, instant_time, action, base, operation)`."""
+        self._heartbeat.stop()
+
     def __enter__(self) -> Transaction:
         return self
 

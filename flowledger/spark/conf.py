@@ -1,0 +1,65 @@
+"""Settings the Spark integration derives from a session's conf.
+
+The s3a options (`spark.hadoop.fs.s3a.*`) are the one source of truth for where S3 is: the
+driver's flowledger store and Spark's JVM reach the same endpoint with the same credentials.
+Table settings follow Hudi's names under `spark.flowledger.` (writer options use the bare name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from storage import StoreSettings
+from timeline import TableSettings
+
+S3A = "spark.hadoop.fs.s3a."
+#: Writer option / Spark conf (with the `spark.flowledger.` prefix) → TableSettings field.
+TABLE_OPTIONS = {
+    "hoodie.cleaner.policy.failed.writes": "failed_writes_cleaner_policy",
+    "hoodie.client.heartbeat.interval_in_ms": "heartbeat_interval_ms",
+    "hoodie.client.heartbeat.tolerable.misses": "heartbeat_tolerable_misses",
+}
+CONF_PREFIX = "spark.flowledger."
+
+
+def conf_of(spark: Any) -> dict[str, str]:
+    """The session's conf: SparkContext conf overlaid with runtime SQL conf."""
+    conf = {str(k): str(v) for k, v in spark.sparkContext.getConf().getAll()}
+    with contextlib.suppress(AttributeError, TypeError):  # older PySpark: SparkContext only
+        conf.update({str(k): str(v) for k, v in spark.conf.getAll.items()})
+    return conf
+
+
+def store_settings(conf: Mapping[str, str]) -> StoreSettings:
+    """StoreSettings from the AWS variables, overridden by the session's s3a options."""
+    base = StoreSettings()
+    changes: dict[str, Any] = {}
+    if endpoint := conf.get(S3A + "endpoint"):
+        if "://" not in endpoint:
+            ssl = conf.get(S3A + "connection.ssl.enabled", "true") == "true"
+            endpoint = ("https://" if ssl else "http://") + endpoint
+        changes["endpoint_url"] = endpoint
+    if region := conf.get(S3A + "endpoint.region"):
+        changes["region"] = region
+    access, secret = conf.get(S3A + "access.key"), conf.get(S3A + "secret.key")
+    if access and secret:
+        changes["access_key_id"], changes["secret_access_key"] = access, secret
+    if (style := conf.get(S3A + "path.style.access")) is not None:
+        changes["path_style_access"] = style == "true"
+    return replace(base, **changes) if changes else base
+
+
+def table_settings(
+    conf: Mapping[str, str], options: Mapping[str, str] | None = None
+) -> TableSettings:
+    """TableSettings from `spark.flowledger.hoodie.*` conf, overridden by writer options."""
+    values: dict[str, Any] = {}
+    for name, attr in TABLE_OPTIONS.items():
+        raw = (options or {}).get(name) or conf.get(CONF_PREFIX + name)
+        if raw is None:
+            continue
+        values[attr] = raw.upper() if attr == "failed_writes_cleaner_policy" else int(raw)
+    return TableSettings(**values)

@@ -1,0 +1,303 @@
+"""The "flowledger" Spark data source (PySpark's Python Data Source API).
+
+    df.write.format("flowledger").mode("append").option("partitionBy", "p").save(uri)
+    spark.read.format("flowledger").option("asOf", "20260101000000000").load(uri)
+
+Spark runs each step in a Python worker, never in the driver's own Python process:
+`writer()` (planning) opens the instant and detaches from it; each task writes its Parquet
+files with flowledger's store under the instant's data prefix and returns their records;
+`commit(messages)` completes the instant with exactly those files; `abort` rolls it back.
+What only the driver knows (s3a endpoint and credentials, application id, commit hooks) is
+captured by `register(spark)` into the registered class, which Spark pickles to the workers.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from storage import ObjectStore, StoreSettings, open_store
+from timeline import DataFile, Table, Transaction
+from timeline.instant import parse_time
+from timeline.layout import data_key, heartbeat_key
+from timeline.parquet_io import column_stats, split_partitions, to_parquet_bytes
+
+from .commit_info import CommitHook, SparkJobInfo, commit_hooks
+from .committing import (
+    commit_info,
+    extra_metadata,
+    partition_columns,
+    plan_write,
+    run_hooks,
+)
+from .conf import conf_of, store_settings, table_settings
+from .errors import SparkWriteError
+from .footers import read_footer
+from .paths import TablePath, resolve_repo_uri, table_path
+
+NAME = "flowledger"
+#: Rows per data file a task writes before it starts the next one.
+FILE_ROWS = 4_000_000
+
+
+@dataclass(frozen=True)
+class DriverFacts:
+    """What the driver knew at `register`; pickled to the workers with the class."""
+
+    store: StoreSettings
+    conf: Mapping[str, str]
+    app_id: str = ""
+    app_name: str = ""
+    user: str = ""
+    hooks: tuple[CommitHook, ...] = ()
+
+
+@dataclass
+class FilesWritten(WriterCommitMessage):
+    files: list[dict[str, Any]] = field(default_factory=list)
+    job: str = ""
+    beat: bool = False
+
+
+def _option(options: Mapping[str, str], name: str) -> str | None:
+    for key in (name, name.lower()):
+        if key in options:
+            return str(options[key])
+    return None
+
+
+class FlowledgerDataSource(DataSource):
+    facts = DriverFacts(StoreSettings(), {})
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def _path(self) -> TablePath:
+        uri = _option(self.options, "path")
+        if not uri:
+            raise SparkWriteError("the flowledger data source needs a table URI: .save(uri)")
+        return table_path(uri)
+
+    def _table(self, path: TablePath) -> Table:
+        settings = table_settings(self.facts.conf, self.options)
+        return Table.open(open_store(path.store_uri, self.facts.store), settings)
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        path = self._path()
+        table = self._table(path)
+        files = table.snapshot(_option(self.options, "asOf")).files
+        if not files:
+            raise SparkWriteError(f"table {path.given} has no committed data to read")
+        md = read_footer(table.store, files[0].path, files[0].size)
+        arrow = md.schema.to_arrow_schema()
+        # Nullable everywhere: other files of the snapshot may hold nulls where this one has none.
+        arrow = pa.schema([f.with_nullable(True) for f in arrow])
+        return from_arrow_schema(arrow, prefer_timestamp_ntz=False)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        path = self._path()
+        snap = self._table(path).snapshot(_option(self.options, "asOf"))
+        return SnapshotReader(self.facts.store, path, [f.path for f in snap.files], schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> TimelineWriter:
+        path = self._path()
+        parts = partition_columns(_option(self.options, "partitionBy"))
+        missing = [c for c in parts if c not in schema.names]
+        if missing:
+            raise SparkWriteError(f"partition column(s) {missing} not in {schema.names}")
+        action, operation = plan_write("overwrite" if overwrite else "append", parts)
+        table = self._table(path)
+        txn = table.begin(action, operation=operation)
+        txn.detach()  # the commit worker (another process) completes or aborts it
+        return TimelineWriter(
+            facts=self.facts,
+            path=path,
+            parts=tuple(parts),
+            overwrite=overwrite,
+            instant_time=txn.instant_time,
+            action=action,
+            operation=operation,
+            base=txn.base,
+            writer_id=table.settings.writer_id,
+            heartbeat_s=table.settings.heartbeat_interval_ms / 1000.0,
+            repo_uri=resolve_repo_uri(_option(self.options, "repo"), self.facts.conf),
+            options={str(k): str(v) for k, v in self.options.items()},
+        )
+
+
+@dataclass
+class TimelineWriter(DataSourceArrowWriter):
+    facts: DriverFacts
+    path: TablePath
+    parts: tuple[str, ...]
+    overwrite: bool
+    instant_time: str
+    action: str
+    operation: str
+    base: int
+    writer_id: str
+    heartbeat_s: float
+    repo_uri: str
+    options: dict[str, str]
+
+    # -- tasks ------------------------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesWritten:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        job = ""
+        if ctx is not None:
+            job = ctx.getLocalProperty("spark.job.description") or ""
+            job = job or ctx.getLocalProperty("spark.jobGroup.id") or ""
+        store = open_store(self.path.store_uri, self.facts.store)
+        task = f"{ctx.partitionId():05d}-{ctx.taskAttemptId()}" if ctx else "0"
+        pending: dict[str, list[pa.Table]] = {}
+        counts: dict[str, int] = {}
+        out = FilesWritten(job=job)
+        seq = 0
+
+        def flush(partition: str) -> None:
+            nonlocal seq
+            pieces = pending.pop(partition, [])
+            counts.pop(partition, None)
+            if not pieces:
+                return
+            data = pa.concat_tables(pieces)
+            body = to_parquet_bytes(data)
+            name = f"{task}-{seq:04d}_{self.instant_time}.parquet"
+            seq += 1
+            key = data_key(self.instant_time, partition, name)
+            store.put(key, body)
+            f = DataFile(key, len(body), data.num_rows, partition, "", column_stats(data))
+            out.files.append(f.to_json())
+            out.beat = self._beat(store) or out.beat
+
+        for batch in iterator:
+            for partition, piece in split_partitions(pa.Table.from_batches([batch]), self.parts):
+                pending.setdefault(partition, []).append(piece)
+                counts[partition] = counts.get(partition, 0) + piece.num_rows
+                if counts[partition] >= FILE_ROWS:
+                    flush(partition)
+        for partition in list(pending):
+            flush(partition)
+        return out
+
+    def _beat(self, store: ObjectStore) -> bool:
+        """Keep a long write alive for other writers' failed-write detection (LAZY policy):
+        the state objects count as the first beat, so short writes never write one."""
+        if time.time() - parse_time(self.instant_time).timestamp() < self.heartbeat_s:
+            return False
+        store.put(heartbeat_key(self.instant_time), f"{self.writer_id} {time.time():.3f}".encode())
+        return True
+
+    # -- commit worker -------------------------------------------------------------------------
+    def _txn(self) -> Transaction:
+        settings = replace(table_settings(self.facts.conf, self.options), writer_id=self.writer_id)
+        table = Table.open(open_store(self.path.store_uri, self.facts.store), settings)
+        return Transaction(table, self.instant_time, self.action, self.base, self.operation)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        written = [m for m in messages if isinstance(m, FilesWritten)]
+        files = [DataFile.from_json(d) for m in written for d in m.files]
+        job = SparkJobInfo(
+            app_id=self.facts.app_id,
+            app_name=self.facts.app_name,
+            job=next((m.job for m in written if m.job), "") or "flowledger.datasource",
+            user=self.facts.user,
+        )
+        txn = self._txn()
+        try:
+            txn.add(*files)
+            if self.overwrite:
+                touched = {f.partition for f in files}
+                current = {f.partition for f in txn.table.snapshot().files}
+                txn.replace_partitions(touched if self.parts else current | touched)
+            instant = txn.commit(extra_metadata(job))
+        except BaseException:
+            txn.abort()
+            raise
+        if any(m.beat for m in written):
+            txn.table.store.delete(heartbeat_key(self.instant_time))
+        info = commit_info(self.path, instant, self.operation, files, job, self.repo_uri)
+        run_hooks(info, self.facts.hooks)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        self._txn().abort()
+
+
+class SnapshotReader(DataSourceReader):
+    """One partition per committed file; each read with flowledger's store and pyarrow."""
+
+    def __init__(
+        self, store: StoreSettings, path: TablePath, files: list[str], schema: StructType
+    ) -> None:
+        self.store = store
+        self.path = path
+        self.files = files
+        self.names = list(schema.names)
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(key) for key in self.files]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        store = open_store(self.path.store_uri, self.store)
+        data = pq.read_table(io.BytesIO(store.get(str(partition.value))))
+        columns = [
+            data.column(n) if n in data.column_names else pa.nulls(data.num_rows)
+            for n in self.names
+        ]
+        yield from pa.table(columns, names=self.names).to_batches()
+
+
+def _picklable(hooks: Sequence[CommitHook]) -> tuple[CommitHook, ...]:
+    import logging
+
+    from pyspark import cloudpickle
+
+    ok = []
+    for hook in hooks:
+        try:
+            cloudpickle.dumps(hook)  # type: ignore[no-untyped-call]
+            ok.append(hook)
+        except Exception as exc:
+            logging.getLogger(__name__).warning(
+                "flowledger: commit hook %r cannot be sent to Spark's Python workers, so the "
+                "data source will not run it (the native flowledger.spark.write does): %s",
+                hook,
+                exc,
+            )
+    return tuple(ok)
+
+
+def register(spark: Any) -> None:
+    """Register the "flowledger" data source on `spark` (again after adding commit hooks)."""
+    conf = conf_of(spark)
+    sc = spark.sparkContext
+    facts = DriverFacts(
+        store=store_settings(conf),
+        conf={k: v for k, v in conf.items() if k.startswith("spark.flowledger.")},
+        app_id=str(sc.applicationId),
+        app_name=str(sc.appName),
+        user=str(sc.sparkUser()),
+        hooks=_picklable(commit_hooks()),
+    )
+    # A class of its own per registration, so Spark pickles it by value with these facts.
+    cls = type("FlowledgerDataSource", (FlowledgerDataSource,), {"facts": facts})
+    spark.dataSource.register(cls)
