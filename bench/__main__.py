@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ["objectstore", "timeline", "archival", "content", "provenance"]
+ALL = ["objectstore", "timeline", "archival", "content", "provenance", "pipeline"]
 
 
 def main() -> None:

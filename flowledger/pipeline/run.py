@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,6 +77,12 @@ class PipelineResult:
     answer: list[dict[str, Any]] = field(default_factory=list)
     replay: ReplayResult | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    #: Provenance events this run registered (0 without provenance).
+    events_recorded: int = 0
+    #: Requests flowledger itself sent to the repository (content, provenance, timeline
+    #: reads), by kind; Spark's own s3a/file I/O is not in it.
+    store_requests: dict[str, int] = field(default_factory=dict)
+    wall_seconds: float = 0.0
 
 
 def _repo_uri(repo: str | None) -> str:
@@ -116,6 +123,9 @@ def run_pipeline(
     tables = tbl.Tables(repo_uri, root)
     flow = FlowRepository.open(root) if options.record_provenance else None
     own_spark = spark is None
+    started = time.monotonic()
+    first_event = flow.provenance.max_event_id() if flow is not None else -1
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     try:
         progress = Progress(
             SpinnerColumn(),
@@ -128,6 +138,10 @@ def run_pipeline(
         with progress, tempfile.TemporaryDirectory(prefix="flowledger-pipeline-") as scratch:
             st = _Stages(progress, result)
             spark = _stages(options, st, tables, flow, spark, run_id, Path(scratch))
+        if flow is not None:
+            result.events_recorded = flow.provenance.max_event_id() - first_event
+        result.store_requests = {k: v for k, v in root.stats.snapshot().items() if k != "PROBE"}
+        result.wall_seconds = time.monotonic() - started
         return result
     finally:
         if flow is not None:

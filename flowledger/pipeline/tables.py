@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from storage import ObjectStore
 from storage.s3a import to_spark_path
 from timeline import Table
 
+from .. import spark as api
 from ..spark.commit_info import CommitInfo
 
 if TYPE_CHECKING:
@@ -18,29 +19,26 @@ FLIGHTS_ENRICHED = "flights_enriched"
 DELAYS_BY_CARRIER = "delays_by_carrier"
 
 
-def _spark_api() -> Any:
-    from .. import spark as api
-
-    return api
-
-
 def session(repo: str, master: str | None) -> SparkSession:
     """A SparkSession set up for the repository (s3a settings and jars when it is on S3)."""
-    spark: SparkSession = _spark_api().session(repo=repo, master=master)
+    spark: SparkSession = api.session(
+        repo=repo,
+        master=master,
+        app_name="flowledger-pipeline",
+        conf={"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC"},
+    )
+    spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 def write(
     df: DataFrame, uri: str, mode: str, partition_by: Sequence[str] | None = None
 ) -> CommitInfo:
-    info: CommitInfo = _spark_api().write(
-        df, uri, mode=mode, partition_by=list(partition_by) if partition_by else None
-    )
-    return info
+    return api.write(df, uri, mode=mode, partition_by=list(partition_by) if partition_by else None)
 
 
 def read(spark: SparkSession, uri: str, as_of: str | None = None) -> DataFrame:
-    df: DataFrame = _spark_api().read(spark, uri, as_of=as_of)
+    df: DataFrame = api.read(spark, uri, as_of=as_of)
     return df
 
 
