@@ -3,8 +3,8 @@
 RECEIVE (raw CSV landed) → CONTENT_MODIFIED (typed and cleaned, content = Parquet) → JOIN
 (flights + weather + airports + planes = flights_enriched) → FORK (one FlowFile per carrier,
 and one per curated data file) → SEND (each curated data file, content = the file's bytes).
-A curated file's FlowFile UUID is uuid5(URL namespace, file URI): the Spark provenance hook
-uses the same scheme, so both name one FlowFile per file.
+A curated file's FlowFile UUID is uuid5(URL namespace, file URI) and its SEND's transit URI is
+the file's URI as Spark names it: the key shared with the Spark provenance hook (docs/pipeline.md).
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ class Recorder:
                     uuid=file_uuid(f.uri),
                     attributes={
                         "filename": f.uri.rsplit("/", 1)[-1],
+                        "file.uri": f.uri,
                         "table": commit.table_uri,
                         "instant.time": commit.instant_time,
                         "partition": f.partition,
