@@ -286,10 +286,24 @@ def _picklable(hooks: Sequence[CommitHook]) -> tuple[CommitHook, ...]:
     return tuple(ok)
 
 
+def _install_provenance(spark: Any, settings: StoreSettings) -> None:
+    """The provenance recorder's hook, when that half of the integration is installed."""
+    import importlib
+
+    try:
+        lineage = importlib.import_module("flowledger.spark.lineage")
+    except ModuleNotFoundError as exc:
+        if exc.name != "flowledger.spark.lineage":
+            raise
+        return
+    lineage.install(spark, settings)
+
+
 def register(spark: Any) -> None:
     """Register the "flowledger" data source on `spark` (again after adding commit hooks)."""
     conf = conf_of(spark)
     sc = spark.sparkContext
+    _install_provenance(spark, store_settings(conf))
     facts = DriverFacts(
         store=store_settings(conf),
         conf={k: v for k, v in conf.items() if k.startswith("spark.flowledger.")},

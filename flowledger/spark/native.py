@@ -13,7 +13,9 @@ pending instant that the next write rolls back (see docs/spark.md, "Failure case
 from __future__ import annotations
 
 import posixpath
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
@@ -107,7 +109,9 @@ def write(
         w = out.write.mode("errorifexists")
         if parts:
             w = w.partitionBy(*writer_cols)
+        started = time.perf_counter()
         w.parquet(path.spark_file(prefix.rstrip("/")))
+        spark_s = time.perf_counter() - started
         crash.point("spark.written")
         written = collect_written(store, prefix)
         files = [
@@ -124,5 +128,15 @@ def write(
         txn.abort()
         raise
     info = commit_info(path, instant, operation, files, job, resolve_repo_uri(None, conf))
+    # Reported for benchmarks: what the driver's flowledger store did for this commit (the
+    # Spark job's own s3a requests are in the JVM) and how long the job and the commit took.
+    info = replace(
+        info,
+        extra={
+            "requests": " ".join(f"{k}={v}" for k, v in sorted(store.stats.snapshot().items())),
+            "spark_s": f"{spark_s:.3f}",
+            "commit_s": f"{time.perf_counter() - started - spark_s:.3f}",
+        },
+    )
     run_hooks(info)
     return info
