@@ -214,7 +214,8 @@ def _stages(
         step()
     month = options.correction_month
     with st.stage(f"late correction of month {month}", 1):
-        c3 = tbl.write(transform.correct_month(enriched, month), fe_uri, "overwrite", ["month"])
+        corrected = transform.correct_month(enriched, month).coalesce(1)  # one file, ~27k rows
+        c3 = tbl.write(corrected, fe_uri, "overwrite", ["month"])
         result.commits.append(c3)
         if rec is not None and joined is not None:
             rec.sent(joined, c3, tables.read_file, "late_correction", send)
