@@ -30,6 +30,8 @@ pytestmark = pytest.mark.spark
 
 #: Flights in the MinIO run (the local run uses all of them).
 MINIO_SAMPLE = 30_000
+#: The sample is the first flights of the year: correct a month it holds.
+MINIO_MONTH = 1
 
 
 @dataclass
@@ -45,10 +47,13 @@ def source_flights() -> Any:
     return parse_csv("flights", f.read_bytes())
 
 
-def run(repo: str, spark: Any, sample: int | None = None) -> tuple[PipelineResult, str]:
+def run(
+    repo: str, spark: Any, sample: int | None = None, month: int = 12
+) -> tuple[PipelineResult, str]:
     buf = io.StringIO()
     console = Console(file=buf, width=200)
-    result = run_pipeline(PipelineOptions(repo, sample=sample), console, spark=spark)
+    options = PipelineOptions(repo, sample=sample, correction_month=month)
+    result = run_pipeline(options, console, spark=spark)
     print_result(result, console)
     return result, buf.getvalue()
 
@@ -74,11 +79,13 @@ def on_minio(spark: Any, minio: S3Endpoint) -> Iterator[Runs]:
         for k, v in env.items():
             mp.setenv(k, v)
         repo = f"s3://{bucket}/lake"
-        first, out = run(repo, spark, MINIO_SAMPLE)
+        first, out = run(repo, spark, MINIO_SAMPLE, MINIO_MONTH)
         yield Runs(repo, first, None, out)
 
 
-def check_run(r: PipelineResult, flights_in: int, carriers: int, spark: Any) -> None:
+def check_run(
+    r: PipelineResult, flights_in: int, carriers: int, spark: Any, month: int = 12
+) -> None:
     assert r.input_rows["flights"] == flights_in
     assert r.table_rows[tbl.FLIGHTS_ENRICHED] == flights_in  # left joins keep every flight
     assert r.table_rows[tbl.DELAYS_BY_CARRIER] == carriers
@@ -87,7 +94,7 @@ def check_run(r: PipelineResult, flights_in: int, carriers: int, spark: Any) -> 
     # The late correction replaced one month's partition (replacecommit), revision 2.
     correction = r.commits[-1]
     assert correction.action == "replacecommit"
-    assert {f.partition for f in correction.files} == {"month=12"}
+    assert {f.partition for f in correction.files} == {f"month={month}"}
     enriched = tbl.read(spark, r.table_uris[tbl.FLIGHTS_ENRICHED])
     revisions = {
         row["month"]: row["revision"]
@@ -96,7 +103,7 @@ def check_run(r: PipelineResult, flights_in: int, carriers: int, spark: Any) -> 
         .withColumnRenamed("max(revision)", "revision")
         .collect()
     }
-    assert revisions[12] == 2 and all(v == 1 for m, v in revisions.items() if m != 12)
+    assert revisions[month] == 2 and all(v == 1 for m, v in revisions.items() if m != month)
     # Lineage of a curated file reaches both raw inputs; it is the file's own FlowFile.
     assert r.lineage is not None and r.curated_file is not None
     assert r.lineage.uuid == file_uuid(r.curated_file)
@@ -149,7 +156,7 @@ def test_rerun_appends_a_commit_and_keeps_time_travel(local: Runs, spark: Any) -
 def test_minio_over_s3a(on_minio: Runs, spark: Any) -> None:
     flights = source_flights().slice(0, MINIO_SAMPLE)
     carriers = len(pc.unique(flights.column("carrier")))
-    check_run(on_minio.first, MINIO_SAMPLE, carriers, spark)
+    check_run(on_minio.first, MINIO_SAMPLE, carriers, spark, MINIO_MONTH)
     assert on_minio.first.repo_uri.startswith("s3://")
     assert all(f.uri.startswith("s3a://") for c in on_minio.first.commits for f in c.files)
     assert "Lineage of s3a://" in on_minio.output.replace("\n", "")

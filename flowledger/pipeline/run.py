@@ -215,10 +215,13 @@ def _stages(
     month = options.correction_month
     with st.stage(f"late correction of month {month}", 1):
         corrected = transform.correct_month(enriched, month).coalesce(1)  # one file, ~27k rows
-        c3 = tbl.write(corrected, fe_uri, "overwrite", ["month"])
-        result.commits.append(c3)
-        if rec is not None and joined is not None:
-            rec.sent(joined, c3, tables.read_file, "late_correction", send)
+        if corrected.isEmpty():
+            result.maintenance["correction"] = f"no flights in month {month}: nothing to correct"
+        else:
+            c3 = tbl.write(corrected, fe_uri, "overwrite", ["month"])
+            result.commits.append(c3)
+            if rec is not None and joined is not None:
+                rec.sent(joined, c3, tables.read_file, "late_correction", send)
     with st.stage("clean and archive timelines", 2) as step:
         for name in (tbl.FLIGHTS_ENRICHED, tbl.DELAYS_BY_CARRIER):
             t = tables.table(name)
