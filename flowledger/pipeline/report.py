@@ -70,6 +70,8 @@ def print_result(r: PipelineResult, console: Console) -> None:
 
     if r.replay is not None:
         console.print(f"replay of a SEND: {r.replay.describe()}")
+    elif r.replay_problem:
+        console.print(f"replay of a SEND: not possible: {r.replay_problem}")
     stages = Table("stage", "seconds", title="Wall time per stage")
     for name, secs in r.stage_seconds.items():
         stages.add_row(name, f"{secs:.1f}")

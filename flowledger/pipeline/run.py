@@ -24,7 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from provenance import Query, SearchTerm
+from provenance import Query, ReplayError, SearchTerm
 from provenance.replay import ReplayResult, replay
 from provenance.session import FlowFile, FlowRepository
 from storage import open_store
@@ -76,6 +76,8 @@ class PipelineResult:
     lineage: TraceNode | None = None
     answer: list[dict[str, Any]] = field(default_factory=list)
     replay: ReplayResult | None = None
+    #: Why no SEND could be replayed (e.g. the Spark hook recorded it, without content).
+    replay_problem: str = ""
     stage_seconds: dict[str, float] = field(default_factory=dict)
     #: Provenance events this run registered (0 without provenance).
     events_recorded: int = 0
@@ -259,7 +261,11 @@ def _stages(
                 )
                 result.lineage = trace(flow.provenance, target.uuid)
                 step()
-                result.replay = _replay_send(flow, target.uuid)
+                replayed = _replay_send(flow, target.uuid, result.curated_file)
+                if isinstance(replayed, str):
+                    result.replay_problem = replayed
+                else:
+                    result.replay = replayed
         step(2)
     return spark
 
@@ -298,10 +304,18 @@ def _read_raw(
     return df.limit(sample) if sample is not None else df
 
 
-def _replay_send(flow: FlowRepository, uuid: str) -> ReplayResult | None:
-    sends = flow.provenance.query(
-        Query((SearchTerm("flowfile_uuid", uuid), SearchTerm("event_type", "SEND")), max_results=1)
-    )
-    if not sends:
-        return None
-    return replay(flow.provenance, sends[0].event_id, flow.content, requested_by="pipeline")
+def _replay_send(flow: FlowRepository, uuid: str, uri: str) -> ReplayResult | str:
+    """Replay the SEND of a curated file: the pipeline's own (its FlowFile holds the file's
+    bytes), else the one a Spark commit hook recorded for the same URI. A message says why
+    when there is none to replay."""
+    terms = [SearchTerm("flowfile_uuid", uuid), SearchTerm("transit_uri", uri)]
+    for term in terms:
+        sends = flow.provenance.query(
+            Query((term, SearchTerm("event_type", "SEND")), max_results=1)
+        )
+        if sends:
+            try:
+                return replay(flow.provenance, sends[0].event_id, flow.content, "pipeline")
+            except ReplayError as exc:
+                return str(exc)
+    return f"no SEND event recorded for {uri}"
