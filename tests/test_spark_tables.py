@@ -17,7 +17,7 @@ from flowledger.cli import app
 from flowledger.spark.commit_info import JOB_METADATA_KEY, SparkJobInfo
 from storage import open_store
 from tests.support.servers import S3Endpoint
-from timeline import Table
+from timeline import CommitOutcomeUnknown, Table, Transaction
 from timeline.layout import data_prefix
 
 pytestmark = pytest.mark.spark
@@ -84,6 +84,11 @@ def _agree(spark: Any, uri: str, settings: Any, tmp: Path, monkeypatch: pytest.M
     return counts["spark"]
 
 
+def _assert_only_committed_files(table: Table) -> None:
+    committed = {f.path for e in table.state().writes.values() for f in e.added}
+    assert {o.key for o in table.store.list("data/")} == committed
+
+
 def test_native_writes_append_overwrite_partitioned(
     registered: Any, where: tuple[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,10 +110,7 @@ def test_native_writes_append_overwrite_partitioned(
     assert _agree(spark, uri, settings, tmp_path, monkeypatch) == 7
 
     # Only committed files remain under each instant's prefix (no _SUCCESS, .crc, _temporary).
-    table = _table(uri, settings)
-    committed = {f.path for e in table.state().writes.values() for f in e.added}
-    listed = {o.key for o in table.store.list("data/")}
-    assert listed == committed
+    _assert_only_committed_files(_table(uri, settings))
 
 
 def test_datasource_writes_append_overwrite_partitioned(
@@ -135,6 +137,7 @@ def test_datasource_writes_append_overwrite_partitioned(
     assert as_of.count() == 30
     _frame(spark, 0, 4).write.format("flowledger").mode("overwrite").save(uri)
     assert _agree(spark, uri, settings, tmp_path, monkeypatch) == 4
+    _assert_only_committed_files(_table(uri, settings))
 
 
 def test_commit_records_job_and_runs_hooks(
@@ -181,4 +184,22 @@ def test_failed_job_leaves_snapshot_unchanged(registered: Any, tmp_path: Path) -
     assert table.snapshot() == before
     assert not table.timeline().pending()
     assert {o.key for o in table.store.list("data/")} == set(before.paths())
-    assert data_prefix(before.instant_time)
+
+
+def test_unknown_commit_outcome_keeps_the_write_for_recovery(
+    registered: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log PUT may have landed: the writer must not delete files a commit may name."""
+    spark, uri = registered, str(tmp_path / "t")
+
+    def unknown(self: Transaction, metadata: Any) -> Any:
+        raise CommitOutcomeUnknown("log PUT timed out", self.instant_time)
+
+    monkeypatch.setattr(Transaction, "complete", unknown)
+    with pytest.raises(CommitOutcomeUnknown):
+        fs.write(_frame(spark, 0, 5), uri)
+    monkeypatch.undo()
+    table = _table(uri, None)
+    pending = [i.time for i in table.timeline().pending()]
+    assert len(pending) == 1
+    assert list(table.store.list(data_prefix(pending[0])))  # left for recovery to decide

@@ -33,7 +33,7 @@ from pyspark.sql.types import StructType
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import DataFile, Table, Transaction
 from timeline.instant import parse_time
-from timeline.layout import data_key, heartbeat_key
+from timeline.layout import data_key, data_prefix, heartbeat_key
 from timeline.parquet_io import column_stats, split_partitions, to_parquet_bytes
 
 from .commit_info import CommitHook, SparkJobInfo, commit_hooks
@@ -224,22 +224,34 @@ class TimelineWriter(DataSourceArrowWriter):
         )
         txn = self._txn()
         try:
+            # Files of failed or speculative task attempts are in no message: delete them, so
+            # the instant's prefix holds exactly what it commits (one LIST of this prefix only).
+            store, keep = txn.table.store, {f.path for f in files}
+            stray = [o.key for o in store.list(data_prefix(self.instant_time))]
+            store.delete_many([k for k in stray if k not in keep])
             txn.add(*files)
             if self.overwrite:
                 touched = {f.partition for f in files}
                 current = {f.partition for f in txn.table.snapshot().files}
                 txn.replace_partitions(touched if self.parts else current | touched)
-            instant = txn.commit(extra_metadata(job))
         except BaseException:
             txn.abort()
             raise
+        # A conflict rolls the instant back itself; an unknown outcome stays pending (see abort).
+        instant = txn.commit(extra_metadata(job))
         if any(m.beat for m in written):
             txn.table.store.delete(heartbeat_key(self.instant_time))
         info = commit_info(self.path, instant, self.operation, files, job, self.repo_uri)
         run_hooks(info, self.facts.hooks)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        self._txn().abort()
+        txn = self._txn()
+        # Spark also aborts after a failed commit(): if the completion reached the commit log
+        # (an unknown outcome that did land), its files must stay.
+        if txn.table.timeline().completed().get(self.instant_time) is not None:
+            txn.detach()
+            return
+        txn.abort()
 
 
 class SnapshotReader(DataSourceReader):

@@ -125,10 +125,12 @@ def write(
             touched = {f.partition for f in files}
             current = {f.partition for f in table.snapshot().files}
             txn.replace_partitions(touched if parts else current | touched)
-        instant = txn.commit(extra_metadata(job))
     except BaseException:
         txn.abort()
         raise
+    # Not inside the abort above: a conflict rolls the instant back itself, and an unknown
+    # outcome (the log PUT may have landed) must stay pending for recovery to decide.
+    instant = txn.commit(extra_metadata(job))
     info = commit_info(path, instant, operation, files, job, resolve_repo_uri(None, conf))
     # Reported for benchmarks: what the driver's flowledger store did for this commit (the
     # Spark job's own s3a requests are in the JVM) and how long the job and the commit took.

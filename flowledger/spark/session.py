@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -49,6 +50,9 @@ def session(
     check_java()
     options = session_conf(repo, conf)
     check_hadoop_aws(options)
+    # PySpark takes the Python of its workers (and of the data source's planner and commit
+    # workers) from $PYSPARK_PYTHON when the SparkContext starts, not from the conf alone.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
