@@ -67,8 +67,11 @@ test: setup minio-build spark-jars browser
 	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio,spark \
 		$(VENV)/bin/pytest -m "unit or s3 or minio or spark" $(PYTEST_ARGS)
 
+# The NYC flights pipeline on ./flowledger-data (local FS: no jars needed). REPO=s3://bucket/prefix
+# (or FLOWLEDGER_REPO) runs it on MinIO/S3, which needs the s3a jars: fetched once into ~/.cache.
 demo: setup
-	$(VENV)/bin/flowledger demo
+	@case "$(or $(REPO),$(FLOWLEDGER_REPO))" in s3://*|s3a://*) $(MAKE) --no-print-directory spark-jars ;; esac
+	$(VENV)/bin/flowledger demo $(if $(REPO),--repo $(REPO))
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ["objectstore", "timeline", "archival", "content", "provenance", "service"]
+ALL = ["objectstore", "timeline", "archival", "content", "provenance", "service", "pipeline"]
 
 
 def main() -> None:

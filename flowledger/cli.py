@@ -16,6 +16,7 @@ from typer._click.exceptions import (  # typer's vendored click
 from typer.exceptions import Abort
 
 from .commands import content
+from .commands import pipeline as pipeline_cmd
 from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
@@ -28,6 +29,7 @@ app.add_typer(content.app, name="content")
 app.add_typer(provenance_cmd.app, name="provenance")
 app.add_typer(timeline_cmd.app, name="timeline")
 app.add_typer(table_cmd.app, name="table")
+app.add_typer(pipeline_cmd.app, name="pipeline")
 
 
 @app.callback()
@@ -51,8 +53,17 @@ def root(
 
 
 @app.command()
-def demo(repo: RepoOption = None) -> None:
-    """Run everything that works so far, end to end, on the repository."""
+def demo(
+    repo: RepoOption = None,
+    spark_master: Annotated[str | None, typer.Option(help="Spark master URL")] = None,
+) -> None:
+    """Run the NYC flights 2013 pipeline (`flowledger pipeline run`) on the repository."""
+    pipeline_cmd.run_and_print(repo, spark_master)
+
+
+@app.command()
+def tour(repo: RepoOption = None) -> None:
+    """A tour of every feature on synthetic data (object store, timeline, content, provenance)."""
     from .demo import run_demo
 
     run_demo(repo, Console())

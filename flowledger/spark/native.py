@@ -69,7 +69,9 @@ def is_data_file(rel_key: str) -> bool:
 
 def collect_written(store: ObjectStore, prefix: str) -> list[ObjectInfo]:
     """The data files Spark wrote under `prefix`; its other objects are deleted."""
-    objects = list(store.list(prefix))
+    # s3a may leave directory markers ("<dir>/", zero bytes): not files, not valid keys to
+    # delete through the store; they are harmless under the instant's own prefix.
+    objects = [o for o in store.list(prefix) if not o.key.endswith("/")]
     data = [o for o in objects if is_data_file(o.key[len(prefix) :])]
     store.delete_many([o.key for o in objects if o not in data])
     return data
