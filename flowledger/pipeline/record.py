@@ -108,7 +108,6 @@ class Recorder:
         commit: CommitInfo,
         read: Callable[[str], bytes],
         component: str = "write",
-        send: bool = True,
     ) -> list[FlowFile]:
         """One FlowFile per data file the commit wrote (FORK from one parent, JOIN from
         several), holding the file's bytes, and its SEND to the file's URI."""
@@ -128,7 +127,6 @@ class Recorder:
                     },
                 )
                 ff = s.write(ff, read(f.uri))
-                if send:
-                    s.send(ff, f.uri, details=f"{commit.action} {commit.instant_time}")
+                s.send(ff, f.uri, details=f"{commit.action} {commit.instant_time}")
                 out.append(ff)
         return out

@@ -32,7 +32,7 @@ from storage.s3a import to_spark_path
 from storage.uri import parse_uri, resolve_repo
 from timeline.archive import ArchivalSettings, Archiver
 
-from ..spark.commit_info import CommitInfo, commit_hooks
+from ..spark.commit_info import CommitInfo
 from . import tables as tbl
 from . import transform
 from .record import Recorder, file_uuid
@@ -197,7 +197,6 @@ def _stages(
         by_carrier = enriched.groupBy("carrier").count().collect()
         counts = {r["carrier"]: int(r["count"]) for r in by_carrier}
         carriers = rec.split(joined, counts) if rec is not None and joined is not None else {}
-    send = not commit_hooks()  # the Spark provenance hook SENDs each file itself
     fe_uri, dbc_uri = tables.uri(tbl.FLIGHTS_ENRICHED), tables.uri(tbl.DELAYS_BY_CARRIER)
     result.table_uris = {tbl.FLIGHTS_ENRICHED: fe_uri, tbl.DELAYS_BY_CARRIER: dbc_uri}
     with st.stage("write curated tables (SEND)", 2) as step:
@@ -205,14 +204,14 @@ def _stages(
         result.commits.append(c1)
         curated: list[FlowFile] = []
         if rec is not None and joined is not None:
-            curated = rec.sent(joined, c1, tables.read_file, "write_flights_enriched", send)
+            curated = rec.sent(joined, c1, tables.read_file, "write_flights_enriched")
         step()
         delays = transform.delays_by_carrier(enriched, cleaned["airlines"])
         c2 = tbl.write(delays, dbc_uri, "overwrite")
         result.commits.append(c2)
         if rec is not None:
             parents = [*carriers.values(), landed["airlines"]]
-            rec.sent(parents, c2, tables.read_file, "write_delays_by_carrier", send)
+            rec.sent(parents, c2, tables.read_file, "write_delays_by_carrier")
         step()
     month = options.correction_month
     with st.stage(f"late correction of month {month}", 1):
@@ -223,7 +222,7 @@ def _stages(
             c3 = tbl.write(corrected, fe_uri, "overwrite", ["month"])
             result.commits.append(c3)
             if rec is not None and joined is not None:
-                rec.sent(joined, c3, tables.read_file, "late_correction", send)
+                rec.sent(joined, c3, tables.read_file, "late_correction")
     with st.stage("clean and archive timelines", 2) as step:
         for name in (tbl.FLIGHTS_ENRICHED, tbl.DELAYS_BY_CARRIER):
             t = tables.table(name)

@@ -34,7 +34,11 @@ def session(repo: str, master: str | None) -> SparkSession:
 def write(
     df: DataFrame, uri: str, mode: str, partition_by: Sequence[str] | None = None
 ) -> CommitInfo:
-    return api.write(df, uri, mode=mode, partition_by=list(partition_by) if partition_by else None)
+    # The pipeline's sessions record each curated file's SEND (with its bytes, so it can be
+    # replayed); the generic Spark provenance hook would record a second, content-less one.
+    return api.write(
+        df, uri, mode=mode, partition_by=list(partition_by) if partition_by else None, hooks=()
+    )
 
 
 def read(spark: SparkSession, uri: str, as_of: str | None = None) -> DataFrame:

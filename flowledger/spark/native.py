@@ -24,7 +24,7 @@ from timeline import DataFile, Table, crash
 from timeline.layout import data_prefix
 from timeline.schema import check_schema, latest_schema
 
-from .commit_info import CommitInfo
+from .commit_info import CommitHook, CommitInfo
 from .committing import (
     commit_info,
     extra_metadata,
@@ -92,8 +92,14 @@ def write(
     uri: str,
     mode: str = "append",
     partition_by: Sequence[str] | str | None = None,
+    *,
+    hooks: Sequence[CommitHook] | None = None,
 ) -> CommitInfo:
-    """Write `df` with Spark's Parquet writer as one commit (append) or replacecommit."""
+    """Write `df` with Spark's Parquet writer as one commit (append) or replacecommit.
+
+    `hooks`: what runs after the commit; default every registered hook (the provenance
+    recorder among them). A job that records its own, richer provenance for the files (the
+    pipeline's sessions keep each file's bytes for replay) passes `hooks=()`."""
     parts = partition_columns(partition_by)
     missing = [c for c in parts if c not in df.columns]
     if missing:
@@ -162,5 +168,5 @@ def write(
             "commit_s": f"{time.perf_counter() - started - spark_s:.3f}",
         },
     )
-    run_hooks(info)
+    run_hooks(info, hooks)
     return info
