@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -31,9 +30,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from infra.cache import cache_root, file_lock
 
 MINIO_MODULE = "github.com/minio/minio"
 # The only version the Go module proxy lists for MinIO (`@latest` answers 404).
@@ -78,24 +79,8 @@ class MinioServer:
 # --- build -----------------------------------------------------------------------------------
 
 
-def cache_root() -> Path:
-    override = os.environ.get("FLOWLEDGER_CACHE")
-    return Path(override).expanduser() if override else Path.home() / ".cache" / "flowledger"
-
-
 def binary_path() -> Path:
     return cache_root() / "minio" / MINIO_VERSION / "minio"
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def build(force: bool = False) -> Path:
@@ -110,7 +95,7 @@ def build(force: bool = False) -> Path:
             "Install Go from https://go.dev/dl/ (or your package manager) and retry, "
             f"or put a MinIO binary at {target}."
         )
-    with _file_lock(target.parent / ".build.lock"):
+    with file_lock(target.parent / ".build.lock"):
         if target.is_file() and not force:  # built by a concurrent caller while we waited
             return target
         # Install into a private directory, then rename: a half-built binary is never visible.

@@ -10,23 +10,17 @@ the machine's Maven client (`infra/spark/pom.xml`) into `~/.cache/flowledger/spa
 from __future__ import annotations
 
 import argparse
-import fcntl
-import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+from infra.cache import MavenFetchError, cache_root, fetch_maven
 
 POM = Path(__file__).resolve().parent / "spark" / "pom.xml"
 
 
 class SparkSetupError(RuntimeError):
     """The s3a jars could not be resolved."""
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("FLOWLEDGER_CACHE", Path.home() / ".cache" / "flowledger"))
 
 
 def bundled_hadoop_version() -> str:
@@ -48,32 +42,12 @@ def jars_dir(hadoop_version: str | None = None) -> Path:
 def fetch_jars(hadoop_version: str | None = None) -> Path:
     """Resolve hadoop-aws + SDK bundle into the cache (idempotent, safe to run concurrently)."""
     version = hadoop_version or bundled_hadoop_version()
-    target = jars_dir(version)
-    done = target / ".complete"
-    if done.exists():
-        return target
-    if shutil.which("mvn") is None:
-        raise SparkSetupError("Maven (`mvn`) is needed to fetch hadoop-aws; install maven")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return target
-        staging = target.with_name(target.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        cmd = [
-            "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-            "-DincludeScope=runtime", f"-Dhadoop.version={version}",
-            f"-DoutputDirectory={staging}",
-        ]  # fmt: skip
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0:
-            tail = (result.stdout + result.stderr)[-2000:]
-            raise SparkSetupError(f"mvn could not resolve hadoop-aws {version}:\n{tail}")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
-        done.touch()
-    return target
+    try:
+        return fetch_maven(
+            POM, jars_dir(version), {"hadoop.version": version}, f"hadoop-aws {version}"
+        )
+    except MavenFetchError as exc:
+        raise SparkSetupError(str(exc)) from exc
 
 
 def jar_paths(hadoop_version: str | None = None) -> list[Path]:
