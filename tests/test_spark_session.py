@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import flowledger.spark as fs
-from flowledger.errors import one_line
+from flowledger.output import one_line
 from flowledger.spark.conf import store_settings, table_settings
 from flowledger.spark.jars import bundled_hadoop_version, check_hadoop_aws
 from flowledger.spark.native import is_data_file, partition_of
