@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -23,11 +24,12 @@ from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
 from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
+from .journal_terms import JournalTerms
 from .layout import JournalRef
 from .lineage import Lineage, check_uuids, compute_lineage, expandable
 from .objects import ParquetSource, cache_root
 from .query import Query, SearchTerm
-from .records import validate
+from .records import to_table
 from .reingest import count_present
 from .rollover import (
     RolloverResult,
@@ -35,7 +37,7 @@ from .rollover import (
     list_journals,
     rollover_once,
 )
-from .schema import conform, events_to_table, rows_to_events
+from .schema import conform, rows_to_events
 from .search import EventReader
 from .settings import ProvenanceSettings
 from .table import ProvenanceTable
@@ -44,6 +46,19 @@ log = logging.getLogger("flowledger.provenance")
 PREFIX = "provenance"
 #: Rollover races lost in a row before giving up (each loss means another process merged).
 MAX_LOST_RACES = 50
+#: Journals kept decoded in memory (a lookup loads only those its journal filter selects).
+JOURNAL_CACHE = 256
+
+
+def _maintain(
+    ref: weakref.ref[ProvenanceRepository], stop: threading.Event, interval: float
+) -> None:
+    while not stop.wait(min(1.0, interval)):
+        repo = ref()
+        if repo is None:
+            return
+        repo._maintain_once()
+        del repo
 
 
 class ProvenanceRepository:
@@ -58,8 +73,12 @@ class ProvenanceRepository:
         settings: ProvenanceSettings | None = None,
         *,
         recover: bool = True,
-        background: bool = False,
+        background: bool | None = None,
     ) -> None:
+        """`background`: run the maintenance thread (flush buffered journals within
+        `journal_flush_interval_s`, roll over by `rollover_time_s`/`rollover_size`). None (the
+        default) starts it with the first write, so a long-running writer maintains the
+        repository on its own while a reader starts no thread; False never starts it."""
         self.settings = settings or ProvenanceSettings()
         self.root = store
         self.store = store.scoped(PREFIX)
@@ -75,7 +94,8 @@ class ProvenanceRepository:
             self.settings.journal_count,
             self.settings.journal_max_events,
             self.settings.journal_compression,
-            self._flushed,
+            self._written,
+            self.settings.journal_sync_wait_s,
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
         self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
@@ -84,20 +104,33 @@ class ProvenanceRepository:
             *self.settings.indexed_fields,
             *(f"attr.{a}" for a in self.settings.indexed_attributes),
         )
+        self.journal_terms = JournalTerms(fields)
         self.reader = EventReader(
             self.source,
             self._load_journal,
             fields,
             self.settings.query_threads,
             self.settings.row_group_events,
+            lambda journals, q: self.journal_terms.select(journals, q, self._load_journal),
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._auto_background = background is None
         if recover:
             self.recover()
         if background:
+            self._start_background()
+
+    def _start_background(self) -> None:
+        with self._backlog_lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            # A weak reference: a repository dropped without close() lets its thread end.
             self._thread = threading.Thread(
-                target=self._background, name="provenance-maintenance", daemon=True
+                target=_maintain,
+                args=(weakref.ref(self), self._stop, self.settings.journal_flush_interval_s),
+                name="provenance-maintenance",
+                daemon=True,
             )
             self._thread.start()
 
@@ -158,19 +191,29 @@ class ProvenanceRepository:
                 floor,
             )
 
-    def _background(self) -> None:
-        while not self._stop.wait(min(1.0, self.settings.journal_flush_interval_s)):
-            try:
-                self.journals.flush(older_than=self.settings.journal_flush_interval_s)
-                if self._rollover_due():
-                    self.rollover()
-            except Exception:  # keep maintaining; the next round retries
-                log.exception("provenance: background flush/rollover failed")
+    def _maintain_once(self) -> None:
+        """One round of the maintenance thread: NiFi's flush and rollover by time/size."""
+        try:
+            self.journals.flush(older_than=self.settings.journal_flush_interval_s)
+            if self._rollover_due():
+                self.rollover()
+        except Exception:  # keep maintaining; the next round retries
+            log.exception("provenance: background flush/rollover failed")
 
     # -- writing ------------------------------------------------------------------------------
     def _flushed(self, ref: JournalRef) -> None:
         with self._backlog_lock:
             self._backlog[ref.key] = ref
+
+    def _written(self, ref: JournalRef, table: pa.Table | None) -> None:
+        """A journal this process flushed: searchable at once, without reading it back."""
+        if table is not None:
+            self.journal_terms.add(ref, table)
+            with self._journal_lock:
+                self._journal_cache[ref.key] = table
+                while len(self._journal_cache) > JOURNAL_CACHE:
+                    self._journal_cache.popitem(last=False)
+        self._flushed(ref)
 
     def backlog_bytes(self) -> int:
         with self._backlog_lock:
@@ -198,37 +241,42 @@ class ProvenanceRepository:
             self.rollover()
 
     def register_event(
-        self, event: ProvenanceEvent | Mapping[str, Any], sync: bool = False
+        self, event: ProvenanceEvent | Mapping[str, Any], sync: bool | None = None
     ) -> list[int]:
         return self.register_events([event], sync=sync)
 
     def register_events(
-        self, events: Iterable[ProvenanceEvent | Mapping[str, Any]], sync: bool = False
+        self, events: Iterable[ProvenanceEvent | Mapping[str, Any]], sync: bool | None = None
     ) -> list[int]:
         """Validate (all or nothing; dicts with the view's field names are type-checked and
-        converted), then buffer in one journal. With `sync=True` returns once the journal is
-        flushed (durable), with the ids the events received."""
-        batch = validate(events)
-        if not batch:
+        converted), then write to a journal. By default (`sync=None`: the setting
+        `always_sync`, True) returns once the events are durable and searchable, with the ids
+        they received; concurrent callers share journal flushes (group commit).
+        `sync=False`: buffered, flushed to the store within `journal_flush_interval_s` by the
+        maintenance thread (or when a journal is full, `flush()`, `close()`); returns []."""
+        table = to_table(events, self.settings.max_attribute_length)
+        if not table.num_rows:
             return []
-        return self.register_table(
-            events_to_table(batch, self.settings.max_attribute_length), sync, _conformed=True
-        )
+        return self.register_table(table, sync, _conformed=True)
 
     def register_table(
-        self, table: pa.Table, sync: bool = False, *, _conformed: bool = False
+        self, table: pa.Table, sync: bool | None = None, *, _conformed: bool = False
     ) -> list[int]:
-        """The columnar fast path: a pyarrow Table with the view's column names."""
+        """The columnar fast path: a pyarrow Table with the view's column names (`sync` as
+        for `register_events`)."""
+        if sync is None:
+            sync = self.settings.always_sync
+        if self._auto_background:
+            self._start_background()
         self._throttle()
         if not _conformed:
             table = conform(table, self.settings.max_attribute_length)
         if table.num_rows == 0:
             return []
-        flushed = self.journals.append(table, sync)
-        if not sync or not flushed:
+        _, first = self.journals.append(table, sync)
+        if first is None:
             return []
-        last = flushed[-1]  # our batch was appended last, so it ends the flushed journal
-        return list(range(last.end_id - table.num_rows, last.end_id))
+        return list(range(first, first + table.num_rows))
 
     def flush(self) -> list[JournalRef]:
         return self.journals.flush()
@@ -273,12 +321,13 @@ class ProvenanceRepository:
             t = staging.load(self.store, ref)
             with self._journal_lock:
                 self._journal_cache[ref.key] = t
-                while len(self._journal_cache) > 256:
+                while len(self._journal_cache) > JOURNAL_CACHE:
                     self._journal_cache.popitem(last=False)
         return t
 
     def snapshot(self) -> Snapshot:
         committed = self.table.committed()
+        self.journal_terms.forget_below(committed.high_water)
         journals = tuple(ref for ref, _ in list_journals(self.store, committed.high_water))
         return Snapshot(committed.files, journals, committed.high_water)
 
