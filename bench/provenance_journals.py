@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import threading
 import time
 
 from provenance import ProvenanceEvent, ProvenanceRepository, ProvenanceSettings, Query, SearchTerm
@@ -48,12 +49,51 @@ def batch(start: int, n: int, total: int) -> list[ProvenanceEvent]:
     return out
 
 
+def concurrent(label: str, total: int, size: int, threads: int) -> None:
+    """`threads` writers each registering durable batches of `size` at the same time."""
+    per = total // threads
+    work = [[batch(k * per + s, size, total) for s in range(0, per, size)] for k in range(threads)]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store("file://" + tmp + "/repo")
+        repo = ProvenanceRepository(
+            store, ProvenanceSettings(cache_dir=tmp + "/cache"), background=False
+        )
+        store.stats.reset()
+
+        def run(batches: list[list[ProvenanceEvent]]) -> None:
+            for b in batches:
+                repo.register_events(b, sync=True)
+
+        pool = [threading.Thread(target=run, args=(w,)) for w in work]
+        t0 = time.perf_counter()
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        took = time.perf_counter() - t0
+        reqs = store.stats.snapshot()
+        journals = len(repo.snapshot().journals)
+        repo.close()
+    calls = sum(len(w) for w in work)
+    print(
+        f"| {label} | {threads} x {size} | {calls / took:,.0f} calls/s | "
+        f"{per * threads / took:,.0f} ev/s | {journals} journals for {calls} calls | "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(reqs.items()) if v)} |"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="bench.provenance_journals", description=__doc__)
     ap.add_argument("--label", default="this tree")
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument(
+        "--threads", type=int, default=0, help="N writers at once (group commit); no lookups"
+    )
     args = ap.parse_args()
+    if args.threads:
+        concurrent(args.label, args.events, args.batch, args.threads)
+        return
     total, size = args.events, args.batch
     batches = [batch(s, size, total) for s in range(0, total, size)]
     with tempfile.TemporaryDirectory() as tmp:

@@ -47,23 +47,17 @@ class _Buffer:
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: One flush at a time per journal; a waiting sync caller may find its batch written.
     io: threading.Lock = field(default_factory=threading.Lock)
-    arrived: threading.Condition = field(init=False)
     tables: list[pa.Table] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
     rows: int = 0
     since: float = 0.0
     next_seq: int = 0
-    #: Writers between choosing this journal and appending to it.
-    coming: int = 0
     #: Every batch with a sequence number below this is durable.
     durable: int = 0
     #: Sync batches not yet written, and the first id of those written but not collected.
     waiting: set[int] = field(default_factory=set)
     ids: dict[int, int] = field(default_factory=dict)
     pending: _Pending | None = None
-
-    def __post_init__(self) -> None:
-        self.arrived = threading.Condition(self.lock)
 
 
 class JournalWriter:
@@ -85,34 +79,55 @@ class JournalWriter:
         self._compression = compression
         self._on_flushed = on_flushed
         self._sync_wait_s = sync_wait_s
+        #: Sync writers between `arriving()` (they started converting their batch) and
+        #: appending it: a flushing writer waits, at most `sync_wait_s`, for them.
+        self._arriving = 0
+        self._arrival = threading.Condition()
 
-    def append(self, table: pa.Table, sync: bool) -> tuple[list[JournalRef], int | None]:
-        """Buffer events in the next journal (round robin); flush it if full or `sync`.
+    def arriving(self) -> None:
+        with self._arrival:
+            self._arriving += 1
+
+    def arrived(self) -> None:
+        with self._arrival:
+            self._arriving -= 1
+            self._arrival.notify_all()
+
+    def append(
+        self, table: pa.Table, sync: bool, announced: bool = False
+    ) -> tuple[list[JournalRef], int | None]:
+        """Buffer events in a journal; flush it if full or `sync`. Sync writers join a journal
+        whose flush is in flight (their batches share the next flush), others go round robin.
+        `announced`: the caller called `arriving()` first.
 
         Returns the journals this call flushed and, with `sync`, the first id of the batch
         (its ids are consecutive: it is written whole into one journal)."""
-        buf = self._buffers[next(self._next) % len(self._buffers)]
-        with buf.lock:
-            if not buf.tables:
-                buf.since = time.monotonic()
-            seq = buf.next_seq
-            buf.next_seq += 1
-            buf.tables.append(table)
-            buf.seqs.append(seq)
-            buf.rows += table.num_rows
-            full = buf.rows >= self._max_events
+        try:
+            buf = None
             if sync:
-                buf.coming += 1
-                buf.waiting.add(seq)
-            buf.arrived.notify_all()
+                buf = next((b for b in self._buffers if b.io.locked()), None)
+            if buf is None:
+                buf = self._buffers[next(self._next) % len(self._buffers)]
+            with buf.lock:
+                if not buf.tables:
+                    buf.since = time.monotonic()
+                seq = buf.next_seq
+                buf.next_seq += 1
+                buf.tables.append(table)
+                buf.seqs.append(seq)
+                buf.rows += table.num_rows
+                full = buf.rows >= self._max_events
+                if sync:
+                    buf.waiting.add(seq)
+        finally:
+            if announced:
+                self.arrived()
         if not (sync or full):
             return [], None
         done: list[JournalRef] = []
         with buf.io:
-            if sync:
-                with buf.lock:
-                    buf.coming -= 1
-                    self._gather(buf)
+            if sync and buf.durable <= seq:
+                self._gather()
             if not sync or buf.durable <= seq:
                 done = self._flush_io(buf)
         if not sync:
@@ -120,14 +135,15 @@ class JournalWriter:
         with buf.lock:
             return done, buf.ids.pop(seq)
 
-    def _gather(self, buf: _Buffer) -> None:
-        """Leader (lock held): wait, at most `sync_wait_s`, for sync writers already on their
-        way to this journal, so that one flush carries all of them."""
-        if self._sync_wait_s <= 0 or not buf.coming:
+    def _gather(self) -> None:
+        """Leader (journal I/O lock held): wait, at most `sync_wait_s`, for sync writers
+        already converting their batches, so that one flush carries them too."""
+        if self._sync_wait_s <= 0:
             return
         deadline = time.monotonic() + self._sync_wait_s
-        while buf.coming and (left := deadline - time.monotonic()) > 0:
-            buf.arrived.wait(left)
+        with self._arrival:
+            while self._arriving and (left := deadline - time.monotonic()) > 0:
+                self._arrival.wait(left)
 
     def flush(self, older_than: float | None = None) -> list[JournalRef]:
         """Flush every journal (or those buffered longer than `older_than` seconds)."""

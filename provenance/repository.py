@@ -257,10 +257,17 @@ class ProvenanceRepository:
         they received; concurrent callers share journal flushes (group commit).
         `sync=False`: buffered, flushed to the store within `journal_flush_interval_s` by the
         maintenance thread (or when a journal is full, `flush()`, `close()`); returns []."""
-        table = to_table(events, self.settings.max_attribute_length)
-        if not table.num_rows:
-            return []
-        return self.register_table(table, sync, _conformed=True)
+        if sync is None:
+            sync = self.settings.always_sync
+        if sync:
+            self.journals.arriving()  # a flushing writer may wait for this batch
+        try:
+            table = to_table(events, self.settings.max_attribute_length)
+        except BaseException:
+            if sync:
+                self.journals.arrived()
+            raise
+        return self._append(table, sync, announced=sync)
 
     def register_table(
         self, table: pa.Table, sync: bool | None = None, *, _conformed: bool = False
@@ -269,14 +276,22 @@ class ProvenanceRepository:
         for `register_events`)."""
         if sync is None:
             sync = self.settings.always_sync
-        if self._auto_background:
-            self._start_background()
-        self._throttle()
         if not _conformed:
             table = conform(table, self.settings.max_attribute_length)
-        if table.num_rows == 0:
-            return []
-        _, first = self.journals.append(table, sync)
+        return self._append(table, sync, announced=False)
+
+    def _append(self, table: pa.Table, sync: bool, announced: bool) -> list[int]:
+        try:
+            if self._auto_background:
+                self._start_background()
+            self._throttle()
+            if table.num_rows == 0:
+                return []
+            ann, announced = announced, False  # append reports the arrival, whatever happens
+            _, first = self.journals.append(table, sync, ann)
+        finally:
+            if announced:
+                self.journals.arrived()
         if first is None:
             return []
         return list(range(first, first + table.num_rows))
