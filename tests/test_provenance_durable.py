@@ -118,3 +118,36 @@ def test_lookup_loads_only_journals_that_may_hold_the_flowfile(pb: Backend, tmp_
     assert [e.event_id for e in every] == [123]
     repo.close()
     other.close()
+
+
+@pytest.mark.unit
+def test_a_writer_rolls_over_by_size_on_its_own(tmp_path: Path) -> None:
+    import time
+
+    from storage import StoreSettings, open_store
+
+    store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
+    # rollover_size of one byte: every flushed journal makes a rollover due
+    repo = ProvenanceRepository(store, settings(tmp_path, rollover_size=1))  # background=None
+    repo.register_events([ev(i) for i in range(10)])
+    deadline = time.monotonic() + 60
+    while repo.snapshot().journals and time.monotonic() < deadline:
+        time.sleep(0.1)  # the maintenance thread wakes every journal_flush_interval_s
+    snap = repo.snapshot()
+    assert snap.journals == () and len(snap.files) == 1
+    assert [e.event_id for e in repo.query(_uuid_query(4))] == [4]
+    repo.close()
+
+
+@pytest.mark.unit
+def test_a_reader_starts_no_maintenance_thread(tmp_path: Path) -> None:
+    from storage import StoreSettings, open_store
+
+    store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
+    repo = ProvenanceRepository(store, settings(tmp_path))
+    repo.query(_uuid_query(1))
+    assert repo._thread is None
+    repo.register_events([ev(1)])
+    assert repo._thread is not None and repo._thread.is_alive()
+    repo.close()
+    assert not repo._thread.is_alive()
