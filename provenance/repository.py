@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +19,7 @@ from storage import ObjectStore
 from . import sql as sqlmod
 from . import staging
 from .catalog import Snapshot
-from .errors import EventNotFound, LineageError, ProvenanceConflict, ProvenanceUnknownOutcome
+from .errors import EventNotFound, LineageError, ProvenanceUnknownOutcome
 from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
 from .ids import ALLOCATOR_KEY, IdAllocator
@@ -28,16 +27,12 @@ from .journal import JournalWriter
 from .journal_terms import JournalTerms
 from .layout import JournalRef
 from .lineage import Lineage, check_uuids, compute_lineage, expandable
+from .maintenance import Backlog, merge_all, start_thread
 from .objects import ParquetSource, cache_root
 from .query import Query, SearchTerm
 from .records import to_table
 from .reingest import count_present
-from .rollover import (
-    RolloverResult,
-    delete_merged_journals,
-    list_journals,
-    rollover_once,
-)
+from .rollover import RolloverResult, delete_merged_journals, list_journals
 from .schema import conform, rows_to_events
 from .search import EventReader
 from .settings import ProvenanceSettings
@@ -45,21 +40,8 @@ from .table import ProvenanceTable
 
 log = logging.getLogger("flowledger.provenance")
 PREFIX = "provenance"
-#: Rollover races lost in a row before giving up (each loss means another process merged).
-MAX_LOST_RACES = 50
 #: Journals kept decoded in memory (a lookup loads only those its journal filter selects).
 JOURNAL_CACHE = 256
-
-
-def _maintain(
-    ref: weakref.ref[ProvenanceRepository], stop: threading.Event, interval: float
-) -> None:
-    while not stop.wait(min(1.0, interval)):
-        repo = ref()
-        if repo is None:
-            return
-        repo._maintain_once()
-        del repo
 
 
 class ProvenanceRepository:
@@ -85,10 +67,8 @@ class ProvenanceRepository:
         self.store = store.scoped(PREFIX)
         self.table = ProvenanceTable(self.store)
         self.ids = IdAllocator(self.store, self._recover_next_id)
-        self._backlog: dict[str, JournalRef] = {}
-        self._backlog_lock = threading.Lock()
+        self._backlog = Backlog()
         self._rollover_lock = threading.Lock()
-        self._last_rollover = time.monotonic()
         self.journals = JournalWriter(
             self.store,
             self.ids,
@@ -124,17 +104,15 @@ class ProvenanceRepository:
             self._start_background()
 
     def _start_background(self) -> None:
-        with self._backlog_lock:
+        with self._backlog.lock:
             if self._thread is not None or self._stop.is_set():
                 return
-            # A weak reference: a repository dropped without close() lets its thread end.
-            self._thread = threading.Thread(
-                target=_maintain,
-                args=(weakref.ref(self), self._stop, self.settings.journal_flush_interval_s),
-                name="provenance-maintenance",
-                daemon=True,
+            self._thread = start_thread(
+                self,
+                ProvenanceRepository._maintain_once,  # type: ignore[arg-type]
+                self._stop,
+                self.settings.journal_flush_interval_s,
             )
-            self._thread.start()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -198,15 +176,14 @@ class ProvenanceRepository:
         """One round of the maintenance thread: NiFi's flush and rollover by time/size."""
         try:
             self.journals.flush(older_than=self.settings.journal_flush_interval_s)
-            if self._rollover_due():
+            if self._backlog.due(self.settings):
                 self.rollover()
         except Exception:  # keep maintaining; the next round retries
             log.exception("provenance: background flush/rollover failed")
 
     # -- writing ------------------------------------------------------------------------------
     def _flushed(self, ref: JournalRef) -> None:
-        with self._backlog_lock:
-            self._backlog[ref.key] = ref
+        self._backlog.add(ref)
 
     def _written(self, ref: JournalRef, table: pa.Table | None) -> None:
         """A journal this process flushed: searchable at once, without reading it back."""
@@ -219,17 +196,7 @@ class ProvenanceRepository:
         self._flushed(ref)
 
     def backlog_bytes(self) -> int:
-        with self._backlog_lock:
-            return sum(j.size for j in self._backlog.values())
-
-    def _rollover_due(self) -> bool:
-        if not self._backlog:
-            return False
-        age = time.monotonic() - self._last_rollover
-        return (
-            age >= self.settings.rollover_time_s
-            or self.backlog_bytes() >= self.settings.rollover_size
-        )
+        return self._backlog.bytes()
 
     def _throttle(self) -> None:
         backlog = self.backlog_bytes()
@@ -454,54 +421,9 @@ class ProvenanceRepository:
             return self._rollover_spark(spark)
         if engine != "local":
             raise ValueError(f"unknown rollover engine {engine!r}: use 'local' or 'spark'")
-        started = time.monotonic()
-        total = RolloverResult(0, 0, 0, 0, 0, 0.0)
         with self._rollover_lock:
             self.journals.flush()
-            lost = 0
-            while True:
-                try:
-                    r = rollover_once(self.store, self.table, self.settings)
-                except ProvenanceConflict as exc:
-                    # Another process merged these journals first: its commit did our work,
-                    # so losing the race is not an error; go on from the new high-water mark.
-                    lost += 1
-                    if lost > MAX_LOST_RACES:
-                        raise
-                    log.info("provenance: rollover lost a race, continuing: %s", exc)
-                    self.table.invalidate()
-                    continue
-                if r is None:
-                    # Journals merged by other processes are no longer ours to roll over.
-                    high = self.table.committed().high_water
-                    with self._backlog_lock:
-                        for key in [k for k, j in self._backlog.items() if j.end_id <= high]:
-                            del self._backlog[key]
-                    break
-                with self._backlog_lock:
-                    for key in [k for k, j in self._backlog.items() if j.end_id <= r.end_id]:
-                        del self._backlog[key]
-                total = RolloverResult(
-                    total.files + 1,
-                    total.events + r.events,
-                    total.journals + r.journals,
-                    total.bytes_in + r.bytes_in,
-                    total.bytes_out + r.bytes_out,
-                    0.0,
-                    r.first_id if total.first_id < 0 else total.first_id,
-                    r.end_id,
-                )
-            self._last_rollover = time.monotonic()
-        return RolloverResult(
-            total.files,
-            total.events,
-            total.journals,
-            total.bytes_in,
-            total.bytes_out,
-            time.monotonic() - started,
-            total.first_id,
-            total.end_id,
-        )
+            return merge_all(self.store, self.table, self.settings, self._backlog)
 
     def _rollover_spark(self, spark: Any) -> RolloverResult:
         from .spark_rollover import rollover_with_spark
@@ -521,10 +443,8 @@ class ProvenanceRepository:
             self.journals.flush()
             result = rollover_with_spark(spark, self.root, self.store, self.table, self.settings)
             if result is not None:
-                with self._backlog_lock:
-                    for key in [k for k, j in self._backlog.items() if j.end_id <= result.end_id]:
-                        del self._backlog[key]
-            self._last_rollover = time.monotonic()
+                self._backlog.drop_upto(result.end_id)
+            self._backlog.last_rollover = time.monotonic()
         if result is None:
             return RolloverResult(0, 0, 0, 0, 0, time.monotonic() - started)
         return result
