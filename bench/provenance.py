@@ -107,7 +107,10 @@ def measure_ingest(b: BenchBackend, n: int, batch: int, tmp: Path) -> dict[str, 
     """Durable ingest: every batch returns only after its journal object is written."""
     store = b.open().scoped("ingest")
     repo = ProvenanceRepository(
-        store, _settings(tmp / f"cache-{b.name}", journal_max_events=batch), recover=False
+        store,
+        _settings(tmp / f"cache-{b.name}", journal_max_events=batch),
+        recover=False,
+        background=False,  # rollover measured on its own below
     )
     batches = [synthetic(i, min(batch, n - i), n) for i in range(0, n, batch)]
     store.stats.reset()
@@ -159,6 +162,7 @@ def build_history(b: BenchBackend, total: int, tmp: Path) -> dict[str, float]:
         store,
         _settings(tmp / "cache-build", journal_max_events=batch, rollover_size=2**40),
         recover=False,
+        background=False,  # the history's layout is set by the rollover below
     )
     start = time.perf_counter()
     for i in range(0, total, batch):
@@ -172,6 +176,7 @@ def build_history(b: BenchBackend, total: int, tmp: Path) -> dict[str, float]:
         store,
         _settings(tmp / "cache-build", rollover_size=backlog // files_wanted + 1),
         recover=False,
+        background=False,
     )
     r = repo.rollover()
     roll_s, events = r.seconds, r.events

@@ -2,6 +2,13 @@
 
 A flush takes its event ids from the allocator (one compare-and-swap), writes the events as
 one create-only Arrow IPC object named by its id range, and only then reports them durable.
+
+Group commit: a caller that needs its batch durable (`sync=True`) appends it to a journal and
+then waits for that journal's I/O lock. Whoever holds the lock writes *every* batch buffered in
+the journal at that moment as one object, so callers arriving while a flush is in flight share
+the next one (one CAS and one PUT for all of them). A leader that knows of writers about to
+append waits for them at most `sync_wait_s` (NiFi's journals are shared the same way; the
+bound keeps a lone writer from waiting at all).
 """
 
 from __future__ import annotations
@@ -24,13 +31,33 @@ from .schema import assign_ids
 
 
 @dataclass
+class _Pending:
+    """An encoded flush whose PUT has not succeeded yet: retried with the same ids and bytes."""
+
+    key: str
+    data: bytes
+    ref: JournalRef
+    #: (sequence number, first id) of each batch in the flush, in order.
+    batches: list[tuple[int, int]]
+
+
+@dataclass
 class _Buffer:
+    #: Guards the buffered batches (held briefly; appends never wait for I/O).
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: One flush at a time per journal; a waiting sync caller may find its batch written.
+    io: threading.Lock = field(default_factory=threading.Lock)
     tables: list[pa.Table] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
     rows: int = 0
     since: float = 0.0
-    #: An encoded flush whose PUT failed: retried with the same ids and bytes.
-    pending: tuple[str, bytes, JournalRef] | None = None
+    next_seq: int = 0
+    #: Every batch with a sequence number below this is durable.
+    durable: int = 0
+    #: Sync batches not yet written, and the first id of those written but not collected.
+    waiting: set[int] = field(default_factory=set)
+    ids: dict[int, int] = field(default_factory=dict)
+    pending: _Pending | None = None
 
 
 class JournalWriter:
@@ -41,7 +68,8 @@ class JournalWriter:
         count: int,
         max_events: int,
         compression: str,
-        on_flushed: Callable[[JournalRef], None],
+        on_flushed: Callable[[JournalRef, pa.Table], None],
+        sync_wait_s: float = 0.0,
     ) -> None:
         self._store = store
         self._allocator = allocator
@@ -50,18 +78,72 @@ class JournalWriter:
         self._max_events = max_events
         self._compression = compression
         self._on_flushed = on_flushed
+        self._sync_wait_s = sync_wait_s
+        #: Sync writers between `arriving()` (they started converting their batch) and
+        #: appending it: a flushing writer waits, at most `sync_wait_s`, for them.
+        self._arriving = 0
+        self._arrival = threading.Condition()
 
-    def append(self, table: pa.Table, sync: bool) -> list[JournalRef]:
-        """Buffer events in the next journal (round robin); flush it if full or `sync`."""
-        buf = self._buffers[next(self._next) % len(self._buffers)]
+    def arriving(self) -> None:
+        with self._arrival:
+            self._arriving += 1
+
+    def arrived(self) -> None:
+        with self._arrival:
+            self._arriving -= 1
+            self._arrival.notify_all()
+
+    def append(
+        self, table: pa.Table, sync: bool, announced: bool = False
+    ) -> tuple[list[JournalRef], int | None]:
+        """Buffer events in a journal; flush it if full or `sync`. Sync writers join a journal
+        whose flush is in flight (their batches share the next flush), others go round robin.
+        `announced`: the caller called `arriving()` first.
+
+        Returns the journals this call flushed and, with `sync`, the first id of the batch
+        (its ids are consecutive: it is written whole into one journal)."""
+        try:
+            buf = None
+            if sync:
+                buf = next((b for b in self._buffers if b.io.locked()), None)
+            if buf is None:
+                buf = self._buffers[next(self._next) % len(self._buffers)]
+            with buf.lock:
+                if not buf.tables:
+                    buf.since = time.monotonic()
+                seq = buf.next_seq
+                buf.next_seq += 1
+                buf.tables.append(table)
+                buf.seqs.append(seq)
+                buf.rows += table.num_rows
+                full = buf.rows >= self._max_events
+                if sync:
+                    buf.waiting.add(seq)
+        finally:
+            if announced:
+                self.arrived()
+        if not (sync or full):
+            return [], None
+        done: list[JournalRef] = []
+        with buf.io:
+            if sync and buf.durable <= seq:
+                self._gather()
+            if not sync or buf.durable <= seq:
+                done = self._flush_io(buf)
+        if not sync:
+            return done, None
         with buf.lock:
-            if not buf.tables:
-                buf.since = time.monotonic()
-            buf.tables.append(table)
-            buf.rows += table.num_rows
-            if sync or buf.rows >= self._max_events:
-                return self._flush_locked(buf)
-        return []
+            return done, buf.ids.pop(seq)
+
+    def _gather(self) -> None:
+        """Leader (journal I/O lock held): wait, at most `sync_wait_s`, for sync writers
+        already converting their batches, so that one flush carries them too."""
+        if self._sync_wait_s <= 0:
+            return
+        deadline = time.monotonic() + self._sync_wait_s
+        with self._arrival:
+            while self._arriving and (left := deadline - time.monotonic()) > 0:
+                self._arrival.wait(left)
 
     def flush(self, older_than: float | None = None) -> list[JournalRef]:
         """Flush every journal (or those buffered longer than `older_than` seconds)."""
@@ -69,36 +151,60 @@ class JournalWriter:
         now = time.monotonic()
         for buf in self._buffers:
             with buf.lock:
-                if older_than is not None and (not buf.tables or now - buf.since < older_than):
+                if buf.pending is None and (
+                    not buf.tables or (older_than is not None and now - buf.since < older_than)
+                ):
                     continue
-                out += self._flush_locked(buf)
+            with buf.io:
+                out += self._flush_io(buf)
         return out
 
     def buffered(self) -> int:
         return sum(b.rows for b in self._buffers)
 
-    def _flush_locked(self, buf: _Buffer) -> list[JournalRef]:
+    def _flush_io(self, buf: _Buffer) -> list[JournalRef]:
+        """Write the failed flush, if any, then everything buffered (buf.io held)."""
         done = []
         if buf.pending is not None:
-            done.append(self._put(buf, *buf.pending))
-        if buf.rows:
-            table = pa.concat_tables(buf.tables) if len(buf.tables) > 1 else buf.tables[0]
+            done.append(self._put(buf, buf.pending))
+        with buf.lock:
+            tables, seqs = buf.tables, buf.seqs
+            buf.tables, buf.seqs, buf.rows = [], [], 0
+        if not tables:
+            return done
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        try:
             first = self._allocator.allocate(table.num_rows)
-            end = first + table.num_rows
-            data = encode_journal(assign_ids(table, first), self._compression)
-            key = journal_key(first, end)
-            buf.pending = (key, data, JournalRef(first, end, key, len(data)))
-            buf.tables, buf.rows = [], 0
-            done.append(self._put(buf, *buf.pending))
+        except BaseException:
+            with buf.lock:  # nothing was written: the batches stay buffered, in order
+                buf.tables, buf.seqs = tables + buf.tables, seqs + buf.seqs
+                buf.rows += table.num_rows
+            raise
+        end = first + table.num_rows
+        batches, at = [], first
+        for s, t in zip(seqs, tables, strict=True):
+            batches.append((s, at))
+            at += t.num_rows
+        with_ids = assign_ids(table, first)
+        data = encode_journal(with_ids, self._compression)
+        key = journal_key(first, end)
+        buf.pending = _Pending(key, data, JournalRef(first, end, key, len(data)), batches)
+        done.append(self._put(buf, buf.pending, with_ids))
         return done
 
-    def _put(self, buf: _Buffer, key: str, data: bytes, ref: JournalRef) -> JournalRef:
+    def _put(self, buf: _Buffer, p: _Pending, table: pa.Table | None = None) -> JournalRef:
         try:
-            self._store.put_if_absent(key, data)
+            self._store.put_if_absent(p.key, p.data)
         except Conflict as exc:
             # Our ids are ours alone, so an existing object is our own earlier attempt.
-            if self._store.get(key) != data:
-                raise ProvenanceConflict(f"journal {key} exists with other contents") from exc
+            if self._store.get(p.key) != p.data:
+                raise ProvenanceConflict(f"journal {p.key} exists with other contents") from exc
         buf.pending = None
-        self._on_flushed(ref)
-        return ref
+        with buf.lock:
+            for s, first in p.batches:
+                if s in buf.waiting:
+                    buf.waiting.discard(s)
+                    buf.ids[s] = first
+            buf.durable = max(buf.durable, p.batches[-1][0] + 1)
+        self._on_flushed(p.ref, table)
+        return p.ref

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from storage.timeutil import iso_to_ms
 
 from .errors import InvalidEvent
 from .event import ProvenanceEvent, now_ms, problem
+from .schema import check_events, events_to_table
 
 INT64_MAX = 2**63 - 1
 Int64 = Annotated[int, Field(ge=-(2**63), le=INT64_MAX)]
@@ -173,3 +175,20 @@ def validate(events: Iterable[ProvenanceEvent | Mapping[str, Any]]) -> list[Prov
         except (TypeError, AttributeError) as exc:
             raise InvalidEvent(f"event #{i} of the batch: {exc}") from None
     return out
+
+
+def to_table(
+    events: Iterable[ProvenanceEvent | Mapping[str, Any]], max_attribute_length: int
+) -> pa.Table:
+    """A validated batch in columnar form, all or nothing. A batch of ProvenanceEvents is
+    checked column by column (types, then NiFi's rules, vectorized); only a batch that fails
+    (or holds dicts) is validated record by record, so the error names the event and field."""
+    items = events if isinstance(events, list) else list(events)
+    if all(type(e) is ProvenanceEvent for e in items):
+        try:
+            table = events_to_table(items, max_attribute_length)  # type: ignore[arg-type]
+            check_events(table)
+            return table
+        except InvalidEvent:
+            pass  # find the first bad event below, with the message the record check gives
+    return events_to_table(validate(items), max_attribute_length)

@@ -65,8 +65,11 @@ class EventReader:
         indexed: Sequence[str],
         threads: int,
         row_group_events: int = 4096,
+        select_journals: Callable[[Sequence[JournalRef], Query], Sequence[JournalRef]]
+        | None = None,
     ) -> None:
         self._source = source
+        self._select = select_journals or (lambda journals, q: journals)
         self._load_journal = load_journal
         self._indexed = set(indexed)
         self._row_group_events = row_group_events
@@ -158,7 +161,7 @@ class EventReader:
         parts = list(self._pool.map(lambda f: self._file_matches(f, q, st), snap.files))
         for fut in warming:
             fut.result()
-        for j in snap.journals:
+        for j in self._select(snap.journals, q):
             t = self._load_journal(j)
             parts.append(t.filter(query_mask(t, q)))
         found = [p for p in parts if p is not None and p.num_rows]

@@ -38,8 +38,15 @@ class ProvenanceSettings:
     journal_count: int = 16
     #: Events buffered in one journal before it is flushed (one object per flush).
     journal_max_events: int = 50_000
-    #: A buffered journal is flushed by the background flusher after this many seconds.
+    #: A buffered journal (`sync=False`) is flushed by the maintenance thread after this
+    #: many seconds.
     journal_flush_interval_s: float = 1.0
+    #: `nifi.provenance.repository.always.sync`: `register_events`/`register_table` return
+    #: once their events are durable (unless called with `sync=False`).
+    always_sync: bool = True
+    #: Group commit: the longest a flushing writer waits for sync writers already on their
+    #: way to the same journal, so that one flush carries them all (a lone writer never waits).
+    journal_sync_wait_s: float = 0.002
     #: Arrow IPC codec of journal objects: lz4, zstd or none (NiFi does not compress on
     #: write; lz4 costs little and shrinks each PUT about 5x).
     journal_compression: str = "lz4"
@@ -85,6 +92,8 @@ class ProvenanceSettings:
     def __post_init__(self) -> None:
         if self.journal_count < 1 or self.journal_max_events < 1:
             raise ValueError("journal_count and journal_max_events must be >= 1")
+        if self.journal_sync_wait_s < 0:
+            raise ValueError("journal_sync_wait_s must be >= 0")
         if self.row_group_events < 1 or self.index_row_group_terms < 1:
             raise ValueError("row_group_events and index_row_group_terms must be >= 1")
         if self.max_attribute_length < 1:

@@ -73,6 +73,11 @@ class ProvenanceTable:
     def invalidate(self) -> None:
         self._cached = None
 
+    def known_high_water(self) -> int | None:
+        """The high-water mark last read (None before the first read); may be stale."""
+        cached = self._cached
+        return None if cached is None else cached[1].high_water
+
     def recover(self) -> list[str]:
         """Roll back failed rollovers (expired heartbeats) and finish pending table services."""
         done = self.table.recover()

@@ -22,11 +22,7 @@ from provenance import (
 from provenance.schema import VIEW_COLUMNS
 from storage import StoreSettings
 from tests.support.backends import Backend
-from tests.support.provenance_events import ev
-
-
-def settings(tmp_path: Path, **kw: object) -> ProvenanceSettings:
-    return ProvenanceSettings(cache_dir=str(tmp_path / "cache"), **kw)  # type: ignore[arg-type]
+from tests.support.provenance_events import ev, settings
 
 
 def test_max_event_id_restored_after_restart(backend: Backend, tmp_path: Path) -> None:
@@ -307,7 +303,7 @@ def test_background_flush_and_rollover(tmp_path: Path) -> None:
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
     s = settings(tmp_path, journal_flush_interval_s=0.05, rollover_time_s=0.1)
     repo = ProvenanceRepository(store, s, background=True)
-    repo.register_events([ev(i) for i in range(10)])  # not synced: the flusher writes them
+    repo.register_events([ev(i) for i in range(10)], sync=False)  # the flusher writes them
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not repo.snapshot().files:
         time.sleep(0.05)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from provenance import ProvenanceEvent
+from pathlib import Path
+
+from provenance import ProvenanceEvent, ProvenanceSettings
+
+
+def settings(tmp_path: Path, **kw: object) -> ProvenanceSettings:
+    """Settings with a cache folder of the test's own."""
+    return ProvenanceSettings(cache_dir=str(tmp_path / "cache"), **kw)  # type: ignore[arg-type]
 
 
 def ev(i: int = 0, **kw: object) -> ProvenanceEvent:

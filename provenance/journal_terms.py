@@ -1,0 +1,93 @@
+"""A small in-memory filter per unmerged journal, so a lookup never scans every journal.
+
+For each journal the repository wrote or read, the hashes of the distinct values of every
+indexed field (NiFi's indexed fields; the FlowFile UUID field includes parent and child
+UUIDs, as in the merged files' term index). A search with an exact term on an indexed field
+then loads only the journals whose filter may hold it; a journal not seen yet is loaded once
+and filtered from then on. Hashes may collide (a journal is loaded for nothing, then
+filtered row by row); they never miss. Memory: one small int per distinct value; journals
+leave the filter when rollover merges them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .index import field_values
+from .layout import JournalRef
+from .query import Query
+
+Filter = dict[str, frozenset[int]]
+
+
+def journal_filter(table: pa.Table, fields: Iterable[str]) -> Filter:
+    out: Filter = {}
+    for name in fields:
+        values: set[int] = set()
+        for col, _ in field_values(table, name):
+            values.update(map(hash, pc.unique(col).drop_null().to_pylist()))
+        out[name] = frozenset(values)
+    return out
+
+
+class JournalTerms:
+    def __init__(self, fields: Sequence[str], max_journals: int = 65_536) -> None:
+        self._fields = tuple(fields)
+        self._max = max_journals
+        self._filters: OrderedDict[str, Filter] = OrderedDict()
+        self._ends: dict[str, int] = {}
+        self._high = 0
+        self._lock = threading.Lock()
+
+    def add(self, ref: JournalRef, table: pa.Table) -> None:
+        f = journal_filter(table, self._fields)
+        with self._lock:
+            self._filters[ref.key] = f
+            self._ends[ref.key] = ref.end_id
+            while len(self._filters) > self._max:
+                self._ends.pop(self._filters.popitem(last=False)[0], None)
+
+    def forget_below(self, high_water: int) -> None:
+        """Drop the filters of journals merged (ids below `high_water`)."""
+        with self._lock:
+            if high_water <= self._high:
+                return
+            self._high = high_water
+            for k in [k for k, end in self._ends.items() if end <= high_water]:
+                del self._ends[k]
+                self._filters.pop(k, None)
+
+    def __len__(self) -> int:
+        return len(self._filters)
+
+    def select(
+        self,
+        journals: Sequence[JournalRef],
+        q: Query,
+        load: Callable[[JournalRef], pa.Table],
+    ) -> list[JournalRef]:
+        """The journals that may hold events matching `q` (all, when `q` has no exact term
+        on an indexed field)."""
+        probes = [
+            (t.field, hash(t.value))
+            for t in q.terms
+            if not t.inverted and not t.is_wildcard and t.field in self._fields
+        ]
+        if not probes:
+            return list(journals)
+        out = []
+        for j in journals:
+            with self._lock:
+                f = self._filters.get(j.key)
+            if f is None:
+                self.add(j, load(j))  # written by another process: filtered from now on
+                with self._lock:
+                    f = self._filters.get(j.key)
+            if f is None or all(h in f[name] for name, h in probes):
+                out.append(j)
+        return out
