@@ -4,8 +4,12 @@ over s3a. One run per backend in a module-scoped fixture; many assertions on eac
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
@@ -22,7 +26,6 @@ from flowledger.pipeline import (
 )
 from flowledger.pipeline import tables as tbl
 from flowledger.pipeline.sources import parse_csv
-from flowledger.spark import commit_hooks
 from storage import open_store
 from tests.support.servers import S3Endpoint
 from timeline import Table
@@ -113,12 +116,11 @@ def check_run(
     counts = dict(r.event_counts)
     assert counts["RECEIVE"] >= len(r.input_rows)
     assert counts["SEND"] >= sum(len(c.files) for c in r.commits)
-    # The replayed SEND re-emits exactly the curated file's bytes (the pipeline records the
-    # SENDs itself unless a Spark commit hook does; the hook's SENDs carry no content).
-    if not commit_hooks():
-        assert r.replay is not None, r.replay_problem
-        files = {f.uri: f for c in r.commits for f in c.files}
-        assert r.replay.claim.length == files[r.curated_file].size
+    # The replayed SEND re-emits exactly the curated file's bytes (the pipeline records its
+    # SENDs itself, with content; its writes run no Spark commit hook).
+    assert r.replay is not None, r.replay_problem
+    files = {f.uri: f for c in r.commits for f in c.files}
+    assert r.replay.claim.length == files[r.curated_file].size
     assert r.answer and all(a["flights_in_rain"] >= 100 for a in r.answer)
 
 
@@ -165,3 +167,33 @@ def test_minio_over_s3a(on_minio: Runs, spark: Any) -> None:
     assert on_minio.first.repo_uri.startswith("s3://")
     assert all(f.uri.startswith("s3a://") for c in on_minio.first.commits for f in c.files)
     assert "Lineage of s3a://" in on_minio.output.replace("\n", "")
+
+
+def test_flowledger_demo_command_on_minio(minio: S3Endpoint, tmp_path: Path) -> None:
+    """`flowledger demo --repo s3://...` as a user runs it: its own process and Spark driver,
+    the full data, MinIO reached through the standard AWS variables only."""
+    bucket = minio.new_bucket()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_"))}
+    env.update(
+        AWS_ENDPOINT_URL=minio.endpoint,
+        AWS_ACCESS_KEY_ID=minio.access_key,
+        AWS_SECRET_ACCESS_KEY=minio.secret_key,
+        AWS_REGION=minio.region,
+        PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+        COLUMNS="200",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowledger", "demo", "--repo", f"s3://{bucket}/demo"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout.replace("\n", "")
+    flights = source_flights().num_rows
+    assert f"{flights:,}" in out  # every flight landed and curated
+    assert "Lineage of s3a://" in out and "flights.csv" in out and "weather.csv" in out
+    assert "replay of a SEND: replayed" in out
+    assert not (tmp_path / "flowledger-data").exists()  # nothing went to the embedded default
