@@ -177,6 +177,26 @@ def test_commit_records_job_and_runs_hooks(
     assert all(f.uri.startswith("file://") and f.rows for f in info.files)
 
 
+def test_datasource_write_records_the_input_files_it_is_given(
+    registered: Any, tmp_path: Path
+) -> None:
+    spark = registered
+    src = str(tmp_path / "src")
+    spark.range(0, 6).coalesce(2).write.parquet(src)
+    df = spark.read.parquet(src)
+    inputs = sorted(df.inputFiles())
+    uri = str(tmp_path / "t")
+    df.write.format("flowledger").mode("append").option("inputFiles", ",".join(inputs)).save(uri)
+    table = _table(uri, None)
+    (entry,) = table.state().ordered_writes()
+    job = SparkJobInfo.from_json(entry.extra[JOB_METADATA_KEY])
+    assert sorted(job.input_files) == inputs and len(inputs) == 2
+    # Without the option a data-source write names no inputs (it sees no plan).
+    spark.range(0, 2).write.format("flowledger").mode("append").save(uri)
+    last = _table(uri, None).state().ordered_writes()[-1]
+    assert SparkJobInfo.from_json(last.extra[JOB_METADATA_KEY]).input_files == ()
+
+
 def test_failed_job_leaves_snapshot_unchanged(registered: Any, tmp_path: Path) -> None:
     spark = registered
     uri = str(tmp_path / "t")

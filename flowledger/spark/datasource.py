@@ -82,6 +82,12 @@ def _option(options: Mapping[str, str], name: str) -> str | None:
     return None
 
 
+def input_files_option(options: Mapping[str, str]) -> tuple[str, ...]:
+    """The `inputFiles` writer option: the files the job read, comma-separated."""
+    raw = _option(options, "inputFiles") or ""
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
 class FlowledgerDataSource(DataSource):
     facts = DriverFacts(StoreSettings(), {})
 
@@ -232,6 +238,8 @@ class TimelineWriter(DataSourceArrowWriter):
             app_name=self.facts.app_name,
             job=next((m.job for m in written if m.job), "") or "flowledger.datasource",
             user=self.facts.user,
+            # A data source sees no plan, so no `df.inputFiles()`: the job may name its inputs.
+            input_files=input_files_option(self.options),
         )
         txn = self._txn()
         try:
