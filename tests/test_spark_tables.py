@@ -197,6 +197,21 @@ def test_datasource_write_records_the_input_files_it_is_given(
     assert SparkJobInfo.from_json(last.extra[JOB_METADATA_KEY]).input_files == ()
 
 
+def test_datasource_reader_verifies_each_files_checksum(registered: Any, tmp_path: Path) -> None:
+    spark = registered
+    uri = str(tmp_path / "t")
+    spark.range(0, 50).write.format("flowledger").mode("append").save(uri)
+    assert spark.read.format("flowledger").load(uri).count() == 50
+    table = _table(uri, None)
+    damaged = table.snapshot().files[0]
+    body = bytearray(table.store.get(damaged.path))
+    body[5] ^= 0xFF  # in the first page, not the footer (the schema is read from that)
+    table.store.put(damaged.path, bytes(body))
+    with pytest.raises(Exception, match="is corrupt: checksum") as err:
+        spark.read.format("flowledger").load(uri).count()
+    assert damaged.path in str(err.value)
+
+
 def test_failed_job_leaves_snapshot_unchanged(registered: Any, tmp_path: Path) -> None:
     spark = registered
     uri = str(tmp_path / "t")
