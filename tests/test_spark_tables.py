@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import flowledger.spark as fs
 from flowledger.cli import app
 from flowledger.spark.commit_info import JOB_METADATA_KEY, REPO_CONF_KEY, SparkJobInfo
-from storage import open_store
+from storage import IntegrityError, open_store
 from tests.support.servers import S3Endpoint
 from timeline import CommitOutcomeUnknown, SchemaMismatch, Table, Transaction
 from timeline.layout import data_prefix
@@ -210,6 +210,9 @@ def test_datasource_reader_verifies_each_files_checksum(registered: Any, tmp_pat
     with pytest.raises(Exception, match="is corrupt: checksum") as err:
         spark.read.format("flowledger").load(uri).count()
     assert damaged.path in str(err.value)
+    assert fs.read(spark, uri).count() == 50  # the native reader checks only when asked
+    with pytest.raises(IntegrityError, match=damaged.path):
+        fs.read(spark, uri, verify=True)
 
 
 def test_failed_job_leaves_snapshot_unchanged(registered: Any, tmp_path: Path) -> None:
