@@ -121,6 +121,42 @@ def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
     assert fs.read(spark, uri).count() == before.rows + 10
 
 
+def test_killed_driver_is_rolled_back_at_once_by_the_next_eager_write(
+    spark: Any, minio: S3Endpoint
+) -> None:
+    uri = f"s3a://{minio.new_bucket()}/tables/t"
+    fs.write(_frame(spark, 0, 10), uri)
+    before = Table.open(open_store(uri, minio.settings())).snapshot()
+
+    step = {"uri": uri, "mode": "append", "start": 100, "end": 200}
+    proc = _start(
+        {"name": "killed", "repo": uri + "-repo", "steps": [step]},
+        _env(minio, FLOWLEDGER_CRASH_AT="spark.written"),
+    )
+    code, _, err = _finish(proc)
+    assert code == -signal.SIGKILL, err[-3000:]
+    table = Table.open(open_store(uri, minio.settings()))
+    assert table.snapshot() == before
+    (killed,) = {i.time for i in table.timeline().pending()}
+    assert list(table.store.list(data_prefix(killed)))
+
+    # One writer (EAGER): the next write rolls back every pending write when it starts, with
+    # no wait for a heartbeat to expire.
+    key = "spark.flowledger.hoodie.cleaner.policy.failed.writes"
+    spark.conf.set(key, "EAGER")
+    try:
+        fs.write(_frame(spark, 300, 305), uri)
+    finally:
+        spark.conf.unset(key)
+    table = Table.open(open_store(uri, minio.settings()))
+    assert not table.timeline().pending()
+    assert killed not in {i.time for i in table.timeline().completed()}
+    assert table.snapshot().rows == before.rows + 5
+    assert {f.path for f in before.files} <= {f.path for f in table.snapshot().files}
+    assert not list(table.store.list(data_prefix(killed)))  # no orphan data files
+    assert fs.read(spark, uri).count() == before.rows + 5
+
+
 def test_two_applications_append_both_and_overwrite_one_winner(
     spark: Any, minio: S3Endpoint, tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import pickle
 from pathlib import Path
 
 import pyarrow as pa
@@ -165,11 +166,13 @@ def test_installed_hook_records_and_never_fails_a_committed_write(
 
     # Hooks are process-wide: keep this test's installation from reaching other tests.
     monkeypatch.setattr(commit_info, "_HOOKS", [])
-    monkeypatch.setattr(lineage, "_hook_settings", [None])
+    install(settings=None)
     install(settings=LOCAL)
     install(settings=LOCAL)
     hooks = commit_hooks()
-    assert len(hooks) == len(set(hooks))  # installed once
+    assert hooks == (lineage.ProvenanceHook(LOCAL),)  # installed once, the latest settings
+    # The data source's commit worker gets the hook pickled, with the settings it holds.
+    assert pickle.loads(pickle.dumps(hooks[0])).settings == LOCAL
     repo_uri = "file://" + str(tmp_path / "repo")
     info = _commit_table("file://" + str(tmp_path / "t"), _job(_inputs(tmp_path, 2)), [""])
     for hook in hooks:  # what the writers do after completing an instant

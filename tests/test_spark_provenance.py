@@ -108,3 +108,26 @@ def test_provenance_dataframe_reads_exactly_the_committed_files(
         by_type = spark.sql("SELECT event_type, count(*) FROM prov GROUP BY 1 ORDER BY 1").collect()
         _, expected = repo.sql(f"SELECT event_type, count(*) {committed} GROUP BY 1 ORDER BY 1")
         assert [tuple(r) for r in by_type] == expected
+
+
+def test_datasource_write_records_its_sends_in_a_repository_on_minio(
+    spark: Any, minio: S3Endpoint
+) -> None:
+    """The data source commits in a Spark Python worker; its provenance must reach the
+    repository with the session's s3a settings (no AWS_* variables here to fall back on)."""
+    import flowledger.spark as fs
+
+    bucket = minio.new_bucket()
+    repo_uri, uri = f"s3://{bucket}/repo", f"s3a://{bucket}/tables/ds"
+    fs.register(spark)
+    frame = spark.range(0, 20).selectExpr("id", "id % 2 as p")
+    frame.write.format("flowledger").mode("append").option("partitionBy", "p").option(
+        "repo", repo_uri
+    ).save(uri)
+    snap = Table.open(open_store(uri, minio.settings())).snapshot()
+    assert snap.files
+    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+        sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
+    assert sorted(e.transit_uri or "" for e in sends) == sorted(
+        f"{uri}/{f.path}" for f in snap.files
+    )

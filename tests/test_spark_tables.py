@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import flowledger.spark as fs
 from flowledger.cli import app
 from flowledger.spark.commit_info import JOB_METADATA_KEY, REPO_CONF_KEY, SparkJobInfo
-from storage import open_store
+from storage import IntegrityError, open_store
 from tests.support.servers import S3Endpoint
 from timeline import CommitOutcomeUnknown, SchemaMismatch, Table, Transaction
 from timeline.layout import data_prefix
@@ -175,6 +175,44 @@ def test_commit_records_job_and_runs_hooks(
     assert job.app_id == spark.sparkContext.applicationId
     assert job.input_files and all("src" in p for p in job.input_files)
     assert all(f.uri.startswith("file://") and f.rows for f in info.files)
+
+
+def test_datasource_write_records_the_input_files_it_is_given(
+    registered: Any, tmp_path: Path
+) -> None:
+    spark = registered
+    src = str(tmp_path / "src")
+    spark.range(0, 6).coalesce(2).write.parquet(src)
+    df = spark.read.parquet(src)
+    inputs = sorted(df.inputFiles())
+    uri = str(tmp_path / "t")
+    df.write.format("flowledger").mode("append").option("inputFiles", ",".join(inputs)).save(uri)
+    table = _table(uri, None)
+    (entry,) = table.state().ordered_writes()
+    job = SparkJobInfo.from_json(entry.extra[JOB_METADATA_KEY])
+    assert sorted(job.input_files) == inputs and len(inputs) == 2
+    # Without the option a data-source write names no inputs (it sees no plan).
+    spark.range(0, 2).write.format("flowledger").mode("append").save(uri)
+    last = _table(uri, None).state().ordered_writes()[-1]
+    assert SparkJobInfo.from_json(last.extra[JOB_METADATA_KEY]).input_files == ()
+
+
+def test_datasource_reader_verifies_each_files_checksum(registered: Any, tmp_path: Path) -> None:
+    spark = registered
+    uri = str(tmp_path / "t")
+    spark.range(0, 50).write.format("flowledger").mode("append").save(uri)
+    assert spark.read.format("flowledger").load(uri).count() == 50
+    table = _table(uri, None)
+    damaged = table.snapshot().files[0]
+    body = bytearray(table.store.get(damaged.path))
+    body[5] ^= 0xFF  # in the first page, not the footer (the schema is read from that)
+    table.store.put(damaged.path, bytes(body))
+    with pytest.raises(Exception, match="is corrupt: checksum") as err:
+        spark.read.format("flowledger").load(uri).count()
+    assert damaged.path in str(err.value)
+    assert fs.read(spark, uri).count() == 50  # the native reader checks only when asked
+    with pytest.raises(IntegrityError, match=damaged.path):
+        fs.read(spark, uri, verify=True)
 
 
 def test_failed_job_leaves_snapshot_unchanged(registered: Any, tmp_path: Path) -> None:

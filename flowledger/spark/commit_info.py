@@ -91,3 +91,9 @@ def add_commit_hook(hook: CommitHook) -> None:
 
 def commit_hooks() -> tuple[CommitHook, ...]:
     return tuple(_HOOKS)
+
+
+def remove_commit_hook(hook: CommitHook) -> None:
+    """Stop running `hook` (no-op when it is not installed)."""
+    if hook in _HOOKS:
+        _HOOKS.remove(hook)

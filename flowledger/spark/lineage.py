@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from provenance import ProvenanceEvent, ProvenanceRepository
@@ -29,6 +30,8 @@ from .commit_info import (
     OutputFile,
     SparkJobInfo,
     add_commit_hook,
+    commit_hooks,
+    remove_commit_hook,
 )
 
 log = logging.getLogger("flowledger.spark")
@@ -125,33 +128,41 @@ def record_in_store(store: ObjectStore, info: CommitInfo) -> int:
         return record_runs(repo, [job_run(info)])
 
 
-#: Store settings the installed hook opens repositories with (None: from the environment).
-_hook_settings: list[StoreSettings | None] = [None]
+@dataclass(frozen=True)
+class ProvenanceHook:
+    """The installed hook, holding how to reach the repository's store (None: the AWS_*
+    environment). It carries its settings itself because the data source runs it in Spark's
+    commit worker, a Python process where `install` never ran: Spark pickles it there with the
+    data source's driver facts, so the worker records with the session's s3a settings."""
 
+    settings: StoreSettings | None = None
 
-def _hook(info: CommitInfo) -> None:
-    """The installed hook: the write is already committed, so a failure here must not fail it."""
-    try:
-        record_commit(info, _hook_settings[0])
-    except Exception:
-        log.exception(
-            "flowledger: commit %s of %s succeeded but its provenance was not recorded; "
-            "run flowledger.spark.catch_up(%r, %r) to record it",
-            info.instant_time,
-            info.table_uri,
-            info.table_uri,
-            info.repo_uri,
-        )
+    def __call__(self, info: CommitInfo) -> None:
+        # The write is already committed, so a failure here must not fail it.
+        try:
+            record_commit(info, self.settings)
+        except Exception:
+            log.exception(
+                "flowledger: commit %s of %s succeeded but its provenance was not recorded; "
+                "run flowledger.spark.catch_up(%r, %r) to record it",
+                info.instant_time,
+                info.table_uri,
+                info.table_uri,
+                info.repo_uri,
+            )
 
 
 def install(spark: Any = None, settings: StoreSettings | None = None) -> None:
-    """Record provenance after every Spark write of this process (idempotent).
+    """Record provenance after every Spark write of this process (idempotent; the latest
+    settings replace earlier ones).
 
     `settings`: how to reach the repository's store (default: the AWS_* environment, like
     every flowledger command). With `spark`, warn when the session names no repository
     (`spark.flowledger.repo`)."""
-    _hook_settings[0] = settings
-    add_commit_hook(_hook)
+    for hook in commit_hooks():
+        if isinstance(hook, ProvenanceHook):
+            remove_commit_hook(hook)
+    add_commit_hook(ProvenanceHook(settings))
     if spark is not None and not spark.conf.get(REPO_CONF_KEY, None):
         log.warning(
             "flowledger: %s is not set on this session; Spark writes record no provenance",
