@@ -5,6 +5,7 @@ an Arrow thread-pool worker was still alive as the interpreter exited."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,10 @@ def test_no_native_worker_thread_is_alive_when_table_read_exits(tmp_path: Path) 
     uri = str(tmp_path / "t")
     Table.open(open_store(uri)).write(pa.table({"id": [1, 2, 3]}))
     cmd = [sys.executable, "-c", _PROBE, "table", "read", uri, "--json"]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    # numpy (pulled in by pyarrow when installed) starts OpenBLAS's idle worker pool, named
+    # like the main thread; those pthreads are harmless at exit, Arrow's C++ workers are not.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     line = next(x for x in res.stderr.splitlines() if x.startswith("THREADS "))
     assert line.split(" ", 1)[1].split(",") == ["python"]  # the main thread only

@@ -295,7 +295,7 @@ def test_concurrent_rollovers_never_duplicate(tbackend: Backend, tmp_path: Path)
 
 
 @pytest.mark.unit
-def test_background_flush_and_rollover(tmp_path: Path) -> None:
+def test_background_flush_and_rollover(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
     from storage import open_store
@@ -308,6 +308,8 @@ def test_background_flush_and_rollover(tmp_path: Path) -> None:
     while time.monotonic() < deadline and not repo.snapshot().files:
         time.sleep(0.05)
     assert [f.rows for f in repo.snapshot().files] == [10]
+    # As in a process with no Spark session (a spark-tier test earlier in this one has one).
+    monkeypatch.setattr("pyspark.sql.SparkSession.getActiveSession", lambda: None)
     with pytest.raises(ValueError, match="spark"):
         repo.rollover(engine="spark")
     from provenance import EventNotFound

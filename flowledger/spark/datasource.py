@@ -42,6 +42,7 @@ from timeline.parquet_io import (
     to_parquet_bytes,
 )
 from timeline.schema import check_schema, latest_schema, schema_from_json, schema_to_json
+from timeline.store import TimelineStore
 
 from .commit_info import CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
@@ -206,6 +207,11 @@ class TimelineWriter(DataSourceArrowWriter):
             seq += 1
             key = data_key(self.instant_time, partition, name)
             store.put(key, body)
+            if not self._still_pending(store):
+                # A straggling attempt (speculative, or not yet killed when the job failed)
+                # whose write was committed or aborted meanwhile: its file belongs to nothing.
+                store.delete(key)
+                return
             f = checksummed(
                 DataFile(key, len(body), data.num_rows, partition, "", column_stats(data)), body
             )
@@ -221,6 +227,13 @@ class TimelineWriter(DataSourceArrowWriter):
         for partition in list(pending):
             flush(partition)
         return out
+
+    def _still_pending(self, store: ObjectStore) -> bool:
+        """This write's instant is neither completed nor rolled back (one short LIST). The
+        driver's commit and abort delete the prefix's unlisted files once more after changing
+        the instant's state, so with this check no attempt's file outlives the write."""
+        states = TimelineStore(store).states_of(self.instant_time)
+        return bool(states) and all(i.is_pending for i in states)
 
     def _beat(self, store: ObjectStore) -> bool:
         """Keep a long write alive for other writers' failed-write detection (LAZY policy):
@@ -252,8 +265,7 @@ class TimelineWriter(DataSourceArrowWriter):
             # Files of failed or speculative task attempts are in no message: delete them, so
             # the instant's prefix holds exactly what it commits (one LIST of this prefix only).
             store, keep = txn.table.store, {f.path for f in files}
-            stray = [o.key for o in store.list(data_prefix(self.instant_time))]
-            store.delete_many([k for k in stray if k not in keep])
+            _delete_strays(store, self.instant_time, keep)
             txn.add(*files)
             txn.schema = schema_from_json(self.schema_json)
             if self.overwrite:
@@ -265,6 +277,7 @@ class TimelineWriter(DataSourceArrowWriter):
             raise
         # A conflict rolls the instant back itself; an unknown outcome stays pending (see abort).
         instant = txn.commit(extra_metadata(job))
+        _delete_strays(store, self.instant_time, keep)  # attempts that wrote while we committed
         if any(m.beat for m in written):
             txn.table.store.delete(heartbeat_key(self.instant_time))
         info = commit_info(self.path, instant, self.operation, files, job, self.repo_uri)
@@ -278,6 +291,14 @@ class TimelineWriter(DataSourceArrowWriter):
             txn.detach()
             return
         txn.abort()
+        _delete_strays(txn.table.store, self.instant_time, keep=set())
+
+
+def _delete_strays(store: ObjectStore, instant_time: str, keep: set[str]) -> None:
+    """Files under the instant's prefix that its commit does not name: failed, speculative or
+    straggling task attempts (one LIST of this instant's prefix only)."""
+    found = [o.key for o in store.list(data_prefix(instant_time))]
+    store.delete_many([k for k in found if k not in keep])
 
 
 class SnapshotReader(DataSourceReader):
