@@ -10,6 +10,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from storage import NotFound, ObjectStore, UnknownOutcome
@@ -255,3 +256,16 @@ def test_unknown_outcome_that_cannot_be_resolved(tbackend: Backend) -> None:
         _commit(table, 1)
     with pytest.raises(NotFound):
         tbackend.open().scoped(TABLE).get(f"{LOG}00000000000000000001")
+
+
+def test_unknown_outcome_of_table_write_keeps_its_files(tbackend: Backend) -> None:
+    """`Table.write` aborts on errors, but not after a completion whose outcome is unknown:
+    had the log write landed, deleting the files would break a committed snapshot."""
+    store = tbackend.open().scoped(TABLE)
+    table = Table.open(store)
+    _flaky(store, "always")  # the log write times out, and so does reading it back
+    with pytest.raises(CommitOutcomeUnknown):
+        table.write(pa.table({"a": [1, 2]}))
+    fresh = Table.open(tbackend.open().scoped(TABLE))
+    [pending] = fresh.timeline().pending()
+    assert list(fresh.store.list(f"data/{pending.time}/"))  # left for recovery to decide

@@ -122,7 +122,9 @@ class Transaction:
         except BaseException:
             # Left pending (StorageError, CommitOutcomeUnknown, interrupts): it may have
             # landed. Reopening tells (the log is the truth); if it did not, the expired
-            # heartbeat gets it rolled back.
+            # heartbeat gets it rolled back. So a caller's abort() (an `except` or `with`
+            # around the write) must not delete files a landed completion names.
+            self._done = True
             self._heartbeat.stop()
             raise
         self._done = True
