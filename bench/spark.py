@@ -14,8 +14,10 @@ driver's flowledger store (open, begin, list the instant's prefix, footers, comm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from bench.common import console, minio_backend, table
@@ -49,15 +51,10 @@ def frame(spark: Any, rows: int, partitions: int) -> Any:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m bench spark")
-    ap.add_argument("--quick", action="store_true", help="small smoke run (1M rows)")
-    ap.add_argument("--rows", type=int, help="rows per write (10M; quick 1M)")
-    ap.add_argument("--partitions", type=int, default=8, help="Spark tasks (files) per write")
-    ap.add_argument("--repeat", type=int, default=2, help="runs per variant (best is kept)")
-    args = ap.parse_args(argv)
-    rows = args.rows or (1_000_000 if args.quick else 10_000_000)
-
+@contextlib.contextmanager
+def minio_spark(app_name: str) -> Iterator[tuple[Any, Any]]:
+    """A fresh MinIO (bucket "bench") and a local[2] Spark session reaching it through the
+    standard AWS variables, as a user's job would; the session reports to the bench repo."""
     import flowledger.spark as fs
 
     with minio_backend("bench") as be:
@@ -69,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         spark = fs.session(
             repo=be.uri,
             master="local[2]",
-            app_name="flowledger-bench",
+            app_name=app_name,
             conf={
                 "spark.ui.enabled": "false",
                 "spark.ui.showConsoleProgress": "false",
@@ -77,6 +74,21 @@ def main(argv: list[str] | None = None) -> None:
             },
         )
         spark.sparkContext.setLogLevel("ERROR")
+        yield be, spark
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench spark")
+    ap.add_argument("--quick", action="store_true", help="small smoke run (1M rows)")
+    ap.add_argument("--rows", type=int, help="rows per write (10M; quick 1M)")
+    ap.add_argument("--partitions", type=int, default=8, help="Spark tasks (files) per write")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per variant (best is kept)")
+    args = ap.parse_args(argv)
+    rows = args.rows or (1_000_000 if args.quick else 10_000_000)
+
+    import flowledger.spark as fs
+
+    with minio_spark("flowledger-bench") as (be, spark):
         base = "s3a://bench/spark"
         hook_calls: list[str] = []
         hook_s: list[float] = []

@@ -14,13 +14,12 @@ Every read scans all columns (`write.format("noop")`), so no reader skips bytes.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.common import console, minio_backend, table
-from bench.spark import frame
+from bench.common import console, table
+from bench.spark import frame, minio_spark
 from storage import checksum_of, open_store
 from timeline import Table
 
@@ -48,18 +47,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import flowledger.spark as fs
 
-    with minio_backend("bench") as be:
+    with minio_spark("flowledger-bench-verify") as (be, spark):
         s = be.settings
-        os.environ.update(
-            AWS_ENDPOINT_URL=str(s.endpoint_url), AWS_ACCESS_KEY_ID=str(s.access_key_id),
-            AWS_SECRET_ACCESS_KEY=str(s.secret_access_key), AWS_REGION=s.region,
-        )  # fmt: skip
-        spark = fs.session(
-            master="local[2]",
-            app_name="flowledger-bench-verify",
-            conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
-        )
-        spark.sparkContext.setLogLevel("ERROR")
         uri = "s3a://bench/spark-verify/t"
         fs.write(frame(spark, rows, 8), uri)
         store = open_store("s3://bench/spark-verify/t", s)
