@@ -131,3 +131,27 @@ def test_datasource_write_records_its_sends_in_a_repository_on_minio(
     assert sorted(e.transit_uri or "" for e in sends) == sorted(
         f"{uri}/{f.path}" for f in snap.files
     )
+
+
+def test_datasource_write_lineage_names_the_files_the_job_read_without_options(
+    spark: Any, minio: S3Endpoint
+) -> None:
+    """`format("flowledger")` with no `inputFiles` option: the job's input files still reach
+    the lineage, through the wrapped `DataFrameWriter.save` that `register()` installs."""
+    import flowledger.spark as fs
+
+    bucket = minio.new_bucket()
+    repo_uri, uri = f"s3://{bucket}/repo", f"s3a://{bucket}/tables/orders_ds"
+    raw = open_store(f"s3://{bucket}/raw", minio.settings())
+    for i in range(3):
+        raw.put(f"orders/{i}.csv", f"id,qty\n{i},{i + 1}\n".encode())
+    fs.register(spark)
+    df = spark.read.option("header", True).csv(f"s3a://{bucket}/raw/orders/")
+    inputs = sorted(str(p) for p in df.inputFiles())
+    df.write.format("flowledger").mode("append").option("repo", repo_uri).save(uri)
+    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+        sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
+        receives = [e for e in repo.get_events(0, 100) if e.event_type == "RECEIVE"]
+        assert sends and len(receives) == 3
+        for send in sends:
+            assert input_files(repo, send.flowfile_uuid) == inputs

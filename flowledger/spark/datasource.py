@@ -57,6 +57,8 @@ from .errors import SparkWriteError
 from .footers import read_footer
 from .native import arrow_schema
 from .paths import TablePath, resolve_repo_uri, table_path
+from .plan_inputs import install as install_plan_inputs
+from .plan_inputs import plan_input_files
 
 NAME = "flowledger"
 #: Rows per data file a task writes before it starts the next one.
@@ -257,8 +259,9 @@ class TimelineWriter(DataSourceArrowWriter):
             app_name=self.facts.app_name,
             job=next((m.job for m in written if m.job), "") or "flowledger.datasource",
             user=self.facts.user,
-            # A data source sees no plan, so no `df.inputFiles()`: the job may name its inputs.
-            input_files=input_files_option(self.options),
+            # A data source sees no plan: `plan_inputs` passed `df.inputFiles()` from the driver's
+            # save(); an explicit `inputFiles` option wins.
+            input_files=input_files_option(self.options) or plan_input_files(self.options),
         )
         txn = self._txn()
         try:
@@ -359,6 +362,7 @@ def register(spark: Any) -> None:
     """Register the "flowledger" data source on `spark` (again after adding commit hooks)."""
     conf = conf_of(spark)
     sc = spark.sparkContext
+    install_plan_inputs()
     _install_provenance(spark, store_settings(conf))
     facts = DriverFacts(
         store=store_settings(conf),

@@ -1,104 +1,147 @@
-"""Architecture scan: cross-module private access and intra-package import cycles.
+"""Architecture scan: cross-module private access and import cycles inside a package.
 
-Run: python tests/support/architecture_scan.py . (prints both lists). Used by tests/test_architecture.py
-once the refactor of issue 14 lands.
+`python tests/support/architecture_scan.py .` prints both lists; tests/test_architecture.py
+asserts they are empty. A private name (`_x`) may be read only by the module that defines it
+(`self._x`, `cls._x`, or a name the module assigns or defines itself). An import cycle counts
+every import, function-level ones included, except those under `if TYPE_CHECKING:`.
 """
-import ast, sys, pathlib, itertools
-from collections import defaultdict
-ROOT = pathlib.Path(sys.argv[1])
-PKGS = ["storage", "timeline", "provenance", "flowledger"]
 
-def modname(p):
-    rel = p.relative_to(ROOT).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__": parts = parts[:-1]
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGES = ("storage", "timeline", "provenance", "flowledger")
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
     return ".".join(parts)
 
-files = [p for pkg in PKGS for p in (ROOT / pkg).rglob("*.py")]
-mods = {modname(p): p for p in files}
 
-def defined_private(tree):
-    names = set()
+def _modules(root: Path) -> dict[str, Path]:
+    return {
+        _module_name(root, p): p for pkg in PACKAGES for p in sorted((root / pkg).rglob("*.py"))
+    }
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _own_private_names(tree: ast.AST) -> set[str]:
+    """Private names this module defines or assigns: it may read them on any object."""
+    names: set[str] = set()
     for n in ast.walk(tree):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.startswith("_"):
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(n.name)
-        if isinstance(n, ast.Attribute) and n.attr.startswith("_") and isinstance(n.ctx, ast.Store):
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
             names.add(n.attr)
-        if isinstance(n, ast.Name) and n.id.startswith("_") and isinstance(n.ctx, ast.Store):
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             names.add(n.id)
-        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
             names.add(n.target.id)
-    # dataclass/class-level fields
-    for n in ast.walk(tree):
-        if isinstance(n, ast.ClassDef):
-            for b in n.body:
-                if isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name) and b.target.id.startswith("_"):
-                    names.add(b.target.id)
-    return names
+    return {n for n in names if _is_private(n)}
 
-def tc_nodes(tree):
-    skip = set()
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.If):
             t = n.test
-            if (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"):
-                for b in ast.walk(n):
-                    skip.add(id(b))
+            name = (
+                t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else ""
+            )
+            if name == "TYPE_CHECKING":
+                skip.update(id(b) for b in ast.walk(n))
     return skip
 
-priv = []
-graph = defaultdict(set)
-for m, p in mods.items():
-    tree = ast.parse(p.read_text())
-    own = defined_private(tree)
-    skip = tc_nodes(tree)
-    pkg_of = m.split(".")[0]
-    is_pkg = p.name == "__init__.py"
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__"):
-            base = n.value
-            if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+
+def _import_targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    return [target] + [f"{target}.{a.name}" for a in node.names]
+
+
+def scan(root: Path) -> tuple[list[str], list[list[str]]]:
+    """(private reach-ins as "path:line: name", import cycles as sorted module lists)."""
+    modules = _modules(root)
+    reach_ins: list[str] = []
+    graph: dict[str, set[str]] = defaultdict(set)
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        own = _own_private_names(tree)
+        skip = _type_checking_nodes(tree)
+        where = path.relative_to(root)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and _is_private(n.attr) and n.attr not in own:
+                if not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):
+                    reach_ins.append(f"{where}:{n.lineno}: .{n.attr}")
+            elif isinstance(n, ast.ImportFrom):
+                reach_ins.extend(
+                    f"{where}:{n.lineno}: import {a.name}" for a in n.names if _is_private(a.name)
+                )
+            if isinstance(n, ast.Import | ast.ImportFrom) and id(n) not in skip:
+                targets = _import_targets(n, module, path.name == "__init__.py")
+                # `from pkg import mod` depends on pkg.mod; `from mod import name` on mod.
+                hits = [t for t in targets[1:] if t in modules] or targets[:1]
+                graph[module].update(t for t in hits if t in modules and t != module)
+    return reach_ins, _cycles(graph, modules)
+
+
+def _cycles(graph: dict[str, set[str]], modules: dict[str, Path]) -> list[list[str]]:
+    """Strongly connected components (Tarjan) of more than one module in one top package."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w.split(".")[0] != v.split(".")[0]:
                 continue
-            if n.attr in own:
-                continue
-            priv.append(f"{p.relative_to(ROOT)}:{n.lineno}: .{n.attr}")
-        if isinstance(n, (ast.Import, ast.ImportFrom)):
-            if id(n) in skip: continue
-            if isinstance(n, ast.ImportFrom):
-                if n.level:
-                    base = m.split(".") if is_pkg else m.split(".")[:-1]
-                    base = base[: len(base) - (n.level - 1)]
-                    target = ".".join(base + ([n.module] if n.module else []))
-                else:
-                    target = n.module or ""
-                for a in n.names:
-                    if a.name.startswith("_") and not a.name.startswith("__"):
-                        priv.append(f"{p.relative_to(ROOT)}:{n.lineno}: import {a.name}")
-                    full = f"{target}.{a.name}"
-                    t = full if full in mods else target
-                    if t in mods and t != m: graph[m].add(t)
-            else:
-                for a in n.names:
-                    if a.name in mods and a.name != m: graph[m].add(a.name)
-print(len(priv), "private reach-ins")
-for x in priv: print("  ", x)
-# cycles: SCCs among modules of same top package, ignoring edges into package __init__ of own pkg? keep all
-import sys
-sys.setrecursionlimit(10000)
-index = {}; low = {}; st = []; on = set(); sccs = []; c = [0]
-def strong(v):
-    index[v] = low[v] = c[0]; c[0] += 1; st.append(v); on.add(v)
-    for w in graph[v]:
-        if w.split(".")[0] != v.split(".")[0]: continue
-        if w not in index: strong(w); low[v] = min(low[v], low[w])
-        elif w in on: low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        comp = []
-        while True:
-            w = st.pop(); on.discard(w); comp.append(w)
-            if w == v: break
-        if len(comp) > 1: sccs.append(comp)
-for v in list(mods):
-    if v not in index: strong(v)
-print(len(sccs), "import cycles")
-for s in sccs: print("  ", sorted(s))
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in modules:
+        if v not in index:
+            visit(v)
+    return found
+
+
+if __name__ == "__main__":
+    private, cycles = scan(Path(sys.argv[1] if len(sys.argv) > 1 else "."))
+    print(len(private), "private reach-ins")
+    for line in private:
+        print("  ", line)
+    print(len(cycles), "import cycles")
+    for cycle in cycles:
+        print("  ", cycle)
