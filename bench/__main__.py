@@ -1,17 +1,26 @@
-"""Run every benchmark: `python -m bench [--quick] [name ...]`."""
+"""Run benchmarks: `python -m bench [--quick] [name ...]` or `python -m bench NAME [options]`.
+
+Names come first; everything from the first option on is passed to each named benchmark's
+`main(argv)`, so `python -m bench content_download --size-mib 64` reaches the benchmark intact.
+"""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 
 ALL = ["objectstore", "timeline", "archival", "content", "provenance", "service", "pipeline"]
 
 
+def split_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """(benchmark names, options for them): names are the leading non-option arguments."""
+    first_option = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
+    return args[:first_option] or ALL, args[first_option:]
+
+
 def main() -> None:
-    args = sys.argv[1:]
-    quick = ["--quick"] if "--quick" in args else []
-    names = [a for a in args if not a.startswith("-")] or ALL
+    names, options = split_args(sys.argv[1:])
     for name in names:
         try:
             module = importlib.import_module(f"bench.{name}")
@@ -21,7 +30,12 @@ def main() -> None:
                 continue
             raise
         print(f"\n=== bench {name}")
-        module.main(quick)
+        if inspect.signature(module.main).parameters:
+            module.main(options)
+        elif options:
+            sys.exit(f"bench {name} takes no options (got {' '.join(options)})")
+        else:
+            module.main()
 
 
 if __name__ == "__main__":
