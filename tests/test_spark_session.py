@@ -77,3 +77,10 @@ def test_spark_output_names_map_to_partitions() -> None:
     assert is_data_file("__flp_p=1/part-0.snappy.parquet")
     assert not is_data_file("_SUCCESS") and not is_data_file(".part-0.parquet.crc")
     assert not is_data_file("_temporary/0/part-0.parquet")
+
+
+def test_session_writes_timestamps_with_statistics_unless_told_otherwise(tmp_path: Path) -> None:
+    """INT96 (Spark's default) has no Parquet min/max, so commits could not prune by time."""
+    key = "spark.sql.parquet.outputTimestampType"
+    assert session_conf(str(tmp_path / "repo"))[key] == "TIMESTAMP_MICROS"
+    assert session_conf(str(tmp_path / "repo"), {key: "INT96"})[key] == "INT96"

@@ -24,6 +24,9 @@ def session_conf(repo: str | None, conf: Mapping[str, str] | None = None) -> dic
         # Python workers must run flowledger's interpreter (the data source runs in them).
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
+        # Spark's default INT96 timestamps carry no Parquet min/max statistics, so commit
+        # metadata could not skip files by time; micros are what Iceberg writes too.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
     out.update(s3a_conf(StoreSettings()))
     jars = s3a_jars(fetch=is_s3)
