@@ -39,7 +39,7 @@ def root(store: ObjectStore) -> ObjectStore:
 
 @pytest.fixture
 def repo(root: ObjectStore) -> Iterator[ContentRepository]:
-    r = ContentRepository(root, QUIET)
+    r = ContentRepository(root, QUIET).initialize()
     yield r
     r.close()
 
@@ -60,7 +60,7 @@ def _write(repo: ContentRepository, data: bytes, claim: ContentClaim | None = No
 def test_second_create_while_open_gets_another_claim_and_reuse_after_close(
     root: ObjectStore,
 ) -> None:
-    repo = ContentRepository(root, QUIET)
+    repo = ContentRepository(root, QUIET).initialize()
     c1 = repo.create()
     out = repo.write(c1)
     out.write(b"first")
@@ -75,7 +75,9 @@ def test_second_create_while_open_gets_another_claim_and_reuse_after_close(
     assert repo.read_bytes(third) == b"third" and repo.read_bytes(second) == b"second"
     repo.close()
 
-    again = ContentRepository(root, QUIET)  # a restart: old claims are never appended to
+    again = ContentRepository(
+        root, QUIET
+    ).initialize()  # a restart: old claims are never appended to
     c4 = again.create()
     assert c4.resource_claim not in {c1.resource_claim, c2.resource_claim}
     assert c4.resource_claim.identifier.split("-")[1] != c1.resource_claim.identifier.split("-")[1]
@@ -84,7 +86,7 @@ def test_second_create_while_open_gets_another_claim_and_reuse_after_close(
 
 
 def test_claim_is_sealed_at_max_appendable_size(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(max_appendable_size=1000))
+    repo = ContentRepository(root, _settings(max_appendable_size=1000)).initialize()
     claims = [_write(repo, bytes([i]) * 300) for i in range(10)]
     by_rc: dict[ResourceClaim, int] = {}
     for c in claims:
@@ -101,7 +103,7 @@ def test_claim_is_sealed_at_max_appendable_size(root: ObjectStore) -> None:
 # -- remove (NiFi testRemoveWhileWritingToClaim, testRemoveDeletesFileIfNoClaimants) -----------
 def test_remove_false_while_counted_or_stream_open_true_after_close(root: ObjectStore) -> None:
     # As in NiFi, the 2 MiB stay in the reserved resource claim (no move to a claim of its own).
-    repo = ContentRepository(root, _settings(large_content_threshold=8 * MiB))
+    repo = ContentRepository(root, _settings(large_content_threshold=8 * MiB)).initialize()
     claim = repo.create()
     out = repo.write(claim)
     out.write(b"\0" * MiB)
@@ -120,7 +122,7 @@ def test_remove_false_while_counted_or_stream_open_true_after_close(root: Object
 
 # -- archive (NiFi testClaimsArchivedWhenMarkedDestructable, testMarkDestructableDoesNot...) --
 def test_archived_once_destructable_never_while_writable(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(archive_max_retention=0))
+    repo = ContentRepository(root, _settings(archive_max_retention=0)).initialize()
     claim = repo.create()
     out = repo.write(claim)
     out.write(b"payload")
@@ -151,7 +153,7 @@ def test_read_from_archive_returns_bytes(repo: ContentRepository) -> None:
 
 
 def test_archived_claims_removed_by_age(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(archive_max_retention=3600))
+    repo = ContentRepository(root, _settings(archive_max_retention=3600)).initialize()
     old = _write(repo, b"old")
     keep = _write(repo, b"keep")
     repo.commit()
@@ -162,7 +164,7 @@ def test_archived_claims_removed_by_age(root: ObjectStore) -> None:
     assert repo.claim_state(old) == "archived"
     assert repo.run_archive_cleanup() == 0  # younger than the retention
     repo.close()
-    aged = ContentRepository(root, _settings(archive_max_retention=0))  # time passes
+    aged = ContentRepository(root, _settings(archive_max_retention=0)).initialize()  # time passes
     assert aged.claim_state(old) == "archived"
     assert aged.run_archive_cleanup() == 1
     assert aged.claim_state(old) == "destroyed" and not aged.is_accessible(old)
@@ -178,7 +180,7 @@ def test_archived_claims_removed_by_usage_oldest_first(root: ObjectStore) -> Non
         archive_max_usage_percentage=50,
         archive_backpressure_percentage=100,
     )
-    repo = ContentRepository(root, s)
+    repo = ContentRepository(root, s).initialize()
     claims = []
     for i in range(8):  # 8 resource claims of 1,000 bytes = 80 % of max_bytes
         claims.append(_write(repo, bytes([i]) * 1000))
@@ -206,7 +208,7 @@ def test_backpressure_waits_with_log_then_container_full(
         archive_backpressure_percentage=75,
         backpressure_max_wait=0.5,
     )
-    repo = ContentRepository(root, s)
+    repo = ContentRepository(root, s).initialize()
     claims = [_write(repo, b"x" * 1000) for _ in range(3)]  # sealed at 1,000 bytes each
     repo.commit()
     with caplog.at_level(logging.WARNING, logger="storage.content"), pytest.raises(ContainerFull):
@@ -233,7 +235,7 @@ def test_round_robin_skips_containers_under_backpressure(
         archive_backpressure_percentage=70,
         backpressure_max_wait=0.3,
     )
-    repo = ContentRepository(root, s, containers=[("a", a), ("b", b)])
+    repo = ContentRepository(root, s, containers=[("a", a), ("b", b)]).initialize()
     assert repo.get_container_names() == ["a", "b"]
     assert repo.get_container_capacity("a") == 2500
     c1 = _write(repo, b"1" * 2000)  # a: 80 %, over the limit
@@ -256,20 +258,24 @@ def test_round_robin_skips_containers_under_backpressure(
 
 # -- cleanup (NiFi testUnreferencedFilesAreArchivedOnCleanup) ---------------------------------
 def test_cleanup_archives_objects_nobody_references(root: ObjectStore) -> None:
-    crashed = ContentRepository(root, QUIET)
+    crashed = ContentRepository(root, QUIET).initialize()
     lost = _write(crashed, b"never committed" * 100)
     crashed._default._seal_all(list(crashed._default._claims))  # sealed, then "crash"
     assert root.exists(_object_key(lost))
-    kept = ContentRepository(root, _settings(orphan_grace_period=3600))
+    kept = ContentRepository(root, _settings(orphan_grace_period=3600)).initialize()
     assert kept.cleanup() == 0  # too young: its writer may still commit it
     kept.close()
-    repo = ContentRepository(root, _settings(orphan_grace_period=0, cleanup_on_start=False))
+    repo = ContentRepository(
+        root, _settings(orphan_grace_period=0, cleanup_on_start=False)
+    ).initialize()
     assert repo.claim_state(lost) == "unknown"
     assert repo.cleanup() == 1
     assert repo.claim_state(lost) == "archived"
     assert repo.read_bytes(lost) == b"never committed" * 100  # archived, still readable
     repo.close()
-    expire = ContentRepository(root, _settings(archive_max_retention=0, orphan_grace_period=0))
+    expire = ContentRepository(
+        root, _settings(archive_max_retention=0, orphan_grace_period=0)
+    ).initialize()
     assert expire.run_archive_cleanup() == 1
     assert list(root.list("containers/")) == []
     expire.close()
@@ -316,7 +322,7 @@ def test_large_content_streams_into_its_own_claim_and_is_verified(
     repo = ContentRepository(
         root,
         _settings(large_content_threshold=MiB, verify_in_memory_max=MiB, read_part_size=MiB),
-    )
+    ).initialize()
     small = _write(repo, b"small")
     big_data = os.urandom(6 * MiB + 3)
     big = repo.import_from(io.BytesIO(big_data))
@@ -373,7 +379,7 @@ def test_aborted_write_leaves_nothing(repo: ContentRepository) -> None:
 
 
 def test_increment_decrement_survive_restart(root: ObjectStore) -> None:
-    repo = ContentRepository(root, QUIET)
+    repo = ContentRepository(root, QUIET).initialize()
     claim = _write(repo, b"counted")
     assert repo.get_claimant_count(claim) == 1
     assert repo.increment_claimant_count(claim) == 2
@@ -381,13 +387,13 @@ def test_increment_decrement_survive_restart(root: ObjectStore) -> None:
     assert repo.decrement_claimant_count(claim) == 2
     repo.commit()
     repo.close()
-    again = ContentRepository(root, QUIET)
+    again = ContentRepository(root, QUIET).initialize()
     assert again.get_claimant_count(claim) == 2
     assert again.checkpoint()
     again.decrement_claimant_count(claim)
     again.commit()
     again.close()
-    third = ContentRepository(root, QUIET)  # checkpoint + one later batch
+    third = ContentRepository(root, QUIET).initialize()  # checkpoint + one later batch
     assert third.get_claimant_count(claim) == 1
     assert third.decrement_claimant_count(claim) == 0
     assert third.decrement_claimant_count(claim) == 0  # never below zero
@@ -395,11 +401,11 @@ def test_increment_decrement_survive_restart(root: ObjectStore) -> None:
 
 
 def test_uncommitted_counts_are_lost_on_restart(root: ObjectStore) -> None:
-    repo = ContentRepository(root, QUIET)
+    repo = ContentRepository(root, QUIET).initialize()
     claim = _write(repo, b"x")
     repo.commit()
     repo.increment_claimant_count(claim)  # not committed: the process "dies"
-    again = ContentRepository(root, QUIET)
+    again = ContentRepository(root, QUIET).initialize()
     assert again.get_claimant_count(claim) == 1
     again.close()
 
@@ -427,7 +433,7 @@ def test_merge_with_header_footer_demarcator(repo: ContentRepository) -> None:
 
 
 def test_large_merge_is_composed_server_side(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(large_content_threshold=MiB))
+    repo = ContentRepository(root, _settings(large_content_threshold=MiB)).initialize()
     # Big enough that each part still has >= 5 MiB to copy after the planner tops up the
     # previous (small) piece to the 5 MiB part minimum.
     x, y = os.urandom(11 * MiB + 1), os.urandom(11 * MiB + 2)
@@ -493,7 +499,7 @@ def test_crash_between_destroy_plan_and_delete_is_finished_on_start(
 ) -> None:
     from storage.content import cleanup
 
-    repo = ContentRepository(root, _settings(archive_max_retention=0))
+    repo = ContentRepository(root, _settings(archive_max_retention=0)).initialize()
     doomed = _write(repo, b"doomed")
     repo.commit()
     repo.decrement_claimant_count(doomed)
@@ -507,7 +513,7 @@ def test_crash_between_destroy_plan_and_delete_is_finished_on_start(
         repo.run_archive_cleanup()
     monkeypatch.undo()
     assert root.exists(_object_key(doomed))  # planned (in the ledger) but not carried out
-    again = ContentRepository(root, QUIET)  # cleanup on start finishes the destruction
+    again = ContentRepository(root, QUIET).initialize()  # cleanup on start finishes the destruction
     assert again.claim_state(doomed) == "destroyed"
     assert not root.exists(_object_key(doomed))
     again.close()

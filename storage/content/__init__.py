@@ -1,6 +1,6 @@
 """NiFi's content repository rebuilt on object storage (see docs/content-repository.md).
 
-repo = ContentRepository.open("s3://bucket/flowledger")     # or ContentRepository(store)
+repo = ContentRepository.open("s3://bucket/flowledger")  # or ContentRepository(store).initialize()
 with repo.transaction() as session:
     claim = session.write_bytes(b"hello")                     # packed into a resource claim
 repo.read_bytes(claim)                                        # one ranged GET, verified
