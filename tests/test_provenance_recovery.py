@@ -27,7 +27,9 @@ STEPS = (
 
 def _crashing_rollover(backend: Backend, cache: str, point: str) -> None:
     os.environ[ENV] = point
-    repo = ProvenanceRepository(backend.open(), ProvenanceSettings(cache_dir=cache), recover=False)
+    repo = ProvenanceRepository.open(
+        backend.open(), ProvenanceSettings(cache_dir=cache), recover=False
+    )
     repo.rollover()
 
 
@@ -36,7 +38,7 @@ def test_kill_during_rollover_at_every_step(tbackend: Backend, tmp_path: Path) -
     cache = str(tmp_path / "cache")
     s = ProvenanceSettings(cache_dir=cache)
     # No maintenance thread: its rollover by time would race the crashing child's.
-    repo = ProvenanceRepository(tbackend.open(), s, background=False)
+    repo = ProvenanceRepository.open(tbackend.open(), s, background=False)
     expected = 0
     for point in STEPS:
         repo.register_events([ev(i) for i in range(expected, expected + 7)], sync=True)
@@ -46,7 +48,7 @@ def test_kill_during_rollover_at_every_step(tbackend: Backend, tmp_path: Path) -
         child.join(120)
         assert child.exitcode == -signal.SIGKILL, f"{point}: crash point not reached"
 
-        recovered = ProvenanceRepository(tbackend.open(), s)  # restart: recovery runs
+        recovered = ProvenanceRepository.open(tbackend.open(), s)  # restart: recovery runs
         snap = recovered.snapshot()
         assert snap.journals == (), point  # pending rollovers were finished
         got = [e.event_id for e in recovered.get_events(0, 10_000)]
