@@ -7,6 +7,7 @@ import itertools
 import multiprocessing
 import os
 import signal
+import threading
 from pathlib import Path
 
 from provenance import ProvenanceRepository, ProvenanceSettings
@@ -62,3 +63,21 @@ def test_kill_during_rollover_at_every_step(tbackend: Backend, tmp_path: Path) -
     # Ids continue after all those restarts without a gap.
     assert repo.register_events([ev(0)], sync=True) == [expected]
     repo.close()
+
+
+def test_constructor_does_no_io_open_recovers(tbackend: Backend, tmp_path: Path) -> None:
+    store = tbackend.open()
+    s = ProvenanceSettings(cache_dir=str(tmp_path / "cache"))
+    writer = ProvenanceRepository.open(store, s, background=False)
+    writer.register_events([ev(i) for i in range(5)], sync=True)
+    writer.close()  # journals left for the next open to roll over
+    requests, threads = store.stats.total(), set(threading.enumerate())
+    bare = ProvenanceRepository(store, s, background=True)
+    assert store.stats.total() == requests  # no request: nothing read, nothing recovered
+    assert set(threading.enumerate()) <= threads  # the maintenance thread waits for open()
+    bare.close()
+    opened = ProvenanceRepository.open(store, s, background=True)
+    assert set(threading.enumerate()) - threads  # open() started the maintenance thread
+    assert opened.snapshot().journals == ()  # recovery rolled the journals over
+    assert [e.event_id for e in opened.get_events(0, 100)] == list(range(5))
+    opened.close()
