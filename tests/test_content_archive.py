@@ -5,7 +5,6 @@ destruction. Claims, writes and reads: test_content_repository.py."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,13 +20,6 @@ from tests.support.content import write as _write
 @pytest.fixture
 def root(store: ObjectStore) -> ObjectStore:
     return store.scoped("content")
-
-
-@pytest.fixture
-def repo(root: ObjectStore) -> Iterator[ContentRepository]:
-    r = ContentRepository(root, QUIET).initialize()
-    yield r
-    r.close()
 
 
 # -- archive (NiFi testClaimsArchivedWhenMarkedDestructable, testMarkDestructableDoesNot...) --
@@ -49,17 +41,6 @@ def test_archived_once_destructable_never_while_writable(root: ObjectStore) -> N
     assert repo.claim_state(written) == "destroyed"
     assert not root.exists(_object_key(written))
     repo.close()
-
-
-def test_read_from_archive_returns_bytes(repo: ContentRepository) -> None:
-    claim = _write(repo, b"kept for replay")
-    repo.commit()
-    repo.decrement_claimant_count(claim)
-    repo.commit()
-    assert repo.claim_state(claim) == "archived"
-    assert repo.is_accessible(claim)
-    assert repo.read_bytes(claim) == b"kept for replay"
-    assert repo.run_archive_cleanup() == 0  # within the 3 h retention
 
 
 def test_archived_claims_removed_by_age(root: ObjectStore) -> None:

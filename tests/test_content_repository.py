@@ -105,6 +105,17 @@ def test_remove_false_while_counted_or_stream_open_true_after_close(root: Object
     repo.close()
 
 
+def test_read_from_archive_returns_bytes(repo: ContentRepository) -> None:
+    claim = _write(repo, b"kept for replay")
+    repo.commit()
+    repo.decrement_claimant_count(claim)
+    repo.commit()
+    assert repo.claim_state(claim) == "archived"
+    assert repo.is_accessible(claim)
+    assert repo.read_bytes(claim) == b"kept for replay"
+    assert repo.run_archive_cleanup() == 0  # within the 3 h retention
+
+
 # -- read errors (NiFi testContentNotFoundExceptionThrownIfResourceClaimTooShort) -------------
 def test_offset_past_end_is_content_not_found(repo: ContentRepository) -> None:
     claim = _write(repo, b"short")
