@@ -56,7 +56,7 @@ def sweep_orphans(state: ContentState) -> int:
     """Archive objects nobody references; delete again what was destroyed but is present."""
     s = state.settings
     with state.cleanup_lock:
-        claims = state.ledger.refresh()
+        claims = state.refresh()
         now = time.time()
         orphans: dict[str, tuple[int, float]] = {}
         again: list[str] = []
@@ -112,7 +112,7 @@ def expire_archive(state: ContentState) -> int:
     container is over `archive_max_usage_percentage` of `max_bytes`."""
     s = state.settings
     with state.cleanup_lock:
-        claims = state.ledger.refresh()
+        claims = state.refresh()
         now = time.time()
         doomed: list[str] = []
         for c in state.containers.order:
@@ -147,7 +147,7 @@ def expire_archive(state: ContentState) -> int:
 def compact(state: ContentState) -> bool:
     """Checkpoint the ledger, dropping claims destroyed longer than the grace period ago."""
     with state.cleanup_lock:
-        claims = state.ledger.refresh()
+        claims = state.refresh()
         cutoff = time.time() - state.settings.orphan_grace_period
         gone = [ref for ref, rec in claims.items() if rec.destroyed and rec.changed < cutoff]
         _delete(state, gone)  # idempotent: a crash may have left some present

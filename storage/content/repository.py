@@ -96,8 +96,7 @@ class ContentRepository:
         a second call does nothing."""
         if self._initialized:
             return self
-        self._state.ledger.refresh()
-        self._state.loaded()
+        self._state.refresh()
         self._initialized = True
         if self.settings.cleanup_on_start:
             self.cleanup()

@@ -53,9 +53,11 @@ class ContentState:
         self._loaded = False
 
     # -- the durable view -------------------------------------------------------------------
-    def loaded(self) -> None:
-        """The ledger has been read (`ContentRepository.initialize`): counts may be trusted."""
+    def refresh(self) -> dict[str, ClaimRecord]:
+        """Read the claim ledger (checkpoint + new batches); from then on counts are known."""
+        claims = self.ledger.refresh()
         self._loaded = True
+        return claims
 
     def claims(self) -> dict[str, ClaimRecord]:
         """The ledger's records as of the last refresh (refused before the first one: a
