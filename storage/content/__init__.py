@@ -21,7 +21,8 @@ from .ledger import ClaimLedger, ClaimRecord, LedgerBatch
 from .repository import ContentRepository
 from .session import ContentSession
 from .settings import ContentRepositorySettings
-from .writer import ContentWriter
+from .state import ContentState
+from .writer import ContentWriter, WriterHost
 
 __all__ = [
     "ClaimLedger",
@@ -37,8 +38,10 @@ __all__ = [
     "ContentRepositoryError",
     "ContentRepositorySettings",
     "ContentSession",
+    "ContentState",
     "ContentUnknownOutcome",
     "ContentWriter",
     "LedgerBatch",
     "ResourceClaim",
+    "WriterHost",
 ]

@@ -97,7 +97,6 @@ class ContentRepository:
         if self._initialized:
             return self
         self._state.refresh()
-        self._initialized = True
         if self.settings.cleanup_on_start:
             self.cleanup()
         if self.settings.archive_cleanup_frequency > 0:
@@ -105,6 +104,7 @@ class ContentRepository:
                 target=self._background, name="content-archive-cleanup", daemon=True
             )
             self._thread.start()
+        self._initialized = True  # only now: a failed step is retried by the next call
         return self
 
     @property
