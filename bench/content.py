@@ -152,7 +152,7 @@ store.exists("warm-up")
 if mode == "ours":
     from storage.content import ContentRepository, ContentRepositorySettings
     repo = ContentRepository(store.scoped("stream"), ContentRepositorySettings(
-        archive_cleanup_frequency=0, cleanup_on_start=False, **repo_overrides))
+        archive_cleanup_frequency=0, cleanup_on_start=False, **repo_overrides)).initialize()
     repo.write_bytes(b"warm-up")
     repo.commit()
     before = rss("VmRSS")
@@ -232,7 +232,7 @@ def run(
 def _small(backend: BenchBackend, n_small: int, n_reads: int) -> None:
     store = backend.open()
     bodies = [os.urandom(KiB) for _ in range(n_small)]
-    repo = ContentRepository(store.scoped("packed"), SETTINGS)
+    repo = ContentRepository(store.scoped("packed"), SETTINGS).initialize()
     repo.write_bytes(b"warm-up")  # capability probe and connection pool outside the timing
     repo.commit()
     store.put("naive/warm-up", b"x")

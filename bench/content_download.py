@@ -64,7 +64,7 @@ if mode == "boto3":
 else:
     from storage.content import ContentRepository, ContentRepositorySettings
     repo = ContentRepository(store.scoped("stream"), ContentRepositorySettings(
-        archive_cleanup_frequency=0, cleanup_on_start=False, **repo_overrides))
+        archive_cleanup_frequency=0, cleanup_on_start=False, **repo_overrides)).initialize()
     before = rss("VmRSS")
     t0 = time.perf_counter()
     assert repo.export_to(claim, Sink()) == claim.length
@@ -99,7 +99,7 @@ def run(backend: BenchBackend, size: int, rounds: int, before: Path | None) -> N
             cleanup_on_start=False,
             **STREAM_REPO,  # type: ignore[arg-type]
         ),
-    )
+    ).initialize()
     block = os.urandom(MiB)
     data = io.BytesIO(block * (size // MiB))
     claim = repo.import_from(data)

@@ -65,7 +65,7 @@ def child(mode: str, path: str, repo_dir: str) -> None:
 
     store = open_store("file://" + repo_dir, StoreSettings())
     settings = ProvenanceSettings(cache_dir=repo_dir + "-cache")
-    with ProvenanceRepository(store, settings) as repo:
+    with ProvenanceRepository.open(store, settings) as repo:
         if mode == MODES[0]:
             # Before: `events = list(read_events(fh))`, then 50,000-event batches.
             with open(path, encoding="utf-8") as fh:

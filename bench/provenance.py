@@ -106,7 +106,7 @@ def _per_1000(counts: dict[str, int], events: int) -> str:
 def measure_ingest(b: BenchBackend, n: int, batch: int, tmp: Path) -> dict[str, float]:
     """Durable ingest: every batch returns only after its journal object is written."""
     store = b.open().scoped("ingest")
-    repo = ProvenanceRepository(
+    repo = ProvenanceRepository.open(
         store,
         _settings(tmp / f"cache-{b.name}", journal_max_events=batch),
         recover=False,
@@ -158,7 +158,7 @@ def _timed_query(repo: ProvenanceRepository, uuid: str) -> tuple[float, int]:
 def build_history(b: BenchBackend, total: int, tmp: Path) -> dict[str, float]:
     store = b.open().scoped("lookup")
     batch = 250_000 if total >= 1_000_000 else max(1, total // 8)
-    repo = ProvenanceRepository(
+    repo = ProvenanceRepository.open(
         store,
         _settings(tmp / "cache-build", journal_max_events=batch, rollover_size=2**40),
         recover=False,
@@ -172,7 +172,7 @@ def build_history(b: BenchBackend, total: int, tmp: Path) -> dict[str, float]:
     files_wanted = 4 if total >= 1_000_000 else 2
     backlog = sum(j.size for j in repo.snapshot().journals)
     repo.close()
-    repo = ProvenanceRepository(
+    repo = ProvenanceRepository.open(
         store,
         _settings(tmp / "cache-build", rollover_size=backlog // files_wanted + 1),
         recover=False,
@@ -190,7 +190,7 @@ def measure_lookup(b: BenchBackend, total: int, tmp: Path, samples: int) -> dict
     picks = [flowfile_uuid((k * 7_919_993 + 12_345) % flowfiles) for k in range(samples + 1)]
     # Cold: a new process's view: no footers, no blocks, no local files.
     store = b.open().scoped("lookup")
-    repo = ProvenanceRepository(store, _settings(tmp / "cache-cold"), recover=False)
+    repo = ProvenanceRepository.open(store, _settings(tmp / "cache-cold"), recover=False)
     store.stats.reset()
     cold_s, cold_n = _timed_query(repo, picks[0])
     cold_reqs = store.stats.snapshot()
@@ -211,7 +211,7 @@ def measure_lookup(b: BenchBackend, total: int, tmp: Path, samples: int) -> dict
         if f.index_key:
             repo.source.download(f.index_key)
     download_s = time.perf_counter() - t0
-    local_repo = ProvenanceRepository(
+    local_repo = ProvenanceRepository.open(
         b.open().scoped("lookup"), _settings(tmp / "cache-cold"), recover=False
     )
     local = [_timed_query(local_repo, u)[0] for u in picks[1:]]

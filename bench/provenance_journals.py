@@ -55,7 +55,7 @@ def concurrent(label: str, total: int, size: int, threads: int) -> None:
     work = [[batch(k * per + s, size, total) for s in range(0, per, size)] for k in range(threads)]
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store("file://" + tmp + "/repo")
-        repo = ProvenanceRepository(
+        repo = ProvenanceRepository.open(
             store, ProvenanceSettings(cache_dir=tmp + "/cache"), background=False
         )
         store.stats.reset()
@@ -98,7 +98,7 @@ def main() -> None:
     batches = [batch(s, size, total) for s in range(0, total, size)]
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store("file://" + tmp + "/repo")
-        repo = ProvenanceRepository(
+        repo = ProvenanceRepository.open(
             store, ProvenanceSettings(cache_dir=tmp + "/cache"), background=False
         )
         t0 = time.perf_counter()

@@ -55,7 +55,7 @@ def _seed(repo: str, flowfiles: int) -> None:
             ProvenanceEvent("DROP", a, "out", "Drop", 50, event_time=t0 + i + 2),
             ProvenanceEvent("DROP", b, "out", "Drop", 50, event_time=t0 + i + 2),
         ]
-    with ProvenanceRepository(open_store(repo)) as prov:
+    with ProvenanceRepository.open(open_store(repo)) as prov:
         for k in range(0, len(events), 50_000):
             prov.register_events(events[k : k + 50_000], sync=True)
         prov.rollover()
@@ -105,7 +105,7 @@ def main(args: list[str]) -> None:
         _seed(repo, flowfiles)
         n_events = flowfiles * 4
         server = ServiceProcess(repo)
-        prov = ProvenanceRepository(open_store(repo), recover=False)
+        prov = ProvenanceRepository.open(open_store(repo), recover=False)
         headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 
         def http_conn() -> object:

@@ -75,7 +75,7 @@ def overhead(backend: BenchBackend, sizes: list[int], rounds: int) -> list[Row]:
             secs["warm"].append(time.perf_counter() - start)
             reqs["warm"].update(warm.root.stats.snapshot())
             assert record_in_store(cold_store, info) == 0  # idempotent (not timed)
-        with ProvenanceRepository(cold_store, recover=False) as repo:
+        with ProvenanceRepository.open(cold_store, recover=False) as repo:
             repo.rollover()  # history for the next size, as a long-lived repository has
         warm.rollover()
         med = {k: statistics.median(v) for k, v in secs.items()}

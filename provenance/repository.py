@@ -47,7 +47,9 @@ JOURNAL_CACHE = 256
 class ProvenanceRepository:
     """NiFi's provenance repository on an object store (see docs/provenance.md).
 
-    `store` is the repository root; everything lives under `provenance/`.
+    `store` is the repository root; everything lives under `provenance/`. Open it with
+    `ProvenanceRepository.open(store)` (construct, read the table, `recover()`); the
+    constructor alone makes no request and starts no thread.
     """
 
     def __init__(
@@ -55,13 +57,13 @@ class ProvenanceRepository:
         store: ObjectStore,
         settings: ProvenanceSettings | None = None,
         *,
-        recover: bool = True,
         background: bool | None = None,
     ) -> None:
         """`background`: run the maintenance thread (flush buffered journals within
-        `journal_flush_interval_s`, roll over by `rollover_time_s`/`rollover_size`). None (the
-        default) starts it with the first write, so a long-running writer maintains the
-        repository on its own while a reader starts no thread; False never starts it."""
+        `journal_flush_interval_s`, roll over by `rollover_time_s`/`rollover_size`). True
+        starts it in `open()` (or with the first write), None (the default) with the first
+        write, so a long-running writer maintains the repository on its own while a reader
+        starts no thread; False never starts it."""
         self.settings = settings or ProvenanceSettings()
         self.root = store
         self.store = store.scoped(PREFIX)
@@ -97,11 +99,29 @@ class ProvenanceRepository:
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._auto_background = background is None
+        self._auto_background = background is not False
+
+    @classmethod
+    def open(
+        cls,
+        store: ObjectStore,
+        settings: ProvenanceSettings | None = None,
+        *,
+        recover: bool = True,
+        background: bool | None = None,
+    ) -> ProvenanceRepository:
+        """Construct, read the provenance table, then `recover()` (NiFi's restart recovery).
+
+        `recover=False` is for readers that must not change the repository (queries, Spark
+        tasks, a second process next to a writer): nothing is rolled back or rolled over.
+        `background=True` starts the maintenance thread now (see the constructor)."""
+        repo = cls(store, settings, background=background)
+        repo.table.load()
         if recover:
-            self.recover()
+            repo.recover()
         if background:
-            self._start_background()
+            repo._start_background()
+        return repo
 
     def _start_background(self) -> None:
         with self._backlog.lock:

@@ -67,8 +67,12 @@ class ProvenanceTable:
     def __init__(self, store: ObjectStore) -> None:
         self._store = store
         self._prefix = TABLE + "/"
-        self.table = Table.open(store.scoped(TABLE))
+        self.table = Table(store.scoped(TABLE))  # read by `load()`: no I/O here
         self._cached: tuple[int, Committed] | None = None
+
+    def load(self) -> None:
+        """Read the timeline (what `Table.open` does); `ProvenanceRepository.open` calls it."""
+        self.table.refresh()
 
     def invalidate(self) -> None:
         self._cached = None

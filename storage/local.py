@@ -67,12 +67,15 @@ def _info(key: str, st: os.stat_result) -> ObjectInfo:
 
 
 class _LocalWriter(ObjectWriter):
-    def __init__(self, store: LocalObjectStore, key: str, if_none_match: bool) -> None:
+    def __init__(
+        self, store: LocalObjectStore, key: str, if_none_match: bool, tmp: Path, fh: BinaryIO
+    ) -> None:
+        """`fh` is the open temp file `tmp` (`LocalObjectStore.open_writer` creates it)."""
         self._store = store
         self._key = key
         self._if_none_match = if_none_match
-        self._tmp = store._new_tmp()
-        self._fh: BinaryIO | None = open(self._tmp, "wb")  # noqa: SIM115 - closed in commit/abort
+        self._tmp = tmp
+        self._fh: BinaryIO | None = fh
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._fh is None:
@@ -107,10 +110,16 @@ class LocalObjectStore(ObjectStore):
         self.settings = settings or StoreSettings()
         self.stats = stats or RequestStats()
         self.uri = "file://" + str(self.root)
-        # Folders are made by the first write, never by opening: a read of a repository or
-        # table that does not exist must leave nothing behind.
-        if self.root.exists() and not self.root.is_dir():
-            raise StorageError(f"open {self.uri}: not a directory", self.uri)
+
+    @classmethod
+    def open(cls, root: str | Path, settings: StoreSettings | None = None) -> LocalObjectStore:
+        """The store at `root`, refused at once if `root` is a file (the constructor does no
+        I/O). Folders are made by the first write, never by opening: a read of a repository
+        or table that does not exist must leave nothing behind."""
+        store = cls(root, settings)
+        if store.root.exists() and not store.root.is_dir():
+            raise StorageError(f"open {store.uri}: not a directory", store.uri)
+        return store
 
     def _ensure_dir(self, path: Path) -> Path:
         try:
@@ -234,7 +243,9 @@ class LocalObjectStore(ObjectStore):
 
     def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
         self._key(key)
-        return _LocalWriter(self, key, if_none_match)
+        tmp = self._new_tmp()
+        fh = open(tmp, "wb")  # noqa: SIM115 - closed by the writer's commit/abort
+        return _LocalWriter(self, key, if_none_match, tmp, fh)
 
     def compose(
         self, key: str, sources: Sequence[ByteRange], *, if_none_match: bool = False

@@ -82,7 +82,7 @@ def open_store(uri: str | None = None, settings: StoreSettings | None = None) ->
     if parsed.scheme == "file":
         from .local import LocalObjectStore
 
-        return LocalObjectStore(parsed.path, settings)
+        return LocalObjectStore.open(parsed.path, settings)
     from .s3 import S3ObjectStore
 
     return S3ObjectStore(parsed.bucket, parsed.path, settings)

@@ -27,10 +27,12 @@ def _payload(tag: str, i: int, size: int) -> bytes:
 
 
 def _durable_counts(root: ObjectStore) -> dict[str, int]:
-    repo = ContentRepository(root, ContentRepositorySettings(archive_cleanup_frequency=0))
+    repo = ContentRepository(
+        root, ContentRepositorySettings(archive_cleanup_frequency=0)
+    ).initialize()
     counts = {
         ref: rec.count
-        for ref, rec in repo._ledger.claims.items()
+        for ref, rec in repo.ledger.claims.items()
         if rec.registered and not rec.destroyed
     }
     repo.close()
@@ -44,7 +46,9 @@ def _objects(root: ObjectStore) -> set[str]:
 
 def test_threads_write_and_commit_concurrently(store: ObjectStore) -> None:
     root = store.scoped("content")
-    repo = ContentRepository(root, ContentRepositorySettings(archive_cleanup_frequency=0))
+    repo = ContentRepository(
+        root, ContentRepositorySettings(archive_cleanup_frequency=0)
+    ).initialize()
     results: list[tuple[ContentClaim, bytes]] = []
     lock = threading.Lock()
 
@@ -69,7 +73,7 @@ def test_threads_write_and_commit_concurrently(store: ObjectStore) -> None:
         list(pool.map(work, range(8)))
     repo.close()
 
-    again = ContentRepository(root, QUIET)
+    again = ContentRepository(root, QUIET).initialize()
     assert len(results) == 480
     for claim, data in results:
         assert again.read_bytes(claim) == data
@@ -83,7 +87,9 @@ def test_threads_write_and_commit_concurrently(store: ObjectStore) -> None:
 def _process_writer(args: tuple[Backend, str, int]) -> list[tuple[str, str]]:
     backend, tag, n = args
     root = backend.open().scoped("content")
-    repo = ContentRepository(root, ContentRepositorySettings(archive_cleanup_frequency=0))
+    repo = ContentRepository(
+        root, ContentRepositorySettings(archive_cleanup_frequency=0)
+    ).initialize()
     out = []
     rnd = random.Random(tag)
     for batch in range(n // 20):
@@ -103,7 +109,7 @@ def test_processes_write_concurrently_and_compact(backend: Backend) -> None:
     with ctx.Pool(3) as pool:
         results = pool.map(_process_writer, [(backend, f"p{i}", 100) for i in range(3)])
     root = backend.open().scoped("content")
-    repo = ContentRepository(root, QUIET)
+    repo = ContentRepository(root, QUIET).initialize()
     claims = [(ContentClaim.from_json(c), h) for r in results for c, h in r]
     assert len(claims) == 300
     for claim, digest in claims:
@@ -122,7 +128,7 @@ def _crash_writer(backend: Backend, log_path: str, tag: str) -> None:
     settings = ContentRepositorySettings(
         archive_cleanup_frequency=0, max_appendable_size=50_000, large_content_threshold=200_000
     )
-    repo = ContentRepository(root, settings)
+    repo = ContentRepository(root, settings).initialize()
     rnd = random.Random(tag)
     with open(log_path, "a") as log:
         for batch in range(100_000):
@@ -150,7 +156,7 @@ def _crash_archiver(backend: Backend, log_path: str, tag: str) -> None:
         ledger_checkpoint_batches=3,
         orphan_grace_period=0,
     )
-    repo = ContentRepository(root, settings)
+    repo = ContentRepository(root, settings).initialize()
     with open(log_path, "a") as log:
         for batch in range(100_000):
             kept, dropped = [], []
@@ -191,7 +197,7 @@ def _verify_after_crash(backend: Backend, log_path: Path, tag: str) -> None:
     settings = ContentRepositorySettings(
         archive_cleanup_frequency=0, orphan_grace_period=0, archive_max_retention=0
     )
-    repo = ContentRepository(root, settings)  # cleanup on start archives the orphans
+    repo = ContentRepository(root, settings).initialize()  # cleanup on start archives the orphans
     committed = [json.loads(line) for line in log_path.read_text().splitlines()]
     assert committed
     for entry in committed:
@@ -199,7 +205,7 @@ def _verify_after_crash(backend: Backend, log_path: Path, tag: str) -> None:
         assert repo.read_bytes(claim) == _payload(tag, entry["k"], entry["size"])
     repo.run_archive_cleanup()  # retention 0: every unreferenced object goes
     repo.checkpoint()
-    counts = {r: rec.count for r, rec in repo._ledger.claims.items() if rec.registered}
+    counts = {r: rec.count for r, rec in repo.ledger.claims.items() if rec.registered}
     live = {ref for ref, n in counts.items() if n > 0}
     assert {ContentClaim.from_json(e["claim"]).resource_claim.ref for e in committed} <= live
     assert _objects(root) == live  # nothing unreferenced is left

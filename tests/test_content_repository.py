@@ -1,11 +1,12 @@
 """The content repository against local FS, moto and MinIO, mirroring NiFi's
-TestFileSystemRepository where NiFi has a test for the behaviour."""
+TestFileSystemRepository where NiFi has a test for the behaviour: claims, writes, reads,
+counts, merge, sessions. Archive, expiry, backpressure and orphans: test_content_archive.py."""
 
 from __future__ import annotations
 
 import io
-import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,22 +15,18 @@ import pytest
 from storage import ObjectStore, S3ObjectStore
 from storage.content import (
     ClaimNotWritable,
-    ContainerFull,
     ContentClaim,
     ContentIntegrityError,
     ContentNotFound,
     ContentRepository,
-    ContentRepositorySettings,
+    ContentRepositoryError,
     ResourceClaim,
 )
 from tests.support.backends import Backend
-
-MiB = 1024 * 1024
-QUIET = ContentRepositorySettings(archive_cleanup_frequency=0)
-
-
-def _settings(**kw: object) -> ContentRepositorySettings:
-    return ContentRepositorySettings(**{**QUIET.__dict__, **kw})  # type: ignore[arg-type]
+from tests.support.content import QUIET, MiB
+from tests.support.content import object_key as _object_key
+from tests.support.content import settings as _settings
+from tests.support.content import write as _write
 
 
 @pytest.fixture
@@ -39,28 +36,16 @@ def root(store: ObjectStore) -> ObjectStore:
 
 @pytest.fixture
 def repo(root: ObjectStore) -> Iterator[ContentRepository]:
-    r = ContentRepository(root, QUIET)
+    r = ContentRepository(root, QUIET).initialize()
     yield r
     r.close()
-
-
-def _object_key(claim: ContentClaim) -> str:
-    rc = claim.resource_claim
-    return f"containers/{rc.container}/{rc.key}"
-
-
-def _write(repo: ContentRepository, data: bytes, claim: ContentClaim | None = None) -> ContentClaim:
-    with repo.write(claim) as w:
-        w.write(data)
-    assert w.claim is not None
-    return w.claim
 
 
 # -- resource claim reuse (NiFi testResourceClaimReused*, testResourceClaimNotReusedAfterRestart)
 def test_second_create_while_open_gets_another_claim_and_reuse_after_close(
     root: ObjectStore,
 ) -> None:
-    repo = ContentRepository(root, QUIET)
+    repo = ContentRepository(root, QUIET).initialize()
     c1 = repo.create()
     out = repo.write(c1)
     out.write(b"first")
@@ -75,7 +60,9 @@ def test_second_create_while_open_gets_another_claim_and_reuse_after_close(
     assert repo.read_bytes(third) == b"third" and repo.read_bytes(second) == b"second"
     repo.close()
 
-    again = ContentRepository(root, QUIET)  # a restart: old claims are never appended to
+    again = ContentRepository(
+        root, QUIET
+    ).initialize()  # a restart: old claims are never appended to
     c4 = again.create()
     assert c4.resource_claim not in {c1.resource_claim, c2.resource_claim}
     assert c4.resource_claim.identifier.split("-")[1] != c1.resource_claim.identifier.split("-")[1]
@@ -84,7 +71,7 @@ def test_second_create_while_open_gets_another_claim_and_reuse_after_close(
 
 
 def test_claim_is_sealed_at_max_appendable_size(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(max_appendable_size=1000))
+    repo = ContentRepository(root, _settings(max_appendable_size=1000)).initialize()
     claims = [_write(repo, bytes([i]) * 300) for i in range(10)]
     by_rc: dict[ResourceClaim, int] = {}
     for c in claims:
@@ -101,7 +88,7 @@ def test_claim_is_sealed_at_max_appendable_size(root: ObjectStore) -> None:
 # -- remove (NiFi testRemoveWhileWritingToClaim, testRemoveDeletesFileIfNoClaimants) -----------
 def test_remove_false_while_counted_or_stream_open_true_after_close(root: ObjectStore) -> None:
     # As in NiFi, the 2 MiB stay in the reserved resource claim (no move to a claim of its own).
-    repo = ContentRepository(root, _settings(large_content_threshold=8 * MiB))
+    repo = ContentRepository(root, _settings(large_content_threshold=8 * MiB)).initialize()
     claim = repo.create()
     out = repo.write(claim)
     out.write(b"\0" * MiB)
@@ -118,27 +105,6 @@ def test_remove_false_while_counted_or_stream_open_true_after_close(root: Object
     repo.close()
 
 
-# -- archive (NiFi testClaimsArchivedWhenMarkedDestructable, testMarkDestructableDoesNot...) --
-def test_archived_once_destructable_never_while_writable(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(archive_max_retention=0))
-    claim = repo.create()
-    out = repo.write(claim)
-    out.write(b"payload")
-    repo.decrement_claimant_count(claim)
-    assert repo.claim_state(claim) == "writable"
-    assert repo.run_archive_cleanup() == 0  # a writable claim is never archived or destroyed
-    written = out.close()
-    assert repo.claim_state(written) == "writable"  # not full: still offered for appends
-    assert repo.run_archive_cleanup() == 0
-    repo.commit()  # sealed; its count is durably 0 -> archived
-    assert repo.claim_state(written) == "archived"
-    assert repo.read_bytes(written) == b"payload"  # archive = a state, the bytes are in place
-    assert repo.run_archive_cleanup() == 1  # retention 0: destroyed at the next cleanup
-    assert repo.claim_state(written) == "destroyed"
-    assert not root.exists(_object_key(written))
-    repo.close()
-
-
 def test_read_from_archive_returns_bytes(repo: ContentRepository) -> None:
     claim = _write(repo, b"kept for replay")
     repo.commit()
@@ -148,131 +114,6 @@ def test_read_from_archive_returns_bytes(repo: ContentRepository) -> None:
     assert repo.is_accessible(claim)
     assert repo.read_bytes(claim) == b"kept for replay"
     assert repo.run_archive_cleanup() == 0  # within the 3 h retention
-
-
-def test_archived_claims_removed_by_age(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(archive_max_retention=3600))
-    old = _write(repo, b"old")
-    keep = _write(repo, b"keep")
-    repo.commit()
-    repo.decrement_claimant_count(old)  # old and keep share a resource claim: count 2 -> 1
-    assert repo.get_claimant_count(old) == 1
-    repo.decrement_claimant_count(keep)
-    repo.commit()
-    assert repo.claim_state(old) == "archived"
-    assert repo.run_archive_cleanup() == 0  # younger than the retention
-    repo.close()
-    aged = ContentRepository(root, _settings(archive_max_retention=0))  # time passes
-    assert aged.claim_state(old) == "archived"
-    assert aged.run_archive_cleanup() == 1
-    assert aged.claim_state(old) == "destroyed" and not aged.is_accessible(old)
-    with pytest.raises(ContentNotFound, match="destroyed"):
-        aged.read_bytes(old)
-    aged.close()
-
-
-def test_archived_claims_removed_by_usage_oldest_first(root: ObjectStore) -> None:
-    s = _settings(
-        max_bytes=10_000,
-        max_appendable_size=1000,
-        archive_max_usage_percentage=50,
-        archive_backpressure_percentage=100,
-    )
-    repo = ContentRepository(root, s)
-    claims = []
-    for i in range(8):  # 8 resource claims of 1,000 bytes = 80 % of max_bytes
-        claims.append(_write(repo, bytes([i]) * 1000))
-        repo.commit()
-    assert len({c.resource_claim for c in claims}) == 8
-    assert repo.get_container_usage("default") == 8000
-    assert repo.get_container_usable_space("default") == 2000
-    for c in claims[:6]:  # unreference the six oldest, one commit each (ordered archive times)
-        repo.decrement_claimant_count(c)
-        repo.commit()
-    assert repo.run_archive_cleanup() == 3  # 8,000 -> 5,000 (50 %): the three oldest go
-    states = [repo.claim_state(c) for c in claims]
-    assert states == ["destroyed"] * 3 + ["archived"] * 3 + ["active"] * 2
-    assert repo.get_container_usage("default") == 5000
-    repo.close()
-
-
-def test_backpressure_waits_with_log_then_container_full(
-    root: ObjectStore, caplog: pytest.LogCaptureFixture
-) -> None:
-    s = _settings(
-        max_bytes=4000,
-        max_appendable_size=1000,
-        archive_max_usage_percentage=50,
-        archive_backpressure_percentage=75,
-        backpressure_max_wait=0.5,
-    )
-    repo = ContentRepository(root, s)
-    claims = [_write(repo, b"x" * 1000) for _ in range(3)]  # sealed at 1,000 bytes each
-    repo.commit()
-    with caplog.at_level(logging.WARNING, logger="storage.content"), pytest.raises(ContainerFull):
-        _write(repo, b"blocked")  # 75 % used, nothing archived to free: writers wait, then fail
-    assert "backpressure" in caplog.text and "waiting for archive cleanup" in caplog.text
-    repo.decrement_claimant_count(claims[0])
-    repo.decrement_claimant_count(claims[1])
-    repo.commit()
-    late = _write(repo, b"relieved")  # the wait runs archive cleanup: usage drops to 25 %
-    repo.commit()
-    assert repo.read_bytes(late) == b"relieved"
-    assert repo.claim_state(claims[0]) == "destroyed"
-    repo.close()
-
-
-def test_round_robin_skips_containers_under_backpressure(
-    backend: Backend, root: ObjectStore
-) -> None:
-    a, b = backend.open().scoped("ca"), backend.open().scoped("cb")
-    s = _settings(
-        max_bytes=2500,
-        max_appendable_size=1000,
-        archive_max_usage_percentage=50,
-        archive_backpressure_percentage=70,
-        backpressure_max_wait=0.3,
-    )
-    repo = ContentRepository(root, s, containers=[("a", a), ("b", b)])
-    assert repo.get_container_names() == ["a", "b"]
-    assert repo.get_container_capacity("a") == 2500
-    c1 = _write(repo, b"1" * 2000)  # a: 80 %, over the limit
-    c2 = _write(repo, b"2" * 1000)  # b: 40 %
-    c3 = _write(repo, b"3" * 1000)  # a's turn, but a is full: b (80 %)
-    assert [c.resource_claim.container for c in (c1, c2, c3)] == ["a", "b", "b"]
-    repo.commit()
-    with pytest.raises(ContainerFull):
-        _write(repo, b"4")
-    repo.decrement_claimant_count(c2)
-    repo.commit()
-    c5 = _write(repo, b"5")  # the wait destroys b's archive (over 50 %): b has room again
-    assert c5.resource_claim.container == "b"
-    assert repo.claim_state(c2) == "destroyed"
-    repo.commit()
-    assert [repo.read_bytes(c) for c in (c1, c3, c5)] == [b"1" * 2000, b"3" * 1000, b"5"]
-    assert a.exists(c1.resource_claim.key) and b.exists(c5.resource_claim.key)
-    repo.close()
-
-
-# -- cleanup (NiFi testUnreferencedFilesAreArchivedOnCleanup) ---------------------------------
-def test_cleanup_archives_objects_nobody_references(root: ObjectStore) -> None:
-    crashed = ContentRepository(root, QUIET)
-    lost = _write(crashed, b"never committed" * 100)
-    crashed._default._seal_all(list(crashed._default._claims))  # sealed, then "crash"
-    assert root.exists(_object_key(lost))
-    kept = ContentRepository(root, _settings(orphan_grace_period=3600))
-    assert kept.cleanup() == 0  # too young: its writer may still commit it
-    kept.close()
-    repo = ContentRepository(root, _settings(orphan_grace_period=0, cleanup_on_start=False))
-    assert repo.claim_state(lost) == "unknown"
-    assert repo.cleanup() == 1
-    assert repo.claim_state(lost) == "archived"
-    assert repo.read_bytes(lost) == b"never committed" * 100  # archived, still readable
-    repo.close()
-    expire = ContentRepository(root, _settings(archive_max_retention=0, orphan_grace_period=0))
-    assert expire.run_archive_cleanup() == 1
-    assert list(root.list("containers/")) == []
-    expire.close()
 
 
 # -- read errors (NiFi testContentNotFoundExceptionThrownIfResourceClaimTooShort) -------------
@@ -316,7 +157,7 @@ def test_large_content_streams_into_its_own_claim_and_is_verified(
     repo = ContentRepository(
         root,
         _settings(large_content_threshold=MiB, verify_in_memory_max=MiB, read_part_size=MiB),
-    )
+    ).initialize()
     small = _write(repo, b"small")
     big_data = os.urandom(6 * MiB + 3)
     big = repo.import_from(io.BytesIO(big_data))
@@ -373,7 +214,7 @@ def test_aborted_write_leaves_nothing(repo: ContentRepository) -> None:
 
 
 def test_increment_decrement_survive_restart(root: ObjectStore) -> None:
-    repo = ContentRepository(root, QUIET)
+    repo = ContentRepository(root, QUIET).initialize()
     claim = _write(repo, b"counted")
     assert repo.get_claimant_count(claim) == 1
     assert repo.increment_claimant_count(claim) == 2
@@ -381,13 +222,13 @@ def test_increment_decrement_survive_restart(root: ObjectStore) -> None:
     assert repo.decrement_claimant_count(claim) == 2
     repo.commit()
     repo.close()
-    again = ContentRepository(root, QUIET)
+    again = ContentRepository(root, QUIET).initialize()
     assert again.get_claimant_count(claim) == 2
     assert again.checkpoint()
     again.decrement_claimant_count(claim)
     again.commit()
     again.close()
-    third = ContentRepository(root, QUIET)  # checkpoint + one later batch
+    third = ContentRepository(root, QUIET).initialize()  # checkpoint + one later batch
     assert third.get_claimant_count(claim) == 1
     assert third.decrement_claimant_count(claim) == 0
     assert third.decrement_claimant_count(claim) == 0  # never below zero
@@ -395,11 +236,11 @@ def test_increment_decrement_survive_restart(root: ObjectStore) -> None:
 
 
 def test_uncommitted_counts_are_lost_on_restart(root: ObjectStore) -> None:
-    repo = ContentRepository(root, QUIET)
+    repo = ContentRepository(root, QUIET).initialize()
     claim = _write(repo, b"x")
     repo.commit()
     repo.increment_claimant_count(claim)  # not committed: the process "dies"
-    again = ContentRepository(root, QUIET)
+    again = ContentRepository(root, QUIET).initialize()
     assert again.get_claimant_count(claim) == 1
     again.close()
 
@@ -427,7 +268,7 @@ def test_merge_with_header_footer_demarcator(repo: ContentRepository) -> None:
 
 
 def test_large_merge_is_composed_server_side(root: ObjectStore) -> None:
-    repo = ContentRepository(root, _settings(large_content_threshold=MiB))
+    repo = ContentRepository(root, _settings(large_content_threshold=MiB)).initialize()
     # Big enough that each part still has >= 5 MiB to copy after the planner tops up the
     # previous (small) piece to the 5 MiB part minimum.
     x, y = os.urandom(11 * MiB + 1), os.urandom(11 * MiB + 2)
@@ -488,26 +329,18 @@ def test_purge(repo: ContentRepository, root: ObjectStore) -> None:
     assert repo.read_bytes(fresh) == b"new life"
 
 
-def test_crash_between_destroy_plan_and_delete_is_finished_on_start(
-    root: ObjectStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from storage.content import cleanup
-
-    repo = ContentRepository(root, _settings(archive_max_retention=0))
-    doomed = _write(repo, b"doomed")
-    repo.commit()
-    repo.decrement_claimant_count(doomed)
-    repo.commit()
-
-    def killed(*args: object) -> None:
-        raise KeyboardInterrupt("killed after the destroy batch, before the DELETE")
-
-    monkeypatch.setattr(cleanup, "_delete", killed)
-    with pytest.raises(KeyboardInterrupt):
-        repo.run_archive_cleanup()
-    monkeypatch.undo()
-    assert root.exists(_object_key(doomed))  # planned (in the ledger) but not carried out
-    again = ContentRepository(root, QUIET)  # cleanup on start finishes the destruction
-    assert again.claim_state(doomed) == "destroyed"
-    assert not root.exists(_object_key(doomed))
-    again.close()
+def test_constructing_does_no_io_initialize_reads_the_ledger(root: ObjectStore) -> None:
+    first = ContentRepository(root, QUIET).initialize()
+    kept = _write(first, b"kept")
+    first.close()
+    requests, threads = root.stats.total(), set(threading.enumerate())
+    repo = ContentRepository(root, _settings(archive_cleanup_frequency=3600))
+    assert root.stats.total() == requests  # no ledger read, no orphan sweep
+    assert set(threading.enumerate()) <= threads  # no archive-cleanup thread yet
+    with pytest.raises(ContentRepositoryError, match="not initialized"):
+        repo.get_claimant_count(kept)  # counts are unknown until the ledger is read
+    assert repo.initialize() is repo
+    assert root.stats.total() > requests
+    assert set(threading.enumerate()) - threads  # the archive-cleanup thread
+    assert repo.get_claimant_count(kept) == 1 and repo.read_bytes(kept) == b"kept"
+    repo.close()

@@ -46,7 +46,7 @@ def psettings(cache: Path) -> ProvenanceSettings:
 
 def build(store: ObjectStore, cache: Path) -> None:
     """One small repository holding an object of every kind."""
-    repo = ProvenanceRepository(store, psettings(cache))
+    repo = ProvenanceRepository.open(store, psettings(cache))
     repo.register_events([ev(i) for i in range(12)], sync=True)
     repo.rollover()  # events file + term index + provenance timeline
     repo.register_events([ev(i) for i in range(12, 15)], sync=True)  # an unmerged journal
@@ -110,7 +110,7 @@ def _read_plan(store: ObjectStore, _: Path) -> Any:
 
 
 def _prov(store: ObjectStore, cache: Path) -> ProvenanceRepository:
-    return ProvenanceRepository(store, psettings(cache), recover=False)
+    return ProvenanceRepository.open(store, psettings(cache), recover=False)
 
 
 KINDS: dict[str, tuple[Finder, Reader]] = {
@@ -216,18 +216,18 @@ def test_damaged_events_file_on_s3_is_an_integrity_error(moto: S3Endpoint, tmp_p
 @pytest.mark.unit
 def test_allocator_behind_the_data_is_repaired_forward(tmp_path: Path) -> None:
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
-    repo = ProvenanceRepository(store, psettings(tmp_path / "cache"))
+    repo = ProvenanceRepository.open(store, psettings(tmp_path / "cache"))
     repo.register_events([ev(i) for i in range(10)], sync=True)
     repo.rollover()  # ids 0-9 committed
     repo.register_events([ev(i) for i in range(10, 15)], sync=True)  # ids 10-14 in a journal
     repo.close()
     # The allocator document restored from an old copy: behind both the file and the journal.
     store.put(f"provenance/{ALLOCATOR_KEY}", json.dumps({"next_event_id": 3}).encode())
-    repo = ProvenanceRepository(store, psettings(tmp_path / "cache"))
+    repo = ProvenanceRepository.open(store, psettings(tmp_path / "cache"))
     new = repo.register_events([ev(i) for i in range(100, 104)], sync=True)
     assert min(new) >= 15  # repaired forward past the journal, never reused
     repo.close()
-    repo = ProvenanceRepository(store, psettings(tmp_path / "cache"))  # recovery again
+    repo = ProvenanceRepository.open(store, psettings(tmp_path / "cache"))  # recovery again
     events = repo.get_events(0, 1000)
     ids = [e.event_id for e in events]
     assert len(ids) == len(set(ids)) == 19
@@ -266,7 +266,7 @@ def test_row_group_outside_the_footer_read_is_verified(tmp_path: Path) -> None:
     damaged one never enters the block cache."""
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
     s = ProvenanceSettings(cache_dir=str(tmp_path / "cache"), row_group_events=500)
-    repo = ProvenanceRepository(store, s)
+    repo = ProvenanceRepository.open(store, s)
     repo.register_events(
         [replace(ev(i), details=f"d{i * 7919}" * 20) for i in range(6000)],
         sync=True,
@@ -278,7 +278,7 @@ def test_row_group_outside_the_footer_read_is_verified(tmp_path: Path) -> None:
     data = bytearray(store.get(key))
     data[100] ^= 0x04  # inside row group 0
     store.put(key, bytes(data))
-    repo = ProvenanceRepository(store, s, recover=False)
+    repo = ProvenanceRepository.open(store, s, recover=False)
     assert [e.event_id for e in repo.get_events(5900, 10)] == list(range(5900, 5910))
     for _ in range(2):  # the second attempt must not be served a cached damaged block
         with pytest.raises(IntegrityError) as err:

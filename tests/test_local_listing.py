@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import LocalObjectStore
+from storage import LocalObjectStore, StorageError, open_store
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +93,16 @@ def test_start_after_skips_earlier_folders(tmp_path: Path, monkeypatch: pytest.M
     page = store.list_page("log/", start_after="log/18/4", max_keys=3)
     assert [o.key for o in page.objects] == ["log/19/0", "log/19/1", "log/19/2"]
     assert opened == ["log", "18", "19"]
+
+
+def test_open_refuses_a_file_and_the_constructor_touches_nothing(tmp_path: Path) -> None:
+    file = tmp_path / "repo"
+    file.write_bytes(b"not a folder")
+    LocalObjectStore(file)  # builds without looking at the disk
+    with pytest.raises(StorageError, match="not a directory"):
+        open_store(str(file))
+    missing = tmp_path / "new" / "repo"
+    store = open_store(str(missing))
+    with store.open_writer("a/b") as writer:  # the temp file is made here, not before
+        writer.write(b"x")
+    assert store.get("a/b") == b"x" and missing.is_dir()

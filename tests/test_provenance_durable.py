@@ -42,10 +42,10 @@ def test_columnar_path_keeps_the_record_errors() -> None:
 def test_register_events_is_durable_and_visible_by_default(
     tbackend: Backend, tmp_path: Path
 ) -> None:
-    writer = ProvenanceRepository(tbackend.open(), settings(tmp_path), background=False)
+    writer = ProvenanceRepository.open(tbackend.open(), settings(tmp_path), background=False)
     ids = writer.register_events([ev(i) for i in range(5)])  # no sync=, no flush()
     assert ids == [0, 1, 2, 3, 4]
-    reader = ProvenanceRepository(
+    reader = ProvenanceRepository.open(
         tbackend.open(), ProvenanceSettings(cache_dir=str(tmp_path / "c2"))
     )
     found = reader.query(_uuid_query(3))
@@ -62,7 +62,7 @@ def test_concurrent_sync_writers_share_flushes(tmp_path: Path) -> None:
 
     s = settings(tmp_path, journal_count=1, journal_sync_wait_s=0.05)
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
-    repo = ProvenanceRepository(store, s, background=False)
+    repo = ProvenanceRepository.open(store, s, background=False)
     got: list[list[int]] = []
     lock = threading.Lock()
 
@@ -83,7 +83,7 @@ def test_concurrent_sync_writers_share_flushes(tmp_path: Path) -> None:
     journals = repo.snapshot().journals
     assert len(journals) <= 40 and sum(j.count for j in journals) == 120
     # every caller's events are durable: a fresh repository object finds each of them
-    fresh = ProvenanceRepository(store, ProvenanceSettings(cache_dir=str(tmp_path / "c2")))
+    fresh = ProvenanceRepository.open(store, ProvenanceSettings(cache_dir=str(tmp_path / "c2")))
     assert len(fresh.get_events(0, 1000)) == 120
     repo.close()
 
@@ -91,7 +91,7 @@ def test_concurrent_sync_writers_share_flushes(tmp_path: Path) -> None:
 def test_lookup_loads_only_journals_that_may_hold_the_flowfile(
     tbackend: Backend, tmp_path: Path
 ) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path), background=False)
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path), background=False)
     for k in range(30):
         repo.register_events([ev(k * 10 + n) for n in range(10)])
     assert len(repo.snapshot().journals) == 30
@@ -109,7 +109,7 @@ def test_lookup_loads_only_journals_that_may_hold_the_flowfile(
     assert len(loaded) == 1
     # another process (no filters yet; recover=False: opening would roll the journals over)
     # loads each journal once, then filters
-    other = ProvenanceRepository(
+    other = ProvenanceRepository.open(
         tbackend.open(), ProvenanceSettings(cache_dir=str(tmp_path / "c2")), recover=False
     )
     assert [e.event_id for e in other.query(_uuid_query(7))] == [7]
@@ -129,7 +129,7 @@ def test_a_writer_rolls_over_by_size_on_its_own(tmp_path: Path) -> None:
 
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
     # rollover_size of one byte: every flushed journal makes a rollover due
-    repo = ProvenanceRepository(store, settings(tmp_path, rollover_size=1))  # background=None
+    repo = ProvenanceRepository.open(store, settings(tmp_path, rollover_size=1))  # background=None
     repo.register_events([ev(i) for i in range(10)])
     deadline = time.monotonic() + 60
     while repo.snapshot().journals and time.monotonic() < deadline:
@@ -145,7 +145,7 @@ def test_a_reader_starts_no_maintenance_thread(tmp_path: Path) -> None:
     from storage import StoreSettings, open_store
 
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
-    repo = ProvenanceRepository(store, settings(tmp_path))
+    repo = ProvenanceRepository.open(store, settings(tmp_path))
     repo.query(_uuid_query(1))
     assert repo._thread is None
     repo.register_events([ev(1)])

@@ -71,7 +71,9 @@ def lines(records: list[dict[str, Any]]) -> str:
 
 def repo_for(tmp_path: Path, backend: Backend | None = None, **over: Any) -> ProvenanceRepository:
     store = backend.open() if backend else open_store(str(tmp_path / "repo"))
-    return ProvenanceRepository(store, ProvenanceSettings(cache_dir=str(tmp_path / "c"), **over))
+    return ProvenanceRepository.open(
+        store, ProvenanceSettings(cache_dir=str(tmp_path / "c"), **over)
+    )
 
 
 def count(repo: ProvenanceRepository) -> int:
@@ -211,7 +213,7 @@ def test_ingest_streams_in_parts_committed_together(tmp_path: Path) -> None:
 
 def _crash_mid_ingest(uri: str, cache: str, src: str) -> None:
     os.environ[ENV] = "provenance.ingest.parts_staged"
-    repo = ProvenanceRepository(open_store(uri), ProvenanceSettings(cache_dir=cache))
+    repo = ProvenanceRepository.open(open_store(uri), ProvenanceSettings(cache_dir=cache))
     ingest_file(repo, Path(src), batch_events=30)
 
 
@@ -228,7 +230,7 @@ def test_crash_before_commit_leaves_nothing_visible(tmp_path: Path) -> None:
     child.start()
     child.join(120)
     assert child.exitcode == -9
-    repo = ProvenanceRepository(
+    repo = ProvenanceRepository.open(
         open_store(uri), ProvenanceSettings(cache_dir=cache, staging_timeout_s=0)
     )
     assert count(repo) == 0 and repo.snapshot().journals == ()
@@ -240,7 +242,7 @@ def test_crash_before_commit_leaves_nothing_visible(tmp_path: Path) -> None:
 def _crash_after_rollover_commit(uri: str, cache: str) -> None:
     os.environ[ENV] = "provenance.rollover.committed"
     s = ProvenanceSettings(cache_dir=cache, rollover_size=1)
-    ProvenanceRepository(open_store(uri), s, recover=False).rollover()
+    ProvenanceRepository.open(open_store(uri), s, recover=False).rollover()
 
 
 @pytest.mark.unit
@@ -253,7 +255,7 @@ def test_staged_ingest_merged_in_pieces_with_a_crash(tmp_path: Path) -> None:
     src.write_text(lines([ours(i) for i in range(250)]))
     uri, cache = str(tmp_path / "repo"), str(tmp_path / "c")
     s = ProvenanceSettings(cache_dir=cache, journal_max_events=40, rollover_size=1)
-    repo = ProvenanceRepository(open_store(uri), s)
+    repo = ProvenanceRepository.open(open_store(uri), s)
     ingest_file(repo, src)
     assert rollover_once(repo.store, repo.table, s) is not None  # the first part only
     assert count(repo) == 250
@@ -265,7 +267,7 @@ def test_staged_ingest_merged_in_pieces_with_a_crash(tmp_path: Path) -> None:
     child.start()
     child.join(120)
     assert child.exitcode == -9
-    repo = ProvenanceRepository(open_store(uri), s)  # recovery, then the rest is merged
+    repo = ProvenanceRepository.open(open_store(uri), s)  # recovery, then the rest is merged
     repo.rollover()
     got = repo.get_events(0, 1000)
     assert [e.event_id for e in got] == list(range(250))

@@ -73,7 +73,7 @@ def test_complete_run_events_become_receive_join_fork_send(tmp_path: Path) -> No
     first = _ingest(repo, path)
     assert first == {"run_events": 3, "runs": 1, "skipped": 2, "events": 2 + 1 + 1 + 1}
     assert _ingest(repo, path)["events"] == 0  # same run id and event time: nothing new
-    with ProvenanceRepository(open_store(repo, StoreSettings(fsync=False))) as prov:
+    with ProvenanceRepository.open(open_store(repo, StoreSettings(fsync=False))) as prov:
         events = prov.get_events(0, 100)
         assert [e.event_type for e in events] == ["RECEIVE", "RECEIVE", "JOIN", "FORK", "SEND"]
         assert {e.component_id for e in events} == {RUN}
@@ -103,7 +103,7 @@ def test_failed_runs_leave_no_send_and_bad_input_writes_nothing(tmp_path: Path) 
     )
     assert result.exit_code != 0
     assert "line 2" in str(result.exception) + result.output
-    with ProvenanceRepository(open_store(repo, StoreSettings(fsync=False))) as prov:
+    with ProvenanceRepository.open(open_store(repo, StoreSettings(fsync=False))) as prov:
         assert prov.max_event_id() == -1  # the good line before it was not written either
 
 
@@ -138,7 +138,7 @@ def test_marquez_compatible_endpoint_records_posted_run_events(tmp_path: Path) -
         assert status == 400 and "missing field" in error["detail"]
     finally:
         server.stop()
-    with ProvenanceRepository(open_store(repo)) as prov:
+    with ProvenanceRepository.open(open_store(repo)) as prov:
         assert [e.event_type for e in prov.get_events(0, 10)] == [
             "RECEIVE", "CONTENT_MODIFIED", "FORK", "SEND",
         ]  # fmt: skip

@@ -7,6 +7,7 @@ import itertools
 import multiprocessing
 import os
 import signal
+import threading
 from pathlib import Path
 
 from provenance import ProvenanceRepository, ProvenanceSettings
@@ -27,7 +28,9 @@ STEPS = (
 
 def _crashing_rollover(backend: Backend, cache: str, point: str) -> None:
     os.environ[ENV] = point
-    repo = ProvenanceRepository(backend.open(), ProvenanceSettings(cache_dir=cache), recover=False)
+    repo = ProvenanceRepository.open(
+        backend.open(), ProvenanceSettings(cache_dir=cache), recover=False
+    )
     repo.rollover()
 
 
@@ -36,7 +39,7 @@ def test_kill_during_rollover_at_every_step(tbackend: Backend, tmp_path: Path) -
     cache = str(tmp_path / "cache")
     s = ProvenanceSettings(cache_dir=cache)
     # No maintenance thread: its rollover by time would race the crashing child's.
-    repo = ProvenanceRepository(tbackend.open(), s, background=False)
+    repo = ProvenanceRepository.open(tbackend.open(), s, background=False)
     expected = 0
     for point in STEPS:
         repo.register_events([ev(i) for i in range(expected, expected + 7)], sync=True)
@@ -46,7 +49,7 @@ def test_kill_during_rollover_at_every_step(tbackend: Backend, tmp_path: Path) -
         child.join(120)
         assert child.exitcode == -signal.SIGKILL, f"{point}: crash point not reached"
 
-        recovered = ProvenanceRepository(tbackend.open(), s)  # restart: recovery runs
+        recovered = ProvenanceRepository.open(tbackend.open(), s)  # restart: recovery runs
         snap = recovered.snapshot()
         assert snap.journals == (), point  # pending rollovers were finished
         got = [e.event_id for e in recovered.get_events(0, 10_000)]
@@ -60,3 +63,21 @@ def test_kill_during_rollover_at_every_step(tbackend: Backend, tmp_path: Path) -
     # Ids continue after all those restarts without a gap.
     assert repo.register_events([ev(0)], sync=True) == [expected]
     repo.close()
+
+
+def test_constructor_does_no_io_open_recovers(tbackend: Backend, tmp_path: Path) -> None:
+    store = tbackend.open()
+    s = ProvenanceSettings(cache_dir=str(tmp_path / "cache"))
+    writer = ProvenanceRepository.open(store, s, background=False)
+    writer.register_events([ev(i) for i in range(5)], sync=True)
+    writer.close()  # journals left for the next open to roll over
+    requests, threads = store.stats.total(), set(threading.enumerate())
+    bare = ProvenanceRepository(store, s, background=True)
+    assert store.stats.total() == requests  # no request: nothing read, nothing recovered
+    assert set(threading.enumerate()) <= threads  # the maintenance thread waits for open()
+    bare.close()
+    opened = ProvenanceRepository.open(store, s, background=True)
+    assert set(threading.enumerate()) - threads  # open() started the maintenance thread
+    assert opened.snapshot().journals == ()  # recovery rolled the journals over
+    assert [e.event_id for e in opened.get_events(0, 100)] == list(range(5))
+    opened.close()

@@ -34,7 +34,7 @@ def test_replay_uses_input_content_and_links_flowfiles(tbackend: Backend, tmp_pa
     with content.transaction() as session:
         before = session.write_bytes(b"input bytes")
         after = session.write_bytes(b"output bytes, longer")
-    repo = ProvenanceRepository(root, ProvenanceSettings(cache_dir=str(tmp_path / "c")))
+    repo = ProvenanceRepository.open(root, ProvenanceSettings(cache_dir=str(tmp_path / "c")))
     original = ev(
         1,
         event_type="CONTENT_MODIFIED",
@@ -71,7 +71,7 @@ def test_replay_of_join_is_refused(tbackend: Backend, tmp_path: Path) -> None:
     content = ContentRepository.open(root, CONTENT_SETTINGS)
     with content.transaction() as session:
         claim = session.write_bytes(b"joined")
-    repo = ProvenanceRepository(root, ProvenanceSettings(cache_dir=str(tmp_path / "c")))
+    repo = ProvenanceRepository.open(root, ProvenanceSettings(cache_dir=str(tmp_path / "c")))
     join = ev(
         1, event_type="JOIN", parent_uuids=["a", "b"], file_size=claim.length, **claim_fields(claim)
     )
@@ -87,7 +87,7 @@ def test_replay_after_content_expired_explains(tbackend: Backend, tmp_path: Path
     content = ContentRepository.open(root, CONTENT_SETTINGS)
     with content.transaction() as session:
         claim = session.write_bytes(b"soon gone")
-    repo = ProvenanceRepository(root, ProvenanceSettings(cache_dir=str(tmp_path / "c")))
+    repo = ProvenanceRepository.open(root, ProvenanceSettings(cache_dir=str(tmp_path / "c")))
     [eid] = repo.register_events(
         [ev(1, event_type="SEND", file_size=claim.length, **claim_fields(claim))], sync=True
     )

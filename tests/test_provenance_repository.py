@@ -27,11 +27,11 @@ from tests.support.provenance_events import ev, settings
 
 def test_max_event_id_restored_after_restart(backend: Backend, tmp_path: Path) -> None:
     s = settings(tmp_path)
-    repo = ProvenanceRepository(backend.open(), s)
+    repo = ProvenanceRepository.open(backend.open(), s)
     for i in range(20):
         repo.register_event(ev(i))
     repo.close()  # flushes
-    repo = ProvenanceRepository(backend.open(), s)  # recovery rolls the journals over
+    repo = ProvenanceRepository.open(backend.open(), s)  # recovery rolls the journals over
     assert repo.max_event_id() == 19
     assert repo.snapshot().journals == ()
     assert [e.event_id for e in repo.get_events(0, 100)] == list(range(20))
@@ -40,17 +40,17 @@ def test_max_event_id_restored_after_restart(backend: Backend, tmp_path: Path) -
 
 def test_ids_continue_after_restart_without_gaps(tbackend: Backend, tmp_path: Path) -> None:
     s = settings(tmp_path)
-    repo = ProvenanceRepository(tbackend.open(), s)
+    repo = ProvenanceRepository.open(tbackend.open(), s)
     assert repo.register_events([ev(i) for i in range(4)], sync=True) == [0, 1, 2, 3]
     repo.close()
-    repo = ProvenanceRepository(tbackend.open(), s)
+    repo = ProvenanceRepository.open(tbackend.open(), s)
     assert repo.register_events([ev(i) for i in range(4, 8)], sync=True) == [4, 5, 6, 7]
     assert [e.event_id for e in repo.get_events(0, 100)] == list(range(8))
     repo.close()
 
 
 def test_time_range_over_several_files(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, row_group_events=64))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path, row_group_events=64))
     for chunk in range(4):  # four merged files of 250 events
         repo.register_events([ev(i) for i in range(chunk * 250, chunk * 250 + 250)], sync=True)
         repo.rollover()
@@ -68,7 +68,7 @@ def test_time_range_over_several_files(tbackend: Backend, tmp_path: Path) -> Non
 
 
 def test_term_and_inverted_term_are_complementary(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     events = [ev(i, component_id=f"comp-{i % 3}") for i in range(30)]
     repo.register_events(events[:15], sync=True)
     repo.rollover()
@@ -83,7 +83,9 @@ def test_term_and_inverted_term_are_complementary(tbackend: Backend, tmp_path: P
 
 
 def test_wildcard_finds_a_33000_character_attribute(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, indexed_attributes=("big",)))
+    repo = ProvenanceRepository.open(
+        tbackend.open(), settings(tmp_path, indexed_attributes=("big",))
+    )
     big = "A" * 16_000 + "needle" + "B" * 16_994
     assert len(big) == 33_000
     repo.register_events([ev(1, updated_attributes={"big": big}), ev(2)], sync=True)
@@ -98,7 +100,7 @@ def test_wildcard_finds_a_33000_character_attribute(tbackend: Backend, tmp_path:
 
 
 def test_attribute_truncation_keeps_uuid(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, max_attribute_length=50))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path, max_attribute_length=50))
     uid = str(uuid.uuid4())
     attrs = {"75chars": "X" * 75, "uuid": uid}
     repo.register_events([ev(1, flowfile_uuid=uid, updated_attributes=attrs)], sync=True)
@@ -110,7 +112,7 @@ def test_attribute_truncation_keeps_uuid(tbackend: Backend, tmp_path: Path) -> N
 
 
 def test_fork_lineage_of_child(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     child = "00000000-0000-0000-0000-000000000000"
     parents = [f"00000000-0000-0000-0000-00000000000{i}" for i in (1, 2, 3)]
     fork = ev(
@@ -132,7 +134,7 @@ def test_fork_lineage_of_child(tbackend: Backend, tmp_path: Path) -> None:
 
 
 def test_invalid_event_rejects_whole_batch(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     with pytest.raises(InvalidEvent, match="transit_uri"):
         repo.register_events([ev(1), ev(2, event_type="SEND", transit_uri=None)], sync=True)
     repo.flush()
@@ -142,7 +144,7 @@ def test_invalid_event_rejects_whole_batch(tbackend: Backend, tmp_path: Path) ->
 
 
 def test_queryable_before_rollover_and_never_twice(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     repo.register_events([ev(i) for i in range(10)], sync=True)
     uid = ev(3).flowfile_uuid
     q = Query((SearchTerm("flowfile_uuid", uid),))
@@ -157,7 +159,7 @@ def test_queryable_before_rollover_and_never_twice(tbackend: Backend, tmp_path: 
 
 
 def test_sql_view_columns_and_read_only(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     repo.register_events([ev(1, parent_uuids=["p"])], sync=True)
     _, rows = repo.sql("DESCRIBE provenance")
     assert [r[0] for r in rows] == list(VIEW_COLUMNS)
@@ -181,7 +183,7 @@ def test_sql_view_columns_and_read_only(tbackend: Backend, tmp_path: Path) -> No
 
 
 def test_get_event_and_events(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path, row_group_events=16))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path, row_group_events=16))
     repo.register_events([ev(i) for i in range(100)], sync=True)
     repo.rollover()
     repo.register_events([ev(i) for i in range(100, 120)], sync=True)
@@ -194,13 +196,13 @@ def test_get_event_and_events(tbackend: Backend, tmp_path: Path) -> None:
 
 
 def test_expiry_by_size_and_age(tbackend: Backend, tmp_path: Path) -> None:
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     for chunk in range(4):
         repo.register_events([ev(i) for i in range(chunk * 10, chunk * 10 + 10)], sync=True)
         repo.rollover()
     files = repo.snapshot().files
     total = sum(f.size for f in files)
-    limited = ProvenanceRepository(
+    limited = ProvenanceRepository.open(
         tbackend.open(), settings(tmp_path, max_storage_size=total - 1), recover=False
     )
     plan = limited.expire()
@@ -220,7 +222,9 @@ def test_expiry_by_size_and_age(tbackend: Backend, tmp_path: Path) -> None:
 
 
 def _writer(backend: Backend, cache: str, n: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    repo = ProvenanceRepository(backend.open(), ProvenanceSettings(cache_dir=cache), recover=False)
+    repo = ProvenanceRepository.open(
+        backend.open(), ProvenanceSettings(cache_dir=cache), recover=False
+    )
     ids: list[int] = []
     for i in range(n):
         ids += repo.register_events([ev(i)], sync=True)
@@ -243,7 +247,7 @@ def test_ids_unique_and_increasing_across_processes(tbackend: Backend, tmp_path:
         assert ids == sorted(ids)  # strictly increasing within each writer
     every = sorted(i for ids in results for i in ids)
     assert every == list(range(45))  # unique, and no gaps
-    repo = ProvenanceRepository(tbackend.open(), settings(tmp_path))
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     assert repo.max_event_id() == 44
     repo.close()
 
@@ -253,7 +257,7 @@ def test_backlog_slows_writers(tmp_path: Path, caplog: pytest.LogCaptureFixture)
     from storage import open_store
 
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
-    repo = ProvenanceRepository(store, settings(tmp_path, max_journal_backlog=1))
+    repo = ProvenanceRepository.open(store, settings(tmp_path, max_journal_backlog=1))
     repo.register_events([ev(1)], sync=True)
     with caplog.at_level(logging.WARNING, logger="flowledger.provenance"):
         repo.register_events([ev(2)], sync=True)
@@ -268,9 +272,9 @@ def test_concurrent_rollovers_never_duplicate(tbackend: Backend, tmp_path: Path)
     from provenance import ProvenanceConflict
 
     s = settings(tmp_path)
-    writer = ProvenanceRepository(tbackend.open(), s)
+    writer = ProvenanceRepository.open(tbackend.open(), s)
     writer.register_events([ev(i) for i in range(40)], sync=True)
-    repos = [ProvenanceRepository(tbackend.open(), s, recover=False) for _ in range(2)]
+    repos = [ProvenanceRepository.open(tbackend.open(), s, recover=False) for _ in range(2)]
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
 
@@ -302,7 +306,7 @@ def test_background_flush_and_rollover(tmp_path: Path, monkeypatch: pytest.Monke
 
     store = open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
     s = settings(tmp_path, journal_flush_interval_s=0.05, rollover_time_s=0.1)
-    repo = ProvenanceRepository(store, s, background=True)
+    repo = ProvenanceRepository.open(store, s, background=True)
     repo.register_events([ev(i) for i in range(10)], sync=False)  # the flusher writes them
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not repo.snapshot().files:

@@ -34,7 +34,7 @@ def test_spark_rollover_merges_backlog_into_several_files(spark: Any, minio: S3E
     root = open_store(f"s3://{bucket}/repo", minio.settings())
     settings = ProvenanceSettings(rollover_size=20_000)  # several chunks -> several tasks
     # background=False: the writer's own rollover by size would merge the backlog first.
-    with ProvenanceRepository(root, settings, background=False) as prov:
+    with ProvenanceRepository.open(root, settings, background=False) as prov:
         for batch in range(12):
             prov.register_events(_events(batch * 250, 250), sync=True)
         assert len(list(prov.store.list(JOURNALS))) >= 12
@@ -49,6 +49,6 @@ def test_spark_rollover_merges_backlog_into_several_files(spark: Any, minio: S3E
         assert [e.flowfile_uuid for e in hits] == ["ff-1234"]
         assert prov.rollover().events == 0  # nothing left for the local engine
     # A fresh process sees the same committed files.
-    with ProvenanceRepository(open_store(f"s3://{bucket}/repo", minio.settings())) as again:
+    with ProvenanceRepository.open(open_store(f"s3://{bucket}/repo", minio.settings())) as again:
         assert len(again.snapshot().files) == result.files
         assert [e.event_id for e in again.get_events(2990, 20)] == list(range(2990, 3000))

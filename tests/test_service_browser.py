@@ -100,7 +100,7 @@ def _pipeline_repo(repo: str) -> None:
             parent_uuids=("order-1", "order-2"),
         ),
     ]
-    with ProvenanceRepository(open_store(repo)) as prov:
+    with ProvenanceRepository.open(open_store(repo)) as prov:
         prov.register_events(events, sync=True)
     table = Table.open(open_store(repo).scoped("tables/orders"))
     for i in range(3):

@@ -35,7 +35,7 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, outside: Path) -> Iterator[ServiceProcess]:
     repo = str(tmp_path_factory.mktemp("sec") / "repo")
-    with ProvenanceRepository(open_store(repo)) as prov:
+    with ProvenanceRepository.open(open_store(repo)) as prov:
         prov.register_events(
             [ProvenanceEvent("CREATE", f"ff-{i}", "gen", "Gen", i) for i in range(20)], sync=True
         )
@@ -140,7 +140,7 @@ def test_connection_itself_cannot_read_its_temp_folder_or_cwd(
 ) -> None:
     """Below the parse-tree check: the DuckDB connection of the view refuses files too."""
     monkeypatch.chdir(outside)
-    with ProvenanceRepository(open_store(str(tmp_path / "r"))) as prov:
+    with ProvenanceRepository.open(open_store(str(tmp_path / "r"))) as prov:
         con = prov.sql_connection(temp_dir=tmp_path / "private-tmp")
         try:
             for path in (".tmp/spill.csv", f"{outside}/.tmp/spill.csv", f"{outside}/secret.csv"):

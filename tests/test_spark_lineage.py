@@ -114,7 +114,7 @@ def test_recorded_commit_lineage_of_each_output_names_its_inputs(tmp_path: Path)
     info = CommitInfo(**{**info.__dict__, "repo_uri": repo_uri})
     assert record_commit(info, LOCAL) == 3 + 1 + 1 + 3
     assert record_commit(info, LOCAL) == 0  # idempotent
-    with ProvenanceRepository(open_store(repo_uri, LOCAL)) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, LOCAL)) as repo:
         sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
         assert sorted(e.transit_uri or "" for e in sends) == sorted(f.uri for f in info.files)
         for send in sends:
@@ -149,7 +149,7 @@ def test_catch_up_records_only_missing_commits_from_the_timeline(tmp_path: Path)
     # The events rebuilt from the timeline are the ones the hook would have written.
     late_hook = CommitInfo(**{**second.__dict__, "repo_uri": repo_uri})
     assert record_commit(late_hook, LOCAL) == 0
-    with ProvenanceRepository(open_store(repo_uri, LOCAL)) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, LOCAL)) as repo:
         send = next(e for e in events_for_commit(second) if e.event_type == "SEND")
         assert input_files(repo, send.flowfile_uuid) == sorted(inputs)
 
@@ -177,7 +177,7 @@ def test_installed_hook_records_and_never_fails_a_committed_write(
     info = _commit_table("file://" + str(tmp_path / "t"), _job(_inputs(tmp_path, 2)), [""])
     for hook in hooks:  # what the writers do after completing an instant
         hook(CommitInfo(**{**info.__dict__, "repo_uri": repo_uri}))
-    with ProvenanceRepository(open_store(repo_uri, LOCAL)) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, LOCAL)) as repo:
         assert [e.event_type for e in repo.get_events(0, 10)] == [
             "RECEIVE", "RECEIVE", "JOIN", "FORK", "SEND",
         ]  # fmt: skip

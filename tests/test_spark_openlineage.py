@@ -51,7 +51,7 @@ def test_listener_events_of_a_csv_to_parquet_job_ingest(tmp_path: Path) -> None:
     ]
     assert len(completes) == 1  # exactly one run wrote something: the Parquet write
 
-    with ProvenanceRepository(
+    with ProvenanceRepository.open(
         open_store("file://" + str(tmp_path / "repo"), StoreSettings(fsync=False))
     ) as repo:
         with open(events, encoding="utf-8") as fh:

@@ -60,7 +60,7 @@ def test_lineage_of_each_output_file_of_a_spark_job_names_its_input_files(
     assert len(inputs) == 3 and all(p.startswith("s3a://") for p in inputs)
     assert record_commit(info, minio.settings()) == 3 + 1 + 1 + len(info.files)
     assert record_commit(info, minio.settings()) == 0
-    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, minio.settings())) as repo:
         sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
         assert sorted(e.transit_uri or "" for e in sends) == sorted(f.uri for f in info.files)
         for send in sends:
@@ -72,7 +72,7 @@ def test_provenance_dataframe_reads_exactly_the_committed_files(
 ) -> None:
     bucket = minio.new_bucket()
     repo_uri = f"s3://{bucket}/repo"
-    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, minio.settings())) as repo:
         assert provenance(spark, repo).count() == 0  # empty repository: the view's columns
         for batch in range(3):
             repo.register_events(
@@ -126,7 +126,7 @@ def test_datasource_write_records_its_sends_in_a_repository_on_minio(
     ).save(uri)
     snap = Table.open(open_store(uri, minio.settings())).snapshot()
     assert snap.files
-    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, minio.settings())) as repo:
         sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
     assert sorted(e.transit_uri or "" for e in sends) == sorted(
         f"{uri}/{f.path}" for f in snap.files

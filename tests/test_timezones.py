@@ -26,7 +26,7 @@ CHILD = textwrap.dedent(
 
     root, cache, ms = sys.argv[1], sys.argv[2], int(sys.argv[3])
     settings = ProvenanceSettings(cache_dir=cache)
-    repo = ProvenanceRepository(open_store(root), settings)
+    repo = ProvenanceRepository.open(open_store(root), settings)
     repo.register_event(
         ProvenanceEvent(
             event_type="CREATE", flowfile_uuid="00000000-0000-0000-0000-000000000001",

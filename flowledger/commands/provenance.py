@@ -28,7 +28,7 @@ MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
 
 def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
     # Read commands do not recover (no writes); write commands finish pending rollovers first.
-    return ProvenanceRepository(open_store(repo), recover=recover)
+    return ProvenanceRepository.open(open_store(repo), recover=recover)
 
 
 def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:

@@ -21,7 +21,7 @@ def demo_content(store: ObjectStore, console: Console) -> None:
     console.rule("[bold]Content repository: packed resource claims on object storage")
     root = store.scoped(f"demo/content-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}")
     settings = ContentRepositorySettings(archive_cleanup_frequency=0, archive_max_retention=0)
-    repo = ContentRepository(root, settings)
+    repo = ContentRepository(root, settings).initialize()
     store.stats.reset()
     claims = []
     with repo.transaction() as session:
@@ -43,7 +43,7 @@ def demo_content(store: ObjectStore, console: Console) -> None:
     )
     repo.close()
 
-    reopened = ContentRepository(root, settings)
+    reopened = ContentRepository(root, settings).initialize()
     ok = all(reopened.read_bytes(c) == f"flowfile {i} ".encode() * 50 for i, c in enumerate(claims))
     console.print(f"after a restart every content reads back byte-exact: [green]{ok}[/]")
     first = claims[0].resource_claim

@@ -90,7 +90,7 @@ def demo_provenance(store: ObjectStore, console: Console) -> None:
         run, ContentRepositorySettings(archive_cleanup_frequency=0, cleanup_on_start=False)
     )
     with tempfile.TemporaryDirectory(prefix="flowledger-demo-") as cache:
-        repo = ProvenanceRepository(run, ProvenanceSettings(cache_dir=cache))
+        repo = ProvenanceRepository.open(run, ProvenanceSettings(cache_dir=cache))
         events = _flow(content)
         ids = repo.register_events(events, sync=True)
         console.print(f"registered {len(ids)} events, ids {ids[0]}..{ids[-1]} (one journal object)")

@@ -26,7 +26,7 @@ class Services:
         self.settings = settings
         self.state_dir: Path = private_dir(state_dir(uri))
         self.root: ObjectStore = open_store(uri)
-        self.prov = ProvenanceRepository(self.root, background=True)
+        self.prov = ProvenanceRepository.open(self.root, background=True)
         self.content = ContentRepository.open(self.root, _CONTENT_SETTINGS)
         self.sql = SqlSandbox(self.prov, settings, private_dir(self.state_dir / "duckdb-tmp"))
         self.submissions = Submissions(settings.query_expiration_s)

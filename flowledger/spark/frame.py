@@ -39,7 +39,7 @@ def provenance(
     if isinstance(repo, ProvenanceRepository):
         paths = committed_paths(repo)
     else:
-        with ProvenanceRepository(open_store(repo, settings), recover=False) as opened:
+        with ProvenanceRepository.open(open_store(repo, settings), recover=False) as opened:
             paths = committed_paths(opened)
     schema = ", ".join(f"{c} {SPARK_TYPES[SQL_TYPES[c]]}" for c in VIEW_COLUMNS)
     if not paths:

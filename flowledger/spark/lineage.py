@@ -118,13 +118,13 @@ def repository(uri: str, settings: StoreSettings | None = None) -> ProvenanceRep
     with _repos_lock:
         repo = _repos.get(key)
         if repo is None:
-            repo = _repos[key] = ProvenanceRepository(open_store(uri, settings), recover=False)
+            repo = _repos[key] = ProvenanceRepository.open(open_store(uri, settings), recover=False)
         return repo
 
 
 def record_in_store(store: ObjectStore, info: CommitInfo) -> int:
     """`record_commit` on a repository opened for this one commit (a cold driver)."""
-    with ProvenanceRepository(store, recover=False) as repo:
+    with ProvenanceRepository.open(store, recover=False) as repo:
         return record_runs(repo, [job_run(info)])
 
 
@@ -202,5 +202,5 @@ def catch_up(table_uri: str, repo_uri: str, settings: StoreSettings | None = Non
     """Record the Spark commits of a table whose events are missing (the driver died between
     the commit and its hook), from the timeline alone. Returns how many events were added."""
     runs = [job_run(info) for info in commits_of(table_uri, repo_uri, settings)]
-    with ProvenanceRepository(open_store(repo_uri, settings), recover=False) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, settings), recover=False) as repo:
         return record_runs(repo, runs)

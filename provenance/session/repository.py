@@ -31,7 +31,7 @@ class FlowRepository:
     ) -> FlowRepository:
         root = repo if isinstance(repo, ObjectStore) else open_store(repo, store_settings)
         content = ContentRepository.open(root, content_settings, store_settings)
-        out = cls(content, ProvenanceRepository(root, provenance_settings))
+        out = cls(content, ProvenanceRepository.open(root, provenance_settings))
         out._owned = True
         return out
 

@@ -1,6 +1,6 @@
 """NiFi's content repository rebuilt on object storage (see docs/content-repository.md).
 
-repo = ContentRepository.open("s3://bucket/flowledger")     # or ContentRepository(store)
+repo = ContentRepository.open("s3://bucket/flowledger")  # or ContentRepository(store).initialize()
 with repo.transaction() as session:
     claim = session.write_bytes(b"hello")                     # packed into a resource claim
 repo.read_bytes(claim)                                        # one ranged GET, verified
@@ -21,7 +21,8 @@ from .ledger import ClaimLedger, ClaimRecord, LedgerBatch
 from .repository import ContentRepository
 from .session import ContentSession
 from .settings import ContentRepositorySettings
-from .writer import ContentWriter
+from .state import ContentState
+from .writer import ContentWriter, WriterHost
 
 __all__ = [
     "ClaimLedger",
@@ -37,8 +38,10 @@ __all__ = [
     "ContentRepositoryError",
     "ContentRepositorySettings",
     "ContentSession",
+    "ContentState",
     "ContentUnknownOutcome",
     "ContentWriter",
     "LedgerBatch",
     "ResourceClaim",
+    "WriterHost",
 ]

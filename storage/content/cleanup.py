@@ -22,45 +22,45 @@ from .errors import translate
 from .ledger import LedgerBatch
 
 if TYPE_CHECKING:
-    from .repository import ContentRepository
+    from .state import ContentState
 
 log = logging.getLogger("storage.content")
 
 
-def _delete(repo: ContentRepository, refs: list[str]) -> None:
+def _delete(state: ContentState, refs: list[str]) -> None:
     by_container: dict[str, list[str]] = defaultdict(list)
     for ref in refs:
         name, _, key = ref.partition("/")
-        if name in repo.containers.by_name:
+        if name in state.containers.by_name:
             by_container[name].append(key)
     for name, keys in by_container.items():
-        store = repo.containers.by_name[name].store
+        store = state.containers.by_name[name].store
         try:
             store.delete_many(keys)
         except StorageError as exc:
             raise translate(exc, f"delete {len(keys)} resource claims in {name}") from exc
 
 
-def destroy(repo: ContentRepository, refs: list[str]) -> int:
+def destroy(state: ContentState, refs: list[str]) -> int:
     """Record the destruction in the ledger (the plan), then delete the objects."""
     if not refs:
         return 0
-    with repo._cleanup_lock:
-        repo._ledger.append(LedgerBatch(time.time(), destroy=tuple(refs)))
-        _delete(repo, refs)
+    with state.cleanup_lock:
+        state.ledger.append(LedgerBatch(time.time(), destroy=tuple(refs)))
+        _delete(state, refs)
     log.info("content repository: destroyed %d resource claims", len(refs))
     return len(refs)
 
 
-def sweep_orphans(repo: ContentRepository) -> int:
+def sweep_orphans(state: ContentState) -> int:
     """Archive objects nobody references; delete again what was destroyed but is present."""
-    s = repo.settings
-    with repo._cleanup_lock:
-        claims = repo._ledger.refresh()
+    s = state.settings
+    with state.cleanup_lock:
+        claims = state.refresh()
         now = time.time()
         orphans: dict[str, tuple[int, float]] = {}
         again: list[str] = []
-        for c in repo.containers.order:
+        for c in state.containers.order:
             try:
                 listing = list(c.store.list())
             except StorageError as exc:
@@ -73,31 +73,31 @@ def sweep_orphans(repo: ContentRepository) -> int:
                 if rec is not None and rec.destroyed:
                     again.append(ref)
                     continue
-                if (rec is not None and rec.registered) or repo._local.holds(ref):
+                if (rec is not None and rec.registered) or state.local.holds(ref):
                     continue
                 modified = obj.last_modified.timestamp() if obj.last_modified else 0.0
                 if now - modified >= s.orphan_grace_period:
                     orphans[ref] = (obj.size, now)
         if orphans:
             if s.archive_enabled:
-                repo._ledger.append(LedgerBatch(now, register=orphans))
+                state.ledger.append(LedgerBatch(now, register=orphans))
             else:
-                _delete(repo, list(orphans))
+                _delete(state, list(orphans))
             log.warning(
                 "content repository: %d unreferenced resource claims found (writers that "
                 "crashed before committing); %s",
                 len(orphans),
                 "archived" if s.archive_enabled else "deleted",
             )
-        _delete(repo, again)
+        _delete(state, again)
     return len(orphans)
 
 
-def abort_stale_uploads(repo: ContentRepository, older_than: float | None) -> int:
+def abort_stale_uploads(state: ContentState, older_than: float | None) -> int:
     """What writers killed mid-upload left: incomplete multipart uploads, local temp files."""
     done = 0
-    with repo._cleanup_lock:
-        for c in repo.containers.order:
+    with state.cleanup_lock:
+        for c in state.containers.order:
             try:
                 done += c.store.abort_stale_uploads(older_than)
             except StorageError as exc:
@@ -107,23 +107,23 @@ def abort_stale_uploads(repo: ContentRepository, older_than: float | None) -> in
     return done
 
 
-def expire_archive(repo: ContentRepository) -> int:
+def expire_archive(state: ContentState) -> int:
     """Destroy archived claims past `archive_max_retention`, then oldest first while a
     container is over `archive_max_usage_percentage` of `max_bytes`."""
-    s = repo.settings
-    with repo._cleanup_lock:
-        claims = repo._ledger.refresh()
+    s = state.settings
+    with state.cleanup_lock:
+        claims = state.refresh()
         now = time.time()
         doomed: list[str] = []
-        for c in repo.containers.order:
+        for c in state.containers.order:
             prefix = c.name + "/"
             archived = sorted(
                 (rec.changed, ref, rec.size)
                 for ref, rec in list(claims.items())
                 if ref.startswith(prefix)
                 and rec.archived
-                and not repo._local.holds(ref)
-                and repo._local.pending_delta(ref) <= 0
+                and not state.local.holds(ref)
+                and state.local.pending_delta(ref) <= 0
             )
             if not s.archive_enabled:
                 doomed += [ref for _, ref, _ in archived]
@@ -131,24 +131,24 @@ def expire_archive(repo: ContentRepository) -> int:
             aged = [a for a in archived if now - a[0] >= s.archive_max_retention]
             doomed += [ref for _, ref, _ in aged]
             if s.max_bytes is not None:
-                usage = repo._usage(c.name) - sum(max(0, size) for _, _, size in aged)
+                usage = state.usage(c.name) - sum(max(0, size) for _, _, size in aged)
                 limit = s.max_bytes * s.archive_max_usage_percentage / 100.0
                 for _, ref, size in archived[len(aged) :]:
                     if usage <= limit:
                         break
                     doomed.append(ref)
                     usage -= max(0, size)
-        destroyed = destroy(repo, doomed)
-        if repo._ledger.outstanding() >= s.ledger_checkpoint_batches:
-            compact(repo)
+        destroyed = destroy(state, doomed)
+        if state.ledger.outstanding() >= s.ledger_checkpoint_batches:
+            compact(state)
     return destroyed
 
 
-def compact(repo: ContentRepository) -> bool:
+def compact(state: ContentState) -> bool:
     """Checkpoint the ledger, dropping claims destroyed longer than the grace period ago."""
-    with repo._cleanup_lock:
-        claims = repo._ledger.refresh()
-        cutoff = time.time() - repo.settings.orphan_grace_period
+    with state.cleanup_lock:
+        claims = state.refresh()
+        cutoff = time.time() - state.settings.orphan_grace_period
         gone = [ref for ref, rec in claims.items() if rec.destroyed and rec.changed < cutoff]
-        _delete(repo, gone)  # idempotent: a crash may have left some present
-        return repo._ledger.checkpoint(drop=gone)
+        _delete(state, gone)  # idempotent: a crash may have left some present
+        return state.ledger.checkpoint(drop=gone)

@@ -32,7 +32,7 @@ class ContainerSet:
         containers: Sequence[Container],
         settings: ContentRepositorySettings,
         usage: Callable[[str], int],
-        relieve: Callable[[], None],
+        relieve: Callable[[], object],
     ) -> None:
         if not containers:
             raise ValueError("a content repository needs at least one container")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
@@ -13,30 +12,31 @@ from .claims import ContentClaim
 from .errors import translate
 
 if TYPE_CHECKING:
-    from .repository import ContentRepository
+    from .state import ContentState
 
 
 def compose_merge(
-    repo: ContentRepository,
+    state: ContentState,
     parts: list[ContentClaim],
     header: bytes,
     footer: bytes,
     demarcator: bytes,
 ) -> ContentClaim | None:
     """Compose the merge into a resource claim of its own; None if the parts are not all
-    sealed objects of one container (the caller then streams the merge)."""
+    sealed objects of one container (the caller then streams the merge). The new claim's
+    object is sealed but not referenced: the caller adopts it into a session."""
     names = {p.resource_claim.container for p in parts}
     if len(names) != 1:
         return None
-    with repo._local.lock:
-        if any(p.resource_claim in repo._local.unsealed for p in parts):
+    with state.local.lock:
+        if any(p.resource_claim in state.local.unsealed for p in parts):
             return None
-    container = repo.containers.by_name[names.pop()]
+    container = state.containers.by_name[names.pop()]
     store = container.store
-    rc, _ = repo._new_resource_claim()
+    rc, _ = state.new_resource_claim()
     if rc.container != container.name:
         rc = type(rc)(container.name, rc.section, rc.identifier)
-    glue_rc, _ = repo._new_resource_claim()
+    glue_rc, _ = state.new_resource_claim()
     glue_key = f"{rc.section}/{glue_rc.identifier}"  # claim-shaped: a crash leaves an orphan
     glue = header + demarcator + footer
     g_head, g_dem, g_foot = 0, len(header), len(header) + len(demarcator)
@@ -66,5 +66,4 @@ def compose_merge(
         if glue:  # on failure an orphan: archived and destroyed by cleanup
             with contextlib.suppress(StorageError):
                 store.delete(glue_key)
-    repo._default._adopt(rc, total, time.time())
     return ContentClaim(rc, 0, total, checksum.format_checksum(crc))

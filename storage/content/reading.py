@@ -89,7 +89,11 @@ class ParallelReader(io.RawIOBase):
         self._crc = 0
         self._seen = 0
         self._verified = False
+
+    def start(self) -> ParallelReader:
+        """Put the first `ahead` ranged GETs in flight (the constructor makes no request)."""
         self._submit()
+        return self
 
     def _submit(self) -> None:
         while len(self._futures) < self._ahead and self._next < self._end and self._free:
@@ -169,5 +173,5 @@ def open_stream(
     if claim.length <= in_memory_max:
         return io.BytesIO(read_bytes(store, claim))
     url = store.url(claim.resource_claim.key)
-    reader = ParallelReader(store, claim, url, part, ahead)
+    reader = ParallelReader(store, claim, url, part, ahead).start()
     return cast(BinaryIO, io.BufferedReader(reader, 1024 * 1024))

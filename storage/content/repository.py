@@ -6,9 +6,9 @@ import io
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import TracebackType
 from typing import BinaryIO
@@ -16,16 +16,15 @@ from typing import BinaryIO
 from ..errors import NotFound, StorageError
 from ..objectstore import ObjectStore
 from ..settings import StoreSettings
-from ..timeutil import now_ms
 from ..uri import open_store
 from . import cleanup, merge, reading
 from .claims import ContentClaim, ResourceClaim
-from .containers import Container, ContainerSet
+from .containers import Container
 from .errors import ContentIntegrityError, ContentNotFound, ContentRepositoryError, translate
-from .ledger import ClaimLedger, LedgerBatch
-from .local import LocalClaims
+from .ledger import ClaimLedger
 from .session import ContentSession
 from .settings import ContentRepositorySettings
+from .state import ContentState
 from .writer import ContentWriter
 
 log = logging.getLogger("storage.content")
@@ -40,6 +39,9 @@ class ContentRepository:
     default container). Containers may also be given as (name, ObjectStore or URI) pairs.
     Repository-level `create`/`write`/`increment`/`decrement` go through a default session
     committed by `commit()` (and `close()`); `session()` gives independent ones.
+
+    Constructing does no I/O and starts no thread: `initialize()` (NiFi's name) reads the
+    claim ledger, sweeps orphans and starts the archive-cleanup thread. `open()` does both.
     """
 
     def __init__(
@@ -63,27 +65,17 @@ class ContentRepository:
             elif where == "":
                 built.append(Container(name, store.scoped(f"containers/{name}")))
             else:
-                opened = open_store(where, store_settings)
+                opened = open_store(where, store_settings)  # a handle: no request is made
                 self._owned.append(opened)
                 built.append(Container(name, opened))
-        self._ledger = ClaimLedger(store, self.writer_id)
-        self._local = LocalClaims()
-        self._pool = ThreadPoolExecutor(8, thread_name_prefix="content-seal")
-        self.containers = ContainerSet(built, self.settings, self._usage, self._relieve)
-        self._counter = 0
-        self._counter_lock = threading.Lock()
-        self._cleanup_lock = threading.RLock()
-        self._default = ContentSession(self)
+        self._state = ContentState(
+            store, self.settings, built, self.writer_id, self.run_archive_cleanup
+        )
+        self.containers = self._state.containers
+        self._default = ContentSession(self._state)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._ledger.refresh()
-        if self.settings.cleanup_on_start:
-            self.cleanup()
-        if self.settings.archive_cleanup_frequency > 0:
-            self._thread = threading.Thread(
-                target=self._background, name="content-archive-cleanup", daemon=True
-            )
-            self._thread.start()
+        self._initialized = False
 
     @classmethod
     def open(
@@ -92,14 +84,37 @@ class ContentRepository:
         settings: ContentRepositorySettings | None = None,
         store_settings: StoreSettings | None = None,
     ) -> ContentRepository:
-        """The content repository of a flowledger repository (its `content/` prefix);
-        `repo` is a URI (None: $FLOWLEDGER_REPO or the embedded default) or its root store."""
+        """The content repository of a flowledger repository (its `content/` prefix),
+        initialized; `repo` is a URI (None: $FLOWLEDGER_REPO or the embedded default) or its
+        root store."""
         root = repo if isinstance(repo, ObjectStore) else open_store(repo, store_settings)
-        return cls(root.scoped("content"), settings, store_settings=store_settings)
+        return cls(root.scoped("content"), settings, store_settings=store_settings).initialize()
+
+    def initialize(self) -> ContentRepository:
+        """NiFi `initialize`: read the claim ledger, run `cleanup()` if `cleanup_on_start`,
+        start the archive-cleanup thread if `archive_cleanup_frequency` > 0. Returns self;
+        a second call does nothing."""
+        if self._initialized:
+            return self
+        self._state.refresh()
+        if self.settings.cleanup_on_start:
+            self.cleanup()
+        if self.settings.archive_cleanup_frequency > 0:
+            self._thread = threading.Thread(
+                target=self._background, name="content-archive-cleanup", daemon=True
+            )
+            self._thread.start()
+        self._initialized = True  # only now: a failed step is retried by the next call
+        return self
+
+    @property
+    def ledger(self) -> ClaimLedger:
+        """The claim ledger: durable counts as of the last refresh (read it, don't write)."""
+        return self._state.ledger
 
     # -- lifecycle --------------------------------------------------------------------------
     def session(self) -> ContentSession:
-        return ContentSession(self)
+        return ContentSession(self._state)
 
     @contextmanager
     def transaction(self) -> Iterator[ContentSession]:
@@ -124,7 +139,7 @@ class ContentRepository:
         try:
             self._default.commit()
         finally:
-            self._pool.shutdown(wait=True)
+            self._state.seal_pool.shutdown(wait=True)
             for s in self._owned:
                 s.close()
 
@@ -153,38 +168,7 @@ class ContentRepository:
         return self.containers.usable_space(name)
 
     def get_container_usage(self, name: str) -> int:
-        return self._usage(name)
-
-    def _usage(self, name: str) -> int:
-        prefix = name + "/"
-        durable = sum(
-            r.size
-            for ref, r in list(self._ledger.claims.items())
-            if r.registered and not r.destroyed and r.size > 0 and ref.startswith(prefix)
-        )
-        return durable + self._local.usage(name)
-
-    def _relieve(self) -> None:
-        self.run_archive_cleanup()
-
-    def _new_resource_claim(self) -> tuple[ResourceClaim, Container]:
-        index = self.containers.next_index()
-        container = self.containers.choose(index)
-        section = str(index % self.settings.sections)
-        with self._counter_lock:
-            self._counter += 1
-            n = self._counter
-        ident = f"{now_ms():013d}-{self.writer_id}-{n}"
-        return ResourceClaim(container.name, section, ident), container
-
-    def _container(self, rc: ResourceClaim) -> Container:
-        try:
-            return self.containers.by_name[rc.container]
-        except KeyError:
-            raise ContentNotFound(
-                f"content {rc}: container {rc.container!r} is not configured "
-                f"(containers: {', '.join(self.containers.names())})"
-            ) from None
+        return self._state.usage(name)
 
     # -- contents (default session) ---------------------------------------------------------
     def create(self, loss_tolerant: bool = False) -> ContentClaim:
@@ -205,9 +189,7 @@ class ContentRepository:
     def get_claimant_count(self, claim: ContentClaim | ResourceClaim) -> int:
         """This process's view: the durable count (as of the last refresh) + pending changes."""
         rc = claim.resource_claim if isinstance(claim, ContentClaim) else claim
-        rec = self._ledger.claims.get(rc.ref)
-        durable = rec.count if rec is not None and not rec.destroyed else 0
-        return max(0, durable + self._local.pending_delta(rc.ref))
+        return self._state.claimant_count(rc)
 
     def clone(self, original: ContentClaim, loss_tolerant: bool = False) -> ContentClaim:
         """Share the bytes (contents are immutable): the same claim, one more claimant."""
@@ -218,8 +200,8 @@ class ContentRepository:
 
     # -- reading ----------------------------------------------------------------------------
     def _unsealed_bytes(self, claim: ContentClaim) -> bytes | None:
-        with self._local.lock:
-            wc = self._local.unsealed.get(claim.resource_claim)
+        with self._state.local.lock:
+            wc = self._state.local.unsealed.get(claim.resource_claim)
             if wc is None:
                 return None
             if claim.offset > len(wc.buf) or (claim.offset == len(wc.buf) and claim.length):
@@ -235,7 +217,7 @@ class ContentRepository:
             raise ContentRepositoryError(
                 f"content {claim} has no length/checksum: pass the claim the writer returned"
             )
-        rec = self._ledger.claims.get(claim.resource_claim.ref)
+        rec = self._state.record(claim.resource_claim.ref)
         if rec is not None and rec.destroyed:
             raise ContentNotFound(
                 f"content {claim} not found: resource claim {claim.resource_claim} was "
@@ -248,7 +230,7 @@ class ContentRepository:
         local = self._unsealed_bytes(claim)
         if local is not None:
             return io.BytesIO(local)
-        store = self._container(claim.resource_claim).store
+        store = self._state.container(claim.resource_claim).store
         s = self.settings
         return reading.open_stream(
             store, claim, s.verify_in_memory_max, s.read_part_size, s.read_ahead_parts
@@ -259,24 +241,24 @@ class ContentRepository:
         local = self._unsealed_bytes(claim)
         if local is not None:
             return local
-        return reading.read_bytes(self._container(claim.resource_claim).store, claim)
+        return reading.read_bytes(self._state.container(claim.resource_claim).store, claim)
 
     def size(self, claim: ContentClaim | None) -> int:
         return 0 if claim is None else max(0, claim.length)
 
     def is_accessible(self, claim: ContentClaim) -> bool:
         """True if the content can still be read (live or archived); one HEAD at most."""
-        rec = self._ledger.claims.get(claim.resource_claim.ref)
+        rec = self._state.record(claim.resource_claim.ref)
         if rec is not None and rec.destroyed:
             return False
-        with self._local.lock:
-            wc = self._local.unsealed.get(claim.resource_claim)
+        with self._state.local.lock:
+            wc = self._state.local.unsealed.get(claim.resource_claim)
             if wc is not None:
                 return claim.offset + max(0, claim.length) <= len(wc.buf)
         if claim.length == 0:
             return True
         try:
-            info = self._container(claim.resource_claim).store.head(claim.resource_claim.key)
+            info = self._state.container(claim.resource_claim).store.head(claim.resource_claim.key)
         except NotFound:
             return False
         except StorageError as exc:
@@ -288,12 +270,12 @@ class ContentRepository:
     def claim_state(self, claim: ContentClaim | ResourceClaim) -> str:
         """writable | pending | active | archived | destroyed | unknown (this process's view)."""
         rc = claim.resource_claim if isinstance(claim, ContentClaim) else claim
-        with self._local.lock:
-            if rc in self._local.unsealed:
+        with self._state.local.lock:
+            if rc in self._state.local.unsealed:
                 return "writable"
-            if rc.ref in self._local.sealed:
+            if rc.ref in self._state.local.sealed:
                 return "pending"
-        rec = self._ledger.claims.get(rc.ref)
+        rec = self._state.record(rc.ref)
         if rec is None or not rec.registered:
             return "destroyed" if rec is not None and rec.destroyed else "unknown"
         if rec.destroyed:
@@ -364,8 +346,10 @@ class ContentRepository:
         total = glue + sum(c.length for c in parts)
         big = any(c.length >= 5 * 1024 * 1024 for c in parts)
         if total > self.settings.large_content_threshold and big:
-            composed = merge.compose_merge(self, parts, header, footer, demarcator)
+            composed = merge.compose_merge(self._state, parts, header, footer, demarcator)
             if composed is not None:
+                rc = composed.resource_claim
+                self._default.adopt(rc, composed.length, time.time())
                 return composed
         with self._default.write(destination) as w:
             w.write(header)
@@ -382,19 +366,19 @@ class ContentRepository:
     def remove(self, claim: ContentClaim | ResourceClaim) -> bool:
         """Destroy the resource claim now if nothing references it and no stream is open."""
         rc = claim.resource_claim if isinstance(claim, ContentClaim) else claim
-        with self._local.lock:
-            if rc in self._local.unsealed:
+        with self._state.local.lock:
+            if rc in self._state.local.unsealed:
                 return False  # still writable (a stream may append to it)
         if self.get_claimant_count(rc) > 0:
             return False
-        return cleanup.destroy(self, [rc.ref]) > 0
+        return cleanup.destroy(self._state, [rc.ref]) > 0
 
     def cleanup(self) -> int:
         """NiFi `cleanup`: archive objects nobody references (their writer crashed before
         committing) and finish interrupted destructions; abort uploads and remove temp files
         of writers that died mid-write (older than `multipart_purge_age`). Returns objects
         archived."""
-        archived = cleanup.sweep_orphans(self)
+        archived = cleanup.sweep_orphans(self._state)
         self.abort_stale_uploads()
         return archived
 
@@ -402,26 +386,26 @@ class ContentRepository:
         """Abort incomplete multipart uploads (local: delete temp files) in every container
         started more than `older_than` seconds ago (default: the store's
         `multipart_purge_age`, s3a's `fs.s3a.multipart.purge.age`). Returns how many."""
-        return cleanup.abort_stale_uploads(self, older_than)
+        return cleanup.abort_stale_uploads(self._state, older_than)
 
     def run_archive_cleanup(self) -> int:
         """Destroy archived claims past retention or over the usage limit; returns how many."""
-        return cleanup.expire_archive(self)
+        return cleanup.expire_archive(self._state)
 
     def checkpoint(self) -> bool:
         """Compact the claim ledger into its checkpoint (CAS)."""
-        return cleanup.compact(self)
+        return cleanup.compact(self._state)
 
     def purge(self) -> None:
         """Delete every content and the ledger, as if the repository were new."""
-        with self._cleanup_lock:
+        with self._state.cleanup_lock:
             self._default.rollback()
             for c in self.containers.order:
                 try:
                     c.store.delete_many([o.key for o in c.store.list()])
                 except StorageError as exc:
                     raise translate(exc, f"purge container {c.name}") from exc
-            self._ledger.purge()
+            self._state.ledger.purge()
 
     def _background(self) -> None:
         while not self._stop.wait(self.settings.archive_cleanup_frequency):
@@ -429,9 +413,6 @@ class ContentRepository:
                 self.run_archive_cleanup()
             except Exception:  # the thread must survive a transient store outage
                 log.exception("content repository archive cleanup failed; will retry")
-
-    def _append(self, batch: LedgerBatch) -> str:
-        return self._ledger.append(batch)
 
 
 __all__ = ["ContentIntegrityError", "ContentRepository"]

@@ -25,7 +25,7 @@ from .local import WritableClaim
 from .writer import ContentWriter
 
 if TYPE_CHECKING:
-    from .repository import ContentRepository
+    from .state import ContentState
 
 log = logging.getLogger("storage.content")
 
@@ -33,9 +33,11 @@ log = logging.getLogger("storage.content")
 class ContentSession:
     """Thread-safe; a commit waits for the session's open writers to close."""
 
-    def __init__(self, repo: ContentRepository) -> None:
-        self._repo = repo
-        self.settings = repo.settings
+    def __init__(self, state: ContentState) -> None:
+        """Sessions come from `ContentRepository.session()`; `state` is the repository's."""
+        self._state = state
+        self.settings = state.settings
+        self._host = _WriterCallbacks(self)
         self._cond = threading.Condition()
         self._idle: deque[WritableClaim] = deque()
         self._claims: list[WritableClaim] = []  # unsealed claims this session fills
@@ -78,7 +80,7 @@ class ContentSession:
                 wc = self._new_writable(writing=True)
             self._delta(wc.rc.ref, 1)
             assert wc.reserved is not None
-            return ContentWriter(self, wc, wc.reserved)
+            return self._writer(wc, wc.reserved)
         with self._cond:
             self._wait_commit()
             wc = None
@@ -96,7 +98,7 @@ class ContentSession:
             if wc is not None:
                 wc.writing = True
                 self._writers += 1
-                return ContentWriter(self, wc, claim.offset)
+                return self._writer(wc, claim.offset)
         # No reservation to use (none given, or a commit sealed its resource claim since and
         # gave the reservation up): reserve afresh. The claim the writer returns is the one
         # to keep.
@@ -112,14 +114,14 @@ class ContentSession:
     def increment(self, claim: ContentClaim | ResourceClaim) -> int:
         rc = claim.resource_claim if isinstance(claim, ContentClaim) else claim
         self._delta(rc.ref, 1)
-        return self._repo.get_claimant_count(rc)
+        return self._state.claimant_count(rc)
 
     def decrement(self, claim: ContentClaim | ResourceClaim) -> int:
         rc = claim.resource_claim if isinstance(claim, ContentClaim) else claim
-        if self._repo.get_claimant_count(rc) <= 0:
+        if self._state.claimant_count(rc) <= 0:
             return 0
         self._delta(rc.ref, -1)
-        return self._repo.get_claimant_count(rc)
+        return self._state.claimant_count(rc)
 
     # -- commit / rollback ------------------------------------------------------------------
     def commit(self) -> str | None:
@@ -138,8 +140,8 @@ class ContentSession:
             batch = LedgerBatch(time.time(), register, dict(self._deltas))
             key = None
             if not batch.empty():
-                key = self._repo._ledger.append(batch)
-            self._repo._local.forget(list(self._sealed), self._deltas)
+                key = self._state.ledger.append(batch)
+            self._state.local.forget(list(self._sealed), self._deltas)
             self._sealed.clear()
             self._deltas.clear()
             return key
@@ -148,8 +150,8 @@ class ContentSession:
         """Forget this session's count changes and delete the contents it wrote."""
         with self._quiesced() as claims:
             for wc in claims:
-                with self._repo._local.lock:
-                    self._repo._local.unsealed.pop(wc.rc, None)
+                with self._state.local.lock:
+                    self._state.local.unsealed.pop(wc.rc, None)
             self._claims.clear()
             self._idle.clear()
             by_container: dict[str, list[str]] = {}
@@ -157,10 +159,10 @@ class ContentSession:
                 by_container.setdefault(container.name, []).append(rc.key)
             for name, keys in by_container.items():
                 try:
-                    self._repo.containers.by_name[name].store.delete_many(keys)
+                    self._state.containers.by_name[name].store.delete_many(keys)
                 except StorageError as exc:
                     log.warning("rollback: could not delete %s (%s); cleanup will", keys, exc)
-            self._repo._local.forget(list(self._sealed), self._deltas)
+            self._state.local.forget(list(self._sealed), self._deltas)
             self._sealed.clear()
             self._deltas.clear()
 
@@ -184,16 +186,19 @@ class ContentSession:
         while self._committing:
             self._cond.wait()
 
-    # -- internals used by ContentWriter ----------------------------------------------------
+    # -- internals, and what ContentWriter reports (through `_WriterCallbacks`) -------------
+    def _writer(self, wc: WritableClaim, offset: int) -> ContentWriter:
+        return ContentWriter(self._host, wc, offset, self.settings.large_content_threshold)
+
     def _delta(self, ref: str, n: int) -> None:
         with self._cond:
             self._deltas[ref] += n
-        self._repo._local.delta(ref, n)
+        self._state.local.delta(ref, n)
 
     def _new_writable(self, writing: bool = False) -> WritableClaim:
-        rc, container = self._repo._new_resource_claim()
+        rc, container = self._state.new_resource_claim()
         wc = WritableClaim(rc, container, time.time(), reserved=0, writing=writing)
-        self._repo._local.add_unsealed(wc)
+        self._state.local.add_unsealed(wc)
         with self._cond:
             self._wait_commit()  # never slip a claim into a commit's snapshot
             self._claims.append(wc)
@@ -202,7 +207,7 @@ class ContentSession:
         return wc
 
     def _new_own_claim(self) -> tuple[ResourceClaim, Container]:
-        return self._repo._new_resource_claim()
+        return self._state.new_resource_claim()
 
     def _moved(self, wc: WritableClaim, rc: ResourceClaim) -> None:
         """A content left `wc` for its own claim `rc`: move its reference, free `wc`."""
@@ -213,8 +218,8 @@ class ContentSession:
             self._idle.append(wc)
 
     def _own_closed(self, rc: ResourceClaim, size: int) -> None:
-        container = self._repo.containers.by_name[rc.container]
-        self._repo._local.sealed_now(rc, size)
+        container = self._state.containers.by_name[rc.container]
+        self._state.local.sealed_now(rc, size)
         with self._cond:
             self._sealed[rc.ref] = (size, time.time(), container, rc)
             self._writers -= 1
@@ -259,12 +264,12 @@ class ContentSession:
                 wc.container.store.put_if_absent(wc.rc.key, bytes(wc.buf))
             except StorageError as exc:
                 raise translate(exc, f"seal resource claim {wc.rc}") from exc
-            self._repo._local.sealed_now(wc.rc, size)
+            self._state.local.sealed_now(wc.rc, size)
             with self._cond:
                 self._sealed[wc.rc.ref] = (size, wc.created, wc.container, wc.rc)
         else:
-            with self._repo._local.lock:
-                self._repo._local.unsealed.pop(wc.rc, None)
+            with self._state.local.lock:
+                self._state.local.unsealed.pop(wc.rc, None)
         with self._cond:
             self._claims.remove(wc)
             if wc in self._idle:
@@ -275,7 +280,7 @@ class ContentSession:
             for wc in claims:
                 self._seal(wc)
             return
-        list(self._repo._pool.map(self._seal, claims))
+        list(self._state.seal_pool.map(self._seal, claims))
 
     def _check_stale(self) -> None:
         """A claim sealed long ago may have been archived as an orphan by another process's
@@ -293,10 +298,34 @@ class ContentSession:
                         "orphan_grace_period"
                     ) from exc
 
-    def _adopt(self, rc: ResourceClaim, size: int, created: float) -> None:
-        """A sealed object written outside a writer (a composed merge) joins the session."""
-        container = self._repo.containers.by_name[rc.container]
-        self._repo._local.sealed_now(rc, size)
+    def adopt(self, rc: ResourceClaim, size: int, created: float) -> None:
+        """A sealed object written outside a writer (a composed merge) joins the session
+        with one reference, made durable by the session's commit."""
+        container = self._state.containers.by_name[rc.container]
+        self._state.local.sealed_now(rc, size)
         with self._cond:
             self._sealed[rc.ref] = (size, created, container, rc)
         self._delta(rc.ref, 1)
+
+
+class _WriterCallbacks:
+    """The `WriterHost` a session hands its writers: forwards to the session's internals,
+    which stay out of the session's public API."""
+
+    def __init__(self, session: ContentSession) -> None:
+        self._session = session
+
+    def new_own_claim(self) -> tuple[ResourceClaim, Container]:
+        return self._session._new_own_claim()
+
+    def moved(self, wc: WritableClaim, rc: ResourceClaim) -> None:
+        self._session._moved(wc, rc)
+
+    def own_closed(self, rc: ResourceClaim, size: int) -> None:
+        self._session._own_closed(rc, size)
+
+    def closed(self, wc: WritableClaim) -> None:
+        self._session._closed(wc)
+
+    def aborted(self, wc: WritableClaim | None, rc: ResourceClaim | None) -> None:
+        self._session._aborted(wc, rc)

@@ -3,17 +3,40 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO, Protocol
 
 from ..errors import StorageError
 from ..objectstore import ObjectWriter
 from . import checksum
 from .claims import ContentClaim, ResourceClaim
+from .containers import Container
 from .errors import ContentRepositoryError, translate
 from .local import WritableClaim
 
-if TYPE_CHECKING:
-    from .session import ContentSession
+
+class WriterHost(Protocol):
+    """What a `ContentWriter` tells the session that opened it (`ContentSession` implements
+    it through a small adapter, so these calls are not part of the session's own API)."""
+
+    def new_own_claim(self) -> tuple[ResourceClaim, Container]:
+        """A resource claim for one content that outgrew the shared buffer."""
+        ...
+
+    def moved(self, wc: WritableClaim, rc: ResourceClaim) -> None:
+        """The content left the shared `wc` for its own claim `rc` (its reference moves)."""
+        ...
+
+    def own_closed(self, rc: ResourceClaim, size: int) -> None:
+        """The content's own claim `rc` was uploaded (`size` bytes)."""
+        ...
+
+    def closed(self, wc: WritableClaim) -> None:
+        """The writer into the shared `wc` closed (the buffer may now be sealed)."""
+        ...
+
+    def aborted(self, wc: WritableClaim | None, rc: ResourceClaim | None) -> None:
+        """The writer was aborted: drop its reference on `wc` (shared) or `rc` (its own)."""
+        ...
 
 
 class ContentWriter:
@@ -24,11 +47,12 @@ class ContentWriter:
     uploaded as a streaming multipart upload, so memory stays bounded.
     """
 
-    def __init__(self, session: ContentSession, wc: WritableClaim, offset: int) -> None:
-        self._session = session
+    def __init__(self, host: WriterHost, wc: WritableClaim, offset: int, threshold: int) -> None:
+        """`threshold`: `large_content_threshold`, past which the content gets its own claim."""
+        self._host = host
         self._wc: WritableClaim | None = wc
         self._offset = offset
-        self._threshold = session.settings.large_content_threshold
+        self._threshold = threshold
         self._crc = 0
         self._length = 0
         self._big: ObjectWriter | None = None
@@ -68,7 +92,7 @@ class ContentWriter:
         """Move this content out of the shared buffer into a streamed claim of its own."""
         wc = self._wc
         assert wc is not None
-        rc, container = self._session._new_own_claim()
+        rc, container = self._host.new_own_claim()
         try:
             big = container.store.open_writer(rc.key)
             with memoryview(wc.buf) as view:
@@ -76,7 +100,7 @@ class ContentWriter:
         except StorageError as exc:
             raise translate(exc, f"start streaming content into {rc}") from exc
         del wc.buf[self._offset :]
-        self._session._moved(wc, rc)
+        self._host.moved(wc, rc)
         self._wc, self._big, self._big_rc = None, big, rc
 
     def close(self) -> ContentClaim:
@@ -91,14 +115,14 @@ class ContentWriter:
             try:
                 self._big.commit()
             except StorageError as exc:
-                self._session._aborted(None, self._big_rc)
+                self._host.aborted(None, self._big_rc)
                 raise translate(exc, f"upload content {self._big_rc}") from exc
-            self._session._own_closed(self._big_rc, self._length)
+            self._host.own_closed(self._big_rc, self._length)
             self.claim = ContentClaim(self._big_rc, 0, self._length, sum_text)
         else:
             assert self._wc is not None
             self.claim = ContentClaim(self._wc.rc, self._offset, self._length, sum_text)
-            self._session._closed(self._wc)
+            self._host.closed(self._wc)
         return self.claim
 
     def abort(self) -> None:
@@ -108,10 +132,10 @@ class ContentWriter:
         self._done = True
         if self._big is not None:
             self._big.abort()
-            self._session._aborted(None, self._big_rc)
+            self._host.aborted(None, self._big_rc)
         elif self._wc is not None:
             del self._wc.buf[self._offset :]
-            self._session._aborted(self._wc, None)
+            self._host.aborted(self._wc, None)
 
     def __enter__(self) -> ContentWriter:
         return self

@@ -144,7 +144,7 @@ def seed_lineage(repo: str) -> None:
         claim = content.write_bytes(b"a,b\n1,2\n")
         content.commit()
     rc = claim.resource_claim
-    with ProvenanceRepository(open_store(repo)) as prov:
+    with ProvenanceRepository.open(open_store(repo)) as prov:
         prov.register_events(
             [
                 ProvenanceEvent(
