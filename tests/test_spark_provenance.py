@@ -149,7 +149,7 @@ def test_datasource_write_lineage_names_the_files_the_job_read_without_options(
     df = spark.read.option("header", True).csv(f"s3a://{bucket}/raw/orders/")
     inputs = sorted(str(p) for p in df.inputFiles())
     df.write.format("flowledger").mode("append").option("repo", repo_uri).save(uri)
-    with ProvenanceRepository(open_store(repo_uri, minio.settings())) as repo:
+    with ProvenanceRepository.open(open_store(repo_uri, minio.settings())) as repo:
         sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
         receives = [e for e in repo.get_events(0, 100) if e.event_type == "RECEIVE"]
         assert sends and len(receives) == 3
