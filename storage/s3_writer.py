@@ -8,7 +8,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, cast
+from typing import Any
 
 from .errors import Conflict, EndpointUnreachable, StorageError, UnknownOutcome
 from .objectstore import ObjectInfo, ObjectWriter
@@ -61,14 +61,15 @@ class S3Writer(ObjectWriter):
             self._upload_id = resp["UploadId"]
         return self._upload_id
 
-    def _submit(self, call: Any) -> None:
+    def _submit(self, kind: str, op: str, send: Callable[[str, int], str]) -> None:
+        """Upload the next part on the pool: `send(upload_id, part_number)` returns its etag."""
         upload_id = self._ensure_upload()
         number = len(self._parts) + 1
         self._slots.acquire()
 
         def run() -> str:
             try:
-                return cast(str, call(upload_id, number))
+                return self._calls.call(kind, op, self._obj.uri, lambda: send(upload_id, number))
             finally:
                 self._slots.release()
 
@@ -82,47 +83,33 @@ class S3Writer(ObjectWriter):
         calls, obj = self._calls, self._obj
 
         def upload(upload_id: str, number: int) -> str:
-            resp = calls.call(
-                "MPU_PART",
-                "upload part",
-                obj.uri,
-                lambda: calls.client.upload_part(
-                    Bucket=calls.bucket,
-                    Key=obj.s3_key,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    Body=body,  # type: ignore[arg-type]  # botocore sends bytearray as is
-                ),
-            )
-            return resp["ETag"]
+            return calls.client.upload_part(
+                Bucket=calls.bucket,
+                Key=obj.s3_key,
+                UploadId=upload_id,
+                PartNumber=number,
+                Body=body,  # type: ignore[arg-type]  # botocore sends bytearray as is
+            )["ETag"]
 
-        self._submit(upload)
+        self._submit("MPU_PART", "upload part", upload)
 
     def copy_part(self, s3_key: str, start: int, length: int) -> None:
         """Copy bytes [start, start+length) of the object at `s3_key` as the next part."""
         assert not self._buf
         self._size += length
         calls, obj = self._calls, self._obj
-        source = {"Bucket": calls.bucket, "Key": s3_key}
-        rng = f"bytes={start}-{start + length - 1}"
 
         def copy(upload_id: str, number: int) -> str:
-            resp = calls.call(
-                "MPU_COPY",
-                "upload part copy",
-                obj.uri,
-                lambda: calls.client.upload_part_copy(
-                    Bucket=calls.bucket,
-                    Key=obj.s3_key,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    CopySource=source,  # type: ignore[arg-type]
-                    CopySourceRange=rng,
-                ),
-            )
-            return resp["CopyPartResult"]["ETag"]
+            return calls.client.upload_part_copy(
+                Bucket=calls.bucket,
+                Key=obj.s3_key,
+                UploadId=upload_id,
+                PartNumber=number,
+                CopySource={"Bucket": calls.bucket, "Key": s3_key},
+                CopySourceRange=f"bytes={start}-{start + length - 1}",
+            )["CopyPartResult"]["ETag"]
 
-        self._submit(copy)
+        self._submit("MPU_COPY", "upload part copy", copy)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._done:
