@@ -1,5 +1,6 @@
-"""The tool cache under ~/.cache/flowledger (stdlib only): its root, a lock for filling it,
-and jars from Maven Central through the machine's Maven client.
+"""The tool cache under ~/.cache/flowledger (stdlib only): a lock for filling it, and jars
+from Maven Central through the machine's Maven client. Its root is `flowledger.toolcache`'s
+(the one copy, shipped with the package).
 
 A Maven resolution fills one target folder: under a file lock, into a staging folder renamed
 into place, marked complete last, so concurrent or interrupted fetches never leave a
@@ -10,21 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from flowledger.toolcache import cache_root
+
+__all__ = ["MavenFetchError", "cache_root", "fetch_maven", "file_lock"]
+
 
 class MavenFetchError(RuntimeError):
     """Maven is missing or could not resolve the artifacts."""
-
-
-def cache_root() -> Path:
-    """Where built and fetched tools live: $FLOWLEDGER_CACHE, else ~/.cache/flowledger."""
-    override = os.environ.get("FLOWLEDGER_CACHE")
-    return Path(override).expanduser() if override else Path.home() / ".cache" / "flowledger"
 
 
 @contextlib.contextmanager

@@ -10,11 +10,11 @@ the machine's Maven client (`infra/spark/pom.xml`) into `~/.cache/flowledger/spa
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
-from infra.cache import MavenFetchError, cache_root, fetch_maven
+from flowledger import toolcache
+from infra.cache import MavenFetchError, fetch_maven
 
 POM = Path(__file__).resolve().parent / "spark" / "pom.xml"
 
@@ -24,19 +24,15 @@ class SparkSetupError(RuntimeError):
 
 
 def bundled_hadoop_version() -> str:
-    """The Hadoop version inside the installed PySpark (from its hadoop-client-api jar)."""
-    import pyspark
-
-    jars = Path(pyspark.__file__).parent / "jars"
-    for jar in jars.glob("hadoop-client-api-*.jar"):
-        match = re.match(r"hadoop-client-api-(.+)\.jar", jar.name)
-        if match:
-            return match.group(1)
-    raise SparkSetupError(f"no hadoop-client-api jar in {jars}; is pyspark installed?")
+    """The Hadoop version inside the installed PySpark (SparkSetupError without one)."""
+    try:
+        return toolcache.bundled_hadoop_version()
+    except FileNotFoundError as exc:
+        raise SparkSetupError(f"{exc}; is pyspark installed?") from exc
 
 
 def jars_dir(hadoop_version: str | None = None) -> Path:
-    return cache_root() / "spark-jars" / f"hadoop-{hadoop_version or bundled_hadoop_version()}"
+    return toolcache.spark_jars_dir(hadoop_version or bundled_hadoop_version())
 
 
 def fetch_jars(hadoop_version: str | None = None) -> Path:

@@ -1,19 +1,10 @@
-"""Errors of the provenance repository. Storage errors are translated here, once."""
+"""Errors of the provenance repository. Storage errors pass through as `storage` errors
+except the conflicts and unknown outcomes of its own conditional writes (id allocator,
+journals, staged ingests), raised as `ProvenanceConflict` / `ProvenanceUnknownOutcome` there."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
-from storage import (
-    Conflict,
-    ConflictError,
-    FlowledgerBaseError,
-    UnknownOutcome,
-    UnknownOutcomeError,
-)
-
-T = TypeVar("T")
+from storage import ConflictError, FlowledgerBaseError, UnknownOutcomeError
 
 
 class ProvenanceError(FlowledgerBaseError):
@@ -54,13 +45,3 @@ class SQLError(ProvenanceError, ValueError):
 
 class IngestError(ProvenanceError, ValueError):
     """A line of an ingest file could not be read as a provenance event."""
-
-
-def translated(op: str, fn: Callable[[], T]) -> T:
-    """Run a storage call, mapping its conflict/unknown-outcome errors to ours."""
-    try:
-        return fn()
-    except Conflict as exc:
-        raise ProvenanceConflict(f"{op}: {exc}") from exc
-    except UnknownOutcome as exc:
-        raise ProvenanceUnknownOutcome(f"{op}: {exc}") from exc

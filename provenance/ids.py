@@ -13,8 +13,16 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from typing import Any
 
-from storage import Conflict, NotFound, ObjectStore, UnknownOutcome, open_json, seal_json
+from storage import (
+    Conflict,
+    NotFound,
+    ObjectStore,
+    UnknownOutcome,
+    read_document,
+    write_document,
+)
 
 from .errors import ProvenanceUnknownOutcome
 
@@ -31,23 +39,24 @@ class IdAllocator:
         #: The end of the last range this process took: the allocator never goes below it.
         self._high = 0
 
-    def _body(self, next_id: int) -> bytes:
+    def _body(self, next_id: int) -> dict[str, Any]:
         # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
-        doc = {"next_event_id": next_id, "writer": self._writer, "nonce": uuid.uuid4().hex}
-        return seal_json(doc)  # with a crc32 field: a damaged allocator is never trusted
+        # Sealed with a crc32 field (write_document): a damaged allocator is never trusted.
+        return {"next_event_id": next_id, "writer": self._writer, "nonce": uuid.uuid4().hex}
+
+    def _cas(self, next_id: int, etag: str | None) -> str:
+        return write_document(self._store, ALLOCATOR_KEY, self._body(next_id), etag)
 
     def _read(self) -> tuple[int, str]:
         try:
-            data, info = self._store.get_object(ALLOCATOR_KEY)
+            doc = read_document(self._store, ALLOCATOR_KEY)
         except NotFound:
             start = self._recover_next()
             try:
-                info = self._store.put_if_absent(ALLOCATOR_KEY, self._body(start))
-                return start, info.etag
+                return start, self._cas(start, None)
             except Conflict:
-                data, info = self._store.get_object(ALLOCATOR_KEY)
-        doc = open_json(data, self._store.url(ALLOCATOR_KEY))
-        return int(doc["next_event_id"]), info.etag
+                doc = read_document(self._store, ALLOCATOR_KEY)
+        return int(doc.body["next_event_id"]), doc.etag
 
     def peek(self) -> int:
         """The next id that will be assigned (one GET)."""
@@ -63,19 +72,18 @@ class IdAllocator:
             self._high = max(self._high, floor)
             while True:
                 try:
-                    data, info = self._store.get_object(ALLOCATOR_KEY)
+                    doc = read_document(self._store, ALLOCATOR_KEY)
                 except NotFound:
                     if floor <= 0:
                         return None  # an empty repository: nothing to protect, write nothing
                     current, etag = self._read()
                 else:
-                    doc = open_json(data, self._store.url(ALLOCATOR_KEY))
-                    current, etag = int(doc["next_event_id"]), info.etag
+                    current, etag = int(doc.body["next_event_id"]), doc.etag
                 if current >= floor:
                     self._cached = (current, etag)
                     return None
                 try:
-                    info = self._store.put_if_match(ALLOCATOR_KEY, self._body(floor), etag)
+                    new_etag = self._cas(floor, etag)
                 except Conflict:
                     continue  # someone allocated meanwhile: check again
                 except UnknownOutcome as exc:
@@ -83,7 +91,7 @@ class IdAllocator:
                     raise ProvenanceUnknownOutcome(
                         f"repairing the event id allocator to {floor}: {exc}"
                     ) from exc
-                self._cached = (floor, info.etag)
+                self._cached = (floor, new_etag)
                 return current
 
     def allocate(self, count: int) -> int:
@@ -98,7 +106,7 @@ class IdAllocator:
                 # what this process already took are never handed out again.
                 first = max(first, self._high)
                 try:
-                    info = self._store.put_if_match(ALLOCATOR_KEY, self._body(first + count), etag)
+                    new_etag = self._cas(first + count, etag)
                 except Conflict:
                     self._cached = None
                     continue
@@ -107,6 +115,6 @@ class IdAllocator:
                     raise ProvenanceUnknownOutcome(
                         f"allocating {count} event ids: {exc}; no events were written"
                     ) from exc
-                self._cached = (first + count, info.etag)
+                self._cached = (first + count, new_etag)
                 self._high = first + count
                 return first

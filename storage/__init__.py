@@ -1,5 +1,12 @@
-"""Object-store layer: one small interface, a backend per module (S3, local filesystem)."""
+"""Object-store layer: one small interface, a backend per module (S3, local filesystem).
 
+The S3 backend (boto3) is imported on first use of `S3ObjectStore` or of an `s3://` URI, so
+importing `storage` (and `timeline`, `provenance`) loads no boto3.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from .documents import JsonDocument, read_document, write_document
 from .errors import (
     AccessDenied,
     BackendError,
@@ -23,10 +30,21 @@ from .integrity import checksum_of, open_blob, open_json, seal_blob, seal_json, 
 from .keys import MAX_KEY_BYTES, validate_key
 from .local import LocalObjectStore
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
-from .s3 import S3ObjectStore
 from .settings import StoreSettings
 from .timeutil import datetime_to_ms, ms_to_datetime, now_ms, to_ms
 from .uri import DEFAULT_REPO, RepoURI, open_store, parse_uri, resolve_repo
+
+if TYPE_CHECKING:
+    from .s3 import S3ObjectStore
+
+
+def __getattr__(name: str) -> Any:
+    if name == "S3ObjectStore":
+        from .s3 import S3ObjectStore
+
+        return S3ObjectStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_REPO",
@@ -43,6 +61,7 @@ __all__ = [
     "IntegrityError",
     "InvalidKey",
     "InvalidURI",
+    "JsonDocument",
     "ListPage",
     "LocalObjectStore",
     "NotFound",
@@ -66,10 +85,12 @@ __all__ = [
     "open_json",
     "open_store",
     "parse_uri",
+    "read_document",
     "resolve_repo",
     "seal_blob",
     "seal_json",
     "to_ms",
     "validate_key",
     "verify",
+    "write_document",
 ]

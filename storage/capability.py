@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .errors import UnsafeBackend, is_conflict, raise_s3
+from .errors import UnsafeBackend
+from .s3_errors import is_conflict, translate_s3
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -144,7 +145,7 @@ def probe(
                 client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
         client.delete_object(Bucket=bucket, Key=key)
     except (ClientError, BotoCoreError) as exc:
-        raise_s3(exc, uri, endpoint, "capability check")
+        raise translate_s3(exc, uri, endpoint, "capability check") from exc
     caps = Capabilities(put_ok, mpu_ok)
     with _lock:
         _cache[cache_key] = caps

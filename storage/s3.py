@@ -1,81 +1,30 @@
-"""S3 backend (boto3): AWS S3, MinIO, moto's server, any endpoint with conditional writes."""
+"""S3 backend (boto3): AWS S3, MinIO, moto's server, any endpoint with conditional writes.
+
+Every request goes through `S3Calls.call` (`storage/s3_calls.py`): counted, sent, its botocore
+error translated once (`storage/s3_errors.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+import io
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
-
 from . import capability
 from .compose import MIN_PART, plan_compose
-from .errors import (
-    Conflict,
-    NotFound,
-    StorageError,
-    UnknownOutcome,
-    is_conflict,
-    is_outcome_unknown,
-    is_transport_failure,
-    raise_s3,
-    retry_attempts,
-)
+from .errors import Conflict, NotFound, StorageError, UnknownOutcome
 from .keys import validate_prefix
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
+from .s3_calls import S3Calls, S3Object, make_client
 from .s3_writer import S3Writer
 from .settings import StoreSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-_AWS_ERRORS = (ClientError, BotoCoreError)
-
-
-def make_client(settings: StoreSettings) -> S3Client:
-    path_style = settings.path_style_access
-    if path_style is None:
-        path_style = settings.endpoint_url is not None
-    config = Config(
-        region_name=settings.region,
-        retries={"mode": "standard", "max_attempts": settings.attempts_maximum},
-        connect_timeout=settings.connection_establish_timeout,
-        read_timeout=settings.connection_timeout,
-        max_pool_connections=settings.connection_maximum,
-        s3={"addressing_style": "path" if path_style else "auto"},
-        # Third-party servers (MinIO, moto) vary in flexible-checksum support; S3 only
-        # requires checksums on a few operations, so send them only there.
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-    )
-    session = boto3.session.Session()
-    client = session.client(
-        "s3",
-        endpoint_url=settings.endpoint_url,
-        aws_access_key_id=settings.access_key_id,
-        aws_secret_access_key=settings.secret_access_key,
-        config=config,
-    )
-    # Runs before botocore's own retry handler: bounds what it would retry `max_attempts`
-    # times with backoff (a closed port took ~15 s, a hung endpoint 5 read timeouts).
-    client.meta.events.register_first("needs-retry.s3", _transport_retries(settings.retry_limit))
-    return client
-
-
-def _transport_retries(limit: int) -> Callable[..., Any]:
-    def veto(
-        attempts: int = 1, caught_exception: BaseException | None = None, **_: Any
-    ) -> bool | None:
-        if isinstance(caught_exception, ReadTimeoutError):
-            return False  # hung: another attempt waits as long again
-        if caught_exception is not None and is_transport_failure(caught_exception):
-            return False if attempts > limit else None
-        return None  # botocore decides (throttling, 5xx)
-
-    return veto
+__all__ = ["S3ObjectStore", "make_client"]
 
 
 class S3ObjectStore(ObjectStore):
@@ -95,8 +44,14 @@ class S3ObjectStore(ObjectStore):
         self.stats = stats or RequestStats()
         self.endpoint = self.client.meta.endpoint_url
         self.uri = f"s3://{bucket}/{self.prefix}".rstrip("/")
-        self._pool = pool or ThreadPoolExecutor(
-            max_workers=self.settings.connection_maximum, thread_name_prefix="flowledger-s3"
+        self._calls = S3Calls(
+            self.client,
+            bucket,
+            self.stats,
+            pool
+            or ThreadPoolExecutor(
+                max_workers=self.settings.connection_maximum, thread_name_prefix="flowledger-s3"
+            ),
         )
 
     def scoped(self, prefix: str) -> S3ObjectStore:
@@ -107,7 +62,7 @@ class S3ObjectStore(ObjectStore):
             self.settings,
             self.client,
             self.stats,
-            self._pool,
+            self._calls.pool,
         )
 
     def _root_prefix(self) -> str:
@@ -116,11 +71,8 @@ class S3ObjectStore(ObjectStore):
     def _full(self, key: str) -> str:
         return self.prefix + self._key(key)
 
-    def _fail(self, exc: BaseException, key: str, op: str) -> StorageError:
-        try:
-            raise_s3(exc, self.url(key), self.endpoint, op)
-        except StorageError as err:
-            return err
+    def _object(self, key: str) -> S3Object:
+        return S3Object(key, self._full(key), self.url(key))
 
     def capabilities(self) -> capability.Capabilities:
         ttl = self.settings.capability_cache_ttl
@@ -137,12 +89,13 @@ class S3ObjectStore(ObjectStore):
 
     # -- writes -----------------------------------------------------------------------------
     def put(self, key: str, data: bytes) -> ObjectInfo:
-        full = self._full(key)
-        self.stats.add("PUT")
-        try:
-            resp = self.client.put_object(Bucket=self.bucket, Key=full, Body=data)
-        except _AWS_ERRORS as exc:
-            raise self._fail(exc, key, "put") from exc
+        obj = self._object(key)
+        resp = self._calls.call(
+            "PUT",
+            "put",
+            obj.uri,
+            lambda: self.client.put_object(Bucket=self.bucket, Key=obj.s3_key, Body=data),
+        )
         return ObjectInfo(key, len(data), resp["ETag"])
 
     def put_if_absent(self, key: str, data: bytes) -> ObjectInfo:
@@ -152,42 +105,42 @@ class S3ObjectStore(ObjectStore):
         return self._conditional_put(key, data, {"IfMatch": etag}, "put-if-match")
 
     def _conditional_put(self, key: str, data: bytes, cond: dict[str, str], op: str) -> ObjectInfo:
-        full = self._full(key)
+        obj = self._object(key)
         self._require_conditional_put()
-        self.stats.add("PUT")
         try:
-            resp = self.client.put_object(Bucket=self.bucket, Key=full, Body=data, **cond)  # type: ignore[arg-type]
-            return ObjectInfo(key, len(data), resp["ETag"])
-        except ClientError as exc:
-            if "IfMatch" in cond and isinstance(self._fail(exc, key, op), NotFound):
-                raise Conflict(
-                    f"{op} {self.url(key)}: object does not exist; another writer won",
-                    self.url(key),
-                ) from exc
-            if not is_conflict(exc):
-                raise self._fail(exc, key, op) from exc
-            # A retried request can lose to its own first attempt: read back (DESIGN §1.6).
-            if retry_attempts(exc) > 0:
-                mine = self._read_back(key, data)
-                if mine is not None:
-                    return mine
+            return self._calls.call(
+                "PUT",
+                op,
+                obj.uri,
+                lambda: ObjectInfo(
+                    key,
+                    len(data),
+                    self.client.put_object(
+                        Bucket=self.bucket,
+                        Key=obj.s3_key,
+                        Body=data,
+                        **cond,  # type: ignore[arg-type]
+                    )["ETag"],
+                ),
+                # A retried request can lose to its own first attempt: read back (DESIGN §1.6).
+                landed=lambda: self._read_back(key, data),
+            )
+        except NotFound as exc:
+            if "IfMatch" not in cond:
+                raise
             raise Conflict(
-                f"{op} {self.url(key)}: precondition failed; another writer won", self.url(key)
+                f"{op} {obj.uri}: object does not exist; another writer won", obj.uri
             ) from exc
-        except BotoCoreError as exc:
-            if not is_outcome_unknown(exc):
-                raise self._fail(exc, key, op) from exc
-            try:
-                mine = self._read_back(key, data)
-            except StorageError:
-                mine = None
-            if mine is not None:
-                return mine
+        except Conflict as exc:
+            raise Conflict(
+                f"{op} {obj.uri}: precondition failed; another writer won", obj.uri
+            ) from exc
+        except UnknownOutcome as exc:
             raise UnknownOutcome(
-                f"{op} {self.url(key)}: the connection to {self.endpoint} failed after the "
+                f"{op} {obj.uri}: the connection to {self.endpoint} failed after the "
                 "request was sent and reading back could not confirm it; retry the operation "
                 "(it is idempotent) once the endpoint is healthy",
-                self.url(key),
+                obj.uri,
             ) from exc
 
     def _read_back(self, key: str, data: bytes) -> ObjectInfo | None:
@@ -199,13 +152,20 @@ class S3ObjectStore(ObjectStore):
         return info if body == data else None
 
     def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
-        self._full(key)
+        return self._writer(key, if_none_match)
+
+    def _writer(self, key: str, if_none_match: bool) -> S3Writer:
+        obj = self._object(key)
         if if_none_match:
             self._require_conditional_put()
             capability.require_conditional_multipart(
                 self.capabilities(), self.endpoint, self.bucket, self.settings.allow_unsafe
             )
-        return S3Writer(self, key, if_none_match)
+
+        def put_whole(data: bytes) -> ObjectInfo:
+            return self.put_if_absent(key, data) if if_none_match else self.put(key, data)
+
+        return S3Writer(self._calls, obj, self.settings, if_none_match, put_whole)
 
     def compose(
         self, key: str, sources: Sequence[ByteRange], *, if_none_match: bool = False
@@ -216,11 +176,13 @@ class S3ObjectStore(ObjectStore):
             else ByteRange(src.key, src.start, self.head(src.key).size - src.start)
             for src in sources
         ]
-        writer = cast(S3Writer, self.open_writer(key, if_none_match=if_none_match))
+        writer = self._writer(key, if_none_match)
         try:
             for step in plan_compose(resolved):
                 if step.copy is not None:
-                    writer.copy_part(step.copy)
+                    copy = step.copy
+                    assert copy.length is not None
+                    writer.copy_part(self._full(copy.key), copy.start, copy.length)
                 else:
                     for piece in step.pieces:
                         writer.write(self.get(piece.key, piece.start, piece.length))
@@ -232,53 +194,36 @@ class S3ObjectStore(ObjectStore):
         return writer.commit()
 
     # -- reads ------------------------------------------------------------------------------
-    def _get(self, key: str, start: int, length: int | None) -> Any:
-        full = self._full(key)
-        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": full}
+    def _get(self, key: str, start: int, length: int | None, read: bool) -> tuple[Any, Any]:
+        """(response, body) of GetObject for the range: the body read into bytes (`read`) or
+        as a stream; (None, b"") for an empty range (no request)."""
+        obj = self._object(key)
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": obj.s3_key}
         if length == 0:
-            return None
+            return None, b""
         if start or length is not None:
             end = "" if length is None else str(start + length - 1)
             kwargs["Range"] = f"bytes={start}-{end}"
-        self.stats.add("GET")
-        try:
-            return self.client.get_object(**kwargs)
-        except _AWS_ERRORS as exc:
-            raise self._fail(exc, key, "get") from exc
+
+        def send() -> tuple[Any, Any]:
+            resp = self.client.get_object(**kwargs)
+            return resp, resp["Body"].read() if read else resp["Body"]
+
+        return self._calls.call("GET", "get", obj.uri, send)
 
     def get(self, key: str, start: int = 0, length: int | None = None) -> bytes:
-        resp = self._get(key, start, length)
-        if resp is None:
-            return b""
-        try:
-            return cast(bytes, resp["Body"].read())
-        except _AWS_ERRORS as exc:
-            raise self._fail(exc, key, "get") from exc
+        return cast(bytes, self._get(key, start, length, read=True)[1])
 
     def get_object(self, key: str) -> tuple[bytes, ObjectInfo]:
-        resp = self._get(key, 0, None)
-        try:
-            body = cast(bytes, resp["Body"].read())
-        except _AWS_ERRORS as exc:
-            raise self._fail(exc, key, "get") from exc
+        resp, body = self._get(key, 0, None, read=True)
         return body, ObjectInfo(key, len(body), resp["ETag"], resp.get("LastModified"))
 
     def open_read(self, key: str, start: int = 0, length: int | None = None) -> BinaryIO:
-        resp = self._get(key, start, length)
-        if resp is None:
-            import io
-
-            return io.BytesIO(b"")
-        return cast(BinaryIO, resp["Body"])
+        resp, body = self._get(key, start, length, read=False)
+        return io.BytesIO(b"") if resp is None else cast(BinaryIO, body)
 
     def head(self, key: str) -> ObjectInfo:
-        full = self._full(key)
-        self.stats.add("HEAD")
-        try:
-            resp = self.client.head_object(Bucket=self.bucket, Key=full)
-        except _AWS_ERRORS as exc:
-            raise self._fail(exc, key, "head") from exc
-        return ObjectInfo(key, resp["ContentLength"], resp["ETag"], resp.get("LastModified"))
+        return self._calls.head(self._object(key))
 
     def list_page(
         self, prefix: str = "", start_after: str | None = None, max_keys: int = 1000
@@ -291,11 +236,9 @@ class S3ObjectStore(ObjectStore):
         }
         if start_after:
             kwargs["StartAfter"] = self.prefix + start_after
-        self.stats.add("LIST")
-        try:
-            resp = self.client.list_objects_v2(**kwargs)
-        except _AWS_ERRORS as exc:
-            raise self._fail(exc, prefix, "list") from exc
+        resp = self._calls.call(
+            "LIST", "list", self.url(prefix), lambda: self.client.list_objects_v2(**kwargs)
+        )
         n = len(self.prefix)
         objects = tuple(
             ObjectInfo(o["Key"][n:], o["Size"], o["ETag"], o.get("LastModified"))
@@ -306,25 +249,27 @@ class S3ObjectStore(ObjectStore):
 
     # -- deletes ----------------------------------------------------------------------------
     def delete(self, key: str) -> None:
-        full = self._full(key)
-        self.stats.add("DELETE")
-        try:
-            self.client.delete_object(Bucket=self.bucket, Key=full)
-        except _AWS_ERRORS as exc:
-            raise self._fail(exc, key, "delete") from exc
+        obj = self._object(key)
+        self._calls.call(
+            "DELETE",
+            "delete",
+            obj.uri,
+            lambda: self.client.delete_object(Bucket=self.bucket, Key=obj.s3_key),
+        )
 
     def delete_many(self, keys: Iterable[str]) -> None:
         full = [self._full(k) for k in keys]
         for i in range(0, len(full), 1000):
             batch = full[i : i + 1000]
-            self.stats.add("DELETE_BATCH")
-            try:
-                resp = self.client.delete_objects(
+            resp = self._calls.call(
+                "DELETE_BATCH",
+                "delete",
+                self.url(batch[0][len(self.prefix) :]),
+                lambda: self.client.delete_objects(
                     Bucket=self.bucket,
-                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
-                )
-            except _AWS_ERRORS as exc:
-                raise self._fail(exc, batch[0][len(self.prefix) :], "delete") from exc
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},  # noqa: B023
+                ),
+            )
             errors = resp.get("Errors", [])
             if errors:
                 first = errors[0]
@@ -341,11 +286,12 @@ class S3ObjectStore(ObjectStore):
         # Bucket-wide, filtered here: MinIO answers a Prefix only when it is a whole key.
         kwargs: dict[str, Any] = {"Bucket": self.bucket}
         while True:
-            self.stats.add("LIST")
-            try:
-                resp = self.client.list_multipart_uploads(**kwargs)
-            except _AWS_ERRORS as exc:
-                raise self._fail(exc, "", "list multipart uploads") from exc
+            resp = self._calls.call(
+                "LIST",
+                "list multipart uploads",
+                self.url(""),
+                lambda: self.client.list_multipart_uploads(**kwargs),
+            )
             for u in resp.get("Uploads", []):
                 if u["Key"].startswith(self.prefix) and u["Initiated"] <= cutoff:
                     stale.append((u["Key"], u["UploadId"]))
@@ -354,14 +300,18 @@ class S3ObjectStore(ObjectStore):
             kwargs["KeyMarker"] = resp.get("NextKeyMarker", "")
             kwargs["UploadIdMarker"] = resp.get("NextUploadIdMarker", "")
         for key, upload_id in stale:
-            self.stats.add("DELETE")
-            try:
-                self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
-            except _AWS_ERRORS as exc:
-                err = self._fail(exc, key[len(self.prefix) :], "abort multipart upload")
-                if not isinstance(err, NotFound):  # aborted or completed meanwhile
-                    raise err from exc
+            with contextlib.suppress(NotFound):  # aborted or completed meanwhile
+                self._calls.call(
+                    "DELETE",
+                    "abort multipart upload",
+                    self.url(key[len(self.prefix) :]),
+                    lambda: self.client.abort_multipart_upload(
+                        Bucket=self.bucket,
+                        Key=key,  # noqa: B023
+                        UploadId=upload_id,  # noqa: B023
+                    ),
+                )
         return len(stale)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False)
+        self._calls.pool.shutdown(wait=False)

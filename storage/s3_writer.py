@@ -6,19 +6,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from .errors import Conflict, StorageError, is_conflict, is_outcome_unknown, retry_attempts
-from .objectstore import ByteRange, ObjectInfo, ObjectWriter
-
-if TYPE_CHECKING:
-    from .s3 import S3ObjectStore
-
-_AWS_ERRORS = (ClientError, BotoCoreError)
+from .errors import Conflict, EndpointUnreachable, StorageError, UnknownOutcome
+from .objectstore import ObjectInfo, ObjectWriter
+from .s3_calls import S3Calls, S3Object
+from .settings import StoreSettings
 
 
 def _multipart_etag(part_etags: Sequence[str]) -> str:
@@ -29,99 +24,96 @@ def _multipart_etag(part_etags: Sequence[str]) -> str:
 
 
 class S3Writer(ObjectWriter):
-    """Multipart upload: at most `fast_upload_active_blocks` parts in flight plus one buffer."""
+    """Multipart upload: at most `fast_upload_active_blocks` parts in flight plus one buffer.
 
-    def __init__(self, store: S3ObjectStore, key: str, if_none_match: bool) -> None:
-        self._store = store
-        self._key = key
-        self._full = store._full(key)
+    `put_whole` writes an object that stayed under one part with a single PUT (create-only
+    when `if_none_match`)."""
+
+    def __init__(
+        self,
+        calls: S3Calls,
+        obj: S3Object,
+        settings: StoreSettings,
+        if_none_match: bool,
+        put_whole: Callable[[bytes], ObjectInfo],
+    ) -> None:
+        self._calls = calls
+        self._obj = obj
         self._if_none_match = if_none_match
-        self._part_size = store.settings.multipart_size
+        self._put_whole = put_whole
+        self._part_size = settings.multipart_size
         self._buf = bytearray()
         self._upload_id: str | None = None
         self._parts: list[Future[str]] = []
-        self._slots = threading.BoundedSemaphore(store.settings.fast_upload_active_blocks)
+        self._slots = threading.BoundedSemaphore(settings.fast_upload_active_blocks)
         self._done = False
         self._size = 0
 
-    def _fail(self, exc: BaseException, op: str) -> StorageError:
-        return self._store._fail(exc, self._key, op)
-
     def _ensure_upload(self) -> str:
         if self._upload_id is None:
-            self._store.stats.add("MPU_CREATE")
-            try:
-                resp = self._store.client.create_multipart_upload(
-                    Bucket=self._store.bucket, Key=self._full
-                )
-            except _AWS_ERRORS as exc:
-                raise self._fail(exc, "multipart upload") from exc
+            calls, obj = self._calls, self._obj
+            resp = calls.call(
+                "MPU_CREATE",
+                "multipart upload",
+                obj.uri,
+                lambda: calls.client.create_multipart_upload(Bucket=calls.bucket, Key=obj.s3_key),
+            )
             self._upload_id = resp["UploadId"]
         return self._upload_id
 
-    def _submit(self, call: Any) -> None:
+    def _submit(self, kind: str, op: str, send: Callable[[str, int], str]) -> None:
+        """Upload the next part on the pool: `send(upload_id, part_number)` returns its etag."""
         upload_id = self._ensure_upload()
         number = len(self._parts) + 1
         self._slots.acquire()
 
         def run() -> str:
             try:
-                return cast(str, call(upload_id, number))
+                return self._calls.call(kind, op, self._obj.uri, lambda: send(upload_id, number))
             finally:
                 self._slots.release()
 
-        self._parts.append(self._store._pool.submit(run))
+        self._parts.append(self._calls.pool.submit(run))
 
     def end_part(self) -> None:
         """Upload what is buffered as one part (compose uses this to place part boundaries)."""
         if not self._buf:
             return
         body, self._buf = self._buf, bytearray()  # handed over, not copied
-        store = self._store
+        calls, obj = self._calls, self._obj
 
         def upload(upload_id: str, number: int) -> str:
-            store.stats.add("MPU_PART")
-            try:
-                resp = store.client.upload_part(
-                    Bucket=store.bucket,
-                    Key=self._full,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    Body=body,  # type: ignore[arg-type]  # botocore sends bytearray as is
-                )
-            except _AWS_ERRORS as exc:
-                raise self._fail(exc, "upload part") from exc
-            return resp["ETag"]
+            return calls.client.upload_part(
+                Bucket=calls.bucket,
+                Key=obj.s3_key,
+                UploadId=upload_id,
+                PartNumber=number,
+                Body=body,  # type: ignore[arg-type]  # botocore sends bytearray as is
+            )["ETag"]
 
-        self._submit(upload)
+        self._submit("MPU_PART", "upload part", upload)
 
-    def copy_part(self, src: ByteRange) -> None:
-        assert src.length is not None and not self._buf
-        self._size += src.length
-        store = self._store
-        source = {"Bucket": store.bucket, "Key": store._full(src.key)}
-        rng = f"bytes={src.start}-{src.start + src.length - 1}"
+    def copy_part(self, s3_key: str, start: int, length: int) -> None:
+        """Copy bytes [start, start+length) of the object at `s3_key` as the next part."""
+        assert not self._buf
+        self._size += length
+        calls, obj = self._calls, self._obj
 
         def copy(upload_id: str, number: int) -> str:
-            store.stats.add("MPU_COPY")
-            try:
-                resp = store.client.upload_part_copy(
-                    Bucket=store.bucket,
-                    Key=self._full,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    CopySource=source,  # type: ignore[arg-type]
-                    CopySourceRange=rng,
-                )
-            except _AWS_ERRORS as exc:
-                raise self._fail(exc, "upload part copy") from exc
-            return resp["CopyPartResult"]["ETag"]
+            return calls.client.upload_part_copy(
+                Bucket=calls.bucket,
+                Key=obj.s3_key,
+                UploadId=upload_id,
+                PartNumber=number,
+                CopySource={"Bucket": calls.bucket, "Key": s3_key},
+                CopySourceRange=f"bytes={start}-{start + length - 1}",
+            )["CopyPartResult"]["ETag"]
 
-        self._submit(copy)
+        self._submit("MPU_COPY", "upload part copy", copy)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._done:
-            raise StorageError(f"write to {self._store.url(self._key)} after commit/abort")
+            raise StorageError(f"write to {self._obj.uri} after commit/abort")
         view = memoryview(data).cast("B")
         while view:
             take = min(len(view), self._part_size - len(self._buf))
@@ -134,55 +126,54 @@ class S3Writer(ObjectWriter):
 
     def commit(self) -> ObjectInfo:
         if self._done:
-            raise StorageError(f"commit of {self._store.url(self._key)} after commit/abort")
+            raise StorageError(f"commit of {self._obj.uri} after commit/abort")
         self._done = True
-        store = self._store
         if self._upload_id is None:  # small object: one PUT instead of a multipart upload
-            data = bytes(self._buf)
-            if self._if_none_match:
-                return store.put_if_absent(self._key, data)
-            return store.put(self._key, data)
+            return self._put_whole(bytes(self._buf))
         try:
             self.end_part()
             etags = [f.result() for f in self._parts]
         except BaseException:
             self._abort_upload()
             raise
+        calls, obj = self._calls, self._obj
         parts = [{"ETag": e, "PartNumber": i + 1} for i, e in enumerate(etags)]
         kwargs: dict[str, Any] = {
-            "Bucket": store.bucket,
-            "Key": self._full,
+            "Bucket": calls.bucket,
+            "Key": obj.s3_key,
             "UploadId": self._upload_id,
             "MultipartUpload": {"Parts": parts},
         }
         if self._if_none_match:
             kwargs["IfNoneMatch"] = "*"
-        store.stats.add("MPU_COMPLETE")
         try:
-            resp = store.client.complete_multipart_upload(**kwargs)
-        except ClientError as exc:
-            if is_conflict(exc):
-                if retry_attempts(exc) > 0 and self._landed(etags):
-                    return store.head(self._key)
-                self._abort_upload()
-                raise Conflict(
-                    f"put-if-absent {store.url(self._key)}: object already exists; "
-                    "another writer won",
-                    store.url(self._key),
-                ) from exc
+            return calls.call(
+                "MPU_COMPLETE",
+                "complete multipart upload",
+                obj.uri,
+                lambda: ObjectInfo(
+                    obj.key, self._size, calls.client.complete_multipart_upload(**kwargs)["ETag"]
+                ),
+                landed=lambda: self._landed(etags),
+            )
+        except Conflict as exc:
             self._abort_upload()
-            raise self._fail(exc, "complete multipart upload") from exc
-        except BotoCoreError as exc:
-            if is_outcome_unknown(exc) and self._landed(etags):
-                return store.head(self._key)
-            raise self._fail(exc, "complete multipart upload") from exc
-        return ObjectInfo(self._key, self._size, resp["ETag"])
-
-    def _landed(self, etags: Sequence[str]) -> bool:
-        try:
-            return self._store.head(self._key).etag == _multipart_etag(etags)
+            raise Conflict(
+                f"put-if-absent {obj.uri}: object already exists; another writer won", obj.uri
+            ) from exc
+        except (UnknownOutcome, EndpointUnreachable):
+            raise  # the completion may have landed (or no request reached the endpoint)
         except StorageError:
-            return False
+            self._abort_upload()
+            raise
+
+    def _landed(self, etags: Sequence[str]) -> ObjectInfo | None:
+        """The object if it is the one these parts make, else None (also when unreadable)."""
+        try:
+            info = self._calls.head(self._obj)
+        except StorageError:
+            return None
+        return info if info.etag == _multipart_etag(etags) else None
 
     def _abort_upload(self) -> None:
         if self._upload_id is None:
@@ -192,10 +183,16 @@ class S3Writer(ObjectWriter):
         for f in self._parts:
             with contextlib.suppress(BaseException):
                 f.result()
+        calls, obj, upload_id = self._calls, self._obj, self._upload_id
         # Best effort: a bucket lifecycle rule removes uploads that could not be aborted.
-        with contextlib.suppress(*_AWS_ERRORS):
-            self._store.client.abort_multipart_upload(
-                Bucket=self._store.bucket, Key=self._full, UploadId=self._upload_id
+        with contextlib.suppress(StorageError):
+            calls.call(
+                None,
+                "abort multipart upload",
+                obj.uri,
+                lambda: calls.client.abort_multipart_upload(
+                    Bucket=calls.bucket, Key=obj.s3_key, UploadId=upload_id
+                ),
             )
         self._upload_id = None
 

@@ -1,4 +1,5 @@
-"""Errors of the timeline. Storage conflicts and unknown outcomes are translated here, once."""
+"""Errors of the timeline. A storage conflict or unknown outcome met while completing an
+instant is raised as `CommitConflict` / `CommitOutcomeUnknown` (commit.py, store.py)."""
 
 from __future__ import annotations
 

@@ -13,24 +13,18 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from .. import toolcache
 from .errors import HadoopVersionMismatch, JarsUnavailable, JavaNotFound
 
 _HADOOP_AWS = re.compile(r"hadoop-aws-(\d+\.\d+\.\d+)\.jar")
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("FLOWLEDGER_CACHE", Path.home() / ".cache" / "flowledger"))
-
-
 def bundled_hadoop_version() -> str:
-    import pyspark
-
-    jars = Path(pyspark.__file__).parent / "jars"
-    for jar in jars.glob("hadoop-client-api-*.jar"):
-        match = re.match(r"hadoop-client-api-(.+)\.jar", jar.name)
-        if match:
-            return match.group(1)
-    raise JarsUnavailable(f"no hadoop-client-api jar in {jars}: reinstall pyspark")
+    """The Hadoop version PySpark bundles (JarsUnavailable when it has no Hadoop client)."""
+    try:
+        return toolcache.bundled_hadoop_version()
+    except FileNotFoundError as exc:
+        raise JarsUnavailable(f"{exc}: reinstall pyspark") from exc
 
 
 def check_java() -> str:
@@ -46,7 +40,7 @@ def check_java() -> str:
 
 
 def cached_jars(version: str) -> list[Path] | None:
-    directory = cache_root() / "spark-jars" / f"hadoop-{version}"
+    directory = toolcache.spark_jars_dir(version)
     if not (directory / ".complete").exists():
         return None
     return sorted(directory.glob("*.jar"))

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..documents import read_document, write_document
 from ..errors import Conflict, NotFound, StorageError
 from ..integrity import open_json, seal_json
 from ..objectstore import ObjectStore
@@ -201,14 +202,14 @@ class ClaimLedger:
 
     def _load_checkpoint(self) -> None:
         try:
-            data, info = self.store.get_object(CHECKPOINT)
+            doc = read_document(self.store, CHECKPOINT)
         except NotFound:
             self.claims, self._etag, self._folded = {}, None, frozenset()
             self._applied = set()
             return
-        d = open_json(data, self.store.url(CHECKPOINT))
+        d = doc.body
         self.claims = {k: ClaimRecord.from_list(v) for k, v in d["claims"].items()}
-        self._etag = info.etag
+        self._etag = doc.etag
         self._folded = frozenset(d.get("folded", ()))
         self._applied = set()
 
@@ -224,28 +225,23 @@ class ClaimLedger:
             previous = sorted(self._folded)
             folded = sorted(self._applied)
             claims = {k: v for k, v in self.claims.items() if k not in set(drop)}
-            body = seal_json(
-                {
-                    "version": 1,
-                    "writer": self.writer,
-                    "time": time.time(),
-                    "folded": folded,
-                    "claims": {k: v.to_list() for k, v in claims.items()},
-                }
-            )
+            body = {
+                "version": 1,
+                "writer": self.writer,
+                "time": time.time(),
+                "folded": folded,
+                "claims": {k: v.to_list() for k, v in claims.items()},
+            }
             try:
                 # Batches folded by the checkpoint being replaced are in it and in ours.
                 self.store.delete_many(previous)
-                if self._etag is None:
-                    info = self.store.put_if_absent(CHECKPOINT, body)
-                else:
-                    info = self.store.put_if_match(CHECKPOINT, body, self._etag)
+                etag = write_document(self.store, CHECKPOINT, body, self._etag)
             except Conflict:
                 self._etag = "(stale)"
                 return False
             except StorageError as exc:
                 raise translate(exc, f"write {self.store.url(CHECKPOINT)}") from exc
-            self.claims, self._etag = claims, info.etag
+            self.claims, self._etag = claims, etag
             self._folded, self._applied = frozenset(folded), set()
         # On failure they are skipped by readers and deleted by the next checkpoint.
         with contextlib.suppress(StorageError):

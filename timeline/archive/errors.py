@@ -1,4 +1,5 @@
-"""Errors of archival. Storage conflicts and unknown outcomes are translated here, once."""
+"""Errors of archival. A storage conflict or unknown outcome on the archive manifest is raised
+as `ArchiveConflict` / `ArchiveOutcomeUnknown` (manifest.swap)."""
 
 from __future__ import annotations
 

@@ -16,10 +16,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from storage import Conflict, IntegrityError, NotFound, ObjectStore, UnknownOutcome, verify
+from storage import (
+    Conflict,
+    IntegrityError,
+    JsonDocument,
+    NotFound,
+    ObjectStore,
+    UnknownOutcome,
+    read_document,
+    verify,
+    write_document,
+)
 
 from .errors import ArchiveConflict, ArchiveOutcomeUnknown, CorruptArchive
-from .format import decode_json, encode_json
 from .layout import MANIFEST
 
 FORMAT = "flowledger.archive-manifest/1"
@@ -164,23 +173,21 @@ class Manifest:
     def instant_count(self) -> int:
         return sum(f.count for f in self.files)
 
-    def encode(self) -> bytes:
-        return encode_json(
-            {
-                "format": FORMAT,
-                "nonce": uuid.uuid4().hex,  # unique body: a retried CAS is resolved by bytes
-                "version": self.version,
-                "files": [f.to_json() for f in self.files],
-                "archived_seqs": [list(r) for r in self.archived_seqs],
-                "last_archived_time": self.last_archived_time,
-                "checkpoint": self.checkpoint,
-                "pending": self.pending.to_json() if self.pending else None,
-            }
-        )
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "nonce": uuid.uuid4().hex,  # unique body: a retried CAS is resolved by bytes
+            "version": self.version,
+            "files": [f.to_json() for f in self.files],
+            "archived_seqs": [list(r) for r in self.archived_seqs],
+            "last_archived_time": self.last_archived_time,
+            "checkpoint": self.checkpoint,
+            "pending": self.pending.to_json() if self.pending else None,
+        }
 
     @staticmethod
-    def decode(data: bytes, etag: str, where: str) -> Manifest:
-        d = decode_json(data, where)
+    def from_document(doc: JsonDocument) -> Manifest:
+        d, etag = doc.body, doc.etag
         pending = d.get("pending")
         return Manifest(
             tuple(ArchiveFile.from_json(f) for f in d.get("files", ())),
@@ -198,20 +205,18 @@ class Manifest:
 
 def read_manifest(store: ObjectStore) -> Manifest:
     try:
-        data, info = store.get_object(MANIFEST)
+        doc = read_document(store, MANIFEST)
     except NotFound:
         return Manifest()
-    return Manifest.decode(data, info.etag, store.url(MANIFEST))
+    except IntegrityError as exc:
+        raise CorruptArchive(str(exc), store.url(MANIFEST)) from exc
+    return Manifest.from_document(doc)
 
 
 def swap(store: ObjectStore, old: Manifest, new: Manifest) -> Manifest:
     """CAS `old` -> `new`. ArchiveConflict if someone else changed it first."""
-    body = new.encode()
     try:
-        if old.etag is None:
-            info = store.put_if_absent(MANIFEST, body)
-        else:
-            info = store.put_if_match(MANIFEST, body, old.etag)
+        etag = write_document(store, MANIFEST, new.to_json(), old.etag)
     except Conflict as exc:
         raise ArchiveConflict(
             f"the archive manifest {store.url(MANIFEST)} changed under this run "
@@ -221,4 +226,4 @@ def swap(store: ObjectStore, old: Manifest, new: Manifest) -> Manifest:
         raise ArchiveOutcomeUnknown(
             f"update of {store.url(MANIFEST)} has an unknown outcome; the next run recovers"
         ) from exc
-    return replace(new, etag=info.etag)
+    return replace(new, etag=etag)
