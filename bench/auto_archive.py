@@ -26,17 +26,16 @@ _WORKER = r"""
 import json, pickle, sys, time
 import pyarrow as pa
 from storage import open_store
-from timeline import Table
-from timeline.archive import ArchivalSettings, configure
+from timeline import Table, TableSettings
+from timeline.archive import ArchivalSettings
 backend, prefix, n, on = pickle.loads(bytes.fromhex(sys.argv[1]))
 store = open_store(backend.uri, backend.settings).scoped(prefix)
-settings = ArchivalSettings(auto_archive=on)
+settings = TableSettings(archival=ArchivalSettings(auto_archive=on))
 rows = []
 for i in range(n):
     store.stats.reset()
     t0 = time.perf_counter()
-    table = Table.open(store)
-    configure(table, settings)
+    table = Table.open(store, settings)
     table.write(pa.table({"a": [i]}))
     counts = {k: v for k, v in store.stats.snapshot().items() if k != "PROBE"}
     rows.append({"s": time.perf_counter() - t0, "requests": counts})

@@ -21,6 +21,7 @@ from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
+from .commands.table_settings import set_auto_archive
 from .errors import REPORTED
 from .output import error_line, one_line
 
@@ -46,10 +47,7 @@ def root(
 ) -> None:
     """flowledger: content, provenance and an ACID timeline on object storage."""
     # `repo` is read by each subcommand's --repo (commands/options.py): before or after it.
-    if not auto_archive:
-        from timeline.archive import set_default
-
-        set_default(None)
+    set_auto_archive(auto_archive)
 
 
 @app.command()

@@ -17,6 +17,7 @@ from ..errors import FlowledgerError
 from ..output import emit_json, instant_json
 from . import archive_cmds
 from .options import JsonOption, TableOption
+from .table_settings import table_settings
 
 app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
 
@@ -32,7 +33,7 @@ def open_table(uri: str | None) -> Table:
     # say so instead of showing an empty table, and create nothing (one short LIST).
     if not store.list_page(TIMELINE, max_keys=1).objects:
         raise FlowledgerError(f"no table at {store.uri}: nothing was ever written there")
-    return Table.open(store)
+    return Table.open(store, table_settings())
 
 
 def describe(table: Table) -> list[dict[str, Any]]:
