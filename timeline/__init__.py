@@ -36,7 +36,7 @@ from .instant import (
 from .layout import data_instant_time
 from .metadata import DataFile, Entry
 from .parquet_io import checksummed, footer_span, row_group_spans
-from .settings import TableSettings
+from .settings import ArchivalSettings, TableSettings
 from .snapshot import Snapshot, TableState
 from .table import Table
 from .table_schema import check_schema
@@ -58,6 +58,7 @@ __all__ = [
     "SAVEPOINT",
     "WRITE_ACTIONS",
     "ActiveTimeline",
+    "ArchivalSettings",
     "CommitConflict",
     "CommitOutcomeUnknown",
     "DataFile",
