@@ -62,12 +62,15 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
             return done
         table.refresh()  # the log tells which of them completed before their writer died
         logged = {(e.time, e.action): e for e in table.log_entries}
+        completed = table.timeline(refresh=False).completed()
         for inst in failed:
             try:
                 entry = logged.get((inst.time, inst.action))
                 if entry is not None:
                     materialize(table.tl, entry)  # roll forward: it did complete
                     done.append(f"completed {inst.time}.{inst.action}")
+                elif completed.get(inst.time, inst.action) is not None:
+                    continue  # completed since `listing` was made (a reused listing): done
                 elif inst.action in WRITE_ACTIONS:
                     table.rollback(inst.time)
                     done.append(f"rolled back {inst.time}.{inst.action}")
