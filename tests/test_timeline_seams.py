@@ -35,7 +35,9 @@ def test_post_commit_hooks_run_in_order_once_per_completed_instant(tmp_path: Pat
     table = Table.open(_store(tmp_path), post_commit=[first, second])
     a = table.write(pa.table({"id": [1]}))
     b = table.write(pa.table({"id": [2]}))
-    assert seen == [("first", a.time, 1), ("second", a.time, 1)] + [
+    assert seen == [
+        ("first", a.time, 1),
+        ("second", a.time, 1),
         ("first", b.time, 2),
         ("second", b.time, 2),
     ]
