@@ -26,7 +26,7 @@ class ArchivalSettings:
     #: commits (and the savepoints themselves).
     archive_beyond_savepoint: bool = False
     #: hoodie.archive.automatic: archive after every completed instant of the table (Hudi's
-    #: default). A commit with nothing to archive pays no request (see hook.py).
+    #: default). A commit with nothing to archive pays no request (see archive/hook.py).
     auto_archive: bool = True
     #: hoodie.archive.async: run the automatic archiver on a background thread.
     async_archive: bool = False
