@@ -78,3 +78,14 @@ def test_timeline_and_provenance_have_no_import_cycles_nor_private_reach_ins() -
     reach_ins, cycles = _scan()
     assert [r for r in reach_ins if r.startswith(("timeline/", "provenance/"))] == []
     assert [c for c in cycles if "'timeline." in c or "'provenance." in c] == []
+
+
+def test_data_instant_time_reads_the_time_data_key_wrote() -> None:
+    from timeline import data_instant_time
+    from timeline.layout import data_key
+
+    key = data_key("20240102030405678", "events", "f.parquet")
+    assert data_instant_time(key) == "20240102030405678"
+    assert data_instant_time("provenance/table/" + key) == "20240102030405678"
+    assert data_instant_time("data/not-a-time/f.parquet") is None
+    assert data_instant_time("_timeline/log/00000000000000000001") is None
