@@ -21,9 +21,9 @@ from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
-from .commands.table_settings import set_auto_archive
 from .errors import REPORTED
 from .output import error_line, one_line
+from .table_settings import set_auto_archive
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(content.app, name="content")

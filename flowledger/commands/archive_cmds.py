@@ -25,8 +25,8 @@ from timeline.metadata import Entry
 
 from ..output import emit_json, instant_json
 from ..progress import activity
+from ..table_settings import table_settings
 from .options import JsonOption, TableOption
-from .table_settings import table_settings
 
 _DEFAULTS = ArchivalSettings()
 

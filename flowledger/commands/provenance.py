@@ -19,8 +19,8 @@ from storage.timeutil import ms_to_iso
 
 from ..output import emit_json, jsonable
 from ..progress import activity, reading
+from ..table_settings import table_settings
 from .options import JsonOption, RepoOption
-from .table_settings import table_settings
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
 MAX_ID = 2**63 - 1  # event ids are BIGINT

@@ -16,8 +16,8 @@ from timeline import Table
 from timeline.schema import conform, merge_schemas
 
 from ..output import emit_json, instant_json
+from ..table_settings import table_settings
 from .options import JsonOption
-from .table_settings import table_settings
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")

@@ -15,9 +15,9 @@ from timeline.settings import KEEP_LATEST_COMMITS
 
 from ..errors import FlowledgerError
 from ..output import emit_json, instant_json
+from ..table_settings import table_settings
 from . import archive_cmds
 from .options import JsonOption, TableOption
-from .table_settings import table_settings
 
 app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
 

@@ -1,7 +1,8 @@
 """The table settings of this CLI process, chosen by the root command's options.
 
 `--no-auto-archive` (env FLOWLEDGER_AUTO_ARCHIVE=0) turns automatic archival off for every
-table a command opens: timeline and table commands, and the provenance repository's table.
+table a command opens: timeline and table commands, and the provenance repository's table
+(CLI commands and `serve`).
 """
 
 from __future__ import annotations
