@@ -26,17 +26,23 @@ _WORKER = r"""
 import json, pickle, sys, time
 import pyarrow as pa
 from storage import open_store
-from timeline import Table
-from timeline.archive import ArchivalSettings, configure
+from timeline import Table, TableSettings
+from timeline.archive import ArchivalSettings
 backend, prefix, n, on = pickle.loads(bytes.fromhex(sys.argv[1]))
 store = open_store(backend.uri, backend.settings).scoped(prefix)
-settings = ArchivalSettings(auto_archive=on)
+archival = ArchivalSettings(auto_archive=on)
+try:
+    settings, configure = TableSettings(archival=archival), None
+except TypeError:  # a --before tree from before archival moved into TableSettings
+    from timeline.archive import configure
+    settings = TableSettings()
 rows = []
 for i in range(n):
     store.stats.reset()
     t0 = time.perf_counter()
-    table = Table.open(store)
-    configure(table, settings)
+    table = Table.open(store, settings)
+    if configure is not None:
+        configure(table, archival)
     table.write(pa.table({"a": [i]}))
     counts = {k: v for k, v in store.stats.snapshot().items() if k != "PROBE"}
     rows.append({"s": time.perf_counter() - t0, "requests": counts})

@@ -23,6 +23,7 @@ from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
 from .errors import REPORTED
 from .output import error_line, one_line
+from .table_settings import set_auto_archive
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(content.app, name="content")
@@ -46,10 +47,7 @@ def root(
 ) -> None:
     """flowledger: content, provenance and an ACID timeline on object storage."""
     # `repo` is read by each subcommand's --repo (commands/options.py): before or after it.
-    if not auto_archive:
-        from timeline.archive import set_default
-
-        set_default(None)
+    set_auto_archive(auto_archive)
 
 
 @app.command()

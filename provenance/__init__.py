@@ -18,7 +18,7 @@ from .event import EVENT_TYPES, EventType, ProvenanceEvent
 from .expiry import ExpiryPlan
 from .lineage import Lineage, LineageEdge, LineageNode
 from .query import SEARCHABLE_FIELDS, Query, SearchTerm
-from .records import validate
+from .records import to_event, validate
 from .render import to_dot, to_svg
 from .repository import ProvenanceRepository
 from .rollover import RolloverResult
@@ -55,6 +55,7 @@ __all__ = [
     "SearchTerm",
     "Snapshot",
     "to_dot",
+    "to_event",
     "to_svg",
     "validate",
 ]

@@ -6,8 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from timeline.metadata import DataFile
-from timeline.parquet_io import checksummed
+from timeline import DataFile, checksummed
 
 from .layout import EVENTS_PARTITION, INDEX_PARTITION, JournalRef
 

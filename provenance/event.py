@@ -138,14 +138,6 @@ class ProvenanceEvent:
             )
         return out
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ProvenanceEvent:
-        """Build from a dict with the field names of the SQL view: type-checked and validated
-        as NiFi does (InvalidEvent names the field), like `register_events` does with dicts."""
-        from .records import to_event  # records builds on this module
-
-        return to_event(data)
-
 
 class EventLike(Protocol):
     """What NiFi's rules look at (a ProvenanceEvent or a validated record)."""

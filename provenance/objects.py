@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from storage import IntegrityError, ObjectStore, verify
 from storage.checksum import format_checksum
-from timeline.parquet_io import row_group_spans
+from timeline import row_group_spans
 
 from .catalog import NO_SUMS, Sums
 from .ranged import BlockCache, RangedObject, footer_of

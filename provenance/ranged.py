@@ -11,7 +11,7 @@ from collections import OrderedDict
 import pyarrow.parquet as pq
 
 from storage import IntegrityError, ObjectStore, RangeNotSatisfiable, verify
-from timeline.parquet_io import footer_span
+from timeline import footer_span
 
 from .catalog import NO_SUMS, Sums
 

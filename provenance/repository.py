@@ -67,7 +67,7 @@ class ProvenanceRepository:
         self.settings = settings or ProvenanceSettings()
         self.root = store
         self.store = store.scoped(PREFIX)
-        self.table = ProvenanceTable(self.store)
+        self.table = ProvenanceTable(self.store, self.settings.table)
         self.ids = IdAllocator(self.store, self._recover_next_id)
         self._backlog = Backlog()
         self._rollover_lock = threading.Lock()

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from storage.timeutil import to_ms
 
 from .errors import InvalidEvent
-from .event import EVENT_TYPES, NEEDS_TRANSIT_URI, ProvenanceEvent
+from .event import EVENT_TYPES, NEEDS_TRANSIT_URI, ProvenanceEvent, now_ms
 
 _S = pa.string()
 _TS = pa.timestamp("ms")
@@ -185,8 +185,6 @@ def conform(table: pa.Table, max_attribute_length: int) -> pa.Table:
             truncate_map(out.column(name), max_attribute_length),
         )
     if out.column("event_time").null_count:
-        from .event import now_ms
-
         now = pa.scalar(now_ms(), pa.int64()).cast(_TS)
         out = out.set_column(1, "event_time", pc.fill_null(out.column("event_time"), now))
     return out

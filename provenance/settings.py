@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from timeline import TableSettings
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
@@ -88,6 +90,8 @@ class ProvenanceSettings:
     cache_dir: str = field(default_factory=_default_cache_dir)
     #: Threads reading files in parallel for a search.
     query_threads: int = 8
+    #: The provenance table's timeline settings (cleaner, heartbeats, archival).
+    table: TableSettings = field(default_factory=TableSettings)
 
     def __post_init__(self) -> None:
         if self.journal_count < 1 or self.journal_max_events < 1:

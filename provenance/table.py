@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from storage import ObjectStore
 from storage.timeutil import datetime_to_ms
-from timeline.errors import CommitConflict
-from timeline.layout import log_key
-from timeline.metadata import DataFile
-from timeline.snapshot import TableState
-from timeline.table import Table
-from timeline.txn import Transaction
+from timeline import (
+    CommitConflict,
+    DataFile,
+    Table,
+    TableSettings,
+    TableState,
+    Transaction,
+    data_instant_time,
+    parse_time,
+)
 
 from . import crash
 from .catalog import NO_SUMS, EventFile, Sums, event_files
@@ -57,17 +60,15 @@ class Committed:
 
 def instant_ms(key: str) -> int | None:
     """The rollover time of a merged file: its instant time, part of its data key."""
-    for part in key.split("/"):
-        if len(part) == 17 and part.isdigit():
-            return datetime_to_ms(datetime.strptime(part, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC))
-    return None
+    t = data_instant_time(key)
+    return None if t is None else datetime_to_ms(parse_time(t))
 
 
 class ProvenanceTable:
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, settings: TableSettings | None = None) -> None:
         self._store = store
         self._prefix = TABLE + "/"
-        self.table = Table(store.scoped(TABLE))  # read by `load()`: no I/O here
+        self.table = Table(store.scoped(TABLE), settings)  # read by `load()`: no I/O here
         self._cached: tuple[int, Committed] | None = None
 
     def load(self) -> None:
@@ -92,12 +93,12 @@ class ProvenanceTable:
         """Committed files and the high-water mark (ids below it are merged or expired).
 
         Reloading the timeline costs two LISTs and a GET per new completion. Every
-        completion takes the next position of the timeline's commit log, so when position
-        `seq + 1` does not exist yet, the state read at `seq` is still current: one HEAD.
+        completion takes the next position of the timeline's commit log, so when nothing
+        completed since `seq`, the state read at `seq` is still current: one HEAD.
         """
         if not fresh and self._cached is not None:
             seq, committed = self._cached
-            if not self.table.store.exists(log_key(seq + 1)):
+            if not self.table.changed_since(seq):
                 return committed
         state = self.table.state()
         seq = max((e.seq for e in state.entries), default=0)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from flowledger.cli import app
 from storage import StoreSettings, open_store
-from timeline import Table
+from timeline import Table, TableSettings
 from timeline.archive import ArchivalSettings, load_active
 
 pytestmark = pytest.mark.unit
@@ -79,17 +79,14 @@ def _csv(tmp_path: Path, k: int) -> str:
 
 
 def test_automatic_archival_is_on_by_default_and_the_cli_can_turn_it_off(tmp_path: Path) -> None:
-    from timeline.archive import read_manifest, set_default
+    from timeline.archive import read_manifest
 
     on = str(tmp_path / "repo" / "tables" / "on")
     off = str(tmp_path / "repo" / "tables" / "off")
-    try:
-        for k in range(31):  # one past Hudi's keep_max_commits=30
-            _run("table", "write", on, _csv(tmp_path, k))
-            _run("--no-auto-archive", "table", "write", off, _csv(tmp_path, k))
-            set_default(ArchivalSettings())  # the switch lasts for its process only
-    finally:
-        set_default(ArchivalSettings())
+    for k in range(31):  # one past Hudi's keep_max_commits=30
+        # alternating in one process: the switch lasts for its own invocation only
+        _run("table", "write", on, _csv(tmp_path, k))
+        _run("--no-auto-archive", "table", "write", off, _csv(tmp_path, k))
     m_on = read_manifest(open_store(on))
     assert m_on.instant_count == 11  # down to keep_min_commits=20
     assert len(load_active(Table(open_store(on)).tl).timeline) == 20
@@ -102,15 +99,14 @@ def test_automatic_archival_is_on_by_default_and_the_cli_can_turn_it_off(tmp_pat
 def test_automatic_archival_costs_no_request_when_nothing_is_archived(tmp_path: Path) -> None:
     """Requests of a commit that archives nothing are those of archival off, and archiving
     deletes the completed objects in one batch request."""
-    from timeline.archive import configure
 
     def commits(name: str, settings: ArchivalSettings) -> list[dict[str, int]]:
         store = open_store(str(tmp_path / name), StoreSettings(fsync=False))
         out = []
         for k in range(32):
             store.stats.reset()
-            table = Table.open(store)  # a fresh table object per commit, as the CLI does
-            configure(table, settings)
+            # a fresh table object per commit, as the CLI does
+            table = Table.open(store, TableSettings(archival=settings))
             table.write(pa.table({"id": [k]}))
             out.append({o: n for o, n in store.stats.snapshot().items() if o != "PROBE"})
         return out

@@ -12,14 +12,14 @@ import pyarrow as pa
 
 from storage import ObjectStore
 from tests.support.backends import Backend
-from timeline import Table
+from timeline import Table, TableSettings
 from timeline.archive import (
     ArchivalSettings,
     ArchiveConflict,
     ArchivedTimeline,
     Archiver,
+    auto_archive_of,
     combined_timeline,
-    configure,
     load_active,
     read_manifest,
 )
@@ -136,8 +136,8 @@ class CountingStore:
 
 def test_commit_path_never_reads_an_archive_object(tbackend: Backend) -> None:
     counting = CountingStore(tbackend.open().scoped("tables/count"))
-    table = Table.open(counting)  # type: ignore[arg-type]
-    configure(table, ArchivalSettings(keep_min_commits=2, keep_max_commits=3, auto_archive=True))
+    archival = ArchivalSettings(keep_min_commits=2, keep_max_commits=3, auto_archive=True)
+    table = Table.open(counting, TableSettings(archival=archival))  # type: ignore[arg-type]
     for k in range(12):  # automatic archival after every commit
         table.write(pa.table({"id": [k]}))
     m = read_manifest(counting._inner)
@@ -152,27 +152,24 @@ def test_commit_path_never_reads_an_archive_object(tbackend: Backend) -> None:
 
 
 def test_async_archival_after_commit(tbackend: Backend) -> None:
-    from timeline.archive.hook import after_commit, wait
-
-    table = Table.open(tbackend.open().scoped("tables/async"))
-    configure(
-        table,
-        ArchivalSettings(
-            keep_min_commits=2,
-            keep_max_commits=3,
-            auto_archive=True,
-            async_archive=True,
-            archive_merge_files_batch_size=2,
-        ),
+    archival = ArchivalSettings(
+        keep_min_commits=2,
+        keep_max_commits=3,
+        auto_archive=True,
+        async_archive=True,
+        archive_merge_files_batch_size=2,
     )
+    table = Table.open(tbackend.open().scoped("tables/async"), TableSettings(archival=archival))
+    hook = auto_archive_of(table)
+    assert hook is not None
     commits = []
     for _ in range(8):
         txn = table.begin()
         txn.commit()
         commits.append(txn.instant_time)
-    wait(table)
-    after_commit(table)  # one more run that surely sees the last commit
-    wait(table)
+    hook.wait()
+    hook(table)  # one more run that surely sees the last commit
+    hook.wait()
     active = load_active(table.tl).timeline.completed()
     assert 2 <= len(active) <= 3
     assert read_manifest(table.store).files, "asynchronous archival did not run"

@@ -155,11 +155,11 @@ def test_lifecycle_with_reload_revert_and_delete(tmp_path: Path) -> None:
     tl = TimelineStore(store)
     ones = [Instant(_t(n), COMMIT, State.REQUESTED) for n in ("1", "3", "5", "7", "9")]
     for k, i in enumerate(ones):
-        tl.create(i, b"{}")
+        tl.states.create(i, b"{}")
         if k < 4:
-            tl.create(i.with_state(State.INFLIGHT), b"{}")
+            tl.states.create(i.with_state(State.INFLIGHT), b"{}")
         if k < 3:
-            tl.create(i.with_state(State.COMPLETED, k + 1), b"{}")
+            tl.states.create(i.with_state(State.COMPLETED, k + 1), b"{}")
     loaded = tl.list_instants()
     assert len(loaded.timeline) == 5
     assert [i.state for i in loaded.timeline] == [State.COMPLETED] * 3 + [
@@ -173,14 +173,14 @@ def test_lifecycle_with_reload_revert_and_delete(tmp_path: Path) -> None:
     # revert: completed -> inflight -> requested, then delete the pending instant
     completed5 = loaded.timeline.get(_t("5"))
     assert completed5 is not None
-    back = tl.revert_to_inflight(completed5)
+    back = tl.states.revert_to_inflight(completed5)
     assert tl.list_instants().timeline.get(_t("5")) == back
-    requested = tl.revert_inflight_to_requested(back)
+    requested = tl.states.revert_inflight_to_requested(back)
     assert tl.list_instants().timeline.get(_t("5")) == requested
-    tl.delete_pending(requested)
+    tl.states.delete_pending(requested)
     assert tl.list_instants().timeline.get(_t("5")) is None
     with pytest.raises(InvalidInstant):
-        tl.delete_pending(completed5)
+        tl.states.delete_pending(completed5)
     # the listing needs no GET: one LIST for the whole folder
     store.stats.reset()
     tl.list_instants()

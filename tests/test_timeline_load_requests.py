@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from storage import ObjectStore, StoreSettings, open_store
-from timeline import Table
-from timeline.archive import ArchivalSettings, configure
+from timeline import Table, TableSettings
+from timeline.archive import ArchivalSettings
 from timeline.layout import INSTANTS, instant_key
 
 pytestmark = pytest.mark.unit
@@ -38,8 +38,8 @@ class ListingStore:
 
 def _table(tmp_path: Path, commits: int, archive: bool) -> ObjectStore:
     store = open_store(str(tmp_path / "t"), StoreSettings(fsync=False))
-    table = Table.open(store)
-    configure(table, ArchivalSettings(keep_min_commits=3, keep_max_commits=4, auto_archive=archive))
+    archival = ArchivalSettings(keep_min_commits=3, keep_max_commits=4, auto_archive=archive)
+    table = Table.open(store, TableSettings(archival=archival))
     for k in range(commits):
         table.write(pa.table({"id": [k]}))
     return store

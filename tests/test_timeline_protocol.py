@@ -60,7 +60,7 @@ def test_completion_without_completed_object_is_found_and_rolled_forward(
     first.add(DataFile(key, 1, 1))
     # the writer takes its log position and dies before writing the completed object
     intent = Entry(-1, first.instant_time, "commit", "w", write_metadata("insert", first._added))
-    logged = complete(table.tl, intent, first.base, table.latest_seq, 10)
+    logged = complete(table.tl.log, intent, first.base, table.latest_seq, 10)
     first._heartbeat.stop()
     other = Table.open(store)
     txn = other.begin()

@@ -278,6 +278,27 @@ def test_eager_policy_rolls_back_every_pending_write(tstore: ObjectStore) -> Non
     assert table.timeline().get(dead.instant_time) is None
 
 
+def test_recovery_never_rolls_back_a_write_completed_after_its_listing(
+    tstore: ObjectStore,
+) -> None:
+    """A listing made while a write was pending (Table.begin reuses one younger than a second,
+    e.g. made by the previous write's `replace`) must not get that write rolled back once it
+    completed: recovery checks the reloaded timeline first."""
+    from timeline.recovery import handle_failed_writes
+
+    table = Table.open(tstore, TableSettings(failed_writes_cleaner_policy=EAGER))
+    txn = table.begin()
+    stale = table.load_instants()  # the write is pending in it
+    key = txn.data_key(name="f")
+    tstore.put(key, b"f")
+    txn.add(DataFile(key, 1, 1))
+    done = txn.commit()
+    assert stale.timeline.pending().get(done.time) is not None
+    assert handle_failed_writes(table, stale, exclude="") == []
+    assert table.timeline().completed().get(done.time) is not None
+    assert table.snapshot().paths() == [key]
+
+
 def test_happy_path_request_count(tstore: ObjectStore) -> None:
     table = Table.open(tstore)
     table.write(_rows(1))

@@ -31,12 +31,15 @@ from .instant import (
     State,
     format_name,
     parse_name,
+    parse_time,
 )
+from .layout import data_instant_time
 from .metadata import DataFile, Entry
-from .schema import check_schema
-from .settings import TableSettings
-from .snapshot import Snapshot
+from .parquet_io import checksummed, footer_span, row_group_spans
+from .settings import ArchivalSettings, TableSettings
+from .snapshot import Snapshot, TableState
 from .table import Table
+from .table_schema import check_schema
 from .txn import Transaction
 
 ActiveTimeline = Timeline
@@ -55,6 +58,7 @@ __all__ = [
     "SAVEPOINT",
     "WRITE_ACTIONS",
     "ActiveTimeline",
+    "ArchivalSettings",
     "CommitConflict",
     "CommitOutcomeUnknown",
     "DataFile",
@@ -69,10 +73,16 @@ __all__ = [
     "State",
     "Table",
     "TableSettings",
+    "TableState",
     "Timeline",
     "TimelineError",
     "Transaction",
     "check_schema",
+    "checksummed",
+    "data_instant_time",
+    "footer_span",
     "format_name",
     "parse_name",
+    "parse_time",
+    "row_group_spans",
 ]

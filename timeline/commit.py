@@ -7,7 +7,7 @@ and every completion validates against all positions taken after the state it pl
 A lost position costs one GET (its winner's entry, needed for validation anyway) before the
 next one is tried; after a few lost positions in a row the log is LISTed to catch up.
 Loading finds completions whose completed object is missing from holes in the completed
-objects' positions (see TimelineStore.list_instants).
+objects' positions (see loader.py). The log's guarantees are in commit_log.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from storage import NotFound, ObjectStore
 
 from . import crash
+from .commit_log import CommitLog
 from .conflicts import conflict
 from .errors import CommitConflict, TimelineError
 from .instant import CLEAN, RESTORE, ROLLBACK, parse_name
@@ -24,7 +25,7 @@ from .store import TimelineStore
 
 
 def complete(
-    tl: TimelineStore, intent: Entry, base: int, known_latest: int, max_attempts: int
+    log: CommitLog, intent: Entry, base: int, known_latest: int, max_attempts: int
 ) -> Entry:
     """Take a log position for `intent`; raises CommitConflict naming the winner."""
     checked = base
@@ -32,7 +33,7 @@ def complete(
     for attempt in range(max_attempts):
         for s in range(checked + 1, target):
             try:
-                theirs = tl.entry(s)
+                theirs = log.entry(s)
             except NotFound as exc:
                 raise TimelineError(
                     f"commit log position {s} is missing (archived while this write ran?); "
@@ -49,11 +50,11 @@ def complete(
         checked = target - 1
         crash.point(f"{intent.action}.before_log")
         entry = intent.with_seq(target)
-        if tl.take(entry):
+        if log.take(entry):
             crash.point(f"{intent.action}.logged")
             return entry
         if attempt % 3 == 2:  # far behind: one LIST instead of walking position by position
-            newer = tl.log_after(target)
+            newer = log.after(target)
             target = max(newer, default=target) + 1
         else:
             target += 1
@@ -69,8 +70,8 @@ def _delete_prefix(store: ObjectStore, prefix: str) -> list[str]:
 
 
 def _delete_pending_states(tl: TimelineStore, time: str, action: str) -> None:
-    states = [i for i in tl.states_of(time) if i.action == action and i.is_pending]
-    tl.delete_states(sorted(states, key=lambda i: -i.state.rank))
+    states = [i for i in tl.states.of_time(time) if i.action == action and i.is_pending]
+    tl.states.delete(sorted(states, key=lambda i: -i.state.rank))
 
 
 def materialize(tl: TimelineStore, e: Entry) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .instant import SEQ_WIDTH, Instant, format_name
+from .errors import InvalidInstant
+from .instant import SEQ_WIDTH, Instant, format_name, validate_time
 
 TIMELINE = "_timeline/"
 INSTANTS = TIMELINE + "instants/"  # one object per instant state
@@ -40,3 +41,16 @@ def data_key(time: str, partition: str, name: str) -> str:
     partition = partition.strip("/")
     middle = f"{partition}/" if partition else ""
     return f"{data_prefix(time)}{middle}{name}"
+
+
+def data_instant_time(key: str) -> str | None:
+    """The instant time that wrote a data file, from its `data_key` (which may sit under a
+    prefix); None if the key is not a data key."""
+    parts = key.split("/")
+    for k, part in enumerate(parts[:-1]):
+        if part + "/" == DATA:
+            try:
+                return validate_time(parts[k + 1])
+            except InvalidInstant:
+                return None
+    return None

@@ -22,6 +22,7 @@ from .layout import instant_key
 from .metadata import Entry, decode_plan
 from .settings import EAGER
 from .store import Listing
+from .txn import Transaction
 
 if TYPE_CHECKING:
     from .table import Table
@@ -60,13 +61,16 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
         if not failed:
             return done
         table.refresh()  # the log tells which of them completed before their writer died
-        logged = {(e.time, e.action): e for e in table._log_entries}
+        logged = {(e.time, e.action): e for e in table.log_entries}
+        completed = table.timeline(refresh=False).completed()
         for inst in failed:
             try:
                 entry = logged.get((inst.time, inst.action))
                 if entry is not None:
                     materialize(table.tl, entry)  # roll forward: it did complete
                     done.append(f"completed {inst.time}.{inst.action}")
+                elif completed.get(inst.time, inst.action) is not None:
+                    continue  # completed since `listing` was made (a reused listing): done
                 elif inst.action in WRITE_ACTIONS:
                     table.rollback(inst.time)
                     done.append(f"rolled back {inst.time}.{inst.action}")
@@ -83,15 +87,13 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
 def read_plan(table: Table, inst: Instant) -> dict[str, object]:
     first = State.INFLIGHT if inst.action == SAVEPOINT else State.REQUESTED
     state = Instant(inst.time, inst.action, first)
-    return decode_plan(table.tl.read_state(state), table.store.url(instant_key(state)))
+    return decode_plan(table.tl.states.read(state), table.store.url(instant_key(state)))
 
 
 def finish_service(table: Table, inst: Instant) -> None:
     """Complete a pending service from its serialized plan (or materialize it if logged)."""
-    from .txn import Transaction
-
     table.refresh()
-    for e in table._log_entries:
+    for e in table.log_entries:
         if e.time == inst.time and e.action == inst.action:
             materialize(table.tl, e)
             return
@@ -101,7 +103,7 @@ def finish_service(table: Table, inst: Instant) -> None:
         raise TimelineError(f"pending {inst} has no plan to finish")
     if inst.state is State.REQUESTED:
         with contextlib.suppress(Conflict):  # exists already is fine
-            table.tl.create(Instant(inst.time, inst.action, State.INFLIGHT), b"{}")
+            table.tl.states.create(Instant(inst.time, inst.action, State.INFLIGHT), b"{}")
     base = int(str(plan.get("base", 0)))
     txn = Transaction(table, inst.time, inst.action, base, str(plan.get("operation", inst.action)))
     try:

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from .errors import SchemaMismatch, TimelineError
-
-if TYPE_CHECKING:
-    from .snapshot import TableState
-    from .table import Table
 
 SCHEMA_KEY = "schema"
 _INTS = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
@@ -164,49 +160,6 @@ def merge_schemas(table: pa.Schema | None, new: pa.Schema, where: str = "") -> p
             columns=[p.split(":", 1)[0] for p in problems],
         )
     return pa.schema(fields)
-
-
-def check_schema(
-    current: Table | TableState | pa.Schema | None, new_schema: pa.Schema
-) -> pa.Schema:
-    """The merged schema a write of `new_schema` gives the table (public: the Spark writers use
-    it too). `current` is a Table (its latest state is loaded), a TableState, or a schema."""
-    from .snapshot import TableState
-    from .table import Table
-
-    where = ""
-    if isinstance(current, Table):
-        where = current.uri
-        current = latest_schema(current)  # fresh: a stale one would miss a concurrent change
-    if isinstance(current, TableState):
-        current = current.schema()
-    return merge_schemas(current, new_schema, where)
-
-
-def latest_schema(table: Table, refresh: bool = True) -> pa.Schema | None:
-    """The schema the table's newest live write states, reading entries newest first (usually
-    one GET, where folding the whole state reads every completed instant)."""
-    from .instant import RESTORE, ROLLBACK, parse_name
-
-    done = table.timeline(refresh).completed()
-    gone = {
-        parse_name(n).time
-        for i in done.actions(ROLLBACK, RESTORE)
-        for n in table.tl.entry_of(i).rolled_back
-    }
-    # A write this object completed after the view was listed states a schema that was
-    # validated against every completion before it: it is as new as the view needs.
-    noted = table.noted_schema if table.noted_schema and table.noted_schema[1] not in gone else None
-    for i in reversed(done.write_timeline().by_completion()):
-        if noted is not None and noted[0] >= (i.seq or 0):
-            break
-        if i.time not in gone:
-            found = entry_schema(table.tl.entry_of(i).metadata)
-            if found is not None:
-                return found
-    if noted is not None:
-        return schema_from_json(noted[2])
-    return table.state(refresh=False).schema()  # e.g. every write archived
 
 
 # -- applying on read -----------------------------------------------------------------------------

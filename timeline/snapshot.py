@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, parse_name
 from .metadata import DataFile, Entry
+from .schema import entry_schema
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,6 @@ class TableState:
 
     def schema(self, upto_seq: int | None = None) -> pa.Schema | None:
         """The table schema the latest write (as of `upto_seq`) states; None if none does."""
-        from .schema import entry_schema
-
         for e in reversed(self.ordered_writes(upto_seq)):
             found = entry_schema(e.metadata)
             if found is not None:

@@ -1,4 +1,10 @@
-"""A table on any repository URI: data files whose visibility the timeline decides."""
+"""A table on any repository URI: data files whose visibility the timeline decides.
+
+`Table` is where a table object is put together: its timeline store (commit log plus
+instant states), the active-timeline loader told what archival removed (`archive`), and the
+hooks run after each commit (`post_commit`). Both default from the settings when the table
+is opened; nothing below it (loader, transaction, commit) imports the archive package.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from storage import Conflict, NotFound, ObjectStore
+from storage import Conflict, ObjectStore
 
 from . import crash
 from .active import Timeline
+from .archive.hook import post_commit_hooks
+from .archive.view import archived_log
+from .clustering import cluster
 from .errors import InstantNotFound, TimelineError
+from .hooks import PostCommitHook
 from .instant import (
     COMMIT,
     REPLACE_COMMIT,
@@ -25,20 +35,21 @@ from .instant import (
     InstantTimeGenerator,
     State,
     parse_as_of,
-    parse_name,
 )
 from .layout import data_key
+from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
 from .parquet_io import read_files
+from .recovery import handle_failed_writes
+from .services import clean, restore, rollback, savepoint
 from .settings import EAGER, TableSettings
 from .snapshot import Snapshot, TableState
 from .store import Listing, TimelineStore
 from .txn import Transaction
+from .writes import delete_partition, write
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from .archive.view import ActiveView
 
 
 #: How old (seconds) the last instants listing may be for the failed-writes check to reuse it.
@@ -46,25 +57,47 @@ FRESH_LISTING_S = 1.0
 
 
 class Table:
-    def __init__(self, store: ObjectStore, settings: TableSettings | None = None) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        settings: TableSettings | None = None,
+        *,
+        archive: ArchiveSource | None = archived_log,
+        post_commit: Sequence[PostCommitHook] | None = None,
+    ) -> None:
+        """`archive` reads what archival removed (None: a loader that ignores archival);
+        `post_commit` replaces the hooks the settings choose (automatic archival)."""
         self.store = store
         self.settings = settings or TableSettings()
         self.tl = TimelineStore(store)
+        self.archive = archive
+        #: Run in order after each completed instant (see hooks.py).
+        self.post_commit: list[PostCommitHook] = (
+            list(post_commit)
+            if post_commit is not None
+            else post_commit_hooks(self.settings.archival)
+        )
         self.times = InstantTimeGenerator()
         self._lock = threading.Lock()
         self._latest = 0
         self._listing: Listing | None = None
         self._listed_at = 0.0  # time.monotonic() of `_listing`
-        self._log_entries: list[Entry] = []
-        self._archive_view: ActiveView | None = None
+        self._view: ActiveView | None = None
         self._checked_failed_at: float | None = None
         #: (log position, instant time, schema JSON) of the newest write this object completed
         self.noted_schema: tuple[int, str, Any] | None = None
         self._completed_since_listing: list[Entry] = []  # by this object, after `_listing`
 
     @classmethod
-    def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
-        table = cls(store, settings)
+    def open(
+        cls,
+        store: ObjectStore,
+        settings: TableSettings | None = None,
+        *,
+        archive: ArchiveSource | None = archived_log,
+        post_commit: Sequence[PostCommitHook] | None = None,
+    ) -> Table:
+        table = cls(store, settings, archive=archive, post_commit=post_commit)
         table.refresh()
         return table
 
@@ -90,6 +123,24 @@ class Table:
         with self._lock:
             self._completed_since_listing.append(e)
 
+    def committed(self, entry: Entry) -> None:
+        """Called by the commit path once `entry` is durable: note it, run the hooks."""
+        self.note_completed(entry)
+        for hook in self.post_commit:
+            hook(self, entry)
+
+    def changed_since(self, seq: int) -> bool:
+        """Whether any instant completed after log position `seq` (one HEAD of the next
+        position: the commit log is gapless, see commit_log.py)."""
+        return self.tl.log.exists(seq + 1)
+
+    @property
+    def log_entries(self) -> tuple[Entry, ...]:
+        """Completions the last refresh found in the commit log whose completed object is
+        not written yet (a crashed or racing writer; recovery materializes them)."""
+        view = self._view
+        return view.log_entries if view is not None else ()
+
     def known_timeline(self) -> tuple[Timeline, tuple[Entry, ...]]:
         """What this object knows without a request: the timeline of its last listing (read
         it once if it never listed) and the instants it completed itself since then."""
@@ -104,6 +155,7 @@ class Table:
         self._listed_at = time.monotonic()
         with self._lock:
             self._completed_since_listing = []
+        self._view = rebase(self.tl, self._view, listing)
         self._advance(listing.max_seq)
         return listing
 
@@ -112,66 +164,31 @@ class Table:
         usually one) to find completions whose completed object is not written yet (a crashed
         or racing writer).
 
-        Once archival has run (its manifest names archived log positions), the archive-aware
-        loader is used instead: archived positions count as present, and the table state folds
-        the archive checkpoint (see docs/archival.md)."""
-        self._archive_view = None
+        A hole below the newest completed object is a crashed completion or archival (which
+        deletes oldest first, so it always leaves one): only then is `archive` asked what was
+        archived (the manifest, read after the LIST as the loader needs; see loader.py)."""
+        self._view = None
         listing = self.load_instants()
-        # A hole below the newest completed object is a crashed completion or archival (which
-        # deletes oldest first, so it always leaves one): only then is the manifest read.
-        if listing.scan_from < listing.max_seq:
-            from .archive.manifest import read_manifest
+        archived = None
+        if self.archive is not None and listing.scan_from < listing.max_seq:
+            archived = self.archive(self.tl.store)
+        view = load_active(self.tl, listing, archived)
+        self._view = view
+        self._advance(view.max_seq)
+        return view.listing
 
-            manifest = read_manifest(self.tl.store)
-            if manifest.archived_seqs:
-                from .archive.view import load_active
-
-                # The manifest was read after the LIST, as load_active needs: no re-read.
-                view = load_active(self.tl, manifest, listing)
-                self._archive_view = view
-                self._listing = view.listing
-                self._log_entries = list(view.log_entries)
-                self._advance(max([view.listing.max_seq, *(e.seq for e in view.log_entries)]))
-                return view.listing
-
-        entries = _log_tail(self.tl, listing)
-        self._log_entries = entries
-        if entries:
-            self._advance(max(e.seq for e in entries))
-        return listing
-
-    def _view(self, listing: Listing) -> tuple[Timeline, list[Entry]]:
-        gone = {
-            (parse_name(n).time, parse_name(n).action)
-            for e in self._log_entries
-            for n in e.rolled_back
-        }
-        extra = {(e.time, e.action): self.tl.completed_instant(e) for e in self._log_entries}
-        merged: dict[tuple[str, str], Instant] = {
-            (i.time, i.action): i for i in listing.timeline if (i.time, i.action) not in gone
-        }
-        merged.update(extra)
-        return Timeline(merged.values()), self._log_entries
+    def _loaded(self, refresh: bool) -> ActiveView:
+        if refresh or self._view is None:
+            self.refresh()
+        assert self._view is not None
+        return self._view
 
     def timeline(self, refresh: bool = True) -> Timeline:
         """The active timeline (latest state per instant; completions found in the log count)."""
-        listing = self.refresh() if refresh or self._listing is None else self._listing
-        if self._archive_view is not None:
-            return self._archive_view.timeline
-        return self._view(listing)[0]
+        return self._loaded(refresh).timeline
 
     def state(self, refresh: bool = True) -> TableState:
-        listing = self.refresh() if refresh or self._listing is None else self._listing
-        if self._archive_view is not None:
-            from .archive.view import table_state
-
-            return table_state(self.tl, self._archive_view)
-        timeline, log_entries = self._view(listing)
-        by_seq: dict[int, Entry] = {e.seq: e for e in log_entries}
-        todo = [i for i in timeline.completed() if i.seq is not None and i.seq not in by_seq]
-        for e in self.tl.entries_of(todo):
-            by_seq[e.seq] = e
-        return TableState.fold(by_seq.values())
+        return fold_state(self.tl, self._loaded(refresh))
 
     def entry(self, instant_time: str) -> Entry:
         """The commit metadata of a completed instant."""
@@ -245,7 +262,7 @@ class Table:
         for _ in range(1000):
             inst = Instant(t, action, first_state)
             try:
-                self.tl.create(inst, body)
+                self.tl.states.create(inst, body)
             except Conflict:
                 if instant_time is not None:
                     raise
@@ -254,12 +271,12 @@ class Table:
             crash.point(f"{action}.{first_state.value}")
             clash = [
                 i
-                for i in self.tl.states_of(t)  # a short LIST of this instant time's objects
+                for i in self.tl.states.of_time(t)  # a short LIST of this instant time's objects
                 if i.action != action and SAVEPOINT not in (i.action, action)
             ]
             if not clash:
                 break
-            self.tl.delete_states([inst])  # same time, other action: take the next time
+            self.tl.states.delete([inst])  # same time, other action: take the next time
             if instant_time is not None:
                 raise TimelineError(f"instant time {t} is taken by {clash[0]}")
             t = self.times.after(t)
@@ -270,15 +287,13 @@ class Table:
         self._listed_at = 0.0  # the listing predates this instant: not fresh for the next begin
         if first_state is State.REQUESTED:
             with contextlib.suppress(Conflict):  # someone finishing our plan got there first
-                self.tl.create(Instant(t, action, State.INFLIGHT), body)
+                self.tl.states.create(Instant(t, action, State.INFLIGHT), body)
             crash.point(f"{action}.inflight")
         return Transaction(self, t, action, base, operation or _default_operation(action))
 
     def _check_failed_writes(self, exclude: str) -> None:
         """EAGER: at every write start. LAZY: at most once per heartbeat interval per table
         object, since nothing can expire faster (keeps the full LIST off most commits)."""
-        from .recovery import handle_failed_writes
-
         now = time.monotonic()
         eager = self.settings.failed_writes_cleaner_policy == EAGER
         interval = self.settings.heartbeat_interval_ms / 1e3
@@ -303,68 +318,33 @@ class Table:
     ) -> Instant:
         """Write a pyarrow table or Parquet files as one commit (append) or replacecommit
         (overwrite: insert_overwrite of the partitions written, or of the whole table)."""
-        from .writes import write
-
         return write(self, data, mode, partition_by, extra_metadata)
 
     # -- table services (see services.py) ---------------------------------------------------------
     def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
-        from .services import clean
-
         return clean(self, policy, retained)
 
     def rollback(self, instant_time: str) -> Instant:
-        from .services import rollback
-
         return rollback(self, instant_time)
 
     def savepoint(self, instant_time: str) -> Instant:
-        from .services import savepoint
-
         return savepoint(self, instant_time)
 
     def restore(self, instant_time: str) -> Instant:
-        from .services import restore
-
         return restore(self, instant_time)
 
     def delete_partition(self, partitions: Sequence[str]) -> Instant:
-        from .writes import delete_partition
-
         return delete_partition(self, partitions)
 
     def cluster(self, partition: str | None = None) -> Instant | None:
-        from .clustering import cluster
-
         return cluster(self, partition)
 
     def recover(self) -> list[str]:
         """Roll back failed writes (heartbeat expired) and finish pending table services."""
-        from .recovery import handle_failed_writes
-
         return handle_failed_writes(self, self.refresh(), exclude="")
 
     def files(self) -> tuple[DataFile, ...]:
         return self.snapshot().files
-
-
-def _log_tail(tl: TimelineStore, listing: Listing) -> list[Entry]:
-    """Log entries after `scan_from` that no instant object accounts for.
-
-    The log is gapless by construction (a writer tries position p+1 only after reading p), so
-    positions are probed with GETs up to the first free one above the newest listed: one GET
-    on the usual load. A LIST with `start_after` would cost as much in requests, but its time
-    grows with the log folder (never shrunk, archival or not) on MinIO and the local FS."""
-    out: list[Entry] = []
-    s = listing.scan_from + 1
-    while True:
-        if s not in listing.present:
-            try:
-                out.append(tl.entry(s))
-            except NotFound:
-                if s > listing.max_seq:
-                    return out
-        s += 1
 
 
 def _default_operation(action: str) -> str:

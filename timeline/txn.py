@@ -110,7 +110,7 @@ class Transaction:
         )
         try:
             entry = complete(
-                self.table.tl,
+                self.table.tl.log,
                 intent,
                 self.base,
                 self.table.latest_seq,
@@ -137,10 +137,7 @@ class Transaction:
         finally:
             self._heartbeat.stop()
         crash.point(f"{self.action}.completed")
-        self.table.note_completed(entry)
-        from .archive.hook import after_commit  # automatic archival (issue 4), if configured
-
-        after_commit(self.table)
+        self.table.committed(entry)  # notes it and runs the table's post-commit hooks
         return self.table.tl.completed_instant(entry)
 
     def abort(self) -> None:
@@ -153,8 +150,8 @@ class Transaction:
         store.delete_many([o.key for o in store.list(data_prefix(self.instant_time))])
         store.delete(heartbeat_key(self.instant_time))
         tl = self.table.tl
-        mine = [i for i in tl.states_of(self.instant_time) if i.is_pending]
-        tl.delete_states(sorted(mine, key=lambda i: -i.state.rank))
+        mine = [i for i in tl.states.of_time(self.instant_time) if i.is_pending]
+        tl.states.delete(sorted(mine, key=lambda i: -i.state.rank))
 
     def detach(self) -> None:
         """Stop heartbeating and leave the instant pending for another process to complete or

@@ -21,7 +21,8 @@ from .parquet_io import (
     split_partitions,
     to_parquet_bytes,
 )
-from .schema import latest_schema, merge_schemas
+from .schema import merge_schemas
+from .table_schema import latest_schema
 
 if TYPE_CHECKING:
     from .table import Table

@@ -17,6 +17,7 @@ from timeline.archive import (
     ArchivedTimeline,
     Archiver,
     load_active,
+    manifest_of,
     read_manifest,
 )
 from timeline.instant import WRITE_ACTIONS
@@ -24,6 +25,7 @@ from timeline.metadata import Entry
 
 from ..output import emit_json, instant_json
 from ..progress import activity
+from ..table_settings import table_settings
 from .options import JsonOption, TableOption
 
 _DEFAULTS = ArchivalSettings()
@@ -35,7 +37,7 @@ def _open(uri: str | None) -> Table:
             "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
             "FLOWLEDGER_TABLE"
         )
-    return Table(open_store(uri))
+    return Table(open_store(uri), table_settings())
 
 
 def _summary(e: Entry) -> dict[str, Any]:
@@ -56,7 +58,7 @@ def archived_rows(
 ) -> list[dict[str, Any]]:
     """Archived instants then the active ones, each row saying where it lives."""
     view = load_active(table.tl)
-    reader = ArchivedTimeline(table.store, view.manifest)
+    reader = ArchivedTimeline(table.store, manifest_of(view))
     rows: list[dict[str, Any]] = []
     for r in reader.records(start, end, with_bodies=True):
         row = {

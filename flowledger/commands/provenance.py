@@ -12,13 +12,14 @@ import typer
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
+from provenance import ProvenanceEvent, ProvenanceRepository, ProvenanceSettings, to_dot, to_svg
 from provenance.ingest import ingest_file
 from storage import open_store
 from storage.timeutil import ms_to_iso
 
 from ..output import emit_json, jsonable
 from ..progress import activity, reading
+from ..table_settings import table_settings
 from .options import JsonOption, RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
@@ -28,7 +29,8 @@ MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
 
 def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
     # Read commands do not recover (no writes); write commands finish pending rollovers first.
-    return ProvenanceRepository.open(open_store(repo), recover=recover)
+    settings = ProvenanceSettings(table=table_settings())
+    return ProvenanceRepository.open(open_store(repo), settings, recover=recover)
 
 
 def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:

@@ -16,6 +16,7 @@ from timeline import Table
 from timeline.schema import conform, merge_schemas
 
 from ..output import emit_json, instant_json
+from ..table_settings import table_settings
 from .options import JsonOption
 from .timeline import open_table
 
@@ -63,7 +64,7 @@ def write(
         data = pa.concat_tables(
             [pq.ParquetFile(p).read(use_threads=False) for p in data], promote_options="default"
         )
-    table = Table.open(open_store(table_uri))
+    table = Table.open(open_store(table_uri), table_settings())
     done = table.write(data, mode=mode, partition_by=partition_by or None)
     if as_json:
         emit_json(instant_json(done))

@@ -15,6 +15,7 @@ from timeline.settings import KEEP_LATEST_COMMITS
 
 from ..errors import FlowledgerError
 from ..output import emit_json, instant_json
+from ..table_settings import table_settings
 from . import archive_cmds
 from .options import JsonOption, TableOption
 
@@ -32,7 +33,7 @@ def open_table(uri: str | None) -> Table:
     # say so instead of showing an empty table, and create nothing (one short LIST).
     if not store.list_page(TIMELINE, max_keys=1).objects:
         raise FlowledgerError(f"no table at {store.uri}: nothing was ever written there")
-    return Table.open(store)
+    return Table.open(store, table_settings())
 
 
 def describe(table: Table) -> list[dict[str, Any]]:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from fastapi import Request
 
-from provenance import ProvenanceRepository
+from provenance import ProvenanceRepository, ProvenanceSettings
 from storage import ObjectStore, open_store
 from storage.content import ContentRepository, ContentRepositorySettings
 
+from ..table_settings import table_settings
 from .auth import private_dir, state_dir
 from .queries import Submissions
 from .sandbox import SqlSandbox
@@ -26,7 +27,8 @@ class Services:
         self.settings = settings
         self.state_dir: Path = private_dir(state_dir(uri))
         self.root: ObjectStore = open_store(uri)
-        self.prov = ProvenanceRepository.open(self.root, background=True)
+        prov_settings = ProvenanceSettings(table=table_settings())  # --no-auto-archive
+        self.prov = ProvenanceRepository.open(self.root, prov_settings, background=True)
         self.content = ContentRepository.open(self.root, _CONTENT_SETTINGS)
         self.sql = SqlSandbox(self.prov, settings, private_dir(self.state_dir / "duckdb-tmp"))
         self.submissions = Submissions(settings.query_expiration_s)

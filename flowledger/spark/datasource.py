@@ -33,6 +33,7 @@ from pyspark.sql.types import StructType
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import DataFile, Table, Transaction
 from timeline.instant import parse_time
+from timeline.instant_states import InstantStates
 from timeline.layout import data_key, data_prefix, heartbeat_key
 from timeline.parquet_io import (
     checksummed,
@@ -41,8 +42,8 @@ from timeline.parquet_io import (
     split_partitions,
     to_parquet_bytes,
 )
-from timeline.schema import check_schema, latest_schema, schema_from_json, schema_to_json
-from timeline.store import TimelineStore
+from timeline.schema import schema_from_json, schema_to_json
+from timeline.table_schema import check_schema, latest_schema
 
 from .commit_info import CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
@@ -234,7 +235,7 @@ class TimelineWriter(DataSourceArrowWriter):
         """This write's instant is neither completed nor rolled back (one short LIST). The
         driver's commit and abort delete the prefix's unlisted files once more after changing
         the instant's state, so with this check no attempt's file outlives the write."""
-        states = TimelineStore(store).states_of(self.instant_time)
+        states = InstantStates(store).of_time(self.instant_time)
         return bool(states) and all(i.is_pending for i in states)
 
     def _beat(self, store: ObjectStore) -> bool:

@@ -22,7 +22,7 @@ from urllib.parse import unquote
 from storage import ObjectInfo, ObjectStore, open_store
 from timeline import DataFile, Table, crash
 from timeline.layout import data_prefix
-from timeline.schema import check_schema, latest_schema
+from timeline.table_schema import check_schema, latest_schema
 
 from .commit_info import CommitHook, CommitInfo
 from .committing import (

@@ -3,15 +3,22 @@
 See docs/archival.md for the rules, the archive file format and the crash-safety protocol.
 """
 
+from ..loader import ActiveView
+from ..settings import ArchivalSettings
 from .archiver import Archiver, ArchiveResult
 from .errors import ArchiveConflict, ArchiveError, ArchiveOutcomeUnknown, CorruptArchive
 from .format import SCHEMA, ArchivedInstant, decode_archive, encode_archive
-from .hook import after_commit, archival_settings, configure, may_archive, set_default
+from .hook import AutoArchive, auto_archive_of, may_archive, post_commit_hooks
 from .manifest import ArchiveFile, Manifest, read_manifest
 from .planner import ArchivePlan, plan_archival
 from .reader import ArchivedTimeline, combined_timeline
-from .settings import ArchivalSettings
-from .view import ActiveView, load_active, table_state
+from .view import (
+    ArchiveSnapshot,
+    archived_log,
+    load_active,
+    manifest_of,
+    table_state,
+)
 
 __all__ = [
     "SCHEMA",
@@ -23,21 +30,23 @@ __all__ = [
     "ArchiveOutcomeUnknown",
     "ArchivePlan",
     "ArchiveResult",
+    "ArchiveSnapshot",
     "ArchivedInstant",
     "ArchivedTimeline",
     "Archiver",
+    "AutoArchive",
     "CorruptArchive",
     "Manifest",
-    "after_commit",
-    "archival_settings",
+    "archived_log",
+    "auto_archive_of",
     "combined_timeline",
-    "configure",
     "decode_archive",
     "encode_archive",
     "load_active",
+    "manifest_of",
     "may_archive",
     "plan_archival",
+    "post_commit_hooks",
     "read_manifest",
-    "set_default",
     "table_state",
 ]

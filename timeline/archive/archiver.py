@@ -39,6 +39,7 @@ from ..instant import (
     parse_name,
 )
 from ..layout import heartbeat_key, instant_key, instant_prefix, log_key
+from ..settings import ArchivalSettings
 from ..store import TimelineStore
 from .errors import ArchiveConflict
 from .format import FORMAT, ArchivedInstant, decode_archive, encode_archive, encode_json
@@ -55,7 +56,6 @@ from .manifest import (
 )
 from .merge import merge_files, recover_merge
 from .planner import ArchivePlan, plan_archival
-from .settings import ArchivalSettings
 from .view import cleaner_state, encode_checkpoint, load_active, read_checkpoint
 
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
-"""Automatic archival after a completed instant (Hudi's autoArchiveOnCommit).
+"""Automatic archival after a completed instant (Hudi's autoArchiveOnCommit), as a
+post-commit hook (timeline/hooks.py).
 
-`configure(table, settings)` attaches archival settings to a table object; tables not
-configured use the process default (`ArchivalSettings()`: on, Hudi's 20/30; `set_default(None)`
-turns it off, as the CLI's `--no-auto-archive` does). The table's commit path calls
-`after_commit(table)` once per completed instant. The automatic run never merges (merging reads
-archive files; reading the archive is never on the commit path) and never fails the commit it
+`Table` puts an `AutoArchive` in its `post_commit` list when its settings say so
+(`TableSettings.archival.auto_archive`, on by default with Hudi's 20/30; the CLI's
+`--no-auto-archive` turns it off). The automatic run never merges (merging reads archive
+files; reading the archive is never on the commit path) and never fails the commit it
 follows: the commit is already durable.
 
 A commit that cannot archive anything costs no request: the table object holds the active
@@ -17,45 +17,22 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from typing import TYPE_CHECKING
 
 from storage import StorageError
 
 from ..errors import TimelineError
+from ..hooks import PostCommitHook
 from ..instant import WRITE_ACTIONS
+from ..settings import ArchivalSettings
+from .archiver import Archiver
 from .planner import SERVICE_ACTIONS
-from .settings import ArchivalSettings
 
 if TYPE_CHECKING:
+    from ..metadata import Entry
     from ..table import Table
 
 log = logging.getLogger(__name__)
-_settings: weakref.WeakKeyDictionary[Table, ArchivalSettings] = weakref.WeakKeyDictionary()
-_running: weakref.WeakKeyDictionary[Table, threading.Thread] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
-_default: ArchivalSettings | None = ArchivalSettings()
-
-
-def set_default(settings: ArchivalSettings | None) -> None:
-    """Settings for tables not `configure`d in this process (None: no automatic archival)."""
-    global _default
-    with _lock:
-        _default = settings
-
-
-def configure(table: Table, settings: ArchivalSettings | None) -> None:
-    """Attach (or with None, detach: back to the process default) archival settings."""
-    with _lock:
-        if settings is None:
-            _settings.pop(table, None)
-        else:
-            _settings[table] = settings
-
-
-def archival_settings(table: Table) -> ArchivalSettings | None:
-    with _lock:
-        return _settings.get(table, _default)
 
 
 def may_archive(table: Table, s: ArchivalSettings) -> bool:
@@ -69,38 +46,56 @@ def may_archive(table: Table, s: ArchivalSettings) -> bool:
     return max(commits, services) > s.keep_max_commits
 
 
-def after_commit(table: Table) -> None:
-    s = archival_settings(table)
-    if s is None or not s.auto_archive or not may_archive(table, s):
-        return
-    if not s.async_archive:
-        _run(table, s, merge=False)
-        return
-    with _lock:
-        busy = _running.get(table)
-        if busy is not None and busy.is_alive():
-            return  # the running one sees this commit too
-        t = threading.Thread(
-            target=_run, args=(table, s, s.archive_merge_enable), name="archiver", daemon=True
-        )
-        _running[table] = t
-    t.start()
+class AutoArchive:
+    """The automatic-archival post-commit hook of one table object."""
+
+    def __init__(self, settings: ArchivalSettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._running: threading.Thread | None = None
+
+    def __call__(self, table: Table, entry: Entry | None = None) -> None:
+        s = self.settings
+        if not s.auto_archive or not may_archive(table, s):
+            return
+        if not s.async_archive:
+            self._run(table, merge=False)
+            return
+        with self._lock:
+            busy = self._running
+            if busy is not None and busy.is_alive():
+                return  # the running one sees this commit too
+            t = threading.Thread(
+                target=self._run, args=(table, s.archive_merge_enable), name="archiver", daemon=True
+            )
+            self._running = t
+        t.start()
+
+    def wait(self) -> None:
+        """Wait for a running asynchronous archival (tests, shutdown)."""
+        with self._lock:
+            t = self._running
+        if t is not None:
+            t.join()
+
+    def _run(self, table: Table, merge: bool) -> None:
+        s = self.settings
+        try:
+            result = Archiver(table, s).run(merge=merge)
+            if result.file and not s.async_archive:
+                table.load_instants()  # one LIST: the counts above drop what was just archived
+        except (TimelineError, StorageError) as exc:  # a conflict means another archiver runs
+            log.warning("automatic archival of %s skipped: %s", table.uri, exc)
 
 
-def wait(table: Table) -> None:
-    """Wait for a running asynchronous archival of this table (tests, shutdown)."""
-    with _lock:
-        t = _running.get(table)
-    if t is not None:
-        t.join()
+def post_commit_hooks(settings: ArchivalSettings) -> list[PostCommitHook]:
+    """The hooks a table with these archival settings runs after each commit."""
+    return [AutoArchive(settings)] if settings.auto_archive else []
 
 
-def _run(table: Table, s: ArchivalSettings, merge: bool) -> None:
-    from .archiver import Archiver
+def auto_archive_of(table: Table) -> AutoArchive | None:
+    """The table object's automatic-archival hook, if it has one."""
+    return next((h for h in table.post_commit if isinstance(h, AutoArchive)), None)
 
-    try:
-        result = Archiver(table, s).run(merge=merge)
-        if result.file and not s.async_archive:
-            table.load_instants()  # one LIST: the counts above drop what was just archived
-    except (TimelineError, StorageError) as exc:  # a conflict means another archiver runs
-        log.warning("automatic archival of %s skipped: %s", table.uri, exc)
+
+__all__ = ["AutoArchive", "auto_archive_of", "may_archive", "post_commit_hooks"]

@@ -164,7 +164,7 @@ class Manifest:
 
     @property
     def floor(self) -> int:
-        """Every log position at or below this is archived (`TimelineStore.floor`). Positions
+        """Every log position at or below this is archived. Positions
         above it may be archived too (`archive_beyond_savepoint`): use `is_archived`."""
         first = self.archived_seqs[0] if self.archived_seqs else None
         return first[1] if first is not None and first[0] <= 1 else 0

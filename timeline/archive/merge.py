@@ -26,11 +26,11 @@ from dataclasses import replace
 from storage import NotFound, ObjectStore, checksum_of
 
 from .. import crash
+from ..settings import ArchivalSettings
 from .errors import ArchiveConflict, CorruptArchive
 from .format import FORMAT, decode_archive, decode_json, dedupe, encode_archive, encode_json
 from .layout import archive_file_key, plan_key
 from .manifest import MERGE_RUN, ArchiveFile, Manifest, Pending, swap
-from .settings import ArchivalSettings
 
 
 def merge_candidates(m: Manifest, settings: ArchivalSettings) -> list[ArchiveFile]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from ..active import Timeline
 from ..instant import CLEAN, REPLACE_COMMIT, RESTORE, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, Instant
 from ..metadata import Entry
+from ..settings import ArchivalSettings
 from ..snapshot import TableState
-from .settings import ArchivalSettings
 
 SERVICE_ACTIONS = frozenset({CLEAN, ROLLBACK, RESTORE})
 

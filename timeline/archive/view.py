@@ -1,11 +1,10 @@
-"""The active timeline and table state, corrected for archival.
+"""Archival as the active-timeline loader sees it (see timeline/loader.py).
 
-Archival deletes instant objects but never the commit log. The stock loader treats a commit-
-log position without a completed object as a completion not materialized yet; an archived
-position looks exactly like that. These loaders count the manifest's archived positions as
-present, and fold the archive checkpoint (archived entries) into the table state so files
-written by archived commits stay visible. They read the manifest and the checkpoint, never an
-archive file. See docs/archival.md, "Loader integration".
+Archival deletes instant objects but never the commit log. `ArchiveSnapshot` tells the
+loader which log positions the manifest archived (so they count as present) and gives it the
+archive checkpoint (archived entries) to fold into the table state, so files written by
+archived commits stay visible. It reads the manifest and the checkpoint, never an archive
+file. See docs/archival.md, "Loader integration".
 """
 
 from __future__ import annotations
@@ -16,8 +15,9 @@ from dataclasses import dataclass
 
 from storage import NotFound, ObjectStore
 
-from ..active import Timeline
-from ..instant import CLEAN, Instant, parse_name
+from ..instant import CLEAN
+from ..loader import ActiveView, fold_state
+from ..loader import load_active as load_view
 from ..metadata import Entry
 from ..snapshot import TableState
 from ..store import Listing, TimelineStore
@@ -28,78 +28,48 @@ CHECKPOINT_FORMAT = "flowledger.archive-checkpoint/1"
 
 
 @dataclass(frozen=True)
-class ActiveView:
-    timeline: Timeline
-    listing: Listing
-    #: Completions found in the log whose completed object is not written yet.
-    log_entries: tuple[Entry, ...]
+class ArchiveSnapshot:
+    """The loader's `ArchivedLog` from one read of the manifest."""
+
+    store: ObjectStore
     manifest: Manifest
+
+    def archived_range(self, seq: int) -> tuple[int, int] | None:
+        return self.manifest.archived_range(seq)
+
+    def is_archived(self, seq: int | None) -> bool:
+        return self.manifest.is_archived(seq)
+
+    def archived_entries(self) -> list[Entry]:
+        return read_checkpoint(self.store, self.manifest)[0]
+
+
+def archived_log(store: ObjectStore) -> ArchiveSnapshot | None:
+    """The tables' `ArchiveSource`: what the manifest archived (None: nothing yet)."""
+    manifest = read_manifest(store)
+    return ArchiveSnapshot(store, manifest) if manifest.archived_seqs else None
+
+
+def manifest_of(view: ActiveView) -> Manifest:
+    """The manifest a view was loaded with (empty if it was loaded without one)."""
+    a = view.archived
+    return a.manifest if isinstance(a, ArchiveSnapshot) else Manifest()
 
 
 def load_active(
     tl: TimelineStore, manifest: Manifest | None = None, listing: Listing | None = None
 ) -> ActiveView:
-    """One LIST of the instants, a short LIST of the log tail; archived positions are present.
+    """One LIST of the instants (unless `listing` is given), the manifest, a probe of the log
+    tail; archived positions are present.
 
-    The manifest is read after the LIST: a LIST is not a snapshot, and an archival run
-    deleting oldest-first may overtake it, but every instant it deletes is in the manifest
-    before the first deletion, so dropping the instants that manifest archived leaves exactly
-    the unarchived ones (no hole). Pass `manifest` only if no run was pending when it was read,
-    or if it was read after `listing` was made (then both are used as they are: no request).
+    The manifest is read after the LIST (see loader.load_active). Pass `manifest` only if no
+    run was pending when it was read, or if it was read after `listing` was made (then both
+    are used as they are: no request).
     """
     if listing is None:
         listing = tl.list_instants()
     m = manifest if manifest is not None else read_manifest(tl.store)
-    top = listing.max_seq
-    present = set(listing.present)
-    scan_from = top
-    s = 1  # from the bottom (as the table loader): a completion may sit below every object
-    while s < top:  # the first position neither listed nor archived (jumping archived ranges)
-        if s in present:
-            s += 1
-            continue
-        archived = m.archived_range(s)
-        if archived is None:
-            scan_from = s - 1
-            break
-        s = archived[1] + 1
-    entries = _log_tail(tl, m, present, scan_from, top)
-    gone = {(parse_name(n).time, parse_name(n).action) for e in entries for n in e.rolled_back}
-    merged: dict[tuple[str, str], Instant] = {
-        (i.time, i.action): i
-        for i in listing.timeline
-        if (i.time, i.action) not in gone and not m.is_archived(i.seq)
-    }
-    merged.update({(e.time, e.action): tl.completed_instant(e) for e in entries})
-    return ActiveView(Timeline(merged.values()), listing, tuple(entries), m)
-
-
-def _log_tail(
-    tl: TimelineStore, m: Manifest, present: set[int], scan_from: int, top: int
-) -> list[Entry]:
-    """Log entries after `scan_from` not accounted for by an instant object or the archive.
-
-    The log is gapless by construction (a writer tries position p+1 only after reading p), so
-    instead of a LIST (which a local filesystem answers by walking the whole, never archived,
-    log folder) the positions are probed with GETs until the first one that does not exist:
-    one GET on the usual load, whatever the length of the history."""
-    out: list[Entry] = []
-    s = scan_from + 1
-    while True:
-        if s <= top and s in present:
-            s += 1
-            continue
-        archived = m.archived_range(s)
-        if archived is not None:
-            s = archived[1] + 1
-            continue
-        try:
-            out.append(tl.entry(s))
-        except NotFound:
-            if s > top:
-                return out
-            raise  # a taken position below the newest one cannot be missing
-        s += 1
+    return load_view(tl, listing, ArchiveSnapshot(tl.store, m))
 
 
 # -- the archive checkpoint: archived entries the table state still folds ----------------------
@@ -136,20 +106,13 @@ def read_checkpoint(store: ObjectStore, manifest: Manifest) -> tuple[list[Entry]
 
 def table_state(tl: TimelineStore, view: ActiveView | None = None) -> TableState:
     """Table state = archived entries (checkpoint) + active completions, in log order."""
-    v = view if view is not None else load_active(tl)
-    archived, _ = read_checkpoint(tl.store, v.manifest)
-    by_seq: dict[int, Entry] = {e.seq: e for e in archived}
-    by_seq.update({e.seq: e for e in v.log_entries})
-    for i in v.timeline.completed():
-        if i.seq is not None and i.seq not in by_seq:
-            by_seq[i.seq] = tl.entry_of(i)
-    return TableState.fold(by_seq.values())
+    return fold_state(tl, view if view is not None else load_active(tl))
 
 
 def cleaner_state(tl: TimelineStore, view: ActiveView) -> TableState:
     """What the planner needs: every clean (archived and active), without reading the
     metadata of every active commit (one GET per clean instead of per instant)."""
-    archived, _ = read_checkpoint(tl.store, view.manifest)
+    archived = view.archived.archived_entries() if view.archived is not None else []
     cleans = [e for e in archived if e.action == CLEAN]
     cleans += [e for e in view.log_entries if e.action == CLEAN]
     seen = {e.seq for e in cleans}
