@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -63,21 +61,6 @@ def test_changed_since_is_one_head_and_sees_other_writers(tmp_path: Path) -> Non
     Table.open(store).write(pa.table({"id": [2]}))  # another writer
     assert mine.changed_since(seq)
     assert not mine.changed_since(seq + 1)
-
-
-def _scan() -> tuple[list[str], list[str]]:
-    script = ROOT / "tests" / "support" / "architecture_scan.py"
-    out = subprocess.run(
-        [sys.executable, str(script), str(ROOT)], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-    split = next(k for k, line in enumerate(out) if line.endswith("import cycles"))
-    return [line.strip() for line in out[1:split]], [line.strip() for line in out[split + 1 :]]
-
-
-def test_timeline_and_provenance_have_no_import_cycles_nor_private_reach_ins() -> None:
-    reach_ins, cycles = _scan()
-    assert [r for r in reach_ins if r.startswith(("timeline/", "provenance/"))] == []
-    assert [c for c in cycles if "'timeline." in c or "'provenance." in c] == []
 
 
 def test_data_instant_time_reads_the_time_data_key_wrote() -> None:
