@@ -23,6 +23,7 @@ from .integrity import checksum_of, open_blob, open_json, seal_blob, seal_json, 
 from .keys import MAX_KEY_BYTES, validate_key
 from .local import LocalObjectStore
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
+from .progress import ProgressCallback, report_progress
 from .s3 import S3ObjectStore
 from .settings import StoreSettings
 from .timeutil import datetime_to_ms, ms_to_datetime, now_ms, to_ms
@@ -49,6 +50,7 @@ __all__ = [
     "ObjectInfo",
     "ObjectStore",
     "ObjectWriter",
+    "ProgressCallback",
     "RangeNotSatisfiable",
     "RepoURI",
     "RequestStats",
@@ -66,6 +68,7 @@ __all__ = [
     "open_json",
     "open_store",
     "parse_uri",
+    "report_progress",
     "resolve_repo",
     "seal_blob",
     "seal_json",

@@ -26,7 +26,8 @@ POST_LOG = {"logged", "deleted", "undone", "completed"}
 
 # operation -> (action, steps, is a write that is rolled back when it did not reach the log)
 OPERATIONS: dict[str, tuple[str, list[str], bool]] = {
-    "commit": ("commit", WRITE_STEPS, True),
+    # a write without a plan has no inflight object (docs/timeline-protocol.md)
+    "commit": ("commit", [s for s in WRITE_STEPS if s != "inflight"], True),
     "cluster": ("replacecommit", WRITE_STEPS, True),
     "clean": ("clean", [*WRITE_STEPS[:4], "deleted", "completed"], False),
     "rollback": ("rollback", [*WRITE_STEPS[:4], "deleted", "completed"], False),

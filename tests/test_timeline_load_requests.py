@@ -52,6 +52,8 @@ def test_open_never_lists_the_log(tmp_path: Path, archive: bool) -> None:
         counting = ListingStore(store)
         store.stats.reset()
         table = Table.open(counting)  # type: ignore[arg-type]
+        assert store.stats.snapshot() == {"LIST": 1}  # the rest waits for a read
+        table.timeline(refresh=False)  # completes the load from the same listing
         assert counting.listed == [INSTANTS]
         counts = store.stats.snapshot()
         # LIST instants, (once archived) GET manifest, one GET probing the log's free position

@@ -61,11 +61,17 @@ class Table:
         #: (log position, instant time, schema JSON) of the newest write this object completed
         self.noted_schema: tuple[int, str, Any] | None = None
         self._completed_since_listing: list[Entry] = []  # by this object, after `_listing`
+        #: `_listing` is completed by the log tail and the archive view (see `open`)
+        self._full = False
+        self._begun: set[str] = set()  # instant times this object began
 
     @classmethod
     def open(cls, store: ObjectStore, settings: TableSettings | None = None) -> Table:
+        """LIST the instants; the rest of the load (log probe, archive manifest) waits until
+        a read needs it: a write needs neither while the listing shows no pending instant
+        (see `planning_timeline`), so a fresh process's commit skips both."""
         table = cls(store, settings)
-        table.refresh()
+        table.load_instants()
         return table
 
     @property
@@ -89,19 +95,35 @@ class Table:
             self.noted_schema = (e.seq, e.time, e.metadata["schema"])
         with self._lock:
             self._completed_since_listing.append(e)
+        self._begun.discard(e.time)
 
     def known_timeline(self) -> tuple[Timeline, tuple[Entry, ...]]:
         """What this object knows without a request: the timeline of its last listing (read
         it once if it never listed) and the instants it completed itself since then."""
-        timeline = self.timeline(refresh=False)
+        timeline = self.planning_timeline()
         with self._lock:
             return timeline, tuple(self._completed_since_listing)
+
+    def planning_timeline(self) -> Timeline:
+        """The timeline a write plans on (its schema, archival counts), without a request
+        when possible: the last listing alone while it shows no pending instant but this
+        object's own. A completion lacking its completed object is always pending in a
+        listing (its requested object exists from before its log position until archival,
+        which needs the completed one), so then the log tail holds nothing; otherwise the
+        full view (log tail, archive manifest) is loaded."""
+        listing = self._listing
+        if self._full or listing is None:
+            return self.timeline(refresh=False)
+        if any(i.time not in self._begun for i in listing.timeline.pending()):
+            return self.timeline(refresh=False)
+        return listing.timeline
 
     def load_instants(self) -> Listing:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
         listing = self.tl.list_instants()
         self._listing = listing
         self._listed_at = time.monotonic()
+        self._full = False
         with self._lock:
             self._completed_since_listing = []
         self._advance(listing.max_seq)
@@ -115,8 +137,11 @@ class Table:
         Once archival has run (its manifest names archived log positions), the archive-aware
         loader is used instead: archived positions count as present, and the table state folds
         the archive checkpoint (see docs/archival.md)."""
+        return self._complete(self.load_instants())
+
+    def _complete(self, listing: Listing) -> Listing:
+        """The rest of a load after the LIST: the archive view or the log tail."""
         self._archive_view = None
-        listing = self.load_instants()
         # A hole below the newest completed object is a crashed completion or archival (which
         # deletes oldest first, so it always leaves one): only then is the manifest read.
         if listing.scan_from < listing.max_seq:
@@ -132,13 +157,20 @@ class Table:
                 self._listing = view.listing
                 self._log_entries = list(view.log_entries)
                 self._advance(max([view.listing.max_seq, *(e.seq for e in view.log_entries)]))
+                self._full = True
                 return view.listing
 
         entries = _log_tail(self.tl, listing)
         self._log_entries = entries
         if entries:
             self._advance(max(e.seq for e in entries))
+        self._full = True
         return listing
+
+    def _loaded(self, refresh: bool) -> Listing:
+        if refresh or self._listing is None:
+            return self.refresh()
+        return self._listing if self._full else self._complete(self._listing)
 
     def _view(self, listing: Listing) -> tuple[Timeline, list[Entry]]:
         gone = {
@@ -155,13 +187,13 @@ class Table:
 
     def timeline(self, refresh: bool = True) -> Timeline:
         """The active timeline (latest state per instant; completions found in the log count)."""
-        listing = self.refresh() if refresh or self._listing is None else self._listing
+        listing = self._loaded(refresh)
         if self._archive_view is not None:
             return self._archive_view.timeline
         return self._view(listing)[0]
 
     def state(self, refresh: bool = True) -> TableState:
-        listing = self.refresh() if refresh or self._listing is None else self._listing
+        listing = self._loaded(refresh)
         if self._archive_view is not None:
             from .archive.view import table_state
 
@@ -268,7 +300,10 @@ class Table:
         if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
             self._check_failed_writes(exclude=t)
         self._listed_at = 0.0  # the listing predates this instant: not fresh for the next begin
-        if first_state is State.REQUESTED:
+        self._begun.add(t)
+        # A write without a plan goes requested -> completed: its inflight object would say
+        # nothing the requested one does not (one PUT less per commit; docs/timeline-protocol.md).
+        if first_state is State.REQUESTED and not (action in WRITE_ACTIONS and plan is None):
             with contextlib.suppress(Conflict):  # someone finishing our plan got there first
                 self.tl.create(Instant(t, action, State.INFLIGHT), body)
             crash.point(f"{action}.inflight")
