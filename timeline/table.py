@@ -100,17 +100,21 @@ class Table:
     def known_timeline(self) -> tuple[Timeline, tuple[Entry, ...]]:
         """What this object knows without a request: the timeline of its last listing (read
         it once if it never listed) and the instants it completed itself since then."""
-        timeline = self.planning_timeline()
+        listing = self._listing
+        if listing is None or self._full:
+            timeline = self.timeline(refresh=False)
+        else:
+            timeline = listing.timeline
         with self._lock:
             return timeline, tuple(self._completed_since_listing)
 
     def planning_timeline(self) -> Timeline:
-        """The timeline a write plans on (its schema, archival counts), without a request
-        when possible: the last listing alone while it shows no pending instant but this
-        object's own. A completion lacking its completed object is always pending in a
-        listing (its requested object exists from before its log position until archival,
-        which needs the completed one), so then the log tail holds nothing; otherwise the
-        full view (log tail, archive manifest) is loaded."""
+        """The timeline a write plans on (its schema), without a request when possible: the
+        last listing alone while it shows no pending instant but this object's own. A
+        completion lacking its completed object is pending in any listing (its requested
+        object exists from before it takes its log position until its completed object
+        does, or until archival records it), so then the log tail holds nothing newer than
+        the listing; otherwise the full view (log tail, archive manifest) is loaded."""
         listing = self._listing
         if self._full or listing is None:
             return self.timeline(refresh=False)
