@@ -62,6 +62,10 @@ def _commits(backend: BenchBackend, root: Path, uri: str, n: int, on: bool) -> l
     return rows[1:]  # the first process probes the endpoint (then cached per endpoint)
 
 
+def _mix(c: Counter[str]) -> str:
+    return f"{sum(c.values())}: " + " ".join(f"{k}={v}" for k, v in sorted(c.items()))
+
+
 def _archived(c: Counter[str]) -> bool:
     return c.get("DeleteObjects", 0) > 0  # an archival run deletes the archived states
 
@@ -73,7 +77,8 @@ def run(backend: BenchBackend, n: int, before: Path | None) -> None:
         "code / automatic archival",
         "requests, nothing archived (median)",
         "archiving commits",
-        "mix of a commit archiving nothing",
+        "mix before any archival",
+        "mix with archived history",
     )
     trees = [("before", before)] if before else []
     trees.append(("after", here))
@@ -85,9 +90,16 @@ def run(backend: BenchBackend, n: int, before: Path | None) -> None:
             plain = [r for r in rows if not _archived(r)]
             arch = [sum(r.values()) for r in rows if _archived(r)]
             med = statistics.median(sum(r.values()) for r in plain)
-            mix = " ".join(f"{k}={v}" for k, v in sorted(plain[-1].items()))
+            first = next((k for k, r in enumerate(rows) if _archived(r)), len(rows))
+            after = rows[first + 1 :]  # commits on a table with archived history
             archiving = f"{statistics.median(arch):.0f} ({len(arch)}x)" if arch else "-"
-            t.add_row(f"{label} / {'on (20/30)' if on else 'off'}", f"{med:.0f}", archiving, mix)
+            t.add_row(
+                f"{label} / {'on (20/30)' if on else 'off'}",
+                f"{med:.0f}",
+                archiving,
+                _mix(rows[0]),
+                _mix(after[-1]) if after else "-",
+            )
     console.print(t)
 
 

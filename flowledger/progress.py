@@ -233,12 +233,9 @@ def activity(
     console: Console | None = None,
     stream: IO[str] | None = None,
 ) -> contextlib.AbstractContextManager[Reporter]:
-    """A long operation without a measure of its own (rollover, expiry, archival): a spinner
-    and the elapsed time on a terminal, `<description>: running for N s` lines elsewhere."""
-    reporter = Reporter(
-        description, None, quiet=quiet, console=console, stream=stream, counts_bytes=False
-    )
-    return _ticking(reporter, None)
+    """A long operation without a measure of its own: a spinner and the elapsed time on a
+    terminal, `<description>: running for N s` lines elsewhere."""
+    return steps(description, "", quiet=quiet, console=console, stream=stream)
 
 
 def steps(
@@ -249,8 +246,9 @@ def steps(
     console: Console | None = None,
     stream: IO[str] | None = None,
 ) -> contextlib.AbstractContextManager[Reporter]:
-    """A long operation that reports its units (`reporter.callback` as its progress): a bar
-    of done/total `unit` on a terminal, `<description>: N of M <unit> in S s` lines elsewhere."""
+    """A long operation that reports its units (`reporter.callback` as its progress, e.g.
+    rollover's journals): a bar of done/total `unit` on a terminal, `<description>: N of M
+    <unit> in S s` lines elsewhere (no `unit`: see `activity`)."""
     reporter = Reporter(
         description,
         None,
