@@ -2,9 +2,10 @@
 CI) a plain line on stderr every few seconds once an operation is slow — a quick one prints
 nothing; nothing at all with `--json` or `quiet`.
 
-Three shapes: bytes moved through a stream (`progress` + `CountingReader/Writer`), bytes of a
-file read by code that opens it itself (`reading`, e.g. ingest), and an operation with no
-measure of its own (`activity`: a spinner and the elapsed time, e.g. rollover or archival)."""
+Four shapes: bytes moved through a stream (`progress` + `CountingReader/Writer`), bytes of a
+file read by code that opens it itself (`reading`, e.g. ingest), units an operation reports
+through its progress callback (`steps`: rollover's journals, expiry's files, archival's steps),
+and an operation with no measure of its own (`activity`: a spinner and the elapsed time)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
+    MofNCompleteColumn,
     Progress,
     ProgressColumn,
     SpinnerColumn,
@@ -38,7 +40,9 @@ TICK_S = 0.2  # how often a watched file's position is read, and a plain line co
 
 class Reporter:
     """`advance(n)` as work gets done; `total` may be unknown (None). `counts_bytes=False`:
-    an activity without a measure (spinner and elapsed time; plain lines say how long)."""
+    with a `unit`, a bar of that many units (`callback` is what a library operation takes);
+    without, an activity without a measure (spinner and elapsed time; plain lines say how
+    long)."""
 
     def __init__(
         self,
@@ -49,10 +53,12 @@ class Reporter:
         console: Console | None = None,
         stream: IO[str] | None = None,
         counts_bytes: bool = True,
+        unit: str = "",
     ) -> None:
         self.description = description
         self.total = total
         self.counts_bytes = counts_bytes
+        self.unit = unit
         self.done = 0
         self._stream = stream or sys.stderr
         self._console = console or Console(file=self._stream)
@@ -71,6 +77,14 @@ class Reporter:
                     TimeRemainingColumn(),
                 )
                 if counts_bytes
+                else (
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn(unit),
+                    TimeElapsedColumn(),
+                )
+                if unit
                 else (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
             )
             self._bar = Progress(*columns, console=self._console, transient=True)
@@ -84,6 +98,15 @@ class Reporter:
         else:
             self.tick()
 
+    def callback(self, advance: int, total: int | None) -> None:
+        """A `storage.ProgressCallback`: the total when it is news, then units done."""
+        if total is not None and total != self.total:
+            self.total = total
+            if self._bar is not None and self._task is not None:
+                self._bar.update(self._task, total=total)
+        if advance:
+            self.advance(advance)
+
     def tick(self) -> None:
         """A plain line if the last one is old enough (called on every advance and by the
         ticker of `reading`/`activity`, which also report while nothing advances)."""
@@ -95,7 +118,10 @@ class Reporter:
         self._printed = True
         self._last_line = time.monotonic()
         elapsed = self._last_line - self._started
-        if not self.counts_bytes:
+        if self.unit:
+            of = f" of {self.total}" if self.total is not None else ""
+            text = f"{self.description}: {self.done}{of} {self.unit} in {elapsed:.0f} s"
+        elif not self.counts_bytes:
             state = "done in" if final else "running for"
             text = f"{self.description}: {state} {elapsed:.0f} s"
         elif self.total:
@@ -207,10 +233,30 @@ def activity(
     console: Console | None = None,
     stream: IO[str] | None = None,
 ) -> contextlib.AbstractContextManager[Reporter]:
-    """A long operation without a measure of its own (rollover, expiry, archival): a spinner
-    and the elapsed time on a terminal, `<description>: running for N s` lines elsewhere."""
+    """A long operation without a measure of its own: a spinner and the elapsed time on a
+    terminal, `<description>: running for N s` lines elsewhere."""
+    return steps(description, "", quiet=quiet, console=console, stream=stream)
+
+
+def steps(
+    description: str,
+    unit: str,
+    *,
+    quiet: bool = False,
+    console: Console | None = None,
+    stream: IO[str] | None = None,
+) -> contextlib.AbstractContextManager[Reporter]:
+    """A long operation that reports its units (`reporter.callback` as its progress, e.g.
+    rollover's journals): a bar of done/total `unit` on a terminal, `<description>: N of M
+    <unit> in S s` lines elsewhere (no `unit`: see `activity`)."""
     reporter = Reporter(
-        description, None, quiet=quiet, console=console, stream=stream, counts_bytes=False
+        description,
+        None,
+        quiet=quiet,
+        console=console,
+        stream=stream,
+        counts_bytes=False,
+        unit=unit,
     )
     return _ticking(reporter, None)
 

@@ -10,7 +10,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from storage import ObjectStore
+from storage import ObjectStore, ProgressCallback
 
 from .errors import ProvenanceConflict
 from .layout import JournalRef
@@ -56,16 +56,20 @@ class Backlog:
 
 
 def merge_all(
-    store: ObjectStore, table: ProvenanceTable, settings: ProvenanceSettings, backlog: Backlog
+    store: ObjectStore,
+    table: ProvenanceTable,
+    settings: ProvenanceSettings,
+    backlog: Backlog,
+    progress: ProgressCallback | None = None,
 ) -> RolloverResult:
     """Roll over contiguous runs of journals until none is left (the caller holds the
-    repository's rollover lock and has flushed its journals)."""
+    repository's rollover lock and has flushed its journals); `progress` counts journals."""
     started = time.monotonic()
     total = RolloverResult(0, 0, 0, 0, 0, 0.0)
     lost = 0
     while True:
         try:
-            r = rollover_once(store, table, settings)
+            r = rollover_once(store, table, settings, progress, total.journals)
         except ProvenanceConflict as exc:
             # Another process merged these journals first: its commit did our work, so
             # losing the race is not an error; go on from the new high-water mark.

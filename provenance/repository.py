@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from storage import ObjectStore
+from storage import ObjectStore, ProgressCallback, report_progress
 
 from . import sql as sqlmod
 from . import staging
@@ -431,11 +431,14 @@ class ProvenanceRepository:
             con.close()
 
     # -- maintenance --------------------------------------------------------------------------
-    def rollover(self, engine: str = "local", spark: Any = None) -> RolloverResult:
+    def rollover(
+        self, engine: str = "local", spark: Any = None, progress: ProgressCallback | None = None
+    ) -> RolloverResult:
         """Merge every journal flushed so far (several files if over `rollover_size`).
 
         `engine="spark"` runs the merge as a PySpark job (`spark`: a SparkSession, default
         the active one): one task per chunk of `rollover_size`, one instant for all files.
+        `progress` (local engine) is told the journals to merge and each one read.
         """
         if engine == "spark":
             return self._rollover_spark(spark)
@@ -443,7 +446,7 @@ class ProvenanceRepository:
             raise ValueError(f"unknown rollover engine {engine!r}: use 'local' or 'spark'")
         with self._rollover_lock:
             self.journals.flush()
-            return merge_all(self.store, self.table, self.settings, self._backlog)
+            return merge_all(self.store, self.table, self.settings, self._backlog, progress)
 
     def _rollover_spark(self, spark: Any) -> RolloverResult:
         from .spark_rollover import rollover_with_spark
@@ -475,11 +478,17 @@ class ProvenanceRepository:
             files, self.settings.max_storage_size, self.settings.max_storage_time_s, now_ms
         )
 
-    def expire(self, now_ms: int | None = None) -> ExpiryPlan:
-        """Expire the oldest files over `max_storage_size` / older than `max_storage_time_s`."""
+    def expire(
+        self, now_ms: int | None = None, progress: ProgressCallback | None = None
+    ) -> ExpiryPlan:
+        """Expire the oldest files over `max_storage_size` / older than `max_storage_time_s`.
+        `progress` counts files: told how many up front, all done once they are replaced (one
+        replacecommit) and deleted (one clean); neither step has a per-file request."""
         plan = self.plan_expiry(now_ms)
+        report_progress(progress, 0, len(plan.files))
         if plan.files:
             committed = self.table.committed(fresh=True)
             reason = f"{len(plan.by_size)} by size, {len(plan.by_age)} by age"
             self.table.expire(plan.files, committed.high_water, reason)
+            report_progress(progress, len(plan.files))
         return plan

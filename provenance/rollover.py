@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage import NotFound, ObjectInfo, ObjectStore
+from storage import NotFound, ObjectInfo, ObjectStore, ProgressCallback, report_progress
 
 from . import crash, staging
 from .errors import ProvenanceConflict
@@ -118,17 +118,26 @@ def file_stats(t: pa.Table) -> dict[str, dict[str, int]]:
 
 
 def rollover_once(
-    store: ObjectStore, table: ProvenanceTable, settings: ProvenanceSettings
+    store: ObjectStore,
+    table: ProvenanceTable,
+    settings: ProvenanceSettings,
+    progress: ProgressCallback | None = None,
+    done: int = 0,
 ) -> RolloverResult | None:
+    """`progress`: one unit per journal read (`done` journals read by earlier calls; the
+    total is those plus the unmerged journals listed now)."""
     started = time.monotonic()
     high = table.committed(fresh=True).high_water
-    run = contiguous_run(
-        list_journals(store, high), high, settings.journal_gap_timeout_s, settings.rollover_size
-    )
+    journals = list_journals(store, high)
+    report_progress(progress, 0, done + len(journals))
+    run = contiguous_run(journals, high, settings.journal_gap_timeout_s, settings.rollover_size)
     if not run:
         return None
     try:
-        tables = [staging.load(store, j) for j in run]
+        tables = []
+        for j in run:
+            tables.append(staging.load(store, j))
+            report_progress(progress, 1)
     except NotFound as exc:
         # Only a rollover deletes journals, and only after committing them.
         raise ProvenanceConflict(

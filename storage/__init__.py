@@ -30,6 +30,7 @@ from .integrity import checksum_of, open_blob, open_json, seal_blob, seal_json, 
 from .keys import MAX_KEY_BYTES, validate_key
 from .local import LocalObjectStore
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
+from .progress import ProgressCallback, report_progress
 from .settings import StoreSettings
 from .timeutil import datetime_to_ms, ms_to_datetime, now_ms, to_ms
 from .uri import DEFAULT_REPO, RepoURI, open_store, parse_uri, resolve_repo
@@ -68,6 +69,7 @@ __all__ = [
     "ObjectInfo",
     "ObjectStore",
     "ObjectWriter",
+    "ProgressCallback",
     "RangeNotSatisfiable",
     "RepoURI",
     "RequestStats",
@@ -85,7 +87,7 @@ __all__ = [
     "open_json",
     "open_store",
     "parse_uri",
-    "read_document",
+    "report_progress",
     "resolve_repo",
     "seal_blob",
     "seal_json",

@@ -117,6 +117,6 @@ def test_automatic_archival_costs_no_request_when_nothing_is_archived(tmp_path: 
     # the 31st archives 11: completed objects go in batches, not one DELETE each (the
     # single DELETEs are the run's plan and previous checkpoint)
     assert on[30]["DELETE_BATCH"] >= 1 and on[30].get("DELETE", 0) <= 2
-    # after archival the table loader reads the manifest: one GET more per commit, no LIST
-    assert sum(on[31].values()) == sum(off[31].values()) + 1
-    assert on[31].get("LIST", 0) <= off[31].get("LIST", 0)
+    # after archival a write still plans on the listing alone (no manifest read: nothing is
+    # pending): archived history costs a commit no request either
+    assert on[31] == off[31] and sum(on[31].values()) <= 8

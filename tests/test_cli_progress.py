@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -168,3 +169,104 @@ def test_long_commands_stay_plain_off_a_terminal_and_pure_json_with_json(
         assert r.exit_code == 0, r.output
         assert isinstance(json.loads(r.stdout), dict), args  # stdout: exactly one document
         assert r.stderr == "", args  # --json: no progress at all
+
+
+def _on_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """Run `flowledger ARGS` with stdout and stderr on a pseudo-terminal (120 columns); what
+    it drew, escape sequences removed."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowledger", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env={**env, "TERM": "xterm-256color", "COLUMNS": "120"},
+    )
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 120)
+            if not ready:
+                break  # bounded: a hung command fails the assertions below
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the command closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+        assert proc.wait(timeout=120) == 0, b"".join(chunks).decode(errors="replace")
+    raw = b"".join(chunks).decode(errors="replace")
+    assert "\x1b[" in raw  # drawn for a terminal
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw).replace("\r", "\n")
+
+
+def _frames(text: str, unit: str) -> list[tuple[int, str]]:
+    """Every `done/total unit` the bar showed, in order ('?': total not known yet)."""
+    return [(int(d), t) for d, t in re.findall(rf"(\d+)/(\d+|\?) {unit}", text)]
+
+
+def test_rollover_expire_and_archive_draw_bars_that_reach_their_total_on_a_terminal(
+    tmp_path: Path,
+) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    repo = str(tmp_path / "repo")
+    runner = CliRunner()
+    for n in range(3):  # three ingests: three journals to merge
+        events = _events_file(tmp_path / f"e{n}.jsonl", 50)
+        assert (
+            runner.invoke(app, ["provenance", "ingest", str(events), "--repo", repo]).exit_code == 0
+        )
+
+    text = _on_a_terminal(["provenance", "rollover", "--repo", repo], env)
+    frames = _frames(text, "journals")
+    merged = int(re.findall(r"rolled over \d+ events from (\d+) journals", text)[0])
+    assert merged >= 1 and frames[-1] == (merged, str(merged)), frames
+    assert frames[0][0] == 0, frames  # from nothing to all
+
+    text = _on_a_terminal(["provenance", "expire", "--repo", repo, "--max-storage-size", "0"], env)
+    frames = _frames(text, "files")
+    expired = int(re.findall(r"expired (\d+) files", text)[0])
+    assert expired >= 1 and frames[-1] == (expired, str(expired)), frames
+    assert frames[0][0] == 0, frames
+    assert "━" in text  # a bar, not a spinner
+
+    table = str(tmp_path / "repo" / "tables" / "t1")
+    csv = tmp_path / "a.csv"
+    csv.write_text("id\n1\n")
+    for _ in range(4):
+        assert runner.invoke(app, ["table", "write", table, str(csv)]).exit_code == 0
+    limits = ["--keep-min-commits", "1", "--keep-max-commits", "2"]
+    text = _on_a_terminal(["timeline", "archive", "--table", table, *limits], env)
+    frames = _frames(text, "steps")
+    assert "archived 3 instants" in text
+    assert frames[-1] == (6, "6") and frames[0][0] == 0, frames  # read, then removed: 2 each
+
+
+def test_steps_report_units_as_plain_lines_when_not_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(progress_mod, "PLAIN_EVERY_S", 0.0)  # every advance prints a line
+    plain = io.StringIO()
+    with progress_mod.steps("rollover", "journals", stream=plain) as bar:
+        bar.callback(0, 3)  # what ProvenanceRepository.rollover(progress=...) is told
+        for _ in range(3):
+            bar.callback(1, None)
+    lines = plain.getvalue().splitlines()
+    assert lines[0].startswith("rollover: 1 of 3 journals in ")
+    assert lines[-1].startswith("rollover: 3 of 3 journals in ") and bar.done == 3
+    assert "\x1b" not in plain.getvalue()

@@ -52,6 +52,8 @@ def test_open_never_lists_the_log(tmp_path: Path, archive: bool) -> None:
         counting = ListingStore(store)
         store.stats.reset()
         table = Table.open(counting)  # type: ignore[arg-type]
+        assert store.stats.snapshot() == {"LIST": 1}  # the rest waits for a read
+        table.timeline(refresh=False)  # completes the load from the same listing
         assert counting.listed == [INSTANTS]
         counts = store.stats.snapshot()
         # LIST instants, (once archived) GET manifest, one GET probing the log's free position
@@ -72,3 +74,21 @@ def test_completions_missing_their_object_are_found_in_the_log(tmp_path: Path) -
     reopened = Table.open(store)
     assert [i.time for i in reopened.timeline().completed()] == [i.time for i in done]
     assert len(reopened.snapshot(refresh=False).files) == 5
+
+
+def test_a_write_plans_on_a_completion_missing_its_object(tmp_path: Path) -> None:
+    """A pending instant in the listing may be a completion whose completed object is not
+    written yet: then a write loads the log tail before planning its schema on it."""
+    store = _table(tmp_path, 2, archive=False)
+    table = Table.open(store)
+    table.write(pa.table({"id": [2], "extra": ["x"]}))  # widens the schema
+    done = table.timeline().completed().last()
+    assert done is not None
+    store.delete(instant_key(done))  # as if its writer crashed after taking its log position
+    listed = Table(store).load_instants().timeline
+    assert [i.time for i in listed.pending()] == [done.time]  # pending in a listing
+    Table.open(store).write(pa.table({"id": [3]}))
+    reopened = Table.open(store)
+    schema = reopened.schema()
+    assert schema is not None and "extra" in schema.names
+    assert reopened.read().num_rows == 4

@@ -87,6 +87,9 @@ class Table:
         #: (log position, instant time, schema JSON) of the newest write this object completed
         self.noted_schema: tuple[int, str, Any] | None = None
         self._completed_since_listing: list[Entry] = []  # by this object, after `_listing`
+        #: whether a full load (log probe, archive) ever ran; until then `_view` is the listing
+        self._full = False
+        self._begun: set[str] = set()  # instant times this object began
 
     @classmethod
     def open(
@@ -97,8 +100,11 @@ class Table:
         archive: ArchiveSource | None = archived_log,
         post_commit: Sequence[PostCommitHook] | None = None,
     ) -> Table:
+        """LIST the instants; the rest of a load (log probe, archive manifest) waits until a
+        read needs it. A write needs neither while the listing shows no pending instant (see
+        `planning_timeline`), so a fresh process's commit skips both."""
         table = cls(store, settings, archive=archive, post_commit=post_commit)
-        table.refresh()
+        table.load_instants()
         return table
 
     @property
@@ -122,6 +128,7 @@ class Table:
             self.noted_schema = (e.seq, e.time, e.metadata["schema"])
         with self._lock:
             self._completed_since_listing.append(e)
+        self._begun.discard(e.time)
 
     def committed(self, entry: Entry) -> None:
         """Called by the commit path once `entry` is durable: note it, run the hooks."""
@@ -144,9 +151,24 @@ class Table:
     def known_timeline(self) -> tuple[Timeline, tuple[Entry, ...]]:
         """What this object knows without a request: the timeline of its last listing (read
         it once if it never listed) and the instants it completed itself since then."""
-        timeline = self.timeline(refresh=False)
+        view = self._view  # after `open`: the listing alone (no log probe yet)
+        timeline = view.timeline if view is not None else self.timeline(refresh=False)
         with self._lock:
             return timeline, tuple(self._completed_since_listing)
+
+    def planning_timeline(self) -> Timeline:
+        """The timeline a write plans on (its schema), without a request when possible: the
+        last listing alone while it shows no pending instant but this object's own. A
+        completion lacking its completed object is pending in any listing (its requested
+        object exists from before it takes its log position until its completed object
+        does, or until archival records it), so then the log tail holds nothing newer than
+        the listing; otherwise the full view (log tail, archive manifest) is loaded."""
+        listing = self._listing
+        if self._full or listing is None:
+            return self.timeline(refresh=False)
+        if any(i.time not in self._begun for i in listing.timeline.pending()):
+            return self.timeline(refresh=False)
+        return listing.timeline
 
     def load_instants(self) -> Listing:
         """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
@@ -168,18 +190,24 @@ class Table:
         deletes oldest first, so it always leaves one): only then is `archive` asked what was
         archived (the manifest, read after the LIST as the loader needs; see loader.py)."""
         self._view = None
-        listing = self.load_instants()
+        return self._complete(self.load_instants())
+
+    def _complete(self, listing: Listing) -> Listing:
+        """The rest of a load after the LIST: the log probe, and the archive when needed."""
         archived = None
         if self.archive is not None and listing.scan_from < listing.max_seq:
             archived = self.archive(self.tl.store)
         view = load_active(self.tl, listing, archived)
         self._view = view
+        self._full = True
         self._advance(view.max_seq)
         return view.listing
 
     def _loaded(self, refresh: bool) -> ActiveView:
-        if refresh or self._view is None:
+        if refresh or self._listing is None:
             self.refresh()
+        elif not self._full:
+            self._complete(self._listing)
         assert self._view is not None
         return self._view
 
@@ -285,6 +313,7 @@ class Table:
         if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
             self._check_failed_writes(exclude=t)
         self._listed_at = 0.0  # the listing predates this instant: not fresh for the next begin
+        self._begun.add(t)
         if first_state is State.REQUESTED:
             with contextlib.suppress(Conflict):  # someone finishing our plan got there first
                 self.tl.states.create(Instant(t, action, State.INFLIGHT), body)

@@ -32,7 +32,7 @@ def check_schema(
 def latest_schema(table: Table, refresh: bool = True) -> pa.Schema | None:
     """The schema the table's newest live write states, reading entries newest first (usually
     one GET, where folding the whole state reads every completed instant)."""
-    done = table.timeline(refresh).completed()
+    done = (table.timeline() if refresh else table.planning_timeline()).completed()
     gone = {
         parse_name(n).time
         for i in done.actions(ROLLBACK, RESTORE)
@@ -50,6 +50,8 @@ def latest_schema(table: Table, refresh: bool = True) -> pa.Schema | None:
                 return found
     if noted is not None:
         return schema_from_json(noted[2])
+    if not done and table.latest_seq == 0:
+        return None  # a new table (archival always leaves the newest commit active)
     return table.state(refresh=False).schema()  # e.g. every write archived
 
 

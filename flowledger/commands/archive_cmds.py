@@ -24,7 +24,7 @@ from timeline.instant import WRITE_ACTIONS
 from timeline.metadata import Entry
 
 from ..output import emit_json, instant_json
-from ..progress import activity
+from ..progress import steps
 from ..table_settings import table_settings
 from .options import JsonOption, TableOption
 
@@ -142,8 +142,9 @@ def archive(
             for n in names:
                 print(f"  {n}")
         return
-    with activity(f"archive {t.uri}", quiet=as_json):
-        result = archiver.run(sweep=True)
+    # two steps per archived instant: read into the archive file, removed from the active
+    with steps(f"archive {t.uri}", "steps", quiet=as_json) as bar:
+        result = archiver.run(sweep=True, progress=bar.callback)
     m = read_manifest(t.store)
     out = {
         "archived": [i.name for i in result.archived],

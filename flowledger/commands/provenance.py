@@ -18,7 +18,7 @@ from storage import open_store
 from storage.timeutil import ms_to_iso
 
 from ..output import emit_json, jsonable
-from ..progress import activity, reading
+from ..progress import reading, steps
 from ..table_settings import table_settings
 from .options import JsonOption, RepoOption
 
@@ -210,8 +210,8 @@ def rollover(
     try:
         if engine == "spark":
             spark = _local_spark()
-        with activity("rollover", quiet=json_out):
-            r = repo_.rollover(engine=engine, spark=spark)
+        with steps("rollover", "journals", quiet=json_out) as bar:
+            r = repo_.rollover(engine=engine, spark=spark, progress=bar.callback)
     finally:
         repo_.close()
         if spark is not None:
@@ -252,12 +252,27 @@ def _local_spark() -> Any:
 
 
 @app.command()
-def expire(repo: RepoOption = None, json_out: JsonOption = False) -> None:
+def expire(
+    repo: RepoOption = None,
+    json_out: JsonOption = False,
+    max_storage_time: Annotated[
+        float | None,
+        typer.Option(min=0, help="Seconds (NiFi's max.storage.time; default 30 days)"),
+    ] = None,
+    max_storage_size: Annotated[
+        int | None, typer.Option(min=0, help="Bytes (NiFi's max.storage.size; default 10 GiB)")
+    ] = None,
+) -> None:
     """Expire the oldest files by max_storage_size and max_storage_time (replacecommit + clean)."""
-    repo_ = _open(repo, recover=False)
+    settings = ProvenanceSettings()
+    if max_storage_time is not None:
+        settings = dataclasses.replace(settings, max_storage_time_s=max_storage_time)
+    if max_storage_size is not None:
+        settings = dataclasses.replace(settings, max_storage_size=max_storage_size)
+    repo_ = ProvenanceRepository(open_store(repo), settings, recover=False)
     try:
-        with activity("expire", quiet=json_out):
-            plan = repo_.expire()
+        with steps("expire", "files", quiet=json_out) as bar:
+            plan = repo_.expire(progress=bar.callback)
     finally:
         repo_.close()
     result = {

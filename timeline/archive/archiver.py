@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from storage import NotFound, ObjectStore, checksum_of
+from storage import NotFound, ObjectStore, ProgressCallback, checksum_of, report_progress
 
 from .. import crash
 from ..instant import (
@@ -90,15 +90,21 @@ class Archiver:
         self.settings = settings or ArchivalSettings()
 
     # -- public -----------------------------------------------------------------------------
-    def run(self, merge: bool | None = None, sweep: bool = False) -> ArchiveResult:
+    def run(
+        self,
+        merge: bool | None = None,
+        sweep: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> ArchiveResult:
         """Recover an interrupted run, archive what the rules allow, then merge small files
         (if `merge`, default the `archive_merge_enable` setting); `sweep` also removes
-        leftovers of crashed runs (one LIST of the archive folder)."""
+        leftovers of crashed runs (one LIST of the archive folder). `progress` counts two
+        steps per archived instant: its objects read, then removed from the active timeline."""
         m = read_manifest(self.store)
         recovered = tuple(self._recover(m) + (self.sweep() if sweep else []))
         if recovered:  # the manifest changed: read it again (not otherwise: one GET per run)
             m = read_manifest(self.store)
-        plan, file = self._archive(m)
+        plan, file = self._archive(m, progress)
         merged = ""
         if merge if merge is not None else self.settings.archive_merge_enable:
             merged = (
@@ -164,7 +170,9 @@ class Archiver:
         return [f"removed leftover {self.store.url(k)}" for k in gone]
 
     # -- one run ----------------------------------------------------------------------------
-    def _archive(self, m: Manifest) -> tuple[ArchivePlan, str]:
+    def _archive(
+        self, m: Manifest, progress: ProgressCallback | None = None
+    ) -> tuple[ArchivePlan, str]:
         if m.pending is not None:  # claimed by another archiver since recover() looked
             raise ArchiveConflict(
                 f"archival run {m.pending.plan_key} of {m.pending.writer} is running"
@@ -176,7 +184,8 @@ class Archiver:
         todo = [i for i in plan.instants if not m.is_archived(i.seq)]
         if not todo:
             return plan, ""
-        records = self._collect(todo)
+        report_progress(progress, 0, 2 * len(todo))
+        records = self._collect(todo, progress)
         nonce = uuid.uuid4().hex[:16]
         target = archive_file_key(todo[0].time, max(i.time for i in todo), nonce)
         pkey = plan_key(ARCHIVE_RUN, nonce)
@@ -237,10 +246,12 @@ class Archiver:
             self.store.delete(ckey)
             raise
         crash.point("archive.committed")
-        self._finish(m2, records)  # no archive read: the commit path may run this
+        self._finish(m2, records, progress)  # no archive read: the commit path may run this
         return plan, target
 
-    def _collect(self, instants: list[Instant]) -> list[ArchivedInstant]:
+    def _collect(
+        self, instants: list[Instant], progress: ProgressCallback | None = None
+    ) -> list[ArchivedInstant]:
         """The completed body (the commit metadata) and plan body of each instant."""
 
         def one(i: Instant) -> ArchivedInstant:
@@ -260,8 +271,12 @@ class Archiver:
                 i.time, i.action, State.COMPLETED.value, i.seq, writer, meta, plan
             )
 
+        out = []
         with ThreadPoolExecutor(self.settings.archive_read_parallelism) as pool:
-            return list(pool.map(one, instants))
+            for record in pool.map(one, instants):  # reported from the caller's thread
+                out.append(record)
+                report_progress(progress, 1)
+        return out
 
     def _archived_by(self, m: Manifest) -> list[ArchivedInstant]:
         p = m.pending
@@ -275,7 +290,12 @@ class Archiver:
             raise
         return decode_archive(data, self.store.url(p.target), with_bodies=False)
 
-    def _finish(self, m: Manifest, records: list[ArchivedInstant] | None = None) -> None:
+    def _finish(
+        self,
+        m: Manifest,
+        records: list[ArchivedInstant] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
         """Delete the archived instants' objects (pending states first, then completed ones
         oldest first), the old checkpoint, then clear pending. Idempotent."""
         p = m.pending
@@ -301,6 +321,7 @@ class Archiver:
                 self.store.delete(done[n])
             else:  # one request per chunk; safe for manifest-aware readers (docs/archival.md)
                 self.store.delete_many(done[n : n + step])
+            report_progress(progress, len(done[n : n + step]))
             if n == 0:
                 crash.point("archive.completed_deleted")
         if p.old_checkpoint and p.old_checkpoint != m.checkpoint:
