@@ -87,6 +87,7 @@ __all__ = [
     "open_json",
     "open_store",
     "parse_uri",
+    "read_document",
     "report_progress",
     "resolve_repo",
     "seal_blob",

@@ -1,6 +1,7 @@
 """Requests of a CLI commit (`flowledger table write` in a fresh process) against moto's S3
-server, counted per S3 API call: 8 (the issue's goal is 7: see docs/timeline-protocol.md), and automatic archival (on by default) adds none
-to a commit that archives nothing, also on a table with archived history."""
+server, counted per S3 API call: 8 (issue 13 asks 7: see docs/timeline-protocol.md), and
+automatic archival (on by default) adds none to a commit that archives nothing, also on a
+table with archived history."""
 
 from __future__ import annotations
 

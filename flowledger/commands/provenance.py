@@ -264,12 +264,12 @@ def expire(
     ] = None,
 ) -> None:
     """Expire the oldest files by max_storage_size and max_storage_time (replacecommit + clean)."""
-    settings = ProvenanceSettings()
+    settings = ProvenanceSettings(table=table_settings())
     if max_storage_time is not None:
         settings = dataclasses.replace(settings, max_storage_time_s=max_storage_time)
     if max_storage_size is not None:
         settings = dataclasses.replace(settings, max_storage_size=max_storage_size)
-    repo_ = ProvenanceRepository(open_store(repo), settings, recover=False)
+    repo_ = ProvenanceRepository.open(open_store(repo), settings, recover=False)
     try:
         with steps("expire", "files", quiet=json_out) as bar:
             plan = repo_.expire(progress=bar.callback)
