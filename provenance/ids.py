@@ -6,6 +6,11 @@ therefore assigned at flush time, never leased ahead: a process that stops (clea
 holds no unused range, so ids continue after a restart without gaps. The only possible gap is
 a writer dying between its CAS and its journal PUT; rollover skips such a hole after
 `journal_gap_timeout_s` (see docs/provenance.md).
+
+The per-flush CAS is not made durable (`durable=False`: no fsync on the local backend): the
+journal it precedes is, and a process's first allocation repairs the allocator forward from
+the data (`repair`), so an allocator a machine crash moved back, truncated or lost is never
+used as it is.
 """
 
 from __future__ import annotations
@@ -14,7 +19,15 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from storage import Conflict, NotFound, ObjectStore, UnknownOutcome, open_json, seal_json
+from storage import (
+    Conflict,
+    IntegrityError,
+    NotFound,
+    ObjectStore,
+    UnknownOutcome,
+    open_json,
+    seal_json,
+)
 
 from .errors import ProvenanceUnknownOutcome
 
@@ -30,6 +43,8 @@ class IdAllocator:
         self._cached: tuple[int, str] | None = None  # (next id, etag) from our last CAS
         #: The end of the last range this process took: the allocator never goes below it.
         self._high = 0
+        #: Checked against the data (`repair`) since this process opened it.
+        self._checked = False
 
     def _body(self, next_id: int) -> bytes:
         # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
@@ -66,13 +81,18 @@ class IdAllocator:
                     data, info = self._store.get_object(ALLOCATOR_KEY)
                 except NotFound:
                     if floor <= 0:
+                        self._checked = True
                         return None  # an empty repository: nothing to protect, write nothing
                     current, etag = self._read()
                 else:
-                    doc = open_json(data, self._store.url(ALLOCATOR_KEY))
-                    current, etag = int(doc["next_event_id"]), info.etag
+                    etag = info.etag
+                    try:
+                        current = int(open_json(data, "")["next_event_id"])
+                    except (IntegrityError, KeyError, ValueError):
+                        current = -1  # torn by a crash (written without fsync): rebuilt
                 if current >= floor:
                     self._cached = (current, etag)
+                    self._checked = True
                     return None
                 try:
                     info = self._store.put_if_match(ALLOCATOR_KEY, self._body(floor), etag)
@@ -84,12 +104,15 @@ class IdAllocator:
                         f"repairing the event id allocator to {floor}: {exc}"
                     ) from exc
                 self._cached = (floor, info.etag)
+                self._checked = True
                 return current
 
     def allocate(self, count: int) -> int:
         """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
         if count < 1:
             raise ValueError("count must be >= 1")
+        if not self._checked:  # e.g. a writer opened with recover=False after a crash
+            self.repair(self._recover_next())
         with self._lock:
             while True:
                 current = self._cached or self._read()
@@ -98,7 +121,9 @@ class IdAllocator:
                 # what this process already took are never handed out again.
                 first = max(first, self._high)
                 try:
-                    info = self._store.put_if_match(ALLOCATOR_KEY, self._body(first + count), etag)
+                    info = self._store.put_if_match(
+                        ALLOCATOR_KEY, self._body(first + count), etag, durable=False
+                    )
                 except Conflict:
                     self._cached = None
                     continue
