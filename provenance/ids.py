@@ -15,6 +15,7 @@ used as it is.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from storage import (
 from .errors import ProvenanceUnknownOutcome
 
 ALLOCATOR_KEY = "ids/next-event-id"
+log = logging.getLogger("flowledger.provenance")
 
 
 class IdAllocator:
@@ -87,9 +89,12 @@ class IdAllocator:
                 else:
                     etag = info.etag
                     try:
-                        current = int(open_json(data, "")["next_event_id"])
-                    except (IntegrityError, KeyError, ValueError):
-                        current = -1  # torn by a crash (written without fsync): rebuilt
+                        doc = open_json(data, self._store.url(ALLOCATOR_KEY))
+                        current = int(doc["next_event_id"])
+                    except (IntegrityError, KeyError, ValueError) as exc:
+                        # Torn by a machine crash (written without fsync): rebuilt from the data.
+                        log.warning("provenance: %s; rebuilt past the data", exc)
+                        current = -1
                 if current >= floor:
                     self._cached = (current, etag)
                     self._checked = True
