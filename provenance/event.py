@@ -132,6 +132,10 @@ class ProvenanceEvent:
     ) -> None:
         if type(event_type) is not str and isinstance(event_type, EventType):
             event_type = event_type.value
+        # Private copies: the caller's dicts may change after the event is built.
+        previous = {} if previous_attributes is _UNSET else dict(previous_attributes)
+        updated = {} if updated_attributes is _UNSET else dict(updated_attributes)
+        source = {} if source_fields is _UNSET else dict(source_fields)
         _set(
             self,
             "__dict__",
@@ -154,8 +158,8 @@ class ProvenanceEvent:
                 "source_queue_identifier": source_queue_identifier,
                 "parent_uuids": _uuids("parent_uuids", parent_uuids),
                 "child_uuids": _uuids("child_uuids", child_uuids),
-                "previous_attributes": _copy(previous_attributes),
-                "updated_attributes": _copy(updated_attributes),
+                "previous_attributes": previous,
+                "updated_attributes": updated,
                 "content_claim_container": content_claim_container,
                 "content_claim_section": content_claim_section,
                 "content_claim_identifier": content_claim_identifier,
@@ -166,7 +170,7 @@ class ProvenanceEvent:
                 "previous_content_claim_offset": previous_content_claim_offset,
                 "content_claim_checksum": content_claim_checksum,
                 "previous_content_claim_checksum": previous_content_claim_checksum,
-                "source_fields": _copy(source_fields),
+                "source_fields": source,
             },
         )
 
@@ -224,11 +228,6 @@ def _uuids(name: str, value: Iterable[str]) -> tuple[str, ...]:
     if isinstance(value, str | bytes):  # never split a string into characters
         raise InvalidEvent(f"{name}: expected a list of strings, got a string {value!r}")
     return tuple(value)
-
-
-def _copy(value: Mapping[str, str]) -> dict[str, str]:
-    """A private copy: the caller's dict may change after the event is built."""
-    return {} if value is _UNSET else dict(value)
 
 
 class EventLike(Protocol):
