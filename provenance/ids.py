@@ -112,6 +112,12 @@ class IdAllocator:
                 self._checked = True
                 return current
 
+    def guess(self) -> int | None:
+        """The first id `allocate` will return if no other writer allocates first (None when
+        not known yet), so a caller can prepare its work while the CAS runs."""
+        cached = self._cached
+        return None if cached is None or not self._checked else max(cached[0], self._high)
+
     def allocate(self, count: int) -> int:
         """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
         if count < 1:

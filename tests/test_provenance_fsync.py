@@ -89,3 +89,25 @@ def test_allocator_write_lost_in_a_crash_never_reuses_an_acknowledged_id(
     for i, event_id in zip([*range(12), *range(100, 104)], first + acked + new, strict=True):
         assert got[f"00000000-0000-0000-0000-{i:012d}"] == event_id
     repo.close()
+
+
+@pytest.mark.unit
+def test_journals_encoded_while_the_id_cas_runs_carry_the_ids_it_gave(tmp_path: Path) -> None:
+    # Two writers taking turns: each one's guess of its next ids (made while its CAS runs)
+    # is wrong every time after the first, so its journal must be encoded again.
+    writers = [
+        ProvenanceRepository(_store(tmp_path), settings(tmp_path), background=False)
+        for _ in range(2)
+    ]
+    acked: dict[str, int] = {}
+    for turn in range(6):
+        batch = [ev(turn * 10 + i) for i in range(3)]
+        ids = writers[turn % 2].register_events(batch, sync=True)
+        acked |= {e.flowfile_uuid: i for e, i in zip(batch, ids, strict=True)}
+    for w in writers:
+        w.close()
+    reader = ProvenanceRepository(_store(tmp_path), settings(tmp_path), background=False)
+    stored = {e.flowfile_uuid: e.event_id for e in reader.get_events(0, 100)}
+    assert stored == acked
+    assert sorted(stored.values()) == list(range(18))
+    reader.close()
