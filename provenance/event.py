@@ -43,12 +43,19 @@ def now_ms() -> int:
     return timeutil.now_ms()
 
 
-@dataclass(frozen=True, eq=False)
+_UNSET: Any = object()
+_set = object.__setattr__
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class ProvenanceEvent:
     """One provenance event. Times are epoch milliseconds (UTC), like NiFi's longs.
 
     `event_id` is -1 until the repository assigns one when the event's journal is flushed.
     Equality ignores the order of parent and child UUIDs (NiFi keeps them as sets).
+    Construction only stores the values (a list of UUIDs becomes a tuple, maps are copied);
+    their types and NiFi's rules are checked when the events are registered (columnar, per
+    batch) or by `from_dict`.
     """
 
     event_type: str
@@ -86,18 +93,86 @@ class ProvenanceEvent:
     #: componentName, processGroupId, ... from its site-to-site export), as strings.
     source_fields: Mapping[str, str] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        # Accept an EventType, lists and any mapping; store plain, immutable-looking values.
-        if isinstance(self.event_type, EventType):
-            object.__setattr__(self, "event_type", self.event_type.value)
-        for name in ("parent_uuids", "child_uuids"):
-            value = getattr(self, name)
-            if isinstance(value, str | bytes):  # never split a string into characters
-                raise InvalidEvent(f"{name}: expected a list of strings, got a string {value!r}")
-            object.__setattr__(self, name, tuple(value))
-        object.__setattr__(self, "previous_attributes", dict(self.previous_attributes))
-        object.__setattr__(self, "updated_attributes", dict(self.updated_attributes))
-        object.__setattr__(self, "source_fields", dict(self.source_fields))
+    # Written out rather than generated: a frozen dataclass's __init__ sets each of the 31
+    # fields through object.__setattr__, and building events was most of a per-event
+    # ingest (benchmarks.md). One dict assignment; same parameters, order and defaults.
+    def __init__(
+        self,
+        event_type: str,
+        flowfile_uuid: str,
+        component_id: str,
+        component_type: str,
+        file_size: int,
+        event_time: int = _UNSET,
+        event_id: int = UNASSIGNED,
+        lineage_start_date: int | None = None,
+        event_duration_ms: int = -1,
+        previous_file_size: int | None = None,
+        transit_uri: str | None = None,
+        source_system_flowfile_identifier: str | None = None,
+        alternate_identifier_uri: str | None = None,
+        details: str | None = None,
+        relationship: str | None = None,
+        source_queue_identifier: str | None = None,
+        parent_uuids: Iterable[str] = (),
+        child_uuids: Iterable[str] = (),
+        previous_attributes: Mapping[str, str] = _UNSET,
+        updated_attributes: Mapping[str, str] = _UNSET,
+        content_claim_container: str | None = None,
+        content_claim_section: str | None = None,
+        content_claim_identifier: str | None = None,
+        content_claim_offset: int | None = None,
+        previous_content_claim_container: str | None = None,
+        previous_content_claim_section: str | None = None,
+        previous_content_claim_identifier: str | None = None,
+        previous_content_claim_offset: int | None = None,
+        content_claim_checksum: str | None = None,
+        previous_content_claim_checksum: str | None = None,
+        source_fields: Mapping[str, str] = _UNSET,
+    ) -> None:
+        if type(event_type) is not str and isinstance(event_type, EventType):
+            event_type = event_type.value
+        # Private copies: the caller's dicts may change after the event is built.
+        previous = {} if previous_attributes is _UNSET else dict(previous_attributes)
+        updated = {} if updated_attributes is _UNSET else dict(updated_attributes)
+        source = {} if source_fields is _UNSET else dict(source_fields)
+        _set(
+            self,
+            "__dict__",
+            {
+                "event_type": event_type,
+                "flowfile_uuid": flowfile_uuid,
+                "component_id": component_id,
+                "component_type": component_type,
+                "file_size": file_size,
+                "event_time": now_ms() if event_time is _UNSET else event_time,
+                "event_id": event_id,
+                "lineage_start_date": lineage_start_date,
+                "event_duration_ms": event_duration_ms,
+                "previous_file_size": previous_file_size,
+                "transit_uri": transit_uri,
+                "source_system_flowfile_identifier": source_system_flowfile_identifier,
+                "alternate_identifier_uri": alternate_identifier_uri,
+                "details": details,
+                "relationship": relationship,
+                "source_queue_identifier": source_queue_identifier,
+                "parent_uuids": _uuids("parent_uuids", parent_uuids),
+                "child_uuids": _uuids("child_uuids", child_uuids),
+                "previous_attributes": previous,
+                "updated_attributes": updated,
+                "content_claim_container": content_claim_container,
+                "content_claim_section": content_claim_section,
+                "content_claim_identifier": content_claim_identifier,
+                "content_claim_offset": content_claim_offset,
+                "previous_content_claim_container": previous_content_claim_container,
+                "previous_content_claim_section": previous_content_claim_section,
+                "previous_content_claim_identifier": previous_content_claim_identifier,
+                "previous_content_claim_offset": previous_content_claim_offset,
+                "content_claim_checksum": content_claim_checksum,
+                "previous_content_claim_checksum": previous_content_claim_checksum,
+                "source_fields": source,
+            },
+        )
 
     # -- NiFi semantics --------------------------------------------------------------------
     @property
@@ -137,6 +212,14 @@ class ProvenanceEvent:
                 list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, dict) else v)
             )
         return out
+
+
+def _uuids(name: str, value: Iterable[str]) -> tuple[str, ...]:
+    if type(value) is tuple:
+        return value
+    if isinstance(value, str | bytes):  # never split a string into characters
+        raise InvalidEvent(f"{name}: expected a list of strings, got a string {value!r}")
+    return tuple(value)
 
 
 class EventLike(Protocol):

@@ -6,10 +6,16 @@ therefore assigned at flush time, never leased ahead: a process that stops (clea
 holds no unused range, so ids continue after a restart without gaps. The only possible gap is
 a writer dying between its CAS and its journal PUT; rollover skips such a hole after
 `journal_gap_timeout_s` (see docs/provenance.md).
+
+The per-flush CAS is not made durable (`durable=False`: no fsync on the local backend): the
+journal it precedes is, and a process's first allocation repairs the allocator forward from
+the data (`repair`), so an allocator a machine crash moved back, truncated or lost is never
+used as it is.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -17,6 +23,7 @@ from typing import Any
 
 from storage import (
     Conflict,
+    IntegrityError,
     NotFound,
     ObjectStore,
     UnknownOutcome,
@@ -27,6 +34,7 @@ from storage import (
 from .errors import ProvenanceUnknownOutcome
 
 ALLOCATOR_KEY = "ids/next-event-id"
+log = logging.getLogger("flowledger.provenance")
 
 
 class IdAllocator:
@@ -38,14 +46,17 @@ class IdAllocator:
         self._cached: tuple[int, str] | None = None  # (next id, etag) from our last CAS
         #: The end of the last range this process took: the allocator never goes below it.
         self._high = 0
+        #: Checked against the data (`repair`) since this process opened it.
+        self._checked = False
 
     def _body(self, next_id: int) -> dict[str, Any]:
         # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
         # Sealed with a crc32 field (write_document): a damaged allocator is never trusted.
         return {"next_event_id": next_id, "writer": self._writer, "nonce": uuid.uuid4().hex}
 
-    def _cas(self, next_id: int, etag: str | None) -> str:
-        return write_document(self._store, ALLOCATOR_KEY, self._body(next_id), etag)
+    def _cas(self, next_id: int, etag: str | None, durable: bool = True) -> str:
+        body = self._body(next_id)
+        return write_document(self._store, ALLOCATOR_KEY, body, etag, durable=durable)
 
     def _read(self) -> tuple[int, str]:
         try:
@@ -75,12 +86,22 @@ class IdAllocator:
                     doc = read_document(self._store, ALLOCATOR_KEY)
                 except NotFound:
                     if floor <= 0:
+                        self._checked = True
                         return None  # an empty repository: nothing to protect, write nothing
                     current, etag = self._read()
+                except IntegrityError as exc:
+                    # Torn by a machine crash (written without fsync): rebuilt from the data.
+                    log.warning("provenance: %s; rebuilt past the data", exc)
+                    current, etag = -1, self._store.head(ALLOCATOR_KEY).etag
                 else:
-                    current, etag = int(doc.body["next_event_id"]), doc.etag
+                    try:
+                        current, etag = int(doc.body["next_event_id"]), doc.etag
+                    except (KeyError, TypeError, ValueError) as exc:
+                        log.warning("provenance: allocator %s unreadable (%s); rebuilt", doc, exc)
+                        current, etag = -1, doc.etag
                 if current >= floor:
                     self._cached = (current, etag)
+                    self._checked = True
                     return None
                 try:
                     new_etag = self._cas(floor, etag)
@@ -92,12 +113,21 @@ class IdAllocator:
                         f"repairing the event id allocator to {floor}: {exc}"
                     ) from exc
                 self._cached = (floor, new_etag)
+                self._checked = True
                 return current
+
+    def guess(self) -> int | None:
+        """The first id `allocate` will return if no other writer allocates first (None when
+        not known yet), so a caller can prepare its work while the CAS runs."""
+        cached = self._cached
+        return None if cached is None or not self._checked else max(cached[0], self._high)
 
     def allocate(self, count: int) -> int:
         """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
         if count < 1:
             raise ValueError("count must be >= 1")
+        if not self._checked:  # e.g. a writer opened with recover=False after a crash
+            self.repair(self._recover_next())
         with self._lock:
             while True:
                 current = self._cached or self._read()
@@ -106,7 +136,7 @@ class IdAllocator:
                 # what this process already took are never handed out again.
                 first = max(first, self._high)
                 try:
-                    new_etag = self._cas(first + count, etag)
+                    new_etag = self._cas(first + count, etag, durable=False)
                 except Conflict:
                     self._cached = None
                     continue

@@ -17,7 +17,9 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -28,6 +30,12 @@ from .ids import IdAllocator
 from .layout import JournalRef, journal_key
 from .parquet_io import encode_journal
 from .schema import assign_ids
+
+#: A flush's id CAS runs here while the flushing thread encodes the journal, and its PUT
+#: while that thread prepares what readers need (the journal filter): the requests' fsyncs
+#: (or HTTP round trips) overlap that CPU work. One thread per journal flushing at once (16
+#: by default), created on demand and shared by repositories.
+_PUTS = ThreadPoolExecutor(64, thread_name_prefix="provenance-journal-put")
 
 
 @dataclass
@@ -68,9 +76,12 @@ class JournalWriter:
         count: int,
         max_events: int,
         compression: str,
-        on_flushed: Callable[[JournalRef, pa.Table], None],
+        on_flushed: Callable[[JournalRef, pa.Table | None, Any], None],
         sync_wait_s: float = 0.0,
+        prepare: Callable[[pa.Table], Any] | None = None,
     ) -> None:
+        """`prepare(table)` runs while a flush's journal is being written; its result is
+        passed to `on_flushed(ref, table, prepared)` once the journal is durable."""
         self._store = store
         self._allocator = allocator
         self._buffers = [_Buffer() for _ in range(count)]
@@ -78,6 +89,7 @@ class JournalWriter:
         self._max_events = max_events
         self._compression = compression
         self._on_flushed = on_flushed
+        self._prepare = prepare
         self._sync_wait_s = sync_wait_s
         #: Sync writers between `arriving()` (they started converting their batch) and
         #: appending it: a flushing writer waits, at most `sync_wait_s`, for them.
@@ -174,7 +186,7 @@ class JournalWriter:
             return done
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         try:
-            first = self._allocator.allocate(table.num_rows)
+            first, with_ids, data = self._allocate_and_encode(table)
         except BaseException:
             with buf.lock:  # nothing was written: the batches stay buffered, in order
                 buf.tables, buf.seqs = tables + buf.tables, seqs + buf.seqs
@@ -185,20 +197,50 @@ class JournalWriter:
         for s, t in zip(seqs, tables, strict=True):
             batches.append((s, at))
             at += t.num_rows
-        with_ids = assign_ids(table, first)
-        data = encode_journal(with_ids, self._compression)
         key = journal_key(first, end)
         buf.pending = _Pending(key, data, JournalRef(first, end, key, len(data)), batches)
         done.append(self._put(buf, buf.pending, with_ids))
         return done
 
-    def _put(self, buf: _Buffer, p: _Pending, table: pa.Table | None = None) -> JournalRef:
+    def _allocate_and_encode(self, table: pa.Table) -> tuple[int, pa.Table, bytes]:
+        """Take the ids (one CAS) and encode the journal with them. When the allocator can
+        tell which ids it will hand out (no other writer took some since our last CAS), the
+        journal is encoded with those while the CAS is in flight, and again only if it was
+        wrong."""
+        guess = self._allocator.guess()
+        if guess is None:
+            first = self._allocator.allocate(table.num_rows)
+            with_ids = assign_ids(table, first)
+            return first, with_ids, encode_journal(with_ids, self._compression)
+        taking = _PUTS.submit(self._allocator.allocate, table.num_rows)
+        try:
+            with_ids = assign_ids(table, guess)
+            data = encode_journal(with_ids, self._compression)
+        finally:
+            first = taking.result()  # raises what the CAS raised
+        if first != guess:
+            with_ids = assign_ids(table, first)
+            data = encode_journal(with_ids, self._compression)
+        return first, with_ids, data
+
+    def _write(self, p: _Pending) -> None:
         try:
             self._store.put_if_absent(p.key, p.data)
         except Conflict as exc:
             # Our ids are ours alone, so an existing object is our own earlier attempt.
             if self._store.get(p.key) != p.data:
                 raise ProvenanceConflict(f"journal {p.key} exists with other contents") from exc
+
+    def _put(self, buf: _Buffer, p: _Pending, table: pa.Table | None = None) -> JournalRef:
+        prepared = None
+        if table is None or self._prepare is None:
+            self._write(p)
+        else:
+            writing = _PUTS.submit(self._write, p)
+            try:
+                prepared = self._prepare(table)
+            finally:
+                writing.result()  # raises what the write raised: nothing reported durable
         buf.pending = None
         with buf.lock:
             for s, first in p.batches:
@@ -206,5 +248,5 @@ class JournalWriter:
                     buf.waiting.discard(s)
                     buf.ids[s] = first
             buf.durable = max(buf.durable, p.batches[-1][0] + 1)
-        self._on_flushed(p.ref, table)
+        self._on_flushed(p.ref, table, prepared)
         return p.ref

@@ -44,8 +44,12 @@ class JournalTerms:
         self._high = 0
         self._lock = threading.Lock()
 
-    def add(self, ref: JournalRef, table: pa.Table) -> None:
-        f = journal_filter(table, self._fields)
+    def filter_of(self, table: pa.Table) -> Filter:
+        return journal_filter(table, self._fields)
+
+    def add(self, ref: JournalRef, table: pa.Table, found: Filter | None = None) -> None:
+        """`found`: the table's filter, when computed already (`filter_of`)."""
+        f = journal_filter(table, self._fields) if found is None else found
         with self._lock:
             self._filters[ref.key] = f
             self._ends[ref.key] = ref.end_id

@@ -79,6 +79,7 @@ class ProvenanceRepository:
             self.settings.journal_compression,
             self._written,
             self.settings.journal_sync_wait_s,
+            lambda table: self.journal_terms.filter_of(table),
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
         self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
@@ -205,10 +206,11 @@ class ProvenanceRepository:
     def _flushed(self, ref: JournalRef) -> None:
         self._backlog.add(ref)
 
-    def _written(self, ref: JournalRef, table: pa.Table | None) -> None:
-        """A journal this process flushed: searchable at once, without reading it back."""
+    def _written(self, ref: JournalRef, table: pa.Table | None, found: Any = None) -> None:
+        """A journal this process flushed: searchable at once, without reading it back
+        (`found`: its journal filter, computed while it was written)."""
         if table is not None:
-            self.journal_terms.add(ref, table)
+            self.journal_terms.add(ref, table, found)
             with self._journal_lock:
                 self._journal_cache[ref.key] = table
                 while len(self._journal_cache) > JOURNAL_CACHE:

@@ -33,12 +33,21 @@ def read_document(store: ObjectStore, key: str) -> JsonDocument:
     return JsonDocument(open_json(data, store.url(key)), info.etag)
 
 
-def write_document(store: ObjectStore, key: str, body: Mapping[str, Any], etag: str | None) -> str:
+def write_document(
+    store: ObjectStore,
+    key: str,
+    body: Mapping[str, Any],
+    etag: str | None,
+    *,
+    durable: bool = True,
+) -> str:
     """Seal and write `body` at `key`: create-only when `etag` is None, else only if the stored
-    document still has `etag`. Returns the new etag.
+    document still has `etag`. Returns the new etag. `durable=False` (replacements only): the
+    caller rebuilds the document after a machine crash (see `ObjectStore.put_if_match`).
 
     `Conflict`: another writer got there first (the document exists, changed or is gone);
     nothing of this write landed. `UnknownOutcome`: it may or may not have landed."""
     data = seal_json(body)
-    info = store.put_if_absent(key, data) if etag is None else store.put_if_match(key, data, etag)
-    return info.etag
+    if etag is None:
+        return store.put_if_absent(key, data).etag
+    return store.put_if_match(key, data, etag, durable=durable).etag

@@ -140,24 +140,24 @@ class LocalObjectStore(ObjectStore):
     def _new_tmp(self) -> Path:
         return self._ensure_dir(self.base / TMP_DIR) / uuid.uuid4().hex
 
-    def _finish_tmp(self, fh: BinaryIO) -> None:
+    def _finish_tmp(self, fh: BinaryIO, durable: bool = True) -> None:
         """Stamp a unique mtime (see module doc), flush to disk and close."""
         fh.flush()
-        if self.settings.fsync:
+        if durable and self.settings.fsync:
             os.fsync(fh.fileno())
         stamp = time.time_ns() // 1000 * 1000 + random.randrange(1000)
         os.utime(fh.fileno(), ns=(stamp, stamp))
         fh.close()
 
-    def _write_tmp(self, data: bytes) -> Path:
+    def _write_tmp(self, data: bytes, durable: bool = True) -> Path:
         tmp = self._new_tmp()
         with open(tmp, "wb") as fh:
             fh.write(data)
-            self._finish_tmp(fh)
+            self._finish_tmp(fh, durable)
         return tmp
 
-    def _sync_dir(self, path: Path) -> None:
-        if not self.settings.fsync:
+    def _sync_dir(self, path: Path, durable: bool = True) -> None:
+        if not (durable and self.settings.fsync):
             return
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -165,7 +165,9 @@ class LocalObjectStore(ObjectStore):
         finally:
             os.close(fd)
 
-    def _publish(self, key: str, tmp: Path, if_none_match: bool) -> ObjectInfo:
+    def _publish(
+        self, key: str, tmp: Path, if_none_match: bool, durable: bool = True
+    ) -> ObjectInfo:
         """Move a finished temp file into place: link (create-only) or rename (overwrite)."""
         path = self._path(key)
         self.stats.add("PUT")
@@ -182,7 +184,7 @@ class LocalObjectStore(ObjectStore):
                     continue
             else:
                 raise NotFound(f"put {self.url(key)}: parent directory keeps vanishing", key)
-            self._sync_dir(path.parent)
+            self._sync_dir(path.parent, durable)
             return _info(key, os.stat(path))
         except NotADirectoryError as exc:
             raise InvalidKey(
@@ -221,9 +223,9 @@ class LocalObjectStore(ObjectStore):
         self._key(key)
         return self._publish(key, self._write_tmp(data), True)
 
-    def put_if_match(self, key: str, data: bytes, etag: str) -> ObjectInfo:
+    def put_if_match(self, key: str, data: bytes, etag: str, *, durable: bool = True) -> ObjectInfo:
         self._key(key)
-        tmp = self._write_tmp(data)
+        tmp = self._write_tmp(data, durable)
         try:
             with self._key_lock(key):
                 try:
@@ -236,7 +238,7 @@ class LocalObjectStore(ObjectStore):
                         f"put-if-match {self.url(key)}: object {state}; another writer won",
                         self.url(key),
                     )
-                return self._publish(key, tmp, False)
+                return self._publish(key, tmp, False, durable)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)

@@ -133,8 +133,12 @@ class ObjectStore(ABC):
         """Create-only write. Raises Conflict if the key exists."""
 
     @abstractmethod
-    def put_if_match(self, key: str, data: bytes, etag: str) -> ObjectInfo:
-        """Compare-and-swap. Raises Conflict if the object is missing or its etag differs."""
+    def put_if_match(self, key: str, data: bytes, etag: str, *, durable: bool = True) -> ObjectInfo:
+        """Compare-and-swap. Raises Conflict if the object is missing or its etag differs.
+
+        `durable=False`: the caller can rebuild the object after a machine crash, so the
+        write may be lost with it (the local backend skips its fsyncs; an S3 write is durable
+        when acknowledged anyway). Atomicity and the etag check are unchanged."""
 
     @abstractmethod
     def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:

@@ -101,7 +101,7 @@ class S3ObjectStore(ObjectStore):
     def put_if_absent(self, key: str, data: bytes) -> ObjectInfo:
         return self._conditional_put(key, data, {"IfNoneMatch": "*"}, "put-if-absent")
 
-    def put_if_match(self, key: str, data: bytes, etag: str) -> ObjectInfo:
+    def put_if_match(self, key: str, data: bytes, etag: str, *, durable: bool = True) -> ObjectInfo:
         return self._conditional_put(key, data, {"IfMatch": etag}, "put-if-match")
 
     def _conditional_put(self, key: str, data: bytes, cond: dict[str, str], op: str) -> ObjectInfo:
