@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +50,18 @@ def _overlaps(
     return not (hi is not None and conv(st.min) > hi)
 
 
+def _id_slice(t: pa.Table, first: int, end: int) -> pa.Table:
+    """Rows with ids in [first, end) of a table sorted by event id (binary search)."""
+    ids = t.column("event_id")
+    lo = bisect.bisect_left(ids, first, key=_as_py)
+    hi = bisect.bisect_left(ids, end, lo, key=_as_py)
+    return t.slice(lo, hi - lo)
+
+
+def _as_py(v: pa.Scalar) -> Any:
+    return v.as_py()
+
+
 @dataclass
 class SearchStats:
     files: int = 0
@@ -77,6 +90,7 @@ class EventReader:
         self._lock = threading.Lock()
         self.last_stats = SearchStats()
         self._bounds: dict[str, list[tuple[str, str] | None]] = {}
+        self._ids: dict[str, tuple[list[int], list[int]] | None] = {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -174,17 +188,60 @@ class EventReader:
         return t.slice(0, q.max_results)
 
     # -- by id ----------------------------------------------------------------------------------
+    def _id_bounds(self, key: str, md: pq.FileMetaData) -> tuple[list[int], list[int]] | None:
+        """(min ids, max ids) of the row groups, read from the footer once per file; None
+        where a row group has no statistics."""
+        if key in self._ids:
+            return self._ids[key]
+        mins: list[int] = []
+        maxs: list[int] = []
+        found: tuple[list[int], list[int]] | None = (mins, maxs)
+        for i in range(md.num_row_groups):
+            st = md.row_group(i).column(ID_COL).statistics
+            if st is None or not st.has_min_max:
+                found = None
+                break
+            mins.append(int(st.min))
+            maxs.append(int(st.max))
+        self._ids[key] = found
+        return found
+
+    def _id_row_groups(self, key: str, md: pq.FileMetaData, first: int, end: int) -> list[int]:
+        """Row groups holding ids in [first, end): a binary search over the row groups'
+        id ranges (the file is sorted by event id), all of them where statistics lack."""
+        bounds = self._id_bounds(key, md)
+        if bounds is None:
+            return list(range(md.num_row_groups))
+        mins, maxs = bounds
+        i = max(0, bisect.bisect_right(mins, first) - 1)
+        out = []
+        while i < len(mins) and mins[i] < end:
+            if maxs[i] >= first:
+                out.append(i)
+            i += 1
+        return out
+
     def _read_ids(self, f: EventFile, first: int, end: int) -> pa.Table:
+        md = self._source.footer(f.events_key)
+        if md is not None and end - first == 1:
+            # Hot path of a lookup: footer and row group in memory, no file object built.
+            keep = self._id_row_groups(f.events_key, md, first, end)
+            if not keep:
+                return SCHEMA.empty_table()
+            hit = self._source.row_groups.cached(f.events_key, keep[0])
+            if len(keep) == 1 and hit is not None:
+                return _id_slice(hit, first, end)
         pf, ranged = self._source.open(f.events_key, f.events_size, sums=f.events_sums)
-        md = pf.metadata
-        keep = [
-            i
-            for i in range(md.num_row_groups)
-            if _overlaps(md.row_group(i).column(ID_COL).statistics, first, end - 1, _int)
-        ]
+        keep = self._id_row_groups(f.events_key, pf.metadata, first, end)
         if not keep:
             return SCHEMA.empty_table()
-        ParquetSource.prefetch_row_groups(pf, ranged, keep)
+        if end - first == 1 and len(keep) == 1:
+            # One event (NiFi's getEvent): from the decoded row group, cached per process,
+            # sliced by a binary search on its sorted ids; ~0.1 ms instead of decoding
+            # 4,096 events of 30 columns per lookup.
+            t = self._source.row_groups.read(f.events_key, pf, ranged, keep)
+            return _id_slice(t, first, end)
+        self._source.prefetch_row_groups(f.events_key, pf.metadata, ranged, keep)
         t = pf.read_row_groups(keep)
         ids = t.column("event_id")
         return t.filter(pc.and_(pc.greater_equal(ids, first), pc.less(ids, end)))
