@@ -39,6 +39,13 @@ class SnapshotCache:
             self._generation += 1
             self._cached = None
 
+    def peek(self) -> Snapshot | None:
+        """The reused snapshot if still fresh, without asking the store (None otherwise)."""
+        cached = self._cached
+        if cached is not None and time.monotonic() - cached[0] <= self.max_age_s:
+            return cached[1]
+        return None
+
     def get(self, max_age_s: float | None = None) -> tuple[Snapshot, bool]:
         """(snapshot, True if reused from the cache)."""
         age = self.max_age_s if max_age_s is None else max_age_s

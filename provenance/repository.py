@@ -362,6 +362,14 @@ class ProvenanceRepository:
             )
         return found[0]
 
+    def cached_event(self, event_id: int) -> ProvenanceEvent | None:
+        """The event if memory alone answers (a reused snapshot, its row group decoded, see
+        provenance/freshness.py): no I/O, so an event loop may call it. None: use
+        `get_event`, which reads (a miss here says nothing about the event's existence)."""
+        snap = self._snapshots.peek()
+        found = None if snap is None else self.reader.cached_event(snap, event_id)
+        return None if found is None else rows_to_events(found)[0]
+
     # -- lineage ------------------------------------------------------------------------------
     def _events_for(
         self, uuids: Sequence[str], start: int | None, end: int | None
