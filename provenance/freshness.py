@@ -6,7 +6,8 @@ Never stale where it shows: this process's own writes, rollovers and expiries dr
 cached snapshot at once; a lookup by id that misses, or that finds a file or journal gone
 (merged or expired by another process), is retried on a fresh snapshot; callers that bound
 an answer by the newest event id (a query submission, SQL, paging) ask for a fresh one.
-What another process committed shows within `FRESH_SNAPSHOT_S`."""
+Searches reuse a snapshot only if configured to (`search_snapshot_reuse_s`): a search that
+misses has no way to tell a stale view from an absent event."""
 
 from __future__ import annotations
 
@@ -63,10 +64,15 @@ class SnapshotCache:
                     self._cached = (started, snap)
         return snap, False
 
-    def read(self, fn: Callable[[Snapshot], T], again: Callable[[T], bool] | None = None) -> T:
+    def read(
+        self,
+        fn: Callable[[Snapshot], T],
+        again: Callable[[T], bool] | None = None,
+        max_age_s: float | None = None,
+    ) -> T:
         """`fn` on the reused snapshot; once more on a fresh one when an object it named is
         gone (merged or expired meanwhile) or `again(result)` says the answer may be stale."""
-        snap, reused = self.get()
+        snap, reused = self.get(max_age_s)
         if not reused:
             return fn(snap)
         try:

@@ -345,7 +345,10 @@ class ProvenanceRepository:
         return rows_to_events(self.query_table(query))
 
     def query_table(self, query: Query) -> pa.Table:
-        return self._snapshots.read(lambda snap: self.reader.search(snap, query))
+        return self._snapshots.read(
+            lambda snap: self.reader.search(snap, query),
+            max_age_s=self.settings.search_snapshot_reuse_s,
+        )
 
     def get_events(self, first_id: int, max_events: int) -> list[ProvenanceEvent]:
         snap = self.snapshot(0)  # paging to the newest event: never a reused snapshot
@@ -386,7 +389,7 @@ class ProvenanceRepository:
                 out += rows_to_events(self.reader.search(snap, q))
             return out
 
-        return self._snapshots.read(search)
+        return self._snapshots.read(search, max_age_s=self.settings.search_snapshot_reuse_s)
 
     def lineage(self, flowfile_uuid: str) -> Lineage:
         uuids = check_uuids([flowfile_uuid], self.settings.max_lineage_uuids)

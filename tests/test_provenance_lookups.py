@@ -41,7 +41,9 @@ def test_reader_sees_another_writer_and_survives_its_rollover(
     writer = ProvenanceRepository(tbackend.open(), settings(tmp_path / "w"), background=False)
     writer.register_events([ev(i) for i in range(10)], sync=True)
     writer.rollover()
-    reader = ProvenanceRepository(tbackend.open(), settings(tmp_path / "r"), recover=False)
+    reader = ProvenanceRepository(
+        tbackend.open(), settings(tmp_path / "r", search_snapshot_reuse_s=60), recover=False
+    )
     assert reader.max_event_id() == 9
     first = writer.register_events([ev(i) for i in range(10, 20)], sync=True)
     second = writer.register_events([ev(i) for i in range(20, 30)], sync=True)
@@ -51,9 +53,9 @@ def test_reader_sees_another_writer_and_survives_its_rollover(
     # The other process merges (and deletes) both journals while the reader still reuses
     # a snapshot naming them: a journal gone is read again from a fresh snapshot.
     writer.rollover()
-    assert reader.get_event(first[0]).event_time == 10
     found = reader.query(Query((SearchTerm("flowfile_uuid", ev(15).flowfile_uuid),)))
     assert [e.event_id for e in found] == [first[5]]
+    assert reader.get_event(first[0]).event_time == 10
     # A writer's own events are visible to its next read, without waiting for freshness.
     own = writer.register_events([ev(30)], sync=True)
     newest = writer.query(Query((SearchTerm("event_type", "RECEIVE"),), max_results=1))
