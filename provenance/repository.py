@@ -315,8 +315,7 @@ class ProvenanceRepository:
         return t
 
     def snapshot(self, max_age_s: float | None = None) -> Snapshot:
-        """What a reader sees; reused for up to `max_age_s` (default FRESH_SNAPSHOT_S, 0 =
-        ask the store now; see provenance/freshness.py)."""
+        """What a reader sees, reused up to `max_age_s` (0: ask now; see freshness.py)."""
         return self._snapshots.get(max_age_s)[0]
 
     def _load_snapshot(self) -> Snapshot:
@@ -366,9 +365,8 @@ class ProvenanceRepository:
         return found[0]
 
     def cached_event(self, event_id: int) -> ProvenanceEvent | None:
-        """The event if memory alone answers (a reused snapshot, its row group decoded, see
-        provenance/freshness.py): no I/O, so an event loop may call it. None: use
-        `get_event`, which reads (a miss here says nothing about the event's existence)."""
+        """The event if memory alone answers (no I/O: an event loop may call it); None: call
+        `get_event` (a None says nothing about the event's existence)."""
         snap = self._snapshots.peek()
         found = None if snap is None else self.reader.cached_event(snap, event_id)
         return None if found is None else rows_to_events(found)[0]
@@ -377,19 +375,17 @@ class ProvenanceRepository:
     def _events_for(
         self, uuids: Sequence[str], start: int | None, end: int | None
     ) -> list[ProvenanceEvent]:
-        def search(snap: Snapshot) -> list[ProvenanceEvent]:
-            out: list[ProvenanceEvent] = []
-            for uuid in uuids:
-                q = Query(
-                    (SearchTerm("flowfile_uuid", uuid),),
-                    start_time=start,
-                    end_time=end,
-                    max_results=self.settings.max_lineage_events + 1,
-                )
-                out += rows_to_events(self.reader.search(snap, q))
-            return out
-
-        return self._snapshots.read(search, max_age_s=self.settings.search_snapshot_reuse_s)
+        limit = self.settings.max_lineage_events + 1
+        queries = [
+            Query(
+                (SearchTerm("flowfile_uuid", u),), start_time=start, end_time=end, max_results=limit
+            )
+            for u in uuids
+        ]
+        return self._snapshots.read(
+            lambda snap: [e for q in queries for e in rows_to_events(self.reader.search(snap, q))],
+            max_age_s=self.settings.search_snapshot_reuse_s,
+        )
 
     def lineage(self, flowfile_uuid: str) -> Lineage:
         uuids = check_uuids([flowfile_uuid], self.settings.max_lineage_uuids)
