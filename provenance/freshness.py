@@ -31,6 +31,9 @@ class SnapshotCache:
         self._load = load
         self.max_age_s = max_age_s
         self._lock = threading.Lock()
+        #: One refresh at a time for callers that accept a reused snapshot: when it expires
+        #: under 50 concurrent lookups, one asks the store and the others take its answer.
+        self._refresh = threading.Lock()
         self._cached: tuple[float, Snapshot] | None = None
         #: Bumped by every invalidation: a load that started before one is not cached.
         self._generation = 0
@@ -50,9 +53,18 @@ class SnapshotCache:
     def get(self, max_age_s: float | None = None) -> tuple[Snapshot, bool]:
         """(snapshot, True if reused from the cache)."""
         age = self.max_age_s if max_age_s is None else max_age_s
+        if age <= 0:
+            return self._fresh(), False
         cached = self._cached
-        if cached is not None and age > 0 and time.monotonic() - cached[0] <= age:
+        if cached is not None and time.monotonic() - cached[0] <= age:
             return cached[1], True
+        with self._refresh:
+            cached = self._cached
+            if cached is not None and time.monotonic() - cached[0] <= age:
+                return cached[1], True
+            return self._fresh(), False
+
+    def _fresh(self) -> Snapshot:
         with self._lock:
             generation = self._generation
         started = time.monotonic()  # the state is at least this recent
@@ -62,7 +74,7 @@ class SnapshotCache:
                 newest = self._cached
                 if newest is None or newest[0] < started:
                     self._cached = (started, snap)
-        return snap, False
+        return snap
 
     def read(
         self,
