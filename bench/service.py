@@ -166,6 +166,7 @@ def main(args: list[str]) -> None:
                     for srv in (server, multi):  # warm caches and connections
                         _run(clients, 2, remote, conn_to(srv))
                     h = _run(clients, per_client, remote, conn_to(server))
+                    _run(clients, 2, local, lambda: None)  # warmed as the servers are
                     i = _run(clients, per_client, local, lambda: None)
                     w = _run(clients, per_client, remote, conn_to(multi))
                     table.add_row(
