@@ -31,7 +31,7 @@ BATCH = 1000
 def run(mode: str, fsync: bool, total: int, tmp: str) -> dict[str, float]:
     store = open_store("file://" + tmp + f"/{mode}-{fsync}", StoreSettings(fsync=fsync))
     settings = ProvenanceSettings(cache_dir=tmp + "/cache")
-    repo = ProvenanceRepository(store, settings, background=False)
+    repo = ProvenanceRepository.open(store, settings, background=False)
     calls = [0]
     real = os.fsync
 

@@ -1,7 +1,9 @@
 """The HTTP service vs the same calls in-process: p50/p99 of an event lookup and a lineage
 request at 1, 10 and 50 concurrent clients (local FS repository, loopback HTTP, keep-alive).
 
-`python -m bench service [--quick]`. Goal: lookup p99 <= 50 ms at 50 clients."""
+`python -m bench service [--quick] [--workers N]`: also against `flowledger serve --workers N`
+(default 2; one process runs CPU-bound lookups one at a time on the GIL). Goal: lookup p99
+<= 50 ms at 50 clients."""
 
 from __future__ import annotations
 
@@ -98,6 +100,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 def main(args: list[str]) -> None:
     quick = "--quick" in args
+    workers = int(args[args.index("--workers") + 1]) if "--workers" in args else 2
     flowfiles = 2_000 if quick else 10_000
     per_client = 10 if quick else 40
     with tempfile.TemporaryDirectory(prefix="flowledger-bench-service-") as tmp:
@@ -105,11 +108,12 @@ def main(args: list[str]) -> None:
         _seed(repo, flowfiles)
         n_events = flowfiles * 4
         server = ServiceProcess(repo)
+        multi = ServiceProcess(repo, args=("--workers", str(workers)))
         prov = ProvenanceRepository.open(open_store(repo), recover=False)
         headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 
-        def http_conn() -> object:
-            return http.client.HTTPConnection(server.host, server.port, timeout=120)
+        def conn_to(srv: ServiceProcess) -> Callable[[], object]:
+            return lambda: http.client.HTTPConnection(srv.host, srv.port, timeout=120)
 
         def http_call(method: str, path: str, body: object = None) -> None:
             def go(rng: random.Random, conn: object) -> None:
@@ -148,6 +152,9 @@ def main(args: list[str]) -> None:
             "in-process p50 ms",
             "in-process p99 ms",
             "p99 ratio",
+            f"{workers} workers p50 ms",
+            f"{workers} workers p99 ms",
+            "p99 ratio (workers)",
         ):
             table.add_column(col, justify="right")
         try:
@@ -156,9 +163,12 @@ def main(args: list[str]) -> None:
                 ("lineage", lineage_http, lineage_local),
             ):
                 for clients in CONCURRENCY:
-                    _run(clients, 2, remote, http_conn)  # warm caches and connections
-                    h = _run(clients, per_client, remote, http_conn)
+                    for srv in (server, multi):  # warm caches and connections
+                        _run(clients, 2, remote, conn_to(srv))
+                    h = _run(clients, per_client, remote, conn_to(server))
+                    _run(clients, 2, local, lambda: None)  # warmed as the servers are
                     i = _run(clients, per_client, local, lambda: None)
+                    w = _run(clients, per_client, remote, conn_to(multi))
                     table.add_row(
                         name,
                         str(clients),
@@ -168,10 +178,14 @@ def main(args: list[str]) -> None:
                         f"{statistics.median(i):.1f}",
                         f"{_pct(i, 0.99):.1f}",
                         f"{_pct(h, 0.99) / max(_pct(i, 0.99), 1e-3):.1f}x",
+                        f"{statistics.median(w):.1f}",
+                        f"{_pct(w, 0.99):.1f}",
+                        f"{_pct(w, 0.99) / max(_pct(i, 0.99), 1e-3):.1f}x",
                     )
         finally:
             prov.close()
             server.stop()
+            multi.stop()
         console.print(table)
         load = (
             Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []

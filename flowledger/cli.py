@@ -78,13 +78,16 @@ def serve(
     token_file: Annotated[
         str | None, typer.Option(help="Token file (default: the repository's state folder)")
     ] = None,
+    workers: Annotated[
+        int, typer.Option(help="Server processes on the port (each a stateless replica)")
+    ] = 1,
 ) -> None:
     """Serve the HTTP API and the lineage page (bearer token; see docs/service.md)."""
     from .service import ServiceSettings
     from .service import serve as run_server
 
     settings = ServiceSettings(
-        host=host, port=port, allow_remote=allow_remote, token_file=token_file
+        host=host, port=port, allow_remote=allow_remote, token_file=token_file, workers=workers
     )
     run_server(repo, settings)
 

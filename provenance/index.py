@@ -7,7 +7,9 @@ need no index: Parquet row-group statistics of the sorted data file answer them.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -129,9 +131,18 @@ def candidate_row_groups(bounds: list[tuple[str, str] | None], lo: str, hi: str)
     return [i for i, b in enumerate(bounds) if b is None or not (b[1] < lo or b[0] > hi)]
 
 
+def _as_py(v: pa.Scalar) -> Any:
+    return v.as_py()
+
+
 def matching_row_groups(terms: pa.Table, lo: str, hi: str, pattern: str | None) -> set[int]:
     """Data row groups named by a term in [lo, hi] that matches the LIKE `pattern`."""
     col = terms.column("term")
+    if lo == hi and pattern is None:
+        # The terms are sorted: a binary search, not a comparison of all 4,096 of them.
+        first = bisect.bisect_left(col, lo, key=_as_py)
+        end = bisect.bisect_right(col, lo, first, key=_as_py)
+        return set(terms.column("rg").slice(first, end - first).to_pylist())
     if lo == hi:
         mask = pc.equal(col, lo)
     else:

@@ -10,6 +10,7 @@ import threading
 import uuid
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,14 +26,33 @@ from .ranged import BlockCache, RangedObject, footer_of
 FOOTER_READ = 64 * 1024
 MAX_FOOTERS = 512
 
+#: Row-group byte spans of a file from its (cached) footer.
+SpansOf = Callable[[str, pq.FileMetaData], list[tuple[int, int]]]
+
 
 class RowGroupCache:
-    """Decoded row groups of immutable files (a repeated lookup skips GET and decode)."""
+    """Decoded row groups of immutable files (a repeated lookup skips GET and decode).
 
-    def __init__(self, capacity: int = 256) -> None:
+    Concurrent readers of the same missing row group decode it once (the others wait for
+    it): under 50 concurrent lookups the decode, not the GET, is what costs CPU."""
+
+    def __init__(self, spans: SpansOf, capacity: int = 256) -> None:
+        self._spans = spans
         self._capacity = capacity
         self._lock = threading.Lock()
         self._tables: OrderedDict[tuple[str, int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._loading: dict[tuple[str, int, tuple[str, ...]], threading.Lock] = {}
+
+    def cached(self, key: str, rg: int, columns: tuple[str, ...] = ()) -> pa.Table | None:
+        """A decoded row group if cached (no footer, no file object needed)."""
+        return self._get((key, rg, columns))
+
+    def _get(self, k: tuple[str, int, tuple[str, ...]]) -> pa.Table | None:
+        with self._lock:
+            t = self._tables.get(k)
+            if t is not None:
+                self._tables.move_to_end(k)
+            return t
 
     def read(
         self,
@@ -43,22 +63,42 @@ class RowGroupCache:
         columns: tuple[str, ...] = (),
     ) -> pa.Table:
         parts: dict[int, pa.Table] = {}
-        with self._lock:
-            for i in rgs:
-                t = self._tables.get((key, i, columns))
-                if t is not None:
-                    self._tables.move_to_end((key, i, columns))
-                    parts[i] = t
-        missing = [i for i in rgs if i not in parts]
+        for i in rgs:
+            t = self._get((key, i, columns))
+            if t is not None:
+                parts[i] = t
+        missing = sorted(i for i in rgs if i not in parts)  # one lock order: no deadlock
         if missing:
-            ParquetSource.prefetch_row_groups(pf, ranged, missing)
-            for i in missing:
-                parts[i] = pf.read_row_group(i, columns=list(columns) or None)
+            waited = list(missing)
             with self._lock:
-                for i in missing:
-                    self._tables[(key, i, columns)] = parts[i]
-                while len(self._tables) > self._capacity:
-                    self._tables.popitem(last=False)
+                locks = [
+                    self._loading.setdefault((key, i, columns), threading.Lock()) for i in waited
+                ]
+            for lock in locks:
+                lock.acquire()
+            try:
+                for i in list(missing):  # decoded by another reader while we waited
+                    t = self._get((key, i, columns))
+                    if t is not None:
+                        parts[i] = t
+                        missing.remove(i)
+                if missing:
+                    ParquetSource.prefetch_spans(ranged, self._spans(key, pf.metadata), missing)
+                    for i in missing:
+                        parts[i] = pf.read_row_group(i, columns=list(columns) or None)
+                    with self._lock:
+                        for i in missing:
+                            self._tables[(key, i, columns)] = parts[i]
+                        while len(self._tables) > self._capacity:
+                            self._tables.popitem(last=False)
+            finally:
+                with self._lock:
+                    for i in waited:
+                        self._loading.pop((key, i, columns), None)
+                for lock in locks:
+                    lock.release()
+        if len(rgs) == 1:
+            return parts[rgs[0]]
         return pa.concat_tables([parts[i] for i in rgs])
 
 
@@ -70,7 +110,7 @@ class ParquetSource:
         self._store = store
         self._cache = cache_root
         self.blocks = BlockCache()
-        self.row_groups = RowGroupCache()
+        self.row_groups = RowGroupCache(self.spans)
         self._footers: OrderedDict[str, pq.FileMetaData] = OrderedDict()
         #: Row-group byte spans of the files whose footer is cached (checked by `sums`).
         self._spans: dict[str, list[tuple[int, int]]] = {}
@@ -115,6 +155,10 @@ class ParquetSource:
             tmp.unlink(missing_ok=True)
         return path
 
+    def footer(self, key: str) -> pq.FileMetaData | None:
+        """The parsed (verified) footer of `key` if cached."""
+        return self._footers.get(key)
+
     def has_footer(self, key: str) -> bool:
         return key in self._footers or self.cached(key) is not None
 
@@ -156,10 +200,7 @@ class ParquetSource:
                     ranged.prefetch(max(0, size - tail), tail)
             pf = pq.ParquetFile(ranged, metadata=md)
             if sums.row_groups:
-                spans = self._spans.get(key)
-                if spans is None:
-                    spans = self._spans[key] = row_group_spans(pf.metadata)
-                ranged.set_row_groups(spans)
+                ranged.set_row_groups(self.spans(key, pf.metadata))
                 if tail_data:  # row groups that came with the footer: no GET later
                     ranged.absorb(size - len(tail_data), tail_data)
         with self._lock:
@@ -172,6 +213,14 @@ class ParquetSource:
             else:
                 self._footers.move_to_end(key)
         return pf, ranged
+
+    def spans(self, key: str, md: pq.FileMetaData) -> list[tuple[int, int]]:
+        """Row-group byte spans of `key`, computed once per footer (a walk over every
+        column chunk: ~15,000 for a 490-row-group file, too slow to repeat per lookup)."""
+        spans = self._spans.get(key)
+        if spans is None:
+            spans = self._spans[key] = row_group_spans(md)
+        return spans
 
     def prune(self, keep: set[str]) -> int:
         """Delete local copies of merged files no longer referenced (expired). Safe while
@@ -187,14 +236,18 @@ class ParquetSource:
                 removed += 1
         return removed
 
-    @staticmethod
     def prefetch_row_groups(
-        pf: pq.ParquetFile, ranged: RangedObject | None, rgs: list[int]
+        self, key: str, pf: pq.FileMetaData, ranged: RangedObject | None, rgs: list[int]
     ) -> None:
         """One GET per run of adjacent row groups instead of one per column chunk."""
+        self.prefetch_spans(ranged, self.spans(key, pf), rgs)
+
+    @staticmethod
+    def prefetch_spans(
+        ranged: RangedObject | None, every: list[tuple[int, int]], rgs: list[int]
+    ) -> None:
         if ranged is None or not rgs:
             return
-        every = row_group_spans(pf.metadata)
         spans = [every[i] for i in sorted(rgs)]
         merged: list[list[int]] = []
         for s, e in spans:

@@ -22,6 +22,7 @@ from .catalog import Snapshot
 from .errors import EventNotFound, LineageError, ProvenanceUnknownOutcome
 from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
+from .freshness import SnapshotCache
 from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
 from .journal_terms import JournalTerms
@@ -84,6 +85,7 @@ class ProvenanceRepository:
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
         self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
         self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
+        self._snapshots = SnapshotCache(self._load_snapshot)
         self._journal_lock = threading.Lock()
         fields = (
             *self.settings.indexed_fields,
@@ -157,6 +159,7 @@ class ProvenanceRepository:
         A rollover killed before its commit left a pending instant: the timeline rolls it back
         (deleting its files) once its heartbeat has expired; until then it is invisible."""
         self.table.recover()
+        self._snapshots.invalidate()
         high = self.table.committed(fresh=True).high_water
         self._check_allocator()
         deleted = delete_merged_journals(self.store, high)
@@ -175,7 +178,7 @@ class ProvenanceRepository:
     def _recover_next_id(self) -> int:
         """Past every event the repository holds or held: committed files, unmerged journals,
         and the high-water mark (which survives the expiry of every file)."""
-        snap = self.snapshot()
+        snap = self.snapshot(0)
         return max(snap.max_event_id + 1, snap.high_water)
 
     def _check_allocator(self) -> None:
@@ -205,6 +208,7 @@ class ProvenanceRepository:
     # -- writing ------------------------------------------------------------------------------
     def _flushed(self, ref: JournalRef) -> None:
         self._backlog.add(ref)
+        self._snapshots.invalidate()  # our own write: visible to our next read at once
 
     def _written(self, ref: JournalRef, table: pa.Table | None, found: Any = None) -> None:
         """A journal this process flushed: searchable at once, without reading it back
@@ -313,7 +317,7 @@ class ProvenanceRepository:
         """How many of the ids in `ids_file` (see provenance/reingest.py) some stored event has
         as `source_fields[key]`, among events with a time in [start, end] ms (files pruned by
         their time range), and one of them."""
-        snap = self.snapshot()
+        snap = self.snapshot(0)
         files = [f for f in snap.files if f.max_time >= start and f.min_time <= end]
         paths = [self.source.download(f.events_key) for f in files]
         journals = [self._load_journal(j) for j in snap.journals]
@@ -332,7 +336,11 @@ class ProvenanceRepository:
                     self._journal_cache.popitem(last=False)
         return t
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, max_age_s: float | None = None) -> Snapshot:
+        """What a reader sees, reused up to `max_age_s` (0: ask now; see freshness.py)."""
+        return self._snapshots.get(max_age_s)[0]
+
+    def _load_snapshot(self) -> Snapshot:
         """Committed files and unmerged journals. The journal LIST starts from the last
         known high-water mark while the timeline's freshness check (a HEAD) runs, so a
         lookup waits for one round trip, not two (measured: 2 x 9 ms of a 62 ms warm lookup
@@ -352,40 +360,54 @@ class ProvenanceRepository:
 
     def max_event_id(self) -> int:
         """The largest event id stored (-1 for an empty repository)."""
-        return self.snapshot().max_event_id
+        return self.snapshot(0).max_event_id
 
     def query(self, query: Query) -> list[ProvenanceEvent]:
-        return rows_to_events(self.reader.search(self.snapshot(), query))
+        return rows_to_events(self.query_table(query))
 
     def query_table(self, query: Query) -> pa.Table:
-        return self.reader.search(self.snapshot(), query)
+        return self._snapshots.read(
+            lambda snap: self.reader.search(snap, query),
+            max_age_s=self.settings.search_snapshot_reuse_s,
+        )
 
     def get_events(self, first_id: int, max_events: int) -> list[ProvenanceEvent]:
-        return rows_to_events(self.reader.get_events(self.snapshot(), first_id, max_events))
+        snap = self.snapshot(0)  # paging to the newest event: never a reused snapshot
+        return rows_to_events(self.reader.get_events(snap, first_id, max_events))
 
     def get_event(self, event_id: int) -> ProvenanceEvent:
-        found = rows_to_events(self.reader.get_event(self.snapshot(), event_id))
+        table = self._snapshots.read(
+            lambda snap: self.reader.get_event(snap, event_id), lambda t: t.num_rows == 0
+        )
+        found = rows_to_events(table)
         if not found:
             raise EventNotFound(
                 f"no provenance event with id {event_id} (never written or expired)"
             )
         return found[0]
 
+    def cached_event(self, event_id: int) -> ProvenanceEvent | None:
+        """The event if memory alone answers (no I/O: an event loop may call it); None: call
+        `get_event` (a None says nothing about the event's existence)."""
+        snap = self._snapshots.peek()
+        found = None if snap is None else self.reader.cached_event(snap, event_id)
+        return None if found is None else rows_to_events(found)[0]
+
     # -- lineage ------------------------------------------------------------------------------
     def _events_for(
         self, uuids: Sequence[str], start: int | None, end: int | None
     ) -> list[ProvenanceEvent]:
-        snap = self.snapshot()
-        out: list[ProvenanceEvent] = []
-        for uuid in uuids:
-            q = Query(
-                (SearchTerm("flowfile_uuid", uuid),),
-                start_time=start,
-                end_time=end,
-                max_results=self.settings.max_lineage_events + 1,
+        limit = self.settings.max_lineage_events + 1
+        queries = [
+            Query(
+                (SearchTerm("flowfile_uuid", u),), start_time=start, end_time=end, max_results=limit
             )
-            out += rows_to_events(self.reader.search(snap, q))
-        return out
+            for u in uuids
+        ]
+        return self._snapshots.read(
+            lambda snap: [e for q in queries for e in rows_to_events(self.reader.search(snap, q))],
+            max_age_s=self.settings.search_snapshot_reuse_s,
+        )
 
     def lineage(self, flowfile_uuid: str) -> Lineage:
         uuids = check_uuids([flowfile_uuid], self.settings.max_lineage_uuids)
@@ -412,7 +434,7 @@ class ProvenanceRepository:
     def sql_connection(self, temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with the read-only view `provenance` (local copies of objects);
         `temp_dir`: DuckDB's spill folder (default a private folder in the cache)."""
-        snap = self.snapshot()
+        snap = self.snapshot(0)
         self.source.prune(
             {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
         )
@@ -448,7 +470,10 @@ class ProvenanceRepository:
             raise ValueError(f"unknown rollover engine {engine!r}: use 'local' or 'spark'")
         with self._rollover_lock:
             self.journals.flush()
-            return merge_all(self.store, self.table, self.settings, self._backlog, progress)
+            try:
+                return merge_all(self.store, self.table, self.settings, self._backlog, progress)
+            finally:
+                self._snapshots.invalidate()
 
     def _rollover_spark(self, spark: Any) -> RolloverResult:
         from .spark_rollover import rollover_with_spark
@@ -469,6 +494,7 @@ class ProvenanceRepository:
             result = rollover_with_spark(spark, self.root, self.store, self.table, self.settings)
             if result is not None:
                 self._backlog.drop_upto(result.end_id)
+            self._snapshots.invalidate()
             self._backlog.last_rollover = time.monotonic()
         if result is None:
             return RolloverResult(0, 0, 0, 0, 0, time.monotonic() - started)
@@ -491,6 +517,9 @@ class ProvenanceRepository:
         if plan.files:
             committed = self.table.committed(fresh=True)
             reason = f"{len(plan.by_size)} by size, {len(plan.by_age)} by age"
-            self.table.expire(plan.files, committed.high_water, reason)
+            try:
+                self.table.expire(plan.files, committed.high_water, reason)
+            finally:
+                self._snapshots.invalidate()
             report_progress(progress, len(plan.files))
         return plan

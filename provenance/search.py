@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,9 +17,9 @@ import pyarrow.parquet as pq
 from storage.timeutil import datetime_to_ms
 
 from . import index
-from .catalog import EventFile, Snapshot, file_containing
+from .catalog import EventFile, Snapshot, Sums, file_containing
 from .layout import JournalRef
-from .objects import ParquetSource
+from .objects import FOOTER_READ, ParquetSource
 from .query import Query, index_probe, query_mask
 from .ranged import RangedObject
 from .schema import SCHEMA
@@ -49,6 +50,46 @@ def _overlaps(
     return not (hi is not None and conv(st.min) > hi)
 
 
+def _id_slice(t: pa.Table, first: int, end: int) -> pa.Table:
+    """Rows with ids in [first, end) of a table sorted by event id (binary search)."""
+    ids = t.column("event_id")
+    lo = bisect.bisect_left(ids, first, key=_as_py)
+    hi = bisect.bisect_left(ids, end, lo, key=_as_py)
+    return t.slice(lo, hi - lo)
+
+
+def _as_py(v: pa.Scalar) -> Any:
+    return v.as_py()
+
+
+class _File:
+    """A merged file as one search needs it: the footer and decoded row groups from the
+    process's caches; the file object (a pyarrow ParquetFile over ranged reads, ~0.5 ms to
+    build) only when something must be read."""
+
+    def __init__(
+        self, source: ParquetSource, key: str, size: int, sums: Sums, hint: int = FOOTER_READ
+    ) -> None:
+        self.key, self._source, self._size, self._sums, self._hint = key, source, size, sums, hint
+        self._opened: tuple[pq.ParquetFile, RangedObject | None] | None = None
+
+    def _open(self) -> tuple[pq.ParquetFile, RangedObject | None]:
+        if self._opened is None:
+            self._opened = self._source.open(self.key, self._size, self._hint, self._sums)
+        return self._opened
+
+    def metadata(self) -> pq.FileMetaData:
+        md = self._source.footer(self.key)
+        return md if md is not None else self._open()[0].metadata
+
+    def row_groups(self, rgs: list[int], columns: tuple[str, ...] = ()) -> pa.Table:
+        cache = self._source.row_groups
+        if len(rgs) == 1 and (hit := cache.cached(self.key, rgs[0], columns)) is not None:
+            return hit
+        pf, ranged = self._open()
+        return cache.read(self.key, pf, ranged, rgs, columns)
+
+
 @dataclass
 class SearchStats:
     files: int = 0
@@ -77,6 +118,7 @@ class EventReader:
         self._lock = threading.Lock()
         self.last_stats = SearchStats()
         self._bounds: dict[str, list[tuple[str, str] | None]] = {}
+        self._ids: dict[str, tuple[list[int], list[int]] | None] = {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -95,21 +137,20 @@ class EventReader:
         probes = [t for t in q.terms if not t.inverted and (t.field in self._indexed)]
         if probes and f.index_key is not None:
             # The index first: a file without the term is skipped without reading its footer.
-            ipf, iranged = self._source.open(f.index_key, f.index_size, sums=f.index_sums)
+            ifile = _File(self._source, f.index_key, f.index_size, f.index_sums)
             for term in probes:
                 lo, hi, filt = index_probe(term)
-                rgs = self._index_lookup(f.index_key, ipf, iranged, lo, hi, filt, st)
+                rgs = self._index_lookup(ifile, lo, hi, filt, st)
                 candidates = rgs if candidates is None else candidates & rgs
                 if not candidates:
                     return None
-        pf, ranged = self._source.open(
-            f.events_key, f.events_size, self._footer_hint(f), f.events_sums
-        )
-        md = pf.metadata
+        data = _File(self._source, f.events_key, f.events_size, f.events_sums, self._footer_hint(f))
+        md = data.metadata()
         if candidates is None:
             candidates = set(range(md.num_row_groups))
-        keep = []
-        for i in sorted(candidates):
+        ranged_query = (q.start_time, q.end_time, q.min_file_size, q.max_file_size) != (None,) * 4
+        keep = [] if ranged_query else sorted(candidates)
+        for i in sorted(candidates) if ranged_query else ():
             rg = md.row_group(i)
             if not _overlaps(rg.column(TIME_COL).statistics, q.start_time, q.end_time, _ms):
                 continue
@@ -120,30 +161,23 @@ class EventReader:
             keep.append(i)
         if not keep:
             return None
-        t = self._source.row_groups.read(f.events_key, pf, ranged, keep)
+        t = data.row_groups(keep)
         with self._lock:
             st.row_groups_read += len(keep)
         return t.filter(query_mask(t, q))
 
     def _index_lookup(
-        self,
-        key: str,
-        ipf: pq.ParquetFile,
-        iranged: RangedObject | None,
-        lo: str,
-        hi: str,
-        pattern: str | None,
-        st: SearchStats,
+        self, ifile: _File, lo: str, hi: str, pattern: str | None, st: SearchStats
     ) -> set[int]:
-        bounds = self._bounds.get(key)
+        bounds = self._bounds.get(ifile.key)
         if bounds is None:
-            bounds = self._bounds[key] = index.row_group_bounds(ipf.metadata)
+            bounds = self._bounds[ifile.key] = index.row_group_bounds(ifile.metadata())
         wanted = index.candidate_row_groups(bounds, lo, hi)
         with self._lock:
             st.index_row_groups_read += len(wanted)
         if not wanted:
             return set()
-        terms = self._source.row_groups.read(key, ipf, iranged, wanted, ("term", "rg"))
+        terms = ifile.row_groups(wanted, ("term", "rg"))
         return index.matching_row_groups(terms, lo, hi, pattern)
 
     def _footer_hint(self, f: EventFile) -> int:
@@ -158,7 +192,10 @@ class EventReader:
         # Cold reader: fetch data footers while the index is probed, not after.
         cold = [f for f in snap.files if not self._source.has_footer(f.events_key)]
         warming = [self._pool.submit(self._warm_footer, f) for f in cold]
-        parts = list(self._pool.map(lambda f: self._file_matches(f, q, st), snap.files))
+        if len(snap.files) == 1:  # nothing to overlap: no hop to the pool and back
+            parts = [self._file_matches(snap.files[0], q, st)]
+        else:
+            parts = list(self._pool.map(lambda f: self._file_matches(f, q, st), snap.files))
         for fut in warming:
             fut.result()
         for j in self._select(snap.journals, q):
@@ -174,17 +211,63 @@ class EventReader:
         return t.slice(0, q.max_results)
 
     # -- by id ----------------------------------------------------------------------------------
+    def _id_bounds(self, key: str, md: pq.FileMetaData) -> tuple[list[int], list[int]] | None:
+        """(min ids, max ids) of the row groups, read from the footer once per file; None
+        where a row group has no statistics."""
+        if key in self._ids:
+            return self._ids[key]
+        mins: list[int] = []
+        maxs: list[int] = []
+        found: tuple[list[int], list[int]] | None = (mins, maxs)
+        for i in range(md.num_row_groups):
+            st = md.row_group(i).column(ID_COL).statistics
+            if st is None or not st.has_min_max:
+                found = None
+                break
+            mins.append(int(st.min))
+            maxs.append(int(st.max))
+        self._ids[key] = found
+        return found
+
+    def _id_row_groups(self, key: str, md: pq.FileMetaData, first: int, end: int) -> list[int]:
+        """Row groups holding ids in [first, end): a binary search over the row groups'
+        id ranges (the file is sorted by event id), all of them where statistics lack."""
+        bounds = self._id_bounds(key, md)
+        if bounds is None:
+            return list(range(md.num_row_groups))
+        mins, maxs = bounds
+        i = max(0, bisect.bisect_right(mins, first) - 1)
+        out = []
+        while i < len(mins) and mins[i] < end:
+            if maxs[i] >= first:
+                out.append(i)
+            i += 1
+        return out
+
+    def cached_event(self, snap: Snapshot, event_id: int) -> pa.Table | None:
+        """The event, if memory alone answers (footer and decoded row group cached): no I/O.
+        None when it would need a read, or is not in a merged file of `snap`."""
+        f = file_containing(snap.files, event_id)
+        md = None if f is None else self._source.footer(f.events_key)
+        if f is None or md is None:
+            return None
+        keep = self._id_row_groups(f.events_key, md, event_id, event_id + 1)
+        hit = self._source.row_groups.cached(f.events_key, keep[0]) if len(keep) == 1 else None
+        t = None if hit is None else _id_slice(hit, event_id, event_id + 1)
+        return t if t is not None and t.num_rows else None
+
     def _read_ids(self, f: EventFile, first: int, end: int) -> pa.Table:
         pf, ranged = self._source.open(f.events_key, f.events_size, sums=f.events_sums)
-        md = pf.metadata
-        keep = [
-            i
-            for i in range(md.num_row_groups)
-            if _overlaps(md.row_group(i).column(ID_COL).statistics, first, end - 1, _int)
-        ]
+        keep = self._id_row_groups(f.events_key, pf.metadata, first, end)
         if not keep:
             return SCHEMA.empty_table()
-        ParquetSource.prefetch_row_groups(pf, ranged, keep)
+        if end - first == 1 and len(keep) == 1:
+            # One event (NiFi's getEvent): from the decoded row group, cached per process,
+            # sliced by a binary search on its sorted ids; ~0.1 ms instead of decoding
+            # 4,096 events of 30 columns per lookup.
+            t = self._source.row_groups.read(f.events_key, pf, ranged, keep)
+            return _id_slice(t, first, end)
+        self._source.prefetch_row_groups(f.events_key, pf.metadata, ranged, keep)
         t = pf.read_row_groups(keep)
         ids = t.column("event_id")
         return t.filter(pc.and_(pc.greater_equal(ids, first), pc.less(ids, end)))
@@ -215,6 +298,9 @@ class EventReader:
         return pa.concat_tables(parts).sort_by("event_id").slice(0, max_events)
 
     def get_event(self, snap: Snapshot, event_id: int) -> pa.Table:
+        hot = self.cached_event(snap, event_id)  # no file object built when in memory
+        if hot is not None:
+            return hot
         f = file_containing(snap.files, event_id)
         if f is not None:
             return self._read_ids(f, event_id, event_id + 1)

@@ -92,6 +92,10 @@ class ProvenanceSettings:
     query_threads: int = 8
     #: The provenance table's timeline settings (cleaner, heartbeats, archival).
     table: TableSettings = field(default_factory=TableSettings)
+    #: Seconds a search (query, lineage) may reuse this process's last view of the repository
+    #: instead of asking the store (a HEAD and a LIST): it may then miss another process's
+    #: events that recent. 0: every search sees every write that returned before it.
+    search_snapshot_reuse_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.journal_count < 1 or self.journal_max_events < 1:
@@ -102,6 +106,8 @@ class ProvenanceSettings:
             raise ValueError("row_group_events and index_row_group_terms must be >= 1")
         if self.max_attribute_length < 1:
             raise ValueError("max_attribute_length must be >= 1")
+        if self.search_snapshot_reuse_s < 0:
+            raise ValueError("search_snapshot_reuse_s must be >= 0")
         unknown = set(self.indexed_fields) - set(DEFAULT_INDEXED_FIELDS) - {"component_type"}
         if unknown:
             raise ValueError(f"indexed_fields: unknown searchable fields {sorted(unknown)}")

@@ -26,7 +26,7 @@ def _store(tmp_path: Path) -> ObjectStore:
 def test_a_durable_flush_fsyncs_the_journal_and_its_folder_not_the_allocator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = ProvenanceRepository(_store(tmp_path), settings(tmp_path), background=False)
+    repo = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path), background=False)
     repo.register_events([ev(0)], sync=True)  # the allocator exists from now on
     synced: list[int] = []
     real = os.fsync
@@ -64,7 +64,7 @@ def test_allocator_write_lost_in_a_crash_never_reuses_an_acknowledged_id(
     tmp_path: Path, how: str, recover: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = _store(tmp_path)
-    repo = ProvenanceRepository(store, settings(tmp_path), background=False)
+    repo = ProvenanceRepository.open(store, settings(tmp_path), background=False)
     first = repo.register_events([ev(i) for i in range(5)], sync=True)
     repo.rollover()  # ids 0-4 merged: the high-water mark is 5
     allocator = tmp_path / "repo" / "provenance" / ALLOCATOR_KEY
@@ -74,7 +74,7 @@ def test_allocator_write_lost_in_a_crash_never_reuses_an_acknowledged_id(
     _lose(allocator, how, before)
     caplog.set_level(logging.WARNING, "flowledger.provenance")
     # A process after the crash; recover=False is what Spark's lineage hook opens with.
-    writer = ProvenanceRepository(
+    writer = ProvenanceRepository.open(
         _store(tmp_path), settings(tmp_path), recover=recover, background=False
     )
     new = writer.register_events([ev(i) for i in range(100, 104)], sync=True)
@@ -82,7 +82,7 @@ def test_allocator_write_lost_in_a_crash_never_reuses_an_acknowledged_id(
     if how == "torn":
         assert ALLOCATOR_KEY in caplog.text
     writer.close()
-    repo = ProvenanceRepository(_store(tmp_path), settings(tmp_path), background=False)
+    repo = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path), background=False)
     events = repo.get_events(0, 1000)
     got = {e.flowfile_uuid: e.event_id for e in events}
     assert len(events) == len(got) == 16
@@ -96,7 +96,7 @@ def test_journals_encoded_while_the_id_cas_runs_carry_the_ids_it_gave(tmp_path: 
     # Two writers taking turns: each one's guess of its next ids (made while its CAS runs)
     # is wrong every time after the first, so its journal must be encoded again.
     writers = [
-        ProvenanceRepository(_store(tmp_path), settings(tmp_path), background=False)
+        ProvenanceRepository.open(_store(tmp_path), settings(tmp_path), background=False)
         for _ in range(2)
     ]
     acked: dict[str, int] = {}
@@ -106,7 +106,7 @@ def test_journals_encoded_while_the_id_cas_runs_carry_the_ids_it_gave(tmp_path: 
         acked |= {e.flowfile_uuid: i for e, i in zip(batch, ids, strict=True)}
     for w in writers:
         w.close()
-    reader = ProvenanceRepository(_store(tmp_path), settings(tmp_path), background=False)
+    reader = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path), background=False)
     stored = {e.flowfile_uuid: e.event_id for e in reader.get_events(0, 100)}
     assert stored == acked
     assert sorted(stored.values()) == list(range(18))

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 
 from provenance import SEARCHABLE_FIELDS, ProvenanceEvent, SearchTerm, to_dot, to_svg
@@ -212,9 +213,23 @@ def _available(svc: Services, claim: ContentClaim | None) -> bool:
 
 
 @router.get("/nifi-api/provenance-events/{event_id}")
-def get_event(event_id: int, svc: Services = Svc) -> dict[str, Any]:
-    """One event (NiFi's `ProvenanceEventEntity`), with content and replay availability."""
-    e = svc.prov.get_event(event_id)
+async def get_event(event_id: int, svc: Services = Svc) -> dict[str, Any]:
+    """One event (NiFi's `ProvenanceEventEntity`), with content and replay availability.
+
+    Answered on the event loop when memory alone answers it (the event decoded, no content
+    claim to check): the thread-pool hop of a sync route costs more CPU (~0.3 ms) than such
+    a lookup (~0.15 ms). Anything that reads goes to the thread pool."""
+    e = svc.prov.cached_event(event_id)
+    if e is not None and _claim(svc, e, "input") is None and _claim(svc, e, "output") is None:
+        return _event_entity(svc, e)
+    return await run_in_threadpool(_read_event, svc, event_id)
+
+
+def _read_event(svc: Services, event_id: int) -> dict[str, Any]:
+    return _event_entity(svc, svc.prov.get_event(event_id))
+
+
+def _event_entity(svc: Services, e: ProvenanceEvent) -> dict[str, Any]:
     available = (
         _available(svc, _claim(svc, e, "input")),
         _available(svc, _claim(svc, e, "output")),

@@ -2,25 +2,67 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import socket
 import sys
 
+from fastapi import FastAPI
+
+from storage import resolve_repo
+
 from .app import create_app
+from .auth import announce, resolve_token
 from .settings import ServiceSettings
+
+#: How `serve --workers N` hands the repository and settings to its worker processes
+#: (spawned by uvicorn, which imports the app factory below by name).
+_WORKER_ENV = "FLOWLEDGER_SERVE_WORKER"
+
+
+def worker_app() -> FastAPI:
+    """The app of one `--workers` process (uvicorn calls this factory in each worker)."""
+    spec = json.loads(os.environ[_WORKER_ENV])
+    return create_app(spec["repo"], ServiceSettings(**spec["settings"]))
 
 
 def serve(repo: str | None, settings: ServiceSettings) -> None:
     import uvicorn
 
-    app = create_app(repo, settings)
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets that say they are
     # TCP; without it uvicorn's separate header and body writes wait ~40 ms for delayed ACKs.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if settings.workers == 1:
+        app = create_app(repo, settings)
+        sock.bind((settings.host, settings.port))
+        _bound(settings, sock)
+        config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=5)
+        uvicorn.Server(config).run(sockets=[sock])
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    # The token is resolved (and a new one printed) once, here; the workers get its value.
+    uri = resolve_repo(repo)
+    token = resolve_token(settings, uri)
+    announce(token)
+    shared = dataclasses.replace(settings, token=token.value)
+    os.environ[_WORKER_ENV] = json.dumps({"repo": uri, "settings": dataclasses.asdict(shared)})
     sock.bind((settings.host, settings.port))
+    _bound(settings, sock)
+    config = uvicorn.Config(
+        "flowledger.service.run:worker_app",
+        factory=True,
+        workers=settings.workers,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+    )
+    Multiprocess(config, sockets=[sock]).run()
+
+
+def _bound(settings: ServiceSettings, sock: socket.socket) -> None:
     port = sock.getsockname()[1]
     # One line a supervisor or a test can parse; the token is never part of it.
     print(f"flowledger: serving on http://{settings.host}:{port}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])

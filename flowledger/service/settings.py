@@ -47,6 +47,9 @@ class ServiceSettings:
     sql_queue_timeout_s: float = 2.0
     #: NiFi's provenance query / lineage submissions expire after this (NiFi: 10 minutes).
     query_expiration_s: int = 600
+    #: Server processes sharing the port (uvicorn workers; each holds its own caches, as a
+    #: replica does). One process serialises CPU-bound lookups on the GIL.
+    workers: int = 1
 
     def __post_init__(self) -> None:
         if self.host not in LOOPBACK and not self.allow_remote:
@@ -56,5 +59,7 @@ class ServiceSettings:
             )
         if self.token is not None and len(self.token) < 16:
             raise ValueError("FLOWLEDGER_TOKEN is too short: use at least 16 characters")
+        if self.workers < 1:
+            raise ValueError(f"--workers must be at least 1, not {self.workers}")
         if self.sql_concurrency < 1 or self.sql_timeout_s <= 0 or self.sql_max_rows < 1:
             raise ValueError("sql_concurrency, sql_timeout_s and sql_max_rows must be positive")

@@ -41,7 +41,7 @@ class Services:
             self.prov.close()
 
 
-def services(request: Request) -> Services:
-    """FastAPI dependency: the process's open repository."""
+async def services(request: Request) -> Services:
+    """FastAPI dependency: the process's open repository (async: no thread-pool hop)."""
     found: Services = request.app.state.services
     return found

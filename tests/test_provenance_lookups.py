@@ -1,0 +1,78 @@
+"""Cheap lookups (issue 11 item 7, issue 13 goal 3): a reused snapshot costs no request, yet
+a reader sees another writer's events and survives its rollover; lookups from memory agree
+with lookups that read; the index's binary search agrees with a full comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from provenance import ProvenanceRepository, Query, SearchTerm
+from provenance.index import matching_row_groups
+from tests.support.backends import Backend
+from tests.support.provenance_events import ev, settings
+
+
+def _requests(repo: ProvenanceRepository) -> int:
+    return sum(repo.store.stats.snapshot().values())
+
+
+def test_reused_snapshot_costs_no_request(tbackend: Backend, tmp_path: Path) -> None:
+    writer = ProvenanceRepository.open(tbackend.open(), settings(tmp_path / "w"))
+    writer.register_events([ev(i) for i in range(50)], sync=True)
+    writer.rollover()
+    reader = ProvenanceRepository.open(tbackend.open(), settings(tmp_path / "r"), recover=False)
+    assert reader.get_event(3).flowfile_uuid == ev(3).flowfile_uuid
+    reader.store.stats.reset()
+    for i in (4, 17, 49):
+        assert reader.get_event(i).file_size == ev(i).file_size
+    assert _requests(reader) == 0  # same snapshot, footer and decoded row group
+    cached = reader.cached_event(17)
+    assert cached is not None and cached == reader.get_event(17)
+    reader.close()
+    writer.close()
+
+
+def test_reader_sees_another_writer_and_survives_its_rollover(
+    tbackend: Backend, tmp_path: Path
+) -> None:
+    writer = ProvenanceRepository.open(tbackend.open(), settings(tmp_path / "w"), background=False)
+    writer.register_events([ev(i) for i in range(10)], sync=True)
+    writer.rollover()
+    reader = ProvenanceRepository.open(
+        tbackend.open(), settings(tmp_path / "r", search_snapshot_reuse_s=60), recover=False
+    )
+    assert reader.max_event_id() == 9
+    first = writer.register_events([ev(i) for i in range(10, 20)], sync=True)
+    second = writer.register_events([ev(i) for i in range(20, 30)], sync=True)
+    # Past the reused snapshot: the miss asks the store again, at once.
+    assert reader.get_event(second[-1]).event_time == 29
+    assert reader.cached_event(second[-1]) is None  # a journal: not answered from memory
+    # The other process merges (and deletes) both journals while the reader still reuses
+    # a snapshot naming them: a journal gone is read again from a fresh snapshot.
+    writer.rollover()
+    found = reader.query(Query((SearchTerm("flowfile_uuid", ev(15).flowfile_uuid),)))
+    assert [e.event_id for e in found] == [first[5]]
+    assert reader.get_event(first[0]).event_time == 10
+    # A writer's own events are visible to its next read, without waiting for freshness.
+    own = writer.register_events([ev(30)], sync=True)
+    newest = writer.query(Query((SearchTerm("event_type", "RECEIVE"),), max_results=1))
+    assert [e.event_id for e in newest] == own
+    reader.close()
+    writer.close()
+
+
+@pytest.mark.unit
+def test_index_binary_search_agrees_with_comparison() -> None:
+    terms = sorted(
+        [(f"flowfile_uuid=ff-{v:03d}", rg) for v in range(0, 300, 3) for rg in (v % 7, 5)]
+        + [("component_id=a", 1), ("component_id=b", 2), ("component_id=b", 9)]
+    )
+    table = pa.table(
+        {"term": [t for t, _ in terms], "rg": pa.array([r for _, r in terms], pa.int32())}
+    )
+    for probe in ("component_id=b", "flowfile_uuid=ff-000", "flowfile_uuid=ff-297", "x", "a"):
+        expected = {rg for t, rg in terms if t == probe}
+        assert matching_row_groups(table, probe, probe, None) == expected
