@@ -19,7 +19,7 @@ from storage import ObjectStore, ProgressCallback, report_progress
 from . import sql as sqlmod
 from . import staging
 from .catalog import Snapshot
-from .errors import EventNotFound, LineageError, ProvenanceUnknownOutcome
+from .errors import EventNotFound, ProvenanceUnknownOutcome
 from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
 from .freshness import SnapshotCache
@@ -27,10 +27,11 @@ from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
 from .journal_terms import JournalTerms
 from .layout import JournalRef
-from .lineage import Lineage, check_uuids, compute_lineage, expandable
+from .lineage import Lineage
+from .lineage_queries import children_of, lineage_of, parents_of
 from .maintenance import Backlog, merge_all, start_thread
 from .objects import ParquetSource, cache_root
-from .query import Query, SearchTerm
+from .query import Query
 from .records import to_table
 from .reingest import count_present
 from .rollover import RolloverResult, delete_merged_journals, list_journals
@@ -393,59 +394,28 @@ class ProvenanceRepository:
         found = None if snap is None else self.reader.cached_event(snap, event_id)
         return None if found is None else rows_to_events(found)[0]
 
-    # -- lineage ------------------------------------------------------------------------------
-    def _events_for(
-        self, uuids: Sequence[str], start: int | None, end: int | None
-    ) -> list[ProvenanceEvent]:
-        limit = self.settings.max_lineage_events + 1
-        queries = [
-            Query(
-                (SearchTerm("flowfile_uuid", u),), start_time=start, end_time=end, max_results=limit
-            )
-            for u in uuids
-        ]
+    def query_many(self, queries: Sequence[Query]) -> list[ProvenanceEvent]:
+        """Events of several searches, all against one snapshot."""
         return self._snapshots.read(
             lambda snap: [e for q in queries for e in rows_to_events(self.reader.search(snap, q))],
             max_age_s=self.settings.search_snapshot_reuse_s,
         )
 
+    # -- lineage (lineage_queries.py) ---------------------------------------------------------
     def lineage(self, flowfile_uuid: str) -> Lineage:
-        uuids = check_uuids([flowfile_uuid], self.settings.max_lineage_uuids)
-        events = self._events_for(uuids, None, None)
-        if not events:
-            raise LineageError(f"no provenance events for FlowFile {flowfile_uuid}")
-        return compute_lineage(events, uuids, self.settings.max_lineage_events)
+        return lineage_of(self, flowfile_uuid)
 
     def expand_parents(self, event_id: int) -> Lineage:
-        e = self.get_event(event_id)
-        expandable(e, "parents")
-        uuids = check_uuids(e.parent_uuids, self.settings.max_lineage_uuids)
-        events = self._events_for(uuids, e.lineage_start_date, e.event_time)
-        return compute_lineage(events, uuids, self.settings.max_lineage_events)
+        return parents_of(self, event_id)
 
     def expand_children(self, event_id: int) -> Lineage:
-        e = self.get_event(event_id)
-        expandable(e, "children")
-        uuids = check_uuids(e.child_uuids, self.settings.max_lineage_uuids)
-        events = self._events_for(uuids, e.event_time, None)
-        return compute_lineage(events, uuids, self.settings.max_lineage_events)
+        return children_of(self, event_id)
 
     # -- SQL ----------------------------------------------------------------------------------
     def sql_connection(self, temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with the read-only view `provenance` (local copies of objects);
         `temp_dir`: DuckDB's spill folder (default a private folder in the cache)."""
-        snap = self.snapshot(0)
-        self.source.prune(
-            {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
-        )
-        committed = [
-            self.source.download(f.events_key, f.events_sums, f.events_size) for f in snap.files
-        ]
-        journals = [self._load_journal(j) for j in snap.journals]
-        recent = pa.concat_tables(journals) if journals else None
-        return sqlmod.connect(
-            committed, recent, snap.high_water, self.source.local_path(""), temp_dir
-        )
+        return sqlmod.connect_snapshot(self.snapshot(0), self.source, self._load_journal, temp_dir)
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         con = self.sql_connection()

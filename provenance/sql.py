@@ -9,7 +9,7 @@ a rollover). The connection can read only those files and accepts only SELECT st
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .catalog import Snapshot
 from .errors import ReadOnlyQuery, SQLError
+from .layout import JournalRef
+from .objects import ParquetSource
 from .schema import SCHEMA, SQL_TYPES, VIEW_COLUMNS
 
 VIEW = "provenance"
@@ -66,6 +69,22 @@ def connect(
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")
     return con
+
+
+def connect_snapshot(
+    snap: Snapshot,
+    source: ParquetSource,
+    load_journal: Callable[[JournalRef], pa.Table],
+    temp_dir: Path | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """`connect` over a repository snapshot: its committed files as verified local copies (the
+    cache keeps only those), its unmerged journals in memory."""
+    keep = {f.events_key for f in snap.files} | {f.index_key for f in snap.files if f.index_key}
+    source.prune(keep)
+    committed = [source.download(f.events_key, f.events_sums, f.events_size) for f in snap.files]
+    journals = [load_journal(j) for j in snap.journals]
+    recent = pa.concat_tables(journals) if journals else None
+    return connect(committed, recent, snap.high_water, source.local_path(""), temp_dir)
 
 
 def run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
