@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from storage import ObjectStore, ProgressCallback, report_progress
+from storage import Closing, ObjectStore, ProgressCallback, report_progress
 
 from . import sql as sqlmod
 from . import staging
@@ -46,7 +46,7 @@ PREFIX = "provenance"
 JOURNAL_CACHE = 256
 
 
-class ProvenanceRepository:
+class ProvenanceRepository(Closing):
     """NiFi's provenance repository on an object store (see docs/provenance.md).
 
     `store` is the repository root; everything lives under `provenance/`. Open it with
@@ -146,12 +146,6 @@ class ProvenanceRepository:
         self.journals.flush()
         self.reader.close()
         self._io.shutdown(wait=False)
-
-    def __enter__(self) -> ProvenanceRepository:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def recover(self) -> int:
         """NiFi's restart recovery: drop journals an interrupted rollover already merged,

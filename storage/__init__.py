@@ -28,6 +28,7 @@ from .errors import (
 )
 from .integrity import checksum_of, open_blob, open_json, seal_blob, seal_json, verify
 from .keys import MAX_KEY_BYTES, validate_key
+from .lifecycle import Closing, Finishing
 from .local import LocalObjectStore
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
 from .progress import ProgressCallback, report_progress
@@ -54,10 +55,12 @@ __all__ = [
     "BackendError",
     "BucketMissing",
     "ByteRange",
+    "Closing",
     "Conflict",
     "ConflictError",
     "EndpointTimeout",
     "EndpointUnreachable",
+    "Finishing",
     "FlowledgerBaseError",
     "IntegrityError",
     "InvalidKey",

@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from types import TracebackType
 from typing import BinaryIO
 
 from .keys import validate_key, validate_prefix
+from .lifecycle import Finishing
 
 COPY_CHUNK = 1024 * 1024
 
@@ -64,7 +64,7 @@ class RequestStats:
             self._counts.clear()
 
 
-class ObjectWriter(ABC):
+class ObjectWriter(Finishing, ABC):
     """A streaming upload. Memory stays bounded whatever the object size.
 
     Use as a context manager: the object is committed on a clean exit and aborted (nothing
@@ -87,19 +87,11 @@ class ObjectWriter(ABC):
             total += self.write(block)
         return total
 
-    def __enter__(self) -> ObjectWriter:
-        return self
+    def exit_ok(self) -> None:
+        self.commit()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
+    def exit_failed(self) -> None:
+        self.abort()
 
 
 class ObjectStore(ABC):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from storage import StorageError
+from storage import Finishing, StorageError
 
 from . import crash
 from .commit import complete, materialize
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from .table import Table
 
 
-class Transaction:
+class Transaction(Finishing):
     """Created by `Table.begin`: the requested and inflight objects exist, a heartbeat runs."""
 
     def __init__(
@@ -159,16 +158,9 @@ class Transaction:
         rebuilds `Transaction(table, instant_time, action, base, operation)`."""
         self._heartbeat.stop()
 
-    def __enter__(self) -> Transaction:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif not self._done:
+    def exit_ok(self) -> None:
+        if not self._done:
             self.commit()
+
+    def exit_failed(self) -> None:
+        self.abort()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from types import TracebackType
-
-from storage import ObjectStore, StoreSettings, open_store
+from storage import Closing, ObjectStore, StoreSettings, open_store
 from storage.content import ContentRepository, ContentRepositorySettings
 
 from ..repository import ProvenanceRepository
@@ -12,7 +10,7 @@ from ..settings import ProvenanceSettings
 from .session import ProcessSession
 
 
-class FlowRepository:
+class FlowRepository(Closing):
     """Content + provenance of one repository root: `with repo.session() as s: ...` commits
     on a clean exit and rolls back on an exception (NiFi's process session factory)."""
 
@@ -44,14 +42,3 @@ class FlowRepository:
         if self._owned:
             self.provenance.close()
             self.content.close()
-
-    def __enter__(self) -> FlowRepository:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

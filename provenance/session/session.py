@@ -8,9 +8,9 @@ import io
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO
 
+from storage import Finishing
 from storage.content import (
     ContentRepository,
     ContentRepositoryError,
@@ -44,7 +44,7 @@ class CommitResult:
         return tuple(self.transferred.get(relationship, ()))
 
 
-class ProcessSession:
+class ProcessSession(Finishing):
     """One unit of work on FlowFiles. Not thread-safe (NiFi's sessions are not either).
 
     FlowFiles committed by an earlier session can be passed in: the first time the session
@@ -330,18 +330,10 @@ class ProcessSession:
         self._cs.rollback()
         self._reset()
 
-    def __enter__(self) -> ProcessSession:
-        return self
+    def exit_failed(self) -> None:
+        self.rollback()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self.rollback()
-            return
+    def exit_ok(self) -> None:
         try:
             self.commit()
         except (FlowFileHandlingError, ValueError):

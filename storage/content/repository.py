@@ -10,10 +10,10 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 from typing import BinaryIO
 
 from ..errors import NotFound, StorageError
+from ..lifecycle import Closing
 from ..objectstore import ObjectStore
 from ..settings import StoreSettings
 from ..uri import open_store
@@ -32,7 +32,7 @@ log = logging.getLogger("storage.content")
 Source = str | os.PathLike[str] | BinaryIO | bytes
 
 
-class ContentRepository:
+class ContentRepository(Closing):
     """Contents packed into immutable resource-claim objects, with durable claimant counts.
 
     `store` is the repository's own prefix (the claim ledger lives there, and so does the
@@ -144,17 +144,6 @@ class ContentRepository:
                 s.close()
 
     shutdown = close
-
-    def __enter__(self) -> ContentRepository:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- containers -------------------------------------------------------------------------
     def get_container_names(self) -> list[str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import BinaryIO, Protocol
 
 from ..errors import StorageError
+from ..lifecycle import Finishing
 from ..objectstore import ObjectWriter
 from . import checksum
 from .claims import ContentClaim, ResourceClaim
@@ -39,7 +39,7 @@ class WriterHost(Protocol):
         ...
 
 
-class ContentWriter:
+class ContentWriter(Finishing):
     """Write the bytes of one content; `close()` returns (and `claim` holds) its claim.
 
     Bytes go to the session's writable resource claim (a buffer sealed as one object). Once
@@ -137,16 +137,8 @@ class ContentWriter:
             del self._wc.buf[self._offset :]
             self._host.aborted(self._wc, None)
 
-    def __enter__(self) -> ContentWriter:
-        return self
+    def exit_ok(self) -> None:
+        self.close()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
+    def exit_failed(self) -> None:
+        self.abort()

@@ -1,0 +1,51 @@
+"""`with` blocks for the objects that finish or close: one `__enter__`/`__exit__` for all.
+
+`Closing`: the block's end closes the object, whatever happened (repositories).
+`Finishing`: the block's end finishes the object when the block succeeded and abandons it
+when the block raised (writers, transactions, sessions); the exception still propagates.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+
+class Closing:
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Finishing:
+    def exit_ok(self) -> None:
+        """The block ended normally: finish (commit, close)."""
+        raise NotImplementedError
+
+    def exit_failed(self) -> None:
+        """The block raised: abandon (abort, roll back)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.exit_ok()
+        else:
+            self.exit_failed()
