@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.archival import ACTIVE, _fabricate_active, _fabricate_archived
-from bench.common import BenchBackend, console, fmt_requests, minio_backend, table
+from bench.common import (
+    BenchBackend,
+    before_tree,
+    code_trees,
+    console,
+    fmt_requests,
+    minio_backend,
+    table,
+)
 from storage import ObjectStore
 from timeline.archive.layout import MANIFEST
 from timeline.layout import INSTANTS, log_key
@@ -102,7 +110,7 @@ def run(backend: BenchBackend, sizes: list[int], reps: int, before: Path | None)
         _fabricate_archived(store, h)
         _fabricate_active(store, range(h + 1, h + ACTIVE + 1))
         prefixes.append(prefix)
-    trees = ([("before", before)] if before else []) + [("after", Path.cwd())]
+    trees = code_trees(before)
     t = table(
         f"MinIO: load of {ACTIVE} active commits vs archived history (median of {reps})",
         "code / loader",
@@ -137,7 +145,7 @@ def run(backend: BenchBackend, sizes: list[int], reps: int, before: Path | None)
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    before = Path(args[args.index("--before") + 1]) if "--before" in args else None
+    before = before_tree(args)
     quick = "--quick" in args
     with minio_backend() as backend:
         run(backend, [100, 1_000] if quick else [100, 1_000, 10_000], 5 if quick else 21, before)

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.archival import _fabricate_archived
-from bench.common import BenchBackend, console, local_backend, minio_backend, table
+from bench.common import (
+    BenchBackend,
+    before_tree,
+    code_trees,
+    console,
+    local_backend,
+    minio_backend,
+    table,
+)
 
 OPS = ["instant times", "Timeline", "with metadata"]
 
@@ -64,7 +72,7 @@ def _worker(backend: BenchBackend, root: Path, prefix: str, reps: int) -> dict[s
 def run(backend: BenchBackend, n: int, rounds: int, before: Path | None) -> None:
     prefix = f"archived-{n}-{uuid.uuid4().hex[:6]}"
     _fabricate_archived(backend.open().scoped(prefix), n, with_log=False)
-    trees = ([("before", before)] if before else []) + [("after", Path.cwd())]
+    trees = code_trees(before)
     samples: dict[tuple[str, str], list[float]] = {}
     requests: dict[str, int] = {}
     for _ in range(rounds):  # alternate the trees: both see the same machine load
@@ -97,7 +105,7 @@ def run(backend: BenchBackend, n: int, rounds: int, before: Path | None) -> None
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    before = Path(args[args.index("--before") + 1]) if "--before" in args else None
+    before = before_tree(args)
     quick = "--quick" in args
     n, rounds = (10_000, 1) if quick else (100_000, 3)
     for make in (local_backend, minio_backend):

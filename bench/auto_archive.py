@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchBackend, console, minio_backend, table
+from bench.common import BenchBackend, before_tree, code_trees, console, minio_backend, table
 
 _WORKER = r"""
 import json, pickle, sys, time
@@ -89,7 +89,6 @@ def _summary(rows: list[Row]) -> tuple[str, str, str, str]:
 
 
 def run(backend: BenchBackend, n: int, before: Path | None) -> None:
-    here = Path(__file__).resolve().parents[1]
     t = table(
         f"MinIO: requests per commit, {n} commits, table reopened per commit (CLI-like)",
         "code / automatic archival",
@@ -98,10 +97,7 @@ def run(backend: BenchBackend, n: int, before: Path | None) -> None:
         "ms (median)",
         "mix of the last plain commit",
     )
-    trees = [("before", before)] if before else []
-    trees.append(("after", here))
-    for label, root in trees:
-        assert root is not None
+    for label, root in code_trees(before):
         for on in (False, True):
             rows = _run(backend, root, f"{label}-{'on' if on else 'off'}", n, on)
             med, arch, ms, mix = _summary(rows)
@@ -111,7 +107,7 @@ def run(backend: BenchBackend, n: int, before: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    before = Path(args[args.index("--before") + 1]) if "--before" in args else None
+    before = before_tree(args)
     n = 40 if "--quick" in args else 80
     with minio_backend() as backend:
         run(backend, n, before)

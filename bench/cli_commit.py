@@ -20,7 +20,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bench.common import BenchBackend, console, minio_backend, table
+from bench.common import BenchBackend, before_tree, code_trees, console, minio_backend, table
 
 _WORKER = r"""
 import atexit, collections, json, sys, botocore.client
@@ -71,7 +71,6 @@ def _archived(c: Counter[str]) -> bool:
 
 
 def run(backend: BenchBackend, n: int, before: Path | None) -> None:
-    here = Path(__file__).resolve().parents[1]
     t = table(
         f"MinIO: requests per CLI commit (fresh process each), {n} commits",
         "code / automatic archival",
@@ -80,10 +79,7 @@ def run(backend: BenchBackend, n: int, before: Path | None) -> None:
         "mix before any archival",
         "mix with archived history",
     )
-    trees = [("before", before)] if before else []
-    trees.append(("after", here))
-    for label, root in trees:
-        assert root is not None
+    for label, root in code_trees(before):
         for on in (True, False):
             uri = f"{backend.uri}/{label}-{'on' if on else 'off'}"
             rows = _commits(backend, root, uri, n, on)
@@ -105,7 +101,7 @@ def run(backend: BenchBackend, n: int, before: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    before = Path(args[args.index("--before") + 1]) if "--before" in args else None
+    before = before_tree(args)
     n = 12 if "--quick" in args else 36
     with minio_backend() as backend:
         run(backend, n, before)

@@ -103,3 +103,14 @@ def table(title: str, *columns: str) -> Table:
     for c in columns:
         t.add_column(c, justify="right" if c != columns[0] else "left")
     return t
+
+
+def before_tree(args: list[str]) -> Path | None:
+    """`--before DIR`: an export of older code (e.g. `git archive REV`) to run side by side."""
+    return Path(args[args.index("--before") + 1]) if "--before" in args else None
+
+
+def code_trees(before: Path | None) -> list[tuple[str, Path]]:
+    """The code versions a benchmark compares: ("before", DIR) when given, then this tree."""
+    here = Path(__file__).resolve().parents[1]
+    return ([("before", before)] if before else []) + [("after", here)]

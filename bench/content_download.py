@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchBackend, console, minio_backend, table
+from bench.common import BenchBackend, before_tree, console, minio_backend, table
 from bench.content import STREAM_REPO, STREAM_STORE
 from storage import open_store
 from storage.content import ContentClaim, ContentRepository, ContentRepositorySettings
@@ -140,7 +140,7 @@ def run(backend: BenchBackend, size: int, rounds: int, before: Path | None) -> N
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    before = Path(args[args.index("--before") + 1]) if "--before" in args else None
+    before = before_tree(args)
     quick = "--quick" in args
     with minio_backend() as backend:
         run(backend, (64 if quick else 512) * MiB, 2 if quick else 5, before)
