@@ -17,8 +17,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import threading
 import time
 import uuid
@@ -28,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from .cache_dir import cache_root, write_atomically
 from .errors import UnsafeBackend
 from .s3_errors import is_conflict, translate_s3
 
@@ -58,8 +57,7 @@ def _conflicts(call: Any) -> bool:
 
 
 def _disk_path(endpoint: str, bucket: str) -> Path:
-    root = os.environ.get("FLOWLEDGER_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "flowledger"
+    base = cache_root()
     digest = hashlib.sha256(f"{endpoint}\n{bucket}".encode()).hexdigest()[:32]
     return base / "capabilities" / f"{digest}.json"
 
@@ -81,7 +79,6 @@ def _read_disk(endpoint: str, bucket: str, ttl: float) -> Capabilities | None:
 def _write_disk(endpoint: str, bucket: str, caps: Capabilities) -> None:
     if not (caps.conditional_put and caps.conditional_multipart):
         return
-    path = _disk_path(endpoint, bucket)
     doc = {
         "endpoint": endpoint,
         "bucket": bucket,
@@ -89,13 +86,7 @@ def _write_disk(endpoint: str, bucket: str, caps: Capabilities) -> None:
         "conditional_multipart": True,
         "checked_at": time.time(),
     }
-    # Best effort: a read-only home only costs the next process a probe.
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".probe-")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh)
-        os.replace(tmp, path)
+    write_atomically(_disk_path(endpoint, bucket), json.dumps(doc).encode())
 
 
 def cached(endpoint: str, bucket: str, ttl: float = 0.0) -> Capabilities | None:

@@ -109,6 +109,12 @@ class ObjectStore(ABC):
     def url(self, key: str = "") -> str:
         return self.uri.rstrip("/") + ("/" + key if key else "")
 
+    @property
+    def identity(self) -> str:
+        """Names this store's root uniquely on this machine (S3: also the endpoint, since two
+        servers may hold the same bucket name); keys for local caches."""
+        return self.uri
+
     def _key(self, key: str) -> str:
         return validate_key(key, self._root_prefix())
 

@@ -54,6 +54,10 @@ class S3ObjectStore(ObjectStore):
             ),
         )
 
+    @property
+    def identity(self) -> str:
+        return f"{self.endpoint} {self.uri}"
+
     def scoped(self, prefix: str) -> S3ObjectStore:
         validate_prefix(prefix)
         return S3ObjectStore(

@@ -35,6 +35,8 @@ def _isolate_from_machine() -> None:
     os.environ["AWS_CONFIG_FILE"] = empty
     os.environ["AWS_SHARED_CREDENTIALS_FILE"] = empty
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    # Timeline entries cached on disk (timeline/entry_cache.py) stay in this run's temp folder.
+    os.environ["FLOWLEDGER_TIMELINE_CACHE"] = tempfile.mkdtemp(prefix="flowledger-entries-")
 
 
 _isolate_from_machine()

@@ -17,6 +17,7 @@ from storage import Conflict, NotFound, ObjectStore
 
 from .active import Timeline, latest_states
 from .commit_log import CommitLog, ObjectStoreLog
+from .entry_cache import EntryCache
 from .instant import RESTORE, ROLLBACK, Instant, State, parse_name
 from .instant_states import InstantStates
 from .metadata import Entry
@@ -38,10 +39,14 @@ class Listing:
 
 
 class TimelineStore:
-    def __init__(self, store: ObjectStore, log: CommitLog | None = None) -> None:
+    def __init__(
+        self, store: ObjectStore, log: CommitLog | None = None, disk: EntryCache | None = None
+    ) -> None:
         self.store = store
         self.log: CommitLog = log if log is not None else ObjectStoreLog(store)
         self.states = InstantStates(store)
+        #: Entries this machine wrote, for the next process (entry_cache.py); None = none.
+        self.disk = disk
 
     def list_instants(self) -> Listing:
         """Paged LIST of the instants folder; states and order come from names alone."""
@@ -77,6 +82,10 @@ class TimelineStore:
         """The metadata of a completed instant (from its completed object, else the log)."""
         assert instant.seq is not None
         cached = self.log.cached(instant.seq)
+        if cached is None and self.disk is not None:
+            cached = self.disk.get(instant)
+            if cached is not None:
+                self.log.remember(cached)
         if cached is not None:
             return cached
         try:
@@ -103,6 +112,8 @@ class TimelineStore:
         """Materialize a completion as the completed instant object (idempotent)."""
         with contextlib.suppress(Conflict):  # a helper wrote the same bytes first
             self.states.create(self.completed_instant(e), e.encode())
+        if self.disk is not None:
+            self.disk.put(e)
 
 
 __all__ = ["Listing", "TimelineStore"]

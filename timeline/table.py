@@ -24,6 +24,7 @@ from .active import Timeline
 from .archive.hook import post_commit_hooks
 from .archive.view import archived_log
 from .clustering import cluster
+from .entry_cache import EntryCache
 from .errors import InstantNotFound, TimelineError
 from .hooks import PostCommitHook
 from .instant import (
@@ -69,7 +70,8 @@ class Table:
         `post_commit` replaces the hooks the settings choose (automatic archival)."""
         self.store = store
         self.settings = settings or TableSettings()
-        self.tl = TimelineStore(store)
+        disk = EntryCache(store.identity) if self.settings.local_entry_cache else None
+        self.tl = TimelineStore(store, disk=disk)
         self.archive = archive
         #: Run in order after each completed instant (see hooks.py).
         self.post_commit: list[PostCommitHook] = (
