@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -30,9 +31,13 @@ RACE = ArchivalSettings(keep_min_commits=2, keep_max_commits=3, archive_merge_fi
 COMMITS = 24
 
 
-def _writer(backend: Backend, prefix: str, n: int, done: Any) -> None:
+def _writer(backend: Backend, prefix: str, n: int, done: Any, runs: Any) -> None:
     table = Table.open(backend.open().scoped(prefix))
-    for _ in range(n):
+    for k in range(n):
+        if k == n // 2:  # under load the archivers may start late: let one run land first,
+            deadline = time.monotonic() + 60  # so the second half is archived by another run
+            while runs.value < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
         txn = table.begin()
         txn.commit()
     done.set()
@@ -68,7 +73,7 @@ def test_two_archivers_and_a_writer(tbackend: Backend) -> None:
     )
     done = ctx.Event()
     runs = ctx.Value("i", 0)
-    procs = [ctx.Process(target=_writer, args=(tbackend, prefix, COMMITS, done))]
+    procs = [ctx.Process(target=_writer, args=(tbackend, prefix, COMMITS, done, runs))]
     procs += [ctx.Process(target=_archiver, args=(tbackend, prefix, done, runs)) for _ in range(2)]
     for p in procs:
         p.start()
