@@ -1,11 +1,13 @@
 """The HTTP service vs the same calls in-process: p50/p99 of an event lookup and a lineage
 request at 1, 10 and 50 concurrent clients (local FS repository, loopback HTTP, keep-alive).
 
-`python -m bench service [--quick] [--workers N] [--client-procs K]`: also against
+`python -m bench service [--quick] [--workers N] [--client-procs K] [--before DIR]`: also against
 `flowledger serve --workers N` (default 2; one process runs CPU-bound lookups one at a time on
 the GIL). The clients run as threads of this process (the reference), then again spread over
 K client processes (default 5; see bench/service_clients.py for why), with the server's CPU
-time per request from /proc. Goal: lookup p99 <= 50 ms at 50 clients."""
+time per request from /proc; `--before DIR` (older code, e.g. `git archive`) runs a third
+server from DIR and measures it with the same clients right after this code's. Goal: lookup p99
+<= 50 ms at 50 clients."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bench.common import console
+from bench.common import before_tree, console
 from bench.service_clients import ClientProcesses, Target, connect, http_call, run_threads
 from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
@@ -98,6 +100,7 @@ def main(args: list[str]) -> None:
     quick = "--quick" in args
     workers = _arg(args, "--workers", 2)
     client_procs = _arg(args, "--client-procs", 5)
+    before = before_tree(args)
     flowfiles = 2_000 if quick else 10_000
     per_client = 10 if quick else 40
     with tempfile.TemporaryDirectory(prefix="flowledger-bench-service-") as tmp:
@@ -106,6 +109,7 @@ def main(args: list[str]) -> None:
         n_events = flowfiles * 4
         server = ServiceProcess(repo)
         multi = ServiceProcess(repo, args=("--workers", str(workers)))
+        old_server = ServiceProcess(repo, code=before) if before else None
         procs = ClientProcesses(client_procs)
         prov = ProvenanceRepository.open(open_store(repo), recover=False)
 
@@ -169,18 +173,51 @@ def main(args: list[str]) -> None:
                 f"{h_cpu:.2f}",
             )
 
+        compare = Table(
+            title=f"one server process, before ({before}) vs after, same clients" if before else "",
+            caption="p99 / p99 warm ms and the server's CPU ms per request, as above",
+        )
+        for col in ("call", "clients", "procs", "before p99", "after p99"):
+            compare.add_column(col, justify="right")
+        for col in ("before warm", "after warm", "before CPU", "after CPU"):
+            compare.add_column(col, justify="right")
+
+        def timed_run(
+            srv: ServiceProcess, t: Target, clients: int, spread: bool
+        ) -> tuple[Lat, float]:
+            """Latencies of `clients` clients (threads here, or spread over the client
+            processes) and `srv`'s CPU ms per request meanwhile."""
+            cpu0 = _cpu_s(srv.proc.pid)
+            if spread:
+                lat = procs.run(t, clients, per_client)
+            else:
+                lat = run_threads(clients, per_client, http_call(t), connect(t))
+            return lat, _cpu_ms_per(srv.proc.pid, cpu0, len(_flat(lat)))
+
+        def compare_row(
+            name: str, clients: int, k: int, b: tuple[Lat, float], a: tuple[Lat, float]
+        ) -> None:
+            compare.add_row(
+                name,
+                str(clients),
+                str(min(k, clients)),
+                *(f"{_pct(_flat(x[0]), 0.99):.1f}" for x in (b, a)),
+                *(f"{_pct(_flat(x[0], True) or [0.0], 0.99):.1f}" for x in (b, a)),
+                *(f"{x[1]:.2f}" for x in (b, a)),
+            )
+
         try:
             for name, kind, local in (
                 ("event lookup", "lookup", lookup_local),
                 ("lineage", "lineage", lineage_local),
             ):
                 one, many = target(server, kind), target(multi, kind)
+                old = target(old_server, kind) if old_server else None
                 for clients in CONCURRENCY:
-                    for t in (one, many):  # warm caches (each run opens new connections)
-                        run_threads(clients, 2, http_call(t), connect(t))
-                    cpu0 = _cpu_s(server.proc.pid)
-                    hs = run_threads(clients, per_client, http_call(one), connect(one))
-                    h_cpu = _cpu_ms_per(server.proc.pid, cpu0, len(_flat(hs)))
+                    for t in (one, many, old):  # warm caches (each run opens new connections)
+                        if t:
+                            run_threads(clients, 2, http_call(t), connect(t))
+                    hs, h_cpu = timed_run(server, one, clients, False)
                     run_threads(clients, 2, local, lambda: None)  # warmed as the servers are
                     i = _flat(run_threads(clients, per_client, local, lambda: None))
                     ws = run_threads(clients, per_client, http_call(many), connect(many))
@@ -197,18 +234,24 @@ def main(args: list[str]) -> None:
                         f"{_pct(w, 0.99) / i99:.1f}x",
                     )
                     procs_row(name, clients, 1, hs, h_cpu, ws)
-                    cpu0 = _cpu_s(server.proc.pid)
-                    hk = procs.run(one, clients, per_client)
-                    hk_cpu = _cpu_ms_per(server.proc.pid, cpu0, len(_flat(hk)))
+                    hk, hk_cpu = timed_run(server, one, clients, True)
                     wk = procs.run(many, clients, per_client)
                     procs_row(name, clients, client_procs, hk, hk_cpu, wk)
+                    if old_server and old:
+                        b1 = timed_run(old_server, old, clients, False)
+                        compare_row(name, clients, 1, b1, (hs, h_cpu))
+                        bk = timed_run(old_server, old, clients, True)
+                        compare_row(name, clients, client_procs, bk, (hk, hk_cpu))
         finally:
             procs.close()
             prov.close()
-            server.stop()
-            multi.stop()
+            for srv in (server, multi, old_server):
+                if srv:
+                    srv.stop()
         console.print(table)
         console.print(by_procs)
+        if before:
+            console.print(compare)
         load = (
             Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
         )
