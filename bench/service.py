@@ -175,11 +175,11 @@ def main(args: list[str]) -> None:
 
         compare = Table(
             title=f"one server process, before ({before}) vs after, same clients" if before else "",
-            caption="p99 / p99 warm ms and the server's CPU ms per request, as above",
+            caption="ms; warm and CPU (the server's ms per request) as above",
         )
-        for col in ("call", "clients", "procs", "before p99", "after p99"):
+        for col in ("call", "clients", "procs", "before p50 / p99", "after p50 / p99"):
             compare.add_column(col, justify="right")
-        for col in ("before warm", "after warm", "before CPU", "after CPU"):
+        for col in ("before p99 warm", "after p99 warm", "before CPU", "after CPU"):
             compare.add_column(col, justify="right")
 
         def timed_run(
@@ -201,7 +201,7 @@ def main(args: list[str]) -> None:
                 name,
                 str(clients),
                 str(min(k, clients)),
-                *(f"{_pct(_flat(x[0]), 0.99):.1f}" for x in (b, a)),
+                *(" / ".join(_p(_flat(x[0]))) for x in (b, a)),
                 *(f"{_pct(_flat(x[0], True) or [0.0], 0.99):.1f}" for x in (b, a)),
                 *(f"{x[1]:.2f}" for x in (b, a)),
             )
