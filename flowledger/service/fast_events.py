@@ -51,6 +51,8 @@ def _plain(scope: Scope) -> bytes | None:
 
 
 class EventFastPath:
+    """Decides, per request, whether the lookup is answered here (`ServiceApp.__call__`)."""
+
     def __init__(self, token: str, services: Callable[[], Services | None]) -> None:
         # Only the exact form; `bearer x`, extra spaces etc. go to the app's HTTPBearer.
         self._expected = b"Bearer " + token.encode()
@@ -77,6 +79,7 @@ class EventFastPath:
 
 
 async def send_json(send: Send, body: bytes) -> None:
+    """A 200 with the headers FastAPI's JSON response has (uvicorn adds date and server)."""
     headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
