@@ -30,11 +30,25 @@ from timeline import TimelineError
 from . import content_routes, ingest_routes, provenance_routes, sql_routes, timeline_routes
 from .auth import announce, bearer_auth, resolve_token
 from .errors import ServiceError, TooLarge
+from .fast_events import EventFastPath, send_json
 from .settings import ServiceSettings
 from .state import Services
 
 log = logging.getLogger("flowledger.service")
 STATIC = resources.files("flowledger.service") / "static"
+
+
+class ServiceApp(FastAPI):
+    """The app, with the event lookup's fast path in front of all of it (fast_events.py)."""
+
+    fast_path: EventFastPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = None if self.fast_path is None else self.fast_path.answer(scope)
+        if body is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await send_json(send, body)
 
 
 class BodyLimit:
@@ -145,7 +159,7 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
         yield
         holder.pop("s").close()
 
-    app = FastAPI(
+    app = ServiceApp(
         title="flowledger",
         version="0.1.0",
         description="Provenance (NiFi-shaped), content and timelines of a flowledger repository",
@@ -155,6 +169,7 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
         openapi_url=None,  # served below, behind the token
     )
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_size)
+    app.fast_path = EventFastPath(token.value, lambda: holder.get("s"))
     install_error_handlers(app)
     auth = [Depends(bearer_auth(token.value))]
 

@@ -16,6 +16,12 @@ from .app import create_app
 from .auth import announce, resolve_token
 from .settings import ServiceSettings
 
+#: asyncio's loop, not uvloop: uvloop (libuv) accepts one connection per loop iteration, so
+#: when 50 clients connect at once while earlier ones keep the loop busy, the last waits for
+#: ~50 iterations (150-280 ms measured); asyncio accepts all pending connections at once.
+#: uvloop saved ~7 % of CPU per lookup; see docs/benchmarks.md, "Service lookup tail, session 4".
+LOOP = "asyncio"
+
 #: How `serve --workers N` hands the repository and settings to its worker processes
 #: (spawned by uvicorn, which imports the app factory below by name).
 _WORKER_ENV = "FLOWLEDGER_SERVE_WORKER"
@@ -39,7 +45,7 @@ def serve(repo: str | None, settings: ServiceSettings) -> None:
         app = create_app(repo, settings)
         sock.bind((settings.host, settings.port))
         _bound(settings, sock)
-        config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=5)
+        config = uvicorn.Config(app, loop=LOOP, log_level="info", timeout_graceful_shutdown=5)
         uvicorn.Server(config).run(sockets=[sock])
         return
     from uvicorn.supervisors import Multiprocess
@@ -56,6 +62,7 @@ def serve(repo: str | None, settings: ServiceSettings) -> None:
         "flowledger.service.run:worker_app",
         factory=True,
         workers=settings.workers,
+        loop=LOOP,
         log_level="info",
         timeout_graceful_shutdown=5,
     )

@@ -79,14 +79,20 @@ class ServiceProcess:
     """`python -m flowledger serve --port 0`; the port is read from the line it prints."""
 
     def __init__(
-        self, repo: str, env: Mapping[str, str] | None = None, args: tuple[str, ...] = ()
+        self,
+        repo: str,
+        env: Mapping[str, str] | None = None,
+        args: tuple[str, ...] = (),
+        code: Path | None = None,
     ) -> None:
+        """`code`: another code tree to run (e.g. a `git archive` of older code; benchmarks)."""
         full = {**os.environ, "FLOWLEDGER_TOKEN": TOKEN, **(env or {})}
         full = {k: v for k, v in full.items() if v}
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(code or Path(__file__).resolve().parents[2])
         full["PYTHONPATH"] = root + os.pathsep + full.get("PYTHONPATH", "")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "flowledger", "serve", "--repo", repo, "--port", "0", *args],
+            cwd=root if code else None,  # `-m` puts the working directory first on sys.path
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=full,
