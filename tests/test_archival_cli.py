@@ -10,6 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
+from flowledger.pipeline.tables import Tables
+from flowledger.spark import lineage
+from flowledger.table_settings import set_auto_archive
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.archive import ArchivalSettings, load_active
@@ -120,3 +123,19 @@ def test_automatic_archival_costs_no_request_when_nothing_is_archived(tmp_path: 
     # after archival a write still plans on the listing alone (no manifest read: nothing is
     # pending): archived history costs a commit no request either
     assert on[31] == off[31] and sum(on[31].values()) <= 8
+
+
+def test_the_switch_reaches_the_pipeline_tables_and_the_spark_hook(tmp_path: Path) -> None:
+    """`--no-auto-archive` turns archival off for every table a command opens, also the
+    pipeline's tables and the provenance repository the Spark lineage hook opens."""
+    uri = str(tmp_path / "repo")
+    for on in (False, True):
+        set_auto_archive(on)
+        try:
+            table = Tables(uri, open_store(uri)).table("flights")
+            repo = lineage.repository(uri + ("/on" if on else "/off"))
+            assert table.settings.archival.auto_archive is on
+            assert repo.settings.table.archival.auto_archive is on
+            repo.close()
+        finally:
+            set_auto_archive(True)

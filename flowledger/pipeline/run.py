@@ -24,7 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from provenance import Query, ReplayError, SearchTerm
+from provenance import ProvenanceSettings, Query, ReplayError, SearchTerm
 from provenance.replay import ReplayResult, replay
 from provenance.session import FlowFile, FlowRepository
 from storage import open_store
@@ -33,6 +33,7 @@ from storage.uri import parse_uri, resolve_repo
 from timeline.archive import ArchivalSettings, Archiver
 
 from ..spark.commit_info import CommitInfo
+from ..table_settings import table_settings
 from . import tables as tbl
 from . import transform
 from .record import Recorder, file_uuid
@@ -123,7 +124,12 @@ def run_pipeline(
     result = PipelineResult(run_id, repo_uri)
     root = open_store(repo_uri)
     tables = tbl.Tables(repo_uri, root)
-    flow = FlowRepository.open(root) if options.record_provenance else None
+    prov_settings = ProvenanceSettings(table=table_settings())  # the CLI's --no-auto-archive
+    flow = (
+        FlowRepository.open(root, provenance_settings=prov_settings)
+        if options.record_provenance
+        else None
+    )
     own_spark = spark is None
     started = time.monotonic()
     first_event = flow.provenance.max_event_id() if flow is not None else -1

@@ -11,6 +11,7 @@ from timeline import Table
 
 from .. import spark as api
 from ..spark.commit_info import CommitInfo
+from ..table_settings import table_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,7 +59,7 @@ class Tables:
         return f"{self.spark_root}/tables/{name}"
 
     def table(self, name: str) -> Table:
-        return Table.open(self.root.scoped(f"tables/{name}"))
+        return Table.open(self.root.scoped(f"tables/{name}"), table_settings())
 
     def key_of(self, uri: str) -> str:
         """The repository key of a file Spark named (`file:/x`, `file:///x`, `s3a://b/x`)."""
