@@ -116,6 +116,7 @@ class ParquetSource:
         self._spans: dict[str, list[tuple[int, int]]] = {}
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
+        self._kept: frozenset[str] | None = None  # `keep` of the last `prune`
 
     def local_path(self, key: str) -> Path:
         return self._cache / key
@@ -223,15 +224,22 @@ class ParquetSource:
         return spans
 
     def prune(self, keep: set[str]) -> int:
-        """Delete local copies of merged files no longer referenced (expired). Safe while
-        another reader has one open: an unlinked file stays readable until closed."""
+        """Delete local copies of merged files that neither this snapshot (`keep`) nor the
+        one pruned for before references (expired). The one before stays a round longer: a
+        SQL connection made on it opens its files when its query runs, and may not have yet
+        (a file already open stays readable after unlink). Same `keep` as last time: no walk."""
+        with self._lock:
+            last, self._kept = self._kept, frozenset(keep)
+        if last == self._kept:
+            return 0
+        spare = set(keep) | (last or set())
         removed = 0
         data = self._cache / "table"
         if not data.exists():
             return 0
         for path in data.rglob("*.parquet"):
             key = path.relative_to(self._cache).as_posix()
-            if key not in keep:
+            if key not in spare:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed

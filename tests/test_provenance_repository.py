@@ -221,6 +221,39 @@ def test_expiry_by_size_and_age(tbackend: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
+def test_a_sql_connection_outlives_one_expiry_by_another_connection(
+    tbackend: Backend, tmp_path: Path
+) -> None:
+    """A connection opens its files when its query runs; pruning for a newer snapshot keeps
+    the files of the one before, so a connection made just before an expiry still answers."""
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
+    for chunk in range(2):
+        repo.register_events([ev(i) for i in range(chunk * 10, chunk * 10 + 10)], sync=True)
+        repo.rollover()
+    before = repo.sql_connection()  # on both files, not queried yet
+    total = sum(f.size for f in repo.snapshot().files)
+    limited = ProvenanceRepository.open(
+        tbackend.open(), settings(tmp_path, max_storage_size=total - 1), recover=False
+    )
+    assert [f.first_id for f in limited.expire().by_size] == [0]
+    after = repo.sql_connection()  # prunes for the newer snapshot
+    assert after.execute("SELECT count(*) FROM provenance").fetchall() == [(10,)]
+    assert before.execute("SELECT count(*) FROM provenance").fetchall() == [(20,)]
+    before.close()
+    after.close()
+
+    def cached() -> int:
+        return sum(1 for p in (tmp_path / "cache").rglob("*.parquet") if "events" in p.parts)
+
+    assert cached() == 2  # the expired file's copy is spared for one snapshot
+    repo.register_events([ev(99)], sync=True)
+    repo.rollover()
+    repo.sql_connection().close()  # the snapshot after: it goes
+    assert cached() == 2  # the file kept and the new one
+    limited.close()
+    repo.close()
+
+
 def _writer(backend: Backend, cache: str, n: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     repo = ProvenanceRepository.open(
         backend.open(), ProvenanceSettings(cache_dir=cache), recover=False
