@@ -14,7 +14,8 @@ sending it twice is safe. A read timeout is raised as botocore's `ReadTimeoutErr
 a hung endpoint still fails after one `connection_timeout` (see `StoreSettings.retry_limit`).
 
 Used only where its request is the one botocore would send: an explicit endpoint with
-path-style addressing (MinIO, on-premises S3), static keys, no proxy configured.
+path-style addressing (MinIO, on-premises S3), static keys, no proxy configured; and never
+with `StoreSettings.fast_reads` off.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class FastReads:
     def for_settings(cls, settings: StoreSettings) -> FastReads | None:
         """The fast path if this store's requests can take it, else None (botocore only)."""
         endpoint = settings.endpoint_url
+        if not settings.fast_reads:
+            return None
         path_style = settings.path_style_access is not False  # None: path style with endpoint
         key, secret = settings.access_key_id, settings.secret_access_key
         if endpoint is None or not path_style or not key or not secret:

@@ -101,6 +101,8 @@ def test_fast_path_only_where_its_request_is_botocores(monkeypatch: pytest.Monke
         monkeypatch.delenv(var, raising=False)
     assert FastReads.for_settings(StoreSettings(endpoint_url="http://127.0.0.1:9", **keys))
     assert FastReads.for_settings(StoreSettings(endpoint_url=None, **keys)) is None  # AWS
+    off = StoreSettings(endpoint_url="http://127.0.0.1:9", fast_reads=False, **keys)
+    assert FastReads.for_settings(off) is None
     virtual = StoreSettings(endpoint_url="http://127.0.0.1:9", path_style_access=False, **keys)
     assert FastReads.for_settings(virtual) is None
     no_keys = StoreSettings(
