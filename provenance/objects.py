@@ -86,7 +86,7 @@ class RowGroupCache:
                     ParquetSource.prefetch_spans(ranged, self._spans(key, pf.metadata), missing)
                     for i in missing:
                         # One thread: a row group is ~30 small column chunks; fanning them out
-                        # to Arrow's pool cost more CPU (~12%) than it saved, and lookups of
+                        # to Arrow's pool cost more CPU (~14 %) than it saved, and lookups of
                         # several files already decode in parallel.
                         parts[i] = pf.read_row_group(
                             i, columns=list(columns) or None, use_threads=False

@@ -74,7 +74,9 @@ class FastReads:
         req = AWSRequest(method, url, headers=headers)
         try:
             self._signer.add_auth(req)
-            return self._pool.request(method, url, headers=dict(req.headers.items()))
+            # The stored bytes, as botocore returns them: never decoded by Content-Encoding.
+            headers = dict(req.headers.items())
+            return self._pool.request(method, url, headers=headers, decode_content=False)
         except urllib3.exceptions.ReadTimeoutError as exc:
             raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
         except (urllib3.exceptions.HTTPError, OSError, ValueError):

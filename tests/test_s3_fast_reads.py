@@ -3,6 +3,7 @@ path; every other answer is sent again through botocore and ends as it did befor
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 import pytest
@@ -56,6 +57,21 @@ def test_reads_on_minio_take_the_fast_path(
         scoped.head("missing")
     assert not scoped.exists("missing")
     assert store.stats.snapshot() == {"GET": 4, "HEAD": 3}  # each sent once
+
+
+@pytest.mark.minio
+def test_fast_reads_return_the_stored_bytes_never_decoded(
+    minio: S3Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object stored with a Content-Encoding comes back as stored, as from botocore."""
+    store = _store(minio)
+    packed = gzip.compress(b"x" * 1000)
+    store.client.put_object(
+        Bucket=store.bucket, Key=store.prefix + "packed", Body=packed, ContentEncoding="gzip"
+    )
+    _no_botocore_reads(store, monkeypatch)
+    assert store.get("packed") == packed
+    assert store.get("packed", 2, 8) == packed[2:10]
 
 
 @pytest.mark.minio
