@@ -108,7 +108,10 @@ class FastReads:
         if size is None or etag is None:
             return None
         modified = resp.headers.get("Last-Modified")
-        return int(size), etag, parsedate_to_datetime(modified) if modified else None
+        try:
+            return int(size), etag, parsedate_to_datetime(modified) if modified else None
+        except (TypeError, ValueError):
+            return None  # an answer botocore may read differently: its to parse
 
 
 def _not_found(resp: urllib3.BaseHTTPResponse, code: str, operation: str) -> None:
