@@ -111,7 +111,7 @@ class FastReads:
         try:
             return int(size), etag, parsedate_to_datetime(modified) if modified else None
         except (TypeError, ValueError):
-            return None  # an answer botocore may read differently: its to parse
+            return None  # unparsable here: botocore reads it
 
 
 def _not_found(resp: urllib3.BaseHTTPResponse, code: str, operation: str) -> None:
