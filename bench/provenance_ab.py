@@ -57,12 +57,13 @@ def worker(spec: dict[str, str], inp: IO[str], out: IO[str]) -> None:
 
     store = _backend(spec).open().scoped("lookup")
     repo = None
-    for line in inp:
+    caches = tempfile.TemporaryDirectory(prefix="flowledger-bench-ab-")
+    for n, line in enumerate(inp):
         cmd, uuid = line.split()
         if cmd == "cold" or repo is None:
             if repo is not None:
                 repo.close()
-            cache = tempfile.mkdtemp(prefix="flowledger-bench-ab-")
+            cache = f"{caches.name}/{n}"  # a new reader: nothing cached, not even on disk
             repo = ProvenanceRepository.open(
                 store, ProvenanceSettings(cache_dir=cache), recover=False
             )
@@ -73,12 +74,16 @@ def worker(spec: dict[str, str], inp: IO[str], out: IO[str]) -> None:
         reply = {"n": len(found), "s": wall, "cpu": cpu, "reqs": store.stats.snapshot()}
         out.write(json.dumps(reply) + "\n")
         out.flush()
+    if repo is not None:
+        repo.close()
+    caches.cleanup()
 
 
 def build(spec: dict[str, str], total: int) -> None:
     from bench.provenance import build_history
 
-    console.print(build_history(_backend(spec), total, Path(tempfile.mkdtemp())))
+    with tempfile.TemporaryDirectory(prefix="flowledger-bench-ab-") as tmp:
+        console.print(build_history(_backend(spec), total, Path(tmp)))
 
 
 #: Runs this file's `worker` or `build` with another tree's packages: by path, from a neutral
