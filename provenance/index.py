@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -117,18 +118,39 @@ def term_range(field: str, literal_prefix: str) -> tuple[str, str]:
     return lo, lo + "\U0010ffff"
 
 
-def row_group_bounds(md: pq.FileMetaData) -> list[tuple[str, str] | None]:
-    """(min term, max term) of each index row group (None where statistics are missing)."""
+@dataclass(frozen=True)
+class TermBounds:
+    """(min term, max term) of each index row group (None where statistics are missing);
+    `ordered`: all known, so, the index being sorted, a binary search finds a term's."""
+
+    bounds: tuple[tuple[str, str] | None, ...]
+    ordered: bool
+
+
+def row_group_bounds(md: pq.FileMetaData) -> TermBounds:
     out: list[tuple[str, str] | None] = []
     for i in range(md.num_row_groups):
         st = md.row_group(i).column(0).statistics
         out.append((st.min, st.max) if st is not None and st.has_min_max else None)
+    return TermBounds(tuple(out), all(b is not None for b in out))
+
+
+def candidate_row_groups(tb: TermBounds, lo: str, hi: str) -> list[int]:
+    """Index row groups whose term range overlaps [lo, hi] (~1,000 row groups per file)."""
+    if not tb.ordered:
+        return [i for i, b in enumerate(tb.bounds) if b is None or not (b[1] < lo or b[0] > hi)]
+    known = cast(tuple[tuple[str, str], ...], tb.bounds)
+    first = bisect.bisect_left(known, lo, key=_max_term)  # the first whose max >= lo
+    out = []
+    for i in range(first, len(known)):
+        if known[i][0] > hi:
+            break
+        out.append(i)
     return out
 
 
-def candidate_row_groups(bounds: list[tuple[str, str] | None], lo: str, hi: str) -> list[int]:
-    """Index row groups whose term range overlaps [lo, hi]."""
-    return [i for i, b in enumerate(bounds) if b is None or not (b[1] < lo or b[0] > hi)]
+def _max_term(b: tuple[str, str]) -> str:
+    return b[1]
 
 
 def _as_py(v: pa.Scalar) -> Any:

@@ -4,6 +4,7 @@ commit recorded before pyarrow sees them."""
 
 from __future__ import annotations
 
+import bisect
 import io
 import threading
 from collections import OrderedDict
@@ -62,7 +63,10 @@ class RangedObject(io.RawIOBase):
         self._store, self._key, self._size, self._blocks = store, key, size, blocks
         self._pos = 0
         self._sums = sums
-        #: (start, end, checksum) of the units known so far (the footer, then row groups).
+        #: (start, end, checksum) of the footer once known.
+        self._footer: tuple[int, int, str] | None = None
+        #: (start, end, checksum) of the units known so far (the footer, then the row groups
+        #: too), sorted by start: a read finds the units it touches by a binary search.
         self._units: list[tuple[int, int, str]] = []
 
     @property
@@ -78,13 +82,15 @@ class RangedObject(io.RawIOBase):
             start, length = footer_span(self._size, tail)
         except ValueError as exc:
             raise IntegrityError(f"{self.where} is corrupt: {exc}", self.where) from exc
-        self._units = [(start, start + length, self._sums.footer)]
+        self._footer = (start, start + length, self._sums.footer)
+        self._units = [self._footer]
         self._fetch_unit(start, start + length, self._sums.footer)
 
     def verified_metadata(self) -> pq.FileMetaData:
         """The file's metadata, parsed from its verified footer (pyarrow reads nothing else)."""
         self.verify_footer()
-        s, e, _ = self._units[0]
+        assert self._footer is not None
+        s, e, _ = self._footer
         footer = self._blocks.find(self._key, s, e - s)
         if footer is None:  # evicted meanwhile
             footer = self.get(s, e - s)
@@ -96,17 +102,33 @@ class RangedObject(io.RawIOBase):
                 f"{self.where}: unreadable Parquet footer: {exc}", self.where
             ) from exc
 
-    def set_row_groups(self, spans: list[tuple[int, int]]) -> None:
+    def row_group_units(self, spans: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+        """(start, end, checksum) of each row group, for `set_units` (computed once per file
+        by the caller: ~490 row groups per merged file)."""
         if len(spans) != len(self._sums.row_groups):
             raise IntegrityError(
                 f"{self.where} is corrupt: {len(spans)} row groups, the commit recorded "
                 f"{len(self._sums.row_groups)}",
                 self.where,
             )
-        footer = self._units[:1]
-        self._units = footer + [
-            (s, e, c) for (s, e), c in zip(spans, self._sums.row_groups, strict=True)
-        ]
+        return [(s, e, c) for (s, e), c in zip(spans, self._sums.row_groups, strict=True)]
+
+    def set_units(self, row_groups: list[tuple[int, int, str]]) -> None:
+        """The row groups' units (`row_group_units`), sorted by start, and the footer's."""
+        self._units = [*row_groups, self._footer] if self._footer is not None else row_groups
+        if self._footer is not None and row_groups and row_groups[-1][1] > self._footer[0]:
+            self._units = sorted(self._units)
+
+    def _touching(self, start: int, end: int) -> list[tuple[int, int, str]]:
+        """Units overlapping bytes [start, end) (units do not overlap each other)."""
+        units = self._units
+        i = max(0, bisect.bisect_right(units, (start, -1, "")) - 1)
+        out = []
+        while i < len(units) and units[i][0] < end:
+            if units[i][1] > start:
+                out.append(units[i])
+            i += 1
+        return out
 
     def get(self, start: int, length: int) -> bytes:
         """One ranged GET; an object shorter than its recorded size is an integrity error."""
@@ -141,9 +163,7 @@ class RangedObject(io.RawIOBase):
         one more per unit that sticks out of it). Only the 4-byte magic lies outside."""
         end = pos + n
         data = bytearray(self.get(pos, n))
-        for s, e, c in self._units:
-            if e <= pos or s >= end:
-                continue
+        for s, e, c in self._touching(pos, end):
             if pos <= s and e <= end:
                 verify(memoryview(data)[s - pos : e - pos], c, f"{self.where} bytes [{s}, {e})")
                 continue
@@ -187,7 +207,7 @@ class RangedObject(io.RawIOBase):
         block, so a later read across them is still served from the cache."""
         view = memoryview(data)
         runs: list[list[int]] = []
-        for s, e, c in sorted(self._units):
+        for s, e, c in self._touching(start, start + len(data)):
             if start <= s and e <= start + len(data):
                 verify(view[s - start : e - start], c, f"{self.where} bytes [{s}, {e})")
                 if runs and runs[-1][1] == s:

@@ -117,7 +117,7 @@ class EventReader:
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="provenance-read")
         self._lock = threading.Lock()
         self.last_stats = SearchStats()
-        self._bounds: dict[str, list[tuple[str, str] | None]] = {}
+        self._bounds: dict[str, index.TermBounds] = {}
         self._ids: dict[str, tuple[list[int], list[int]] | None] = {}
 
     def close(self) -> None:

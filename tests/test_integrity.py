@@ -4,6 +4,7 @@ count or a crash in native code. Also the allocator check at start-up (item 3)."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -270,7 +271,9 @@ def test_row_group_outside_the_footer_read_is_verified(tmp_path: Path) -> None:
     s = ProvenanceSettings(cache_dir=str(tmp_path / "cache"), row_group_events=500)
     repo = ProvenanceRepository.open(store, s)
     repo.register_events(
-        [replace(ev(i), details=f"d{i * 7919}" * 20) for i in range(6000)],
+        # Incompressible details: the file must stay bigger than the footer read however
+        # its columns are encoded.
+        [replace(ev(i), details=hashlib.sha256(b"%d" % i).hexdigest() * 2) for i in range(6000)],
         sync=True,
     )
     repo.rollover()

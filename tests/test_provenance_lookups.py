@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from provenance import ProvenanceRepository, Query, SearchTerm
-from provenance.index import matching_row_groups
+from provenance.index import TermBounds, candidate_row_groups, matching_row_groups
+from provenance.schema import SCHEMA
 from tests.support.backends import Backend
 from tests.support.provenance_events import ev, settings
 
@@ -76,3 +77,49 @@ def test_index_binary_search_agrees_with_comparison() -> None:
     for probe in ("component_id=b", "flowfile_uuid=ff-000", "flowfile_uuid=ff-297", "x", "a"):
         expected = {rg for t, rg in terms if t == probe}
         assert matching_row_groups(table, probe, probe, None) == expected
+
+
+@pytest.mark.unit
+def test_index_row_groups_found_by_bisect_agree_with_a_scan() -> None:
+    """The index row groups a term range needs, by a binary search over their bounds, are
+    those a scan of every row group's bounds finds (and a scan where statistics lack)."""
+    bounds = [(f"t{i:03d}", f"t{i + 2:03d}") for i in range(0, 120, 3)]  # sorted, disjoint
+    bounds[7] = ("t021", "t021")  # a row group of one term
+    ordered = TermBounds(tuple(bounds), True)
+    for lo, hi in (("t000", "t000"), ("t021", "t021"), ("t050", "t061"), ("s", "t"), ("u", "v")):
+        scan = [i for i, (a, b) in enumerate(bounds) if not (b < lo or a > hi)]
+        assert candidate_row_groups(ordered, lo, hi) == scan
+    holes = TermBounds((bounds[0], None, bounds[2]), False)
+    assert candidate_row_groups(holes, "t007", "t007") == [1, 2]  # unknown: read it
+
+
+def test_lookups_read_files_written_with_either_encoding(
+    tbackend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files rolled over before the dictionary change (a dictionary on every column) and
+    after it answer the same lookups side by side."""
+    from provenance import parquet_io
+
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path / "w"), background=False)
+    everything = tuple(SCHEMA.names)
+    monkeypatch.setattr(parquet_io, "DICTIONARY_COLUMNS", everything)
+    repo.register_events([ev(i) for i in range(40)], sync=True)
+    repo.rollover()
+    monkeypatch.undo()
+    repo.register_events([ev(i) for i in range(40, 80)], sync=True)
+    repo.rollover()
+    files = repo.snapshot(0).files
+    assert len(files) == 2
+    uuid_col = SCHEMA.get_field_index("flowfile_uuid")
+    encodings = [
+        repo.source.open(f.events_key, f.events_size)[0].metadata.row_group(0).column(uuid_col)
+        for f in files
+    ]
+    assert ["RLE_DICTIONARY" in c.encodings for c in encodings] == [True, False]
+    reader = ProvenanceRepository.open(tbackend.open(), settings(tmp_path / "r"), recover=False)
+    for i in (3, 39, 40, 77):
+        found = reader.query(Query((SearchTerm("flowfile_uuid", ev(i).flowfile_uuid),)))
+        assert [e.file_size for e in found] == [ev(i).file_size]
+        assert reader.get_event(i).flowfile_uuid == ev(i).flowfile_uuid
+    reader.close()
+    repo.close()
