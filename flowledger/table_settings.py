@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from provenance import ProvenanceSettings
 from timeline import TableSettings
 
 _auto_archive = True
@@ -26,3 +27,8 @@ def table_settings() -> TableSettings:
     if _auto_archive:
         return base
     return replace(base, archival=replace(base.archival, auto_archive=False))
+
+
+def provenance_settings() -> ProvenanceSettings:
+    """Provenance settings whose table follows the switch (the repository's own table)."""
+    return ProvenanceSettings(table=table_settings())

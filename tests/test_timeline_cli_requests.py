@@ -1,5 +1,5 @@
 """Requests of a CLI commit (`flowledger table write` in a fresh process) against moto's S3
-server, counted per S3 API call: 7 when this machine wrote or read the newest commit (its
+server, counted per S3 API call: 7 when this machine made the newest commit (its
 entry is on local disk, timeline/entry_cache.py), 8 after another machine's commit; automatic
 archival (on by default) adds none to a commit that archives nothing, also on a table with
 archived history."""

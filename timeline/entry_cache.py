@@ -2,10 +2,12 @@
 
 A CLI commit is a fresh process: to check the new write's schema it reads the newest completed
 commit, one GET, although the previous process on this machine wrote that very entry. A log
-position never changes once taken (commit_log.py, guarantee 3), so an entry this machine wrote
-or read may be kept for good. Files are named by table, log position, instant time and action,
-and an entry is used only for exactly that instant, so a table deleted and written again at the
-same address cannot be answered from an old file. Each file is the entry's checksummed JSON, as
+position never changes once taken (commit_log.py, guarantee 3), so an entry this machine
+completed (`TimelineStore.write_completed`) may be kept for good; entries read from the bucket
+are not written here (a reader would pay a file write per entry for a rare hit). Files are
+named by table, log position, instant time and action, and an entry is used only for exactly
+that instant, so a table deleted and written again at the same address cannot be answered from
+an old file. Each file is the entry's checksummed JSON, as
 in the bucket: a corrupt file is an `IntegrityError` here, dropped, and the GET is made instead.
 
 The cache is best effort (a read-only home costs a GET, nothing else) and bounded: it keeps the

@@ -88,7 +88,7 @@ class TableSettings:
     commit_max_attempts: int = 1000
     #: Distinguishes this writer in timeline objects (ownership checks after lost responses).
     writer_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    #: Keep the newest completed entries this machine wrote or read on local disk (under
+    #: Keep the newest completed entries this machine completed on local disk (under
     #: $FLOWLEDGER_CACHE/timeline, else ~/.cache/flowledger/timeline), so the next process's
     #: commit does not GET the newest commit again to check its schema (entry_cache.py).
     local_entry_cache: bool = True

@@ -12,14 +12,14 @@ import typer
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from provenance import ProvenanceEvent, ProvenanceRepository, ProvenanceSettings, to_dot, to_svg
+from provenance import ProvenanceEvent, ProvenanceRepository, to_dot, to_svg
 from provenance.ingest import ingest_file
 from storage import open_store
 from storage.timeutil import ms_to_iso
 
 from ..output import emit_json, jsonable
 from ..progress import reading, steps
-from ..table_settings import table_settings
+from ..table_settings import provenance_settings
 from .options import JsonOption, RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
@@ -29,7 +29,7 @@ MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
 
 def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
     # Read commands do not recover (no writes); write commands finish pending rollovers first.
-    settings = ProvenanceSettings(table=table_settings())
+    settings = provenance_settings()
     return ProvenanceRepository.open(open_store(repo), settings, recover=recover)
 
 
@@ -264,7 +264,7 @@ def expire(
     ] = None,
 ) -> None:
     """Expire the oldest files by max_storage_size and max_storage_time (replacecommit + clean)."""
-    settings = ProvenanceSettings(table=table_settings())
+    settings = provenance_settings()
     if max_storage_time is not None:
         settings = dataclasses.replace(settings, max_storage_time_s=max_storage_time)
     if max_storage_size is not None:

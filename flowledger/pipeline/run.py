@@ -24,7 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from provenance import ProvenanceSettings, Query, ReplayError, SearchTerm
+from provenance import Query, ReplayError, SearchTerm
 from provenance.replay import ReplayResult, replay
 from provenance.session import FlowFile, FlowRepository
 from storage import open_store
@@ -33,7 +33,7 @@ from storage.uri import parse_uri, resolve_repo
 from timeline.archive import ArchivalSettings, Archiver
 
 from ..spark.commit_info import CommitInfo
-from ..table_settings import table_settings
+from ..table_settings import provenance_settings
 from . import tables as tbl
 from . import transform
 from .record import Recorder, file_uuid
@@ -124,7 +124,7 @@ def run_pipeline(
     result = PipelineResult(run_id, repo_uri)
     root = open_store(repo_uri)
     tables = tbl.Tables(repo_uri, root)
-    prov_settings = ProvenanceSettings(table=table_settings())  # the CLI's --no-auto-archive
+    prov_settings = provenance_settings()  # the CLI's --no-auto-archive
     flow = (
         FlowRepository.open(root, provenance_settings=prov_settings)
         if options.record_provenance

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from provenance import ProvenanceEvent, ProvenanceRepository, ProvenanceSettings
+from provenance import ProvenanceEvent, ProvenanceRepository
 from provenance.job_events import Dataset, JobRun, job_events, record_runs
 from storage import ObjectStore, StoreSettings, open_store
 from storage.s3a import to_spark_path
@@ -23,7 +23,7 @@ from storage.uri import parse_uri
 from timeline.instant import parse_time
 from timeline.table import Table
 
-from ..table_settings import table_settings
+from ..table_settings import provenance_settings
 from .commit_info import (
     JOB_METADATA_KEY,
     REPO_CONF_KEY,
@@ -120,7 +120,7 @@ def repository(uri: str, settings: StoreSettings | None = None) -> ProvenanceRep
         repo = _repos.get(key)
         if repo is None:
             # The CLI's --no-auto-archive reaches the provenance table of `pipeline run` too.
-            prov = ProvenanceSettings(table=table_settings())
+            prov = provenance_settings()
             store = open_store(uri, settings)
             repo = _repos[key] = ProvenanceRepository.open(store, prov, recover=False)
         return repo
