@@ -53,7 +53,8 @@ def column_stats(table: pa.Table) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _partition_value(v: Any) -> str:
+def partition_value(v: Any) -> str:
+    """A partition column value as it appears in a Hive-style path (`col=value`)."""
     text = "__HIVE_DEFAULT_PARTITION__" if v is None else str(_jsonable(v))
     return "".join(c if c.isalnum() or c in "-_.:" else "_" for c in text) or "_"
 
@@ -68,7 +69,7 @@ def split_partitions(table: pa.Table, partition_by: Sequence[str]) -> list[tuple
     keys = table.select(list(partition_by)).to_pylist()
     groups: dict[str, list[int]] = {}
     for idx, row in enumerate(keys):
-        path = "/".join(f"{c}={_partition_value(row[c])}" for c in partition_by)
+        path = "/".join(f"{c}={partition_value(row[c])}" for c in partition_by)
         groups.setdefault(path, []).append(idx)
     return [(p, table.take(pa.array(ix, pa.int64()))) for p, ix in sorted(groups.items())]
 

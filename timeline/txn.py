@@ -89,7 +89,13 @@ class Transaction(Finishing):
         self._replaced_partitions |= parts
 
     # -- completion -----------------------------------------------------------------------------
-    def commit(self, extra_metadata: Mapping[str, str] | None = None) -> Instant:
+    def commit(
+        self,
+        extra_metadata: Mapping[str, str] | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> Instant:
+        """`details`: further commit-metadata fields (JSON) beside the files, e.g. the
+        per-file write stats of a keyed write; they cannot replace the standard fields."""
         metadata = write_metadata(
             self.operation,
             self._added,
@@ -97,6 +103,10 @@ class Transaction(Finishing):
             self._replaced_partitions,
             extra_metadata,
         )
+        for k, v in (details or {}).items():
+            if k in metadata or k == SCHEMA_KEY:
+                raise TimelineError(f"commit detail {k!r} would replace a standard field")
+            metadata[k] = v
         if self.schema is not None:
             metadata[SCHEMA_KEY] = schema_to_json(self.schema)
         return self.complete(metadata)

@@ -1,0 +1,79 @@
+"""Finding the file groups that may hold a key, without reading base files.
+
+`KeyIndex` is the seam: the copy-on-write writer asks it which of the snapshot's files may
+hold each incoming key and reads only those. `RangeBloomIndex` answers from what every keyed
+commit records per file (key range and bloom filter, inside the checksummed commit
+metadata); a record-level index built by the `indexing` action would answer exactly with the
+same interface.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from ..metadata import DataFile
+from ..snapshot import TableState
+from .bloom import BloomFilter
+from .keys import RECORD_KEY_COL
+
+WRITE_STATS = "write_stats"
+
+
+class KeyIndex(Protocol):
+    def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
+        """file path -> positions in `keys` of the keys that may be stored in that file
+        (files with none are left out). False positives cost a read, never correctness."""
+        ...
+
+
+def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
+    """Every live file's write stats (recorded by keyed commits), by path."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for e in st.ordered_writes():
+        for s in e.metadata.get(WRITE_STATS, ()):
+            out[str(s["path"])] = s
+    return out
+
+
+class RangeBloomIndex:
+    """Key ranges prune first (a bisect per file over the sorted keys), bloom filters second."""
+
+    def __init__(self, stats: Mapping[str, Mapping[str, Any]]) -> None:
+        self.stats = stats
+        self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
+
+    def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        ordered = [keys[i] for i in order]
+        out: dict[str, list[int]] = {}
+        for f in files:
+            lo, hi = self._range(f)
+            if lo is None or hi is None:
+                if f.rows == 0:
+                    continue  # an empty slice holds nothing
+                first, last = 0, len(ordered)
+            else:
+                first = bisect.bisect_left(ordered, lo)
+                last = bisect.bisect_right(ordered, hi)
+            if first >= last:
+                continue
+            self.probed_files += 1
+            positions = order[first:last]
+            bloom = self.stats.get(f.path, {}).get("bloom")
+            if bloom:
+                maybe = BloomFilter.from_json(bloom).might_contain([keys[i] for i in positions])
+                positions = [p for p, m in zip(positions, maybe, strict=True) if m]
+            if positions:
+                out[f.path] = positions
+        return out
+
+    def _range(self, f: DataFile) -> tuple[str | None, str | None]:
+        s = self.stats.get(f.path)
+        if s is not None and "min_key" in s:
+            return s.get("min_key"), s.get("max_key")
+        cs = f.column_stats.get(RECORD_KEY_COL)  # files written by insert_overwrite
+        if cs and "min" in cs:
+            return cs.get("min"), cs.get("max")
+        return None, None
