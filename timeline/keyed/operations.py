@@ -17,7 +17,7 @@ from .changes import cdc, incremental
 from .index import WRITE_STATS
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
 from .properties import KeyedProperties, PropertiesError, create_properties
-from .write import _prepare, keyed_write
+from .write import prepare_batch, keyed_write
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -109,7 +109,7 @@ def insert_overwrite(
     operation = "insert_overwrite" if parts else "insert_overwrite_table"
     txn = table.begin(REPLACE_COMMIT, operation=operation)
     try:
-        batch = _prepare(data, props, txn.instant_time, upsert=True)
+        batch = prepare_batch(data, props, txn.instant_time, upsert=True)
         st = table.state()
         txn.schema = merge_schemas(st.schema(), batch.rows.schema, table.uri)
         stats = []

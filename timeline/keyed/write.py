@@ -56,7 +56,7 @@ DROP = "drop"
 
 
 @dataclass
-class _Batch:
+class Batch:
     """Incoming records after combining duplicates."""
 
     rows: pa.Table  # upserts: with meta columns; deletes: the given columns
@@ -80,7 +80,7 @@ class _Group:
     deletes: int = 0
 
 
-def _prepare(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bool) -> _Batch:
+def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bool) -> Batch:
     keys = record_keys(data, props)
     if props.key_scope == GLOBAL and not upsert:
         parts = [""] * data.num_rows  # a global key names its record wherever it lives
@@ -104,7 +104,7 @@ def _prepare(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bo
         ids = [ids[i] for i in keep]
         ordering = [ordering[i] for i in keep] if ordering is not None else None
     rows = with_meta(data, instant, keys) if upsert else data
-    return _Batch(rows, ids, parts, ordering)
+    return Batch(rows, ids, parts, ordering)
 
 
 class _Planner:
@@ -139,7 +139,7 @@ class _Planner:
     def _identity(self, f: DataFile, key: str) -> str:
         return key if self.props.key_scope == GLOBAL else f"{f.partition}\x00{key}"
 
-    def locate(self, batch: _Batch) -> dict[str, tuple[DataFile, int]]:
+    def locate(self, batch: Batch) -> dict[str, tuple[DataFile, int]]:
         """Record identity -> (file, row) for the batch's records the table holds."""
         wanted = set(batch.ids)
         keys = [i.split("\x00", 1)[-1] for i in batch.ids]
@@ -284,7 +284,7 @@ def keyed_write(
         st = table.state()  # read after begin: whatever it misses is validated at commit
         plan = _Planner(table, props, st)
         s = table.settings
-        batch = _prepare(data, props, txn.instant_time, upsert=True) if data is not None else None
+        batch = prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
         schema = plan.schema
         if batch is not None:
             schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
@@ -322,7 +322,7 @@ def keyed_write(
                     sorted(dupes),
                 )
         if deletes is not None:
-            dbatch = _prepare(deletes, props, txn.instant_time, upsert=False)
+            dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
             position = {ident: i for i, ident in enumerate(dbatch.ids)}
             for ident, (f, row) in plan.locate(dbatch).items():
                 i = position[ident]
