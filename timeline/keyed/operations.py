@@ -17,7 +17,7 @@ from .changes import cdc, incremental
 from .index import WRITE_STATS
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
 from .properties import KeyedProperties, PropertiesError, create_properties
-from .write import prepare_batch, keyed_write
+from .write import keyed_write, prepare_batch
 
 if TYPE_CHECKING:
     from ..table import Table

@@ -25,12 +25,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DuplicateKeys
-from ..instant import COMMIT, Instant
+from ..errors import CommitConflict, DuplicateKeys
+from ..instant import COMMIT, ROLLBACK, Instant
 from ..layout import data_instant_time
 from ..metadata import DataFile
 from ..parquet_io import checksummed, column_stats, read_files, to_parquet_bytes
 from ..schema import conform, merge_schemas
+from ..snapshot import TableState
 from .bloom import BloomFilter
 from .index import WRITE_STATS, KeyIndex, RangeBloomIndex, write_stats_by_path
 from .keys import (
@@ -45,7 +46,6 @@ from .merge import combine, incoming_wins
 from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
 
 if TYPE_CHECKING:
-    from ..snapshot import TableState
     from ..table import Table
     from ..txn import Transaction
 
@@ -266,6 +266,24 @@ def _filter_matches(data: pa.Table, where: Filter) -> list[int]:
     return [int(v) for v in marked.filter(where).column("__flowledger_pos").to_pylist()]
 
 
+def _plan_on(txn: Transaction, st: TableState) -> None:
+    """Validate the commit only against completions this plan did not see: the state read
+    after `begin` may be newer than the transaction's base, and a write planned on it must
+    not conflict with what it already merged. Only a rollback fencing this very instant off
+    (it could only have started after `begin`) must still stop it."""
+    for e in st.entries:
+        if (
+            e.seq > txn.base
+            and e.action == ROLLBACK
+            and e.metadata.get("target_state") == "pending"
+            and e.target == txn.instant_time
+        ):
+            raise CommitConflict(
+                f"instant {txn.instant_time} was rolled back by {e.time}", e.time, e.action
+            )
+    txn.base = max([txn.base, *(e.seq for e in st.entries)])
+
+
 def keyed_write(
     table: Table,
     props: KeyedProperties,
@@ -282,9 +300,12 @@ def keyed_write(
     txn = table.begin(COMMIT, operation=operation)
     try:
         st = table.state()  # read after begin: whatever it misses is validated at commit
+        _plan_on(txn, st)
         plan = _Planner(table, props, st)
         s = table.settings
-        batch = prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
+        batch = (
+            prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
+        )
         schema = plan.schema
         if batch is not None:
             schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
