@@ -236,3 +236,27 @@ def test_changes_refuse_archived_ranges_unless_full_scan(tmp_path: Path) -> None
     assert sorted(got.column("v").to_pylist()) == ["v40", "v51"]
     with pytest.raises(ValueError, match="CDC needs every slice"):
         t.changes(times[0], cdc=True, full_scan=True)
+
+
+def test_big_bloom_filters_live_in_checksummed_sidecars(tmp_path: Path) -> None:
+    t = _table(
+        tmp_path,
+        small_file_limit=0,
+        cleaner_policy="KEEP_LATEST_FILE_VERSIONS",
+        cleaner_fileversions_retained=1,
+    )
+    t.upsert(_rows(list(range(0, 20000, 2))))  # 10k keys: a filter too big to sit inline
+    t.upsert(_rows(list(range(1, 20000, 2))))  # the same key range: only blooms tell apart
+    stats = [s for e in t.state().ordered_writes() for s in e.metadata.get("write_stats", ())]
+    sidecar = stats[0]["bloom_path"]
+    assert stats[0]["bloom"] is None and t.store.exists(sidecar)
+    done = t.upsert(_rows([4], ts=3, v="u"))
+    assert t.entry(done.time).metadata["keyed"]["files_read"] == 1
+    assert t.clean() is not None  # the superseded slice goes, and its sidecar with it
+    assert not t.store.exists(sidecar)
+    newest = t.entry(done.time).metadata["write_stats"][0]["bloom_path"]
+    t.store.put(newest, t.store.get(newest)[:-1] + b"0")
+    from storage import IntegrityError
+
+    with pytest.raises(IntegrityError):
+        t.upsert(_rows([6], ts=3))

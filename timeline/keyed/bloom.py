@@ -14,9 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Bits per filter at most; a file with more keys gets a filter with a higher false-positive
-#: rate (its key range still prunes). Keeps commit metadata small.
-MAX_BITS = 8 * 64 * 1024
+#: Bits per filter at most (4 MiB); a file with more keys gets a filter with a higher
+#: false-positive rate (its key range still prunes).
+MAX_BITS = 8 * 4 * 1024 * 1024
+#: Filters up to this many bytes stay inline in the commit metadata; bigger ones go into a
+#: sidecar object next to their data file (referenced with its checksum), so commit entries
+#: stay small for every reader of the timeline.
+INLINE_MAX_BYTES = 4096
 
 
 def _hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

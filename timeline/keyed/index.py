@@ -10,12 +10,14 @@ same interface.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias
+
+from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ..metadata import DataFile
 from ..snapshot import TableState
-from .bloom import BloomFilter
+from .bloom import INLINE_MAX_BYTES, BloomFilter
 from .keys import RECORD_KEY_COL
 
 WRITE_STATS = "write_stats"
@@ -37,11 +39,41 @@ def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
     return out
 
 
-class RangeBloomIndex:
-    """Key ranges prune first (a bisect per file over the sorted keys), bloom filters second."""
+def bloom_ref(
+    store: ObjectStore, data_path: str, keys: Sequence[str], fpp: float
+) -> dict[str, Any]:
+    """The write-stats fields of a file's bloom filter: inline when small, else a sidecar
+    object (`<data file>.bloom`, under the instant's data prefix so rollback removes it;
+    the cleaner removes it with its data file)."""
+    if not keys:
+        return {"bloom": None}
+    bf = BloomFilter.build(keys, fpp)
+    if len(bf.bits) <= INLINE_MAX_BYTES:
+        return {"bloom": bf.to_json()}
+    path = data_path.rsplit(".", 1)[0] + ".bloom"
+    body = seal_blob(bf.bits)
+    store.put(path, body)
+    return {
+        "bloom": None,
+        "bloom_path": path,
+        "bloom_checksum": checksum_of(body),
+        "bloom_num_bits": bf.num_bits,
+        "bloom_num_hashes": bf.num_hashes,
+    }
 
-    def __init__(self, stats: Mapping[str, Mapping[str, Any]]) -> None:
+
+def sidecars(stats: Sequence[Mapping[str, Any]], paths: set[str]) -> list[str]:
+    """The sidecar objects of the data files `paths` (for the cleaner)."""
+    return [str(s["bloom_path"]) for s in stats if s.get("bloom_path") and s["path"] in paths]
+
+
+class RangeBloomIndex:
+    """Key ranges prune first (a bisect per file over the sorted keys), bloom filters second
+    (inline, or one GET of a checksummed sidecar for a file whose range matched)."""
+
+    def __init__(self, stats: Mapping[str, Mapping[str, Any]], store: ObjectStore) -> None:
         self.stats = stats
+        self.store = store
         self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
 
     def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
@@ -61,13 +93,26 @@ class RangeBloomIndex:
                 continue
             self.probed_files += 1
             positions = order[first:last]
-            bloom = self.stats.get(f.path, {}).get("bloom")
-            if bloom:
-                maybe = BloomFilter.from_json(bloom).might_contain([keys[i] for i in positions])
+            bloom = self._bloom(f)
+            if bloom is not None:
+                maybe = bloom.might_contain([keys[i] for i in positions])
                 positions = [p for p, m in zip(positions, maybe, strict=True) if m]
             if positions:
                 out[f.path] = positions
         return out
+
+    def _bloom(self, f: DataFile) -> BloomFilter | None:
+        s = self.stats.get(f.path, {})
+        if s.get("bloom"):
+            return BloomFilter.from_json(s["bloom"])
+        path = s.get("bloom_path")
+        if not path:
+            return None
+        data = self.store.get(str(path))
+        where = self.store.url(str(path))
+        verify(data, str(s.get("bloom_checksum", "")), where)
+        bits, _ = open_blob(data, where)
+        return BloomFilter(bytes(bits), int(s["bloom_num_bits"]), int(s["bloom_num_hashes"]))
 
     def _range(self, f: DataFile) -> tuple[str | None, str | None]:
         s = self.stats.get(f.path)
@@ -77,3 +122,11 @@ class RangeBloomIndex:
         if cs and "min" in cs:
             return cs.get("min"), cs.get("max")
         return None, None
+
+
+#: Builds the index a keyed write asks (from the table's store and the state it planned on).
+IndexFactory: TypeAlias = Callable[[ObjectStore, TableState], KeyIndex]
+
+
+def range_bloom_index(store: ObjectStore, st: TableState) -> KeyIndex:
+    return RangeBloomIndex(write_stats_by_path(st), store)

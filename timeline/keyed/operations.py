@@ -12,9 +12,8 @@ from ..instant import COMMIT, REPLACE_COMMIT, Instant
 from ..parquet_io import split_partitions
 from ..schema import merge_schemas
 from ..writes import put_table
-from .bloom import BloomFilter
 from .changes import cdc, incremental
-from .index import WRITE_STATS
+from .index import WRITE_STATS, bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
 from .properties import KeyedProperties, PropertiesError, create_properties
 from .write import keyed_write, prepare_batch
@@ -41,11 +40,6 @@ def create(table: Table, props: KeyedProperties) -> KeyedProperties:
             txn.abort()
             raise
     return got
-
-
-def _bloom(data: pa.Table, fpp: float) -> dict[str, object] | None:
-    keys = data.column(RECORD_KEY_COL).to_pylist()
-    return BloomFilter.build(keys, fpp).to_json() if keys else None
 
 
 def is_keyed_schema(schema: pa.Schema | None) -> bool:
@@ -118,6 +112,7 @@ def insert_overwrite(
             f = put_table(txn, partition, piece)
             written.add(partition)
             lo, hi = key_range(piece)
+            keys = piece.column(RECORD_KEY_COL).to_pylist()
             stats.append(
                 {
                     "path": f.path,
@@ -132,7 +127,7 @@ def insert_overwrite(
                     "bytes": f.size,
                     "min_key": lo,
                     "max_key": hi,
-                    "bloom": _bloom(piece, table.settings.bloom_index_fpp),
+                    **bloom_ref(table.store, f.path, keys, table.settings.bloom_index_fpp),
                 }
             )
         current = {f.partition for f in st.snapshot().files}

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -32,8 +33,7 @@ from ..metadata import DataFile
 from ..parquet_io import checksummed, column_stats, read_files, to_parquet_bytes
 from ..schema import conform, merge_schemas
 from ..snapshot import TableState
-from .bloom import BloomFilter
-from .index import WRITE_STATS, KeyIndex, RangeBloomIndex, write_stats_by_path
+from .index import WRITE_STATS, IndexFactory, KeyIndex, bloom_ref, range_bloom_index
 from .keys import (
     RECORD_KEY_COL,
     identities,
@@ -110,13 +110,15 @@ def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upser
 class _Planner:
     """The state one write plans on, and the file groups it rewrites."""
 
-    def __init__(self, table: Table, props: KeyedProperties, st: TableState) -> None:
+    def __init__(
+        self, table: Table, props: KeyedProperties, st: TableState, index: IndexFactory | None
+    ) -> None:
         self.table = table
         self.props = props
         self.st = st
         self.files = st.snapshot().files
         self.schema = st.schema()
-        self.index: KeyIndex = RangeBloomIndex(write_stats_by_path(st))
+        self.index: KeyIndex = (index or range_bloom_index)(table.store, st)
         self.groups: dict[str, _Group] = {}
         self._read: dict[str, pa.Table] = {}
         self.files_read = 0
@@ -157,10 +159,13 @@ class _Planner:
         for files, positions in scopes:
             if not files or not positions:
                 continue
-            for path in self.index.candidates(files, [keys[i] for i in positions]):
+            for path, hits in self.index.candidates(files, [keys[i] for i in positions]).items():
                 f = by_path[path]
-                stored = self.rows_of(f).column(RECORD_KEY_COL).to_pylist()
-                for row, key in enumerate(stored):
+                stored = self.rows_of(f).column(RECORD_KEY_COL)
+                probe = pa.array([keys[positions[h]] for h in hits], pa.string())
+                rows = pc.indices_nonzero(pc.is_in(stored, value_set=probe))
+                hit_keys = stored.take(rows).to_pylist()
+                for row, key in zip(rows.to_pylist(), hit_keys, strict=True):
                     ident = self._identity(f, key)
                     if ident in wanted:
                         found[ident] = (f, row)
@@ -215,8 +220,11 @@ def _write_group(
 ) -> dict[str, Any]:
     pieces = []
     if g.rows is not None:
-        keep = [i for i in range(g.rows.num_rows) if i not in g.drop]
-        kept = g.rows if len(keep) == g.rows.num_rows else g.rows.take(pa.array(keep, pa.int64()))
+        kept = g.rows
+        if g.drop:
+            mask = np.ones(g.rows.num_rows, dtype=bool)
+            mask[np.fromiter(g.drop, dtype=np.int64, count=len(g.drop))] = False
+            kept = g.rows.filter(pa.array(mask))
         pieces.append(conform(kept, schema))
     if g.new and incoming is not None:
         pieces.append(conform(incoming.take(pa.array(g.new, pa.int64())), schema))
@@ -247,7 +255,7 @@ def _write_group(
         "bytes": len(body),
         "min_key": lo,
         "max_key": hi,
-        "bloom": BloomFilter.build(keys, fpp).to_json() if keys else None,
+        **bloom_ref(txn.table.store, key, keys, fpp),
     }
 
 
@@ -295,13 +303,16 @@ def keyed_write(
     on_duplicate: str = FAIL,
     metadata: dict[str, str] | None = None,
     on_plan: Callable[[_Planner], None] | None = None,
+    index: IndexFactory | None = None,
 ) -> Instant:
-    """One keyed commit: upsert or insert `data`, or delete `deletes` (keys) / `where`."""
+    """One keyed commit: upsert or insert `data`, or delete `deletes` (keys) / `where`.
+    `index` replaces the range/bloom index; `on_plan` runs between planning and writing
+    (tests use it to interleave writers)."""
     txn = table.begin(COMMIT, operation=operation)
     try:
         st = table.state()  # read after begin: whatever it misses is validated at commit
         _plan_on(txn, st)
-        plan = _Planner(table, props, st)
+        plan = _Planner(table, props, st, index)
         s = table.settings
         batch = (
             prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
