@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from storage import ObjectStore, StoreSettings, open_store
@@ -45,14 +45,17 @@ op_st = st.one_of(
     st.tuples(st.just("delete_ordered"), rows_st),
     st.tuples(st.just("delete_sql"), st.sampled_from(["x", "y"])),
     st.tuples(st.just("delete_expr"), st.sampled_from(["x", "z"])),
+    st.tuples(st.just("cluster"), st.none()),  # replacecommit: new file groups, same records
+    st.tuples(st.just("cluster"), st.none()),  # (listed twice: it often has nothing to do)
+    st.tuples(st.just("rollback_last"), st.none()),  # undo the newest keyed commit
 )
 case_st = st.fixed_dictionaries(
     {
         "merge_mode": st.sampled_from(["commit_time", "event_time"]),
         "key_scope": st.sampled_from(["global", "partition"]),
-        "small_file_limit": st.sampled_from([0, 4000, 100 * 1024 * 1024]),
+        "small_file_limit": st.sampled_from([0, 0, 4000, 100 * 1024 * 1024]),
         "max_file_size": st.sampled_from([2500, 120 * 1024 * 1024]),
-        "ops": st.lists(op_st, min_size=1, max_size=6),
+        "ops": st.lists(op_st, min_size=1, max_size=7),
     }
 )
 
@@ -78,8 +81,23 @@ def _run(store: ObjectStore, case: dict[str, Any]) -> None:
             with pytest.raises(DuplicateKeys):
                 table.insert(pa.Table.from_pylist(arg, SCHEMA))
             continue  # nothing committed
-        done = _apply(table, model, kind, arg)
-        times.append(done.time)
+        if kind == "rollback_last":
+            if len(times) == 1:
+                continue  # never the creation commit
+            table.rollback(times.pop())
+            event("rolled back")
+            model.states.pop()
+            done = None
+        elif kind == "cluster":
+            done = table.cluster()
+            if done is None:
+                continue  # nothing worth clustering
+            model.states.append(model.states[-1])
+            event("clustered")
+        else:
+            done = _apply(table, model, kind, arg)
+        if done is not None:
+            times.append(done.time)
         step = len(times) - 1
         assert table_rows(table.read()) == model.snapshot(step, times)
         for earlier in range(step):
