@@ -191,6 +191,13 @@ def read(
     as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
     count: Annotated[bool, typer.Option("--count", help="Only the row count")] = False,
     limit: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Rows to print")] = 20,
+    read_optimized: Annotated[
+        bool,
+        typer.Option(
+            "--read-optimized",
+            help="Base files only (Hudi's read-optimized query); copy-on-write reads the same",
+        ),
+    ] = False,
     changes_since: Annotated[
         str | None,
         typer.Option(
@@ -211,6 +218,8 @@ def read(
 ) -> None:
     """Read the table's snapshot (optionally as of an instant), or its changes."""
     table = open_table(table_uri)
+    # Every table is copy-on-write (no log files): a read-optimized read is the snapshot.
+    del read_optimized
     if changes_since is None and (cdc or full_scan):
         raise ValueError("--cdc and --full-scan apply to --changes-since")
     if changes_since is not None:
