@@ -260,3 +260,16 @@ def test_big_bloom_filters_live_in_checksummed_sidecars(tmp_path: Path) -> None:
 
     with pytest.raises(IntegrityError):
         t.upsert(_rows([6], ts=3))
+
+
+def test_integer_keys_are_ranged_as_numbers(tmp_path: Path) -> None:
+    from timeline.keyed import RangeBloomIndex
+
+    t = _table(tmp_path, small_file_limit=0)
+    t.upsert(_rows(list(range(0, 100))))
+    t.upsert(_rows(list(range(100, 200))))
+    low, high = sorted(t.files(), key=lambda f: f.column_stats["id"]["min"])
+    as_text = RangeBloomIndex({}, t.store)  # no bloom filters: ranges alone
+    assert set(as_text.candidates([low, high], ["150"])) == {low.path, high.path}  # "150" < "99"
+    as_numbers = RangeBloomIndex({}, t.store, integer_key="id")
+    assert as_numbers.candidates([low, high], ["150", "7"]) == {high.path: [0], low.path: [1]}

@@ -13,12 +13,15 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
+import pyarrow as pa
+
 from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ..metadata import DataFile
 from ..snapshot import TableState
 from .bloom import INLINE_MAX_BYTES, BloomFilter
 from .keys import RECORD_KEY_COL
+from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
 
@@ -71,14 +74,27 @@ class RangeBloomIndex:
     """Key ranges prune first (a bisect per file over the sorted keys), bloom filters second
     (inline, or one GET of a checksummed sidecar for a file whose range matched)."""
 
-    def __init__(self, stats: Mapping[str, Mapping[str, Any]], store: ObjectStore) -> None:
+    def __init__(
+        self,
+        stats: Mapping[str, Mapping[str, Any]],
+        store: ObjectStore,
+        integer_key: str | None = None,
+    ) -> None:
+        """`integer_key`: the single integer key column, whose ranges are compared as
+        numbers (its column stats); as text, 10 sorts before 9 and ranges overlap."""
         self.stats = stats
         self.store = store
+        self.integer_key = integer_key
         self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
 
     def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        ordered = [keys[i] for i in order]
+        if self.integer_key is not None:
+            numbers = [int(k) for k in keys]
+            order = sorted(range(len(keys)), key=numbers.__getitem__)
+            ordered: list[Any] = [numbers[i] for i in order]
+        else:
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            ordered = [keys[i] for i in order]
         out: dict[str, list[int]] = {}
         for f in files:
             lo, hi = self._range(f)
@@ -114,7 +130,12 @@ class RangeBloomIndex:
         bits, _ = open_blob(data, where)
         return BloomFilter(bytes(bits), int(s["bloom_num_bits"]), int(s["bloom_num_hashes"]))
 
-    def _range(self, f: DataFile) -> tuple[str | None, str | None]:
+    def _range(self, f: DataFile) -> tuple[Any, Any]:
+        if self.integer_key is not None:
+            cs = f.column_stats.get(self.integer_key)
+            if cs and isinstance(cs.get("min"), int) and isinstance(cs.get("max"), int):
+                return cs["min"], cs["max"]
+            return None, None
         s = self.stats.get(f.path)
         if s is not None and "min_key" in s:
             return s.get("min_key"), s.get("max_key")
@@ -124,9 +145,16 @@ class RangeBloomIndex:
         return None, None
 
 
-#: Builds the index a keyed write asks (from the table's store and the state it planned on).
-IndexFactory: TypeAlias = Callable[[ObjectStore, TableState], KeyIndex]
+#: Builds the index a keyed write asks (from the table's store, the state it planned on and
+#: the table's properties).
+IndexFactory: TypeAlias = Callable[[ObjectStore, TableState, KeyedProperties], KeyIndex]
 
 
-def range_bloom_index(store: ObjectStore, st: TableState) -> KeyIndex:
-    return RangeBloomIndex(write_stats_by_path(st), store)
+def range_bloom_index(store: ObjectStore, st: TableState, props: KeyedProperties) -> KeyIndex:
+    schema = st.schema()
+    integer_key = None
+    if len(props.record_key) == 1 and schema is not None:
+        (col,) = props.record_key
+        if col in schema.names and pa.types.is_integer(schema.field(col).type):
+            integer_key = col
+    return RangeBloomIndex(write_stats_by_path(st), store, integer_key)

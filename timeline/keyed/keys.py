@@ -27,12 +27,15 @@ def record_keys(data: pa.Table, props: KeyedProperties) -> list[str]:
     missing = [c for c in props.record_key if c not in data.column_names]
     if missing:
         raise PropertiesError(f"record key column(s) {missing} not in the data's columns")
-    cols = []
+    cols: list[list[str]] = []
     for c in props.record_key:
         col = data.column(c)
         if col.null_count:
             raise PropertiesError(f"record key column {c!r} has {col.null_count} null value(s)")
-        cols.append([_text(v) for v in col.to_pylist()])
+        if pa.types.is_integer(col.type) or pa.types.is_string(col.type):
+            cols.append(pc.cast(col, pa.string()).to_pylist())  # str(v), without a loop
+        else:
+            cols.append([_text(v) for v in col.to_pylist()])
     if len(cols) == 1:
         return cols[0]
     return [
@@ -56,11 +59,16 @@ def partition_paths(data: pa.Table, props: KeyedProperties) -> list[str]:
     missing = [c for c in props.partition_by if c not in data.column_names]
     if missing:
         raise PropertiesError(f"partition column(s) {missing} not in the data's columns")
-    values = [data.column(c).to_pylist() for c in props.partition_by]
-    return [
-        "/".join(f"{c}={partition_value(v)}" for c, v in zip(props.partition_by, row, strict=True))
-        for row in zip(*values, strict=True)
-    ]
+    # Name each distinct value once: a batch has many rows and few partitions.
+    named: list[list[str]] = []
+    for c in props.partition_by:
+        encoded = pc.dictionary_encode(data.column(c)).combine_chunks()
+        names = [f"{c}={partition_value(v)}" for v in encoded.dictionary.to_pylist()]
+        nulls = f"{c}={partition_value(None)}"
+        named.append([nulls if i is None else names[i] for i in encoded.indices.to_pylist()])
+    if len(named) == 1:
+        return named[0]
+    return ["/".join(parts) for parts in zip(*named, strict=True)]
 
 
 def identities(keys: Sequence[str], partitions: Sequence[str], props: KeyedProperties) -> list[str]:

@@ -26,6 +26,8 @@ def combine(
 ) -> list[int]:
     """Row positions that survive combining duplicate records of one batch, in input order
     (one per record)."""
+    if len(set(ids)) == len(ids):
+        return list(range(len(ids)))  # no duplicates (the common batch): nothing to combine
     best: dict[str, int] = {}
     event = props.merge_mode == EVENT_TIME and ordering is not None
     for i, ident in enumerate(ids):

@@ -118,7 +118,7 @@ class _Planner:
         self.st = st
         self.files = st.snapshot().files
         self.schema = st.schema()
-        self.index: KeyIndex = (index or range_bloom_index)(table.store, st)
+        self.index: KeyIndex = (index or range_bloom_index)(table.store, st, props)
         self.groups: dict[str, _Group] = {}
         self._read: dict[str, pa.Table] = {}
         self.files_read = 0
