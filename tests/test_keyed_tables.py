@@ -49,6 +49,14 @@ def test_recreating_with_other_properties_is_refused_in_one_line(tmp_path: Path)
     assert "merge mode event_time" in str(err.value)
 
 
+def test_an_unkeyed_table_with_commits_cannot_become_keyed(tmp_path: Path) -> None:
+    t = _table(tmp_path, None)
+    t.write(pa.table({"id": [1]}))
+    with pytest.raises(PropertiesError, match="already holds unkeyed commits"):
+        Table.create(t.store, PROPS)
+    assert t.properties is None and Table.open(t.store).properties is None
+
+
 def test_invalid_properties(tmp_path: Path) -> None:
     with pytest.raises(PropertiesError, match="needs an ordering field"):
         KeyedProperties.of("id", merge_mode="event_time")

@@ -15,7 +15,7 @@ from ..writes import put_table
 from .changes import cdc, incremental
 from .index import WRITE_STATS, bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
-from .properties import KeyedProperties, PropertiesError, create_properties
+from .properties import KeyedProperties, PropertiesError, create_properties, load_properties
 from .write import keyed_write, prepare_batch
 
 if TYPE_CHECKING:
@@ -28,8 +28,16 @@ META_SCHEMA = pa.schema([(c, pa.string()) for c in META_COLUMNS])
 
 
 def create(table: Table, props: KeyedProperties) -> KeyedProperties:
-    """Write the properties (create-only) and, for a new table, a creation commit."""
-    existing = table.timeline().completed()
+    """Write the properties (create-only) and, for a new table, a creation commit (two
+    creators racing may both write one: harmless, both state the same schema)."""
+    existing = table.timeline().completed().write_timeline()
+    latest = existing.last()
+    if latest is not None and load_properties(table.store) is None:
+        raise PropertiesError(
+            f"table {table.uri} already holds unkeyed commits (the latest is "
+            f"{latest.time}); a table is keyed from its creation: write the data "
+            "into a new keyed table"
+        )
     got = create_properties(table.store, props)
     if not existing:
         txn = table.begin(COMMIT, operation="create")
