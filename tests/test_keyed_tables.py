@@ -281,3 +281,20 @@ def test_integer_keys_are_ranged_as_numbers(tmp_path: Path) -> None:
     assert set(as_text.candidates([low, high], ["150"])) == {low.path, high.path}  # "150" < "99"
     as_numbers = RangeBloomIndex({}, t.store, integer_key="id")
     assert as_numbers.candidates([low, high], ["150", "7"]) == {high.path: [0], low.path: [1]}
+
+
+def test_plain_files_are_refused_by_a_keyed_table(tmp_path: Path) -> None:
+    """What an engine that commits files it wrote itself would do (e.g. a Spark writer)."""
+    from timeline import check_schema
+    from timeline.writes import put_table
+
+    t = _table(tmp_path)
+    t.upsert(_rows([1]))
+    data = _rows([2])
+    txn = t.begin()
+    txn.schema = check_schema(t, data.schema)
+    put_table(txn, "", data)
+    with pytest.raises(TimelineError, match="is a keyed table"):
+        txn.commit()
+    assert sorted(_by_id(t)) == [1]
+    assert not t.timeline().pending()  # aborted
