@@ -397,37 +397,9 @@ class Table:
         else:
             keyed = self._props is not None
         if keyed:
-            return self._keyed_write(data, mode, partition_by, extra_metadata)
+            props = self._keyed("write")
+            return keyed_ops.write(self, props, data, mode, partition_by, extra_metadata)
         return write(self, data, mode, partition_by, extra_metadata)
-
-    def _keyed_write(
-        self,
-        data: pa.Table | Sequence[str | Path],
-        mode: str,
-        partition_by: Sequence[str] | str | None,
-        extra_metadata: Mapping[str, str] | None,
-    ) -> Instant:
-        """A keyed table's append is an upsert (Hudi's default operation); overwrite is
-        insert_overwrite of the partitions written. Partitioning is the table's own."""
-        props = self._keyed("write")
-        parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-        if parts and tuple(parts) != props.partition_by:
-            raise TimelineError(
-                f"{self.uri} is partitioned by {list(props.partition_by)} (a keyed table's "
-                f"partitioning is fixed at creation), not {parts}"
-            )
-        if not isinstance(data, pa.Table):
-            import pyarrow.parquet as pq
-
-            data = pa.concat_tables(
-                [pq.ParquetFile(p).read(use_threads=False) for p in data],
-                promote_options="default",
-            )
-        if mode == "overwrite":
-            return keyed_ops.insert_overwrite(self, props, data, extra_metadata)
-        if mode != "append":
-            raise ValueError(f"mode must be append or overwrite, not {mode!r}")
-        return keyed_ops.upsert(self, props, data, extra_metadata)
 
     # -- keyed tables (timeline/keyed, docs/tables.md) ---------------------------------------------
     def upsert(self, data: pa.Table, extra_metadata: Mapping[str, str] | None = None) -> Instant:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..instant import COMMIT, REPLACE_COMMIT, Instant
 from ..parquet_io import split_partitions
@@ -19,6 +20,8 @@ from .properties import KeyedProperties, PropertiesError, create_properties, loa
 from .write import keyed_write, prepare_batch
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..table import Table
 
 #: The schema a new keyed table states in its creation commit: the meta columns. A write
@@ -52,6 +55,34 @@ def create(table: Table, props: KeyedProperties) -> KeyedProperties:
 
 def is_keyed_schema(schema: pa.Schema | None) -> bool:
     return schema is not None and RECORD_KEY_COL in schema.names
+
+
+def write(
+    table: Table,
+    props: KeyedProperties,
+    data: pa.Table | Sequence[str | Path],
+    mode: str,
+    partition_by: Sequence[str] | str | None,
+    extra: Mapping[str, str] | None,
+) -> Instant:
+    """`Table.write` on a keyed table: append is an upsert (Hudi's default operation);
+    overwrite is insert_overwrite of the partitions written. Partitioning is the table's own."""
+    parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    if parts and tuple(parts) != props.partition_by:
+        raise PropertiesError(
+            f"{table.uri} is partitioned by {list(props.partition_by)} (a keyed table's "
+            f"partitioning is fixed at creation), not {parts}"
+        )
+    if not isinstance(data, pa.Table):
+        data = pa.concat_tables(
+            [pq.ParquetFile(p).read(use_threads=False) for p in data],
+            promote_options="default",
+        )
+    if mode == "overwrite":
+        return insert_overwrite(table, props, data, extra)
+    if mode != "append":
+        raise ValueError(f"mode must be append or overwrite, not {mode!r}")
+    return upsert(table, props, data, extra)
 
 
 def upsert(
@@ -171,4 +202,5 @@ __all__: Sequence[str] = [
     "insert_overwrite",
     "is_keyed_schema",
     "upsert",
+    "write",
 ]
