@@ -71,8 +71,8 @@ class _Group:
 
     group: str
     partition: str
-    base: DataFile | None  # the slice it supersedes (None: a new file group)
-    rows: pa.Table | None  # the base slice's rows in the table's schema
+    base: DataFile | None  # the slice it supersedes (None: a new file group); read when
+    # the new slice is written, so one file group's rows are in memory at a time
     drop: set[int] = field(default_factory=set)  # base rows removed (updated or deleted)
     new: list[int] = field(default_factory=list)  # batch rows written into this group
     inserts: int = 0
@@ -120,29 +120,26 @@ class _Planner:
         self.schema = st.schema()
         self.index: KeyIndex = (index or range_bloom_index)(table.store, st, props)
         self.groups: dict[str, _Group] = {}
-        self._read: dict[str, pa.Table] = {}
-        self.files_read = 0
+        self.files_read = 0  # files whose keys were read to find the batch's records
 
-    def rows_of(self, f: DataFile) -> pa.Table:
-        got = self._read.get(f.path)
-        if got is None:
-            got = read_files(self.table.store, [f], None, self.schema) or pa.table({})
-            self._read[f.path] = got
-            self.files_read += 1
-        return got
+    def rows_of(self, f: DataFile, columns: Sequence[str] | None = None) -> pa.Table:
+        """A file's rows (or some columns) in the table's schema; nothing is kept."""
+        return read_files(self.table.store, [f], columns, self.schema) or pa.table({})
 
     def group_of(self, f: DataFile) -> _Group:
         g = self.groups.get(f.group)
         if g is None:
-            g = _Group(f.group, f.partition, f, self.rows_of(f))
+            g = _Group(f.group, f.partition, f)
             self.groups[f.group] = g
         return g
 
     def _identity(self, f: DataFile, key: str) -> str:
         return key if self.props.key_scope == GLOBAL else f"{f.partition}\x00{key}"
 
-    def locate(self, batch: Batch) -> dict[str, tuple[DataFile, int]]:
-        """Record identity -> (file, row) for the batch's records the table holds."""
+    def locate(self, batch: Batch) -> dict[str, tuple[DataFile, int, Any]]:
+        """Record identity -> (file, row, ordering value) for the batch's records the table
+        holds. Candidate files are read for their key (and ordering) column only, one at a
+        time: memory holds the hits, never the files."""
         wanted = set(batch.ids)
         keys = [i.split("\x00", 1)[-1] for i in batch.ids]
         if self.props.key_scope == GLOBAL:
@@ -154,29 +151,35 @@ class _Planner:
             scopes = [
                 ([f for f in self.files if f.partition == p], pos) for p, pos in by_part.items()
             ]
-        found: dict[str, tuple[DataFile, int]] = {}
+        found: dict[str, tuple[DataFile, int, Any]] = {}
         by_path = {f.path: f for f in self.files}
+        order_col = self.props.ordering_field
+        columns = [RECORD_KEY_COL]
+        if order_col and self.schema is not None and order_col in self.schema.names:
+            columns.append(order_col)
         for files, positions in scopes:
             if not files or not positions:
                 continue
             for path, hits in self.index.candidates(files, [keys[i] for i in positions]).items():
                 f = by_path[path]
-                stored = self.rows_of(f).column(RECORD_KEY_COL)
+                data = self.rows_of(f, columns)
+                self.files_read += 1
+                if data.num_rows == 0:
+                    continue
+                stored = data.column(RECORD_KEY_COL)
                 probe = pa.array([keys[positions[h]] for h in hits], pa.string())
                 rows = pc.indices_nonzero(pc.is_in(stored, value_set=probe))
                 hit_keys = stored.take(rows).to_pylist()
-                for row, key in zip(rows.to_pylist(), hit_keys, strict=True):
+                hit_order = (
+                    data.column(order_col).take(rows).to_pylist()
+                    if len(columns) > 1 and order_col
+                    else [None] * len(hit_keys)
+                )
+                for row, key, value in zip(rows.to_pylist(), hit_keys, hit_order, strict=True):
                     ident = self._identity(f, key)
                     if ident in wanted:
-                        found[ident] = (f, row)
+                        found[ident] = (f, row, value)
         return found
-
-    def stored_ordering(self, f: DataFile, row: int) -> Any:
-        col = self.props.ordering_field
-        data = self.rows_of(f)
-        if not col or col not in data.column_names:
-            return None
-        return data.column(col)[row].as_py()
 
 
 def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
@@ -210,21 +213,26 @@ def _place_inserts(plan: _Planner, pending: dict[str, list[int]]) -> list[_Group
             g.inserts += len(taken)
         while todo:
             taken, todo = todo[:per_file], todo[per_file:]
-            g = _Group(f"{uuid.uuid4()}-0", partition, None, None, new=taken, inserts=len(taken))
+            g = _Group(f"{uuid.uuid4()}-0", partition, None, new=taken, inserts=len(taken))
             new_groups.append(g)
     return new_groups
 
 
 def _write_group(
-    txn: Transaction, g: _Group, incoming: pa.Table | None, schema: pa.Schema, fpp: float
+    txn: Transaction,
+    plan: _Planner,
+    g: _Group,
+    incoming: pa.Table | None,
+    schema: pa.Schema,
+    fpp: float,
 ) -> dict[str, Any]:
     pieces = []
-    if g.rows is not None:
-        kept = g.rows
+    if g.base is not None:
+        kept = plan.rows_of(g.base)
         if g.drop:
-            mask = np.ones(g.rows.num_rows, dtype=bool)
+            mask = np.ones(kept.num_rows, dtype=bool)
             mask[np.fromiter(g.drop, dtype=np.int64, count=len(g.drop))] = False
-            kept = g.rows.filter(pa.array(mask))
+            kept = kept.filter(pa.array(mask))
         pieces.append(conform(kept, schema))
     if g.new and incoming is not None:
         pieces.append(conform(incoming.take(pa.array(g.new, pa.int64())), schema))
@@ -333,9 +341,8 @@ def keyed_write(
                 if operation == "insert":
                     dupes.append(ident.split("\x00", 1)[-1])
                     continue
-                f, row = hit
+                f, row, stored = hit
                 incoming = batch.ordering[i] if batch.ordering is not None else None
-                stored = plan.stored_ordering(f, row)
                 if not incoming_wins(stored, incoming, props, has_ordering=True):
                     continue  # an older version than the table's: Hudi keeps the stored one
                 g = plan.group_of(f)
@@ -356,11 +363,11 @@ def keyed_write(
         if deletes is not None:
             dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
             position = {ident: i for i, ident in enumerate(dbatch.ids)}
-            for ident, (f, row) in plan.locate(dbatch).items():
+            for ident, (f, row, stored) in plan.locate(dbatch).items():
                 i = position[ident]
                 has = dbatch.ordering is not None
                 incoming = dbatch.ordering[i] if dbatch.ordering is not None else None
-                if incoming_wins(plan.stored_ordering(f, row), incoming, props, has_ordering=has):
+                if incoming_wins(stored, incoming, props, has_ordering=has):
                     g = plan.group_of(f)
                     if row not in g.drop:
                         g.drop.add(row)
@@ -378,12 +385,12 @@ def keyed_write(
             on_plan(plan)
         incoming_rows = batch.rows if batch is not None else None
         stats = [
-            _write_group(txn, g, incoming_rows, schema, s.bloom_index_fpp)
+            _write_group(txn, plan, g, incoming_rows, schema, s.bloom_index_fpp)
             for g in sorted(plan.groups.values(), key=lambda g: g.group)
             if g.drop or g.new
         ]
         fpp = s.bloom_index_fpp
-        stats += [_write_group(txn, g, incoming_rows, schema, fpp) for g in new_groups]
+        stats += [_write_group(txn, plan, g, incoming_rows, schema, fpp) for g in new_groups]
         details = {
             WRITE_STATS: stats,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
