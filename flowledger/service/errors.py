@@ -29,10 +29,6 @@ class QueryTimeout(ServiceError):
     status = 408
 
 
-class TooLarge(ServiceError):
-    status = 413
-
-
 class Busy(ServiceError):
     """Too many requests of a kind at once: refused at once, with `Retry-After`."""
 

@@ -44,7 +44,9 @@ class ServiceSettings:
     sql_max_rows: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_MAX_ROWS", 10_000)))
     #: SQL queries running at once; more wait up to `sql_queue_timeout_s`, then 429.
     sql_concurrency: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_CONCURRENCY", 4)))
-    sql_queue_timeout_s: float = 2.0
+    sql_queue_timeout_s: float = field(
+        default_factory=lambda: _env("FLOWLEDGER_SQL_QUEUE_TIMEOUT_S", 2.0)
+    )
     #: SQL requests that may wait for a slot; beyond them a request is refused at once (429
     #: with Retry-After) instead of queueing without bound.
     sql_queue_size: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_QUEUE_SIZE", 16)))
