@@ -229,3 +229,14 @@ def test_lookups_do_not_queue_behind_sql(tmp_path: Path) -> None:
     assert len(answers) == 150 and set(statuses) <= {408, 429}, statuses
     assert statuses.count(429) >= 140
     assert all(retry == "1" for s, retry in answers if s == 429)
+
+
+def test_sql_memory_is_bounded(tmp_path: Path) -> None:
+    server = ServiceProcess(_repo(tmp_path), {"FLOWLEDGER_SQL_MEMORY_LIMIT": str(64 * 2**20)})
+    try:
+        r = server.client.post("/sql", {"sql": "SELECT list(range) FROM range(30000000)"})
+        ok = server.client.post("/sql", {"sql": "SELECT count(*) FROM provenance"})
+    finally:
+        server.stop()
+    assert r.status == 400 and "sql_memory_limit" in r.json()["detail"], r.body[:300]
+    assert ok.status == 200 and ok.json()["rows"] == [[5]]

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import resource
 import time
+from collections import OrderedDict
 from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -101,23 +102,23 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self.transport.write(_BUSY)
             self.transport.close()
             return
+        _IDLE[self] = None
         self._arm(self.header_timeout_s)
 
     def _make_room(self) -> bool:
-        """Close the connection idle the longest (not this one); False if none is idle."""
-        oldest: GuardedHttpProtocol | None = None
-        for other in self.connections:
-            if other is self or not isinstance(other, GuardedHttpProtocol):
-                continue
-            if other.transport.is_closing() or not other._idle():
-                continue
-            if oldest is None or other._waiting_since < oldest._waiting_since:
-                oldest = other
-        if oldest is None:
-            return False
-        EVENTS.event("evicted", "closed idle connections to make room for new ones")
-        oldest.transport.close()
-        return True
+        """Close the connection idle the longest; False if none is idle. O(1): the idle
+        connections are kept in the order they became idle (a flood calls this per accept)."""
+        while _IDLE:
+            oldest, _ = _IDLE.popitem(last=False)
+            if not oldest.transport.is_closing():
+                EVENTS.event("evicted", "closed idle connections to make room for new ones")
+                oldest.transport.close()
+                return True
+        return False
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        _IDLE.pop(self, None)  # a request in progress: never closed to make room
 
     def _arm(self, delay: float) -> None:
         self._header_timer = self.loop.call_later(delay, self._check_headers)
@@ -155,12 +156,19 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_response_complete()
         self._waiting_since = self.loop.time()
         self._header_bytes = 0
+        if not self.transport.is_closing():
+            _IDLE[self] = None
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+        _IDLE.pop(self, None)
         super().connection_lost(exc)
+
+
+#: This process's connections without a request in progress, longest idle first.
+_IDLE: OrderedDict[GuardedHttpProtocol, None] = OrderedDict()
 
 
 def fd_limit() -> int:

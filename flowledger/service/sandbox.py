@@ -127,10 +127,11 @@ class SqlSandbox:
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """The view over the current snapshot. A rollover or another query pruning the local
         cache between listing and binding can remove a file: take a fresh snapshot once."""
+        memory = self.settings.sql_memory_limit
         try:
-            return self.prov.sql_connection(temp_dir=self.temp_dir)
+            return self.prov.sql_connection(self.temp_dir, memory)
         except (duckdb.IOException, FileNotFoundError):
-            return self.prov.sql_connection(temp_dir=self.temp_dir)
+            return self.prov.sql_connection(self.temp_dir, memory)
 
     def execute(self, sql: str, max_rows: int | None = None) -> bytes:
         """The JSON answer of a checked query (on an SQL thread: see sql_slots.py), bounded in
@@ -163,6 +164,11 @@ class SqlSandbox:
             if fired.is_set():
                 limit_s = s.sql_timeout_s
                 raise QueryTimeout(f"query interrupted after the {limit_s:g} s limit") from exc
+            if isinstance(exc, duckdb.OutOfMemoryException):
+                raise ServiceError(
+                    f"query needs more than the {s.sql_memory_limit} byte memory limit "
+                    f"(sql_memory_limit): {_first_line(exc)}"
+                ) from exc
             raise ServiceError(f"query failed: {_first_line(exc)}") from exc
         finally:
             timer.cancel()

@@ -55,6 +55,11 @@ class ServiceSettings:
     sql_max_answer_bytes: int = field(
         default_factory=lambda: int(_env("FLOWLEDGER_SQL_MAX_ANSWER_BYTES", 32 * 2**20))
     )
+    #: DuckDB memory of one SQL query (its memory_limit; DuckDB's own default is 80 % of the
+    #: machine's memory per query). Over it the query fails with DuckDB's out-of-memory error.
+    sql_memory_limit: int = field(
+        default_factory=lambda: int(_env("FLOWLEDGER_SQL_MEMORY_LIMIT", 2**30))
+    )
     #: Open connections at most (lowered at start to fit the process's file descriptor limit).
     #: At the limit a connection that has not sent a complete request is closed to make room;
     #: when every connection is busy with a request, a new one gets 503.
@@ -88,7 +93,9 @@ class ServiceSettings:
             raise ValueError(f"--workers must be at least 1, not {self.workers}")
         if self.sql_concurrency < 1 or self.sql_timeout_s <= 0 or self.sql_max_rows < 1:
             raise ValueError("sql_concurrency, sql_timeout_s and sql_max_rows must be positive")
-        if self.sql_queue_size < 0 or self.sql_max_answer_bytes < 1:
-            raise ValueError("sql_queue_size must be >= 0 and sql_max_answer_bytes positive")
+        if self.sql_queue_size < 0 or self.sql_max_answer_bytes < 1 or self.sql_memory_limit < 1:
+            raise ValueError(
+                "sql_queue_size must be >= 0, sql_max_answer_bytes and sql_memory_limit positive"
+            )
         if self.max_connections < 1 or self.header_timeout_s <= 0 or self.max_header_size < 1:
             raise ValueError("max_connections, header_timeout_s, max_header_size must be positive")
