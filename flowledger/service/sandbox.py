@@ -133,6 +133,11 @@ class SqlSandbox:
         except (duckdb.IOException, FileNotFoundError):
             return self.prov.sql_connection(self.temp_dir, memory)
 
+    def run(self, sql: str, max_rows: int | None = None) -> bytes:
+        """`check`, then `execute`."""
+        self.check(sql)
+        return self.execute(sql, max_rows)
+
     def execute(self, sql: str, max_rows: int | None = None) -> bytes:
         """The JSON answer of a checked query (on an SQL thread: see sql_slots.py), bounded in
         rows, bytes (sql_answer.py) and time: a timer interrupts DuckDB at the deadline and
