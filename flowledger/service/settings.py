@@ -48,8 +48,9 @@ class ServiceSettings:
         default_factory=lambda: _env("FLOWLEDGER_SQL_QUEUE_TIMEOUT_S", 2.0)
     )
     #: SQL requests that may wait for a slot; beyond them a request is refused at once (429
-    #: with Retry-After) instead of queueing without bound.
-    sql_queue_size: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_QUEUE_SIZE", 16)))
+    #: with Retry-After) instead of queueing without bound. A waiting request holds no thread,
+    #: only its connection and its text (at most 100,000 characters).
+    sql_queue_size: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_QUEUE_SIZE", 100)))
     #: Bytes of rows one SQL answer may carry (counted as they are fetched, before the JSON
     #: is built); a larger answer is refused with 413 naming this limit.
     sql_max_answer_bytes: int = field(
