@@ -11,6 +11,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -240,3 +241,41 @@ def test_sql_memory_is_bounded(tmp_path: Path) -> None:
         server.stop()
     assert r.status == 400 and "sql_memory_limit" in r.json()["detail"], r.body[:300]
     assert ok.status == 200 and ok.json()["rows"] == [[5]]
+
+
+def test_a_connection_beyond_the_limit_gets_503_when_all_are_busy(tmp_path: Path) -> None:
+    """Three connections, each with a slow query in progress, fill a limit of three: a fourth
+    is answered 503 with Retry-After and closed (busy connections are never closed for it)."""
+    env = {
+        "FLOWLEDGER_MAX_CONNECTIONS": "3",
+        "FLOWLEDGER_SQL_CONCURRENCY": "3",
+        "FLOWLEDGER_SQL_TIMEOUT_S": "3",
+    }
+    server = ServiceProcess(_repo(tmp_path), env)
+    slow = json.dumps({"sql": "SELECT sum(hash(i)) FROM range(1000000000000) t(i)"}).encode()
+    head = (
+        f"POST /sql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(slow)}\r\n\r\n"
+    ).encode()
+    busy: list[socket.socket] = []
+    try:
+        for _ in range(3):
+            busy.append(_send_head(server.host, server.port, head + slow))
+        # Until the server has read those requests their connections count as idle (and one
+        # would be closed for the newcomer); reading them takes milliseconds.
+        time.sleep(1)
+        extra = socket.create_connection((server.host, server.port), timeout=LIVENESS_S)
+        try:
+            answer = _answer_head(extra)
+        finally:
+            extra.close()
+        assert answer.startswith(b"HTTP/1.1 503"), answer
+        assert b"retry-after: 1" in answer.lower()
+        for sock in busy:  # the queries were not cut off: each gets its own answer
+            sock.settimeout(30)
+            assert _answer_head(sock).startswith(b"HTTP/1.1 408")
+        assert server.client.get("/health", token=None).status == 200
+    finally:
+        for sock in busy:
+            sock.close()
+        server.stop()

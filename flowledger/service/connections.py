@@ -110,7 +110,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         connections are kept in the order they became idle (a flood calls this per accept)."""
         while _IDLE:
             oldest, _ = _IDLE.popitem(last=False)
-            if not oldest.transport.is_closing():
+            if oldest._idle() and not oldest.transport.is_closing():
                 EVENTS.event("evicted", "closed idle connections to make room for new ones")
                 oldest.transport.close()
                 return True
@@ -156,7 +156,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_response_complete()
         self._waiting_since = self.loop.time()
         self._header_bytes = 0
-        if not self.transport.is_closing():
+        if self._idle() and not self.transport.is_closing():  # not a pipelined next request
             _IDLE[self] = None
 
     def connection_lost(self, exc: Exception | None) -> None:
