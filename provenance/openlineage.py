@@ -163,6 +163,8 @@ def _records(stream: IO[str]) -> list[tuple[str, Any]]:
             return [(f"record {i}", r) for i, r in enumerate(json.loads(text), 1)]
         except ValueError as exc:
             raise IngestError(f"not a JSON array of OpenLineage events: {exc}") from exc
+        except RecursionError:
+            raise IngestError("not a JSON array of OpenLineage events: nested too deeply") from None
     records = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
@@ -170,6 +172,8 @@ def _records(stream: IO[str]) -> list[tuple[str, Any]]:
                 records.append((f"line {n}", json.loads(line)))
             except ValueError as exc:
                 raise IngestError(f"line {n}: not JSON: {exc}") from exc
+            except RecursionError:
+                raise IngestError(f"line {n}: JSON nested too deeply") from None
     return records
 
 

@@ -11,7 +11,10 @@ from provenance import Lineage, ProvenanceEvent
 def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):  # beyond years 1-9999: no ISO-8601 text
+        return None
 
 
 def _claim(e: ProvenanceEvent, prefix: str) -> dict[str, Any] | None:

@@ -29,9 +29,14 @@ class QueryTimeout(ServiceError):
     status = 408
 
 
-class TooLarge(ServiceError):
-    status = 413
-
-
 class Busy(ServiceError):
+    """Too many requests of a kind at once: refused at once, with `Retry-After`."""
+
     status = 429
+    retry_after_s = 1
+
+
+class AnswerTooLarge(ServiceError):
+    """An answer over a size limit the caller can stay under (fewer rows or columns)."""
+
+    status = 413
