@@ -108,7 +108,9 @@ def test_content_download_replay_and_gone(api: Client) -> None:
     assert missing.status == 404 and "no input content" in missing.json()["detail"]
     replayed = api.post("/nifi-api/provenance-events/replays", {"eventId": 0})
     assert replayed.status == 201, replayed.body
-    assert replayed.json()["original_event_id"] == 0
+    new = replayed.json()["provenanceEvent"]  # NiFi's ProvenanceEventEntity: the REPLAY event
+    assert new["eventType"] == "REPLAY" and new["parentUuids"] == ["ff-1"]
+    assert replayed.headers["location"] == f"/nifi-api/provenance-events/{new['eventId']}"
     refused = api.post("/nifi-api/provenance-events/replays", {"eventId": 1})
     assert refused.status == 409 and "Content Claim" in refused.json()["detail"]
 

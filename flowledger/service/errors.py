@@ -35,3 +35,13 @@ class TooLarge(ServiceError):
 
 class Busy(ServiceError):
     status = 429
+
+
+class RangeNotSatisfiable(ServiceError):
+    """A `Range` that starts past the end of the content."""
+
+    status = 416
+
+    def __init__(self, message: str, length: int) -> None:
+        super().__init__(message)
+        self.headers = {"Content-Range": f"bytes */{length}"}
