@@ -148,6 +148,11 @@ def is_recorded(repo: ProvenanceRepository, run: JobRun) -> bool:
 def record_runs(repo: ProvenanceRepository, runs: Iterable[JobRun]) -> int:
     """Register the events of every run not recorded yet, durably, as one batch (one journal
     object: all or none). Returns how many events were new."""
+    return record_new_runs(repo, runs)[1]
+
+
+def record_new_runs(repo: ProvenanceRepository, runs: Iterable[JobRun]) -> tuple[int, int]:
+    """`record_runs`, returning (runs recorded now, events registered now)."""
     seen: set[str] = set()
     events: list[ProvenanceEvent] = []
     for run in runs:
@@ -155,4 +160,5 @@ def record_runs(repo: ProvenanceRepository, runs: Iterable[JobRun]) -> int:
             continue
         seen.add(run.key)
         events += job_events(run)
-    return len(repo.register_events(events, sync=True)) if events else 0
+    added = len(repo.register_events(events, sync=True)) if events else 0
+    return len(seen), added

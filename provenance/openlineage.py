@@ -33,7 +33,7 @@ from openlineage.client.generated.parent_run import ParentRunFacet
 from storage.timeutil import iso_to_ms
 
 from .errors import IngestError
-from .job_events import Dataset, JobRun, record_runs
+from .job_events import Dataset, JobRun, record_new_runs
 from .repository import ProvenanceRepository
 
 COMPONENT_TYPE = "OpenLineageRun"
@@ -45,6 +45,25 @@ class IngestResult:
     runs: int  # COMPLETE runs with outputs (recorded now or before)
     skipped: int  # START/RUNNING/OTHER/FAIL/ABORT, or no outputs
     events: int  # provenance events registered now (0 on a re-ingest)
+    recorded: int = 0  # runs recorded now
+    already_recorded: int = 0  # runs that were recorded before: nothing new stored for them
+
+    @property
+    def stored(self) -> bool:
+        return self.events > 0
+
+    def describe(self) -> str:
+        """One line saying what was stored, and why nothing was when nothing was."""
+        if self.stored:
+            return f"stored {self.events} provenance events of {self.recorded} completed runs"
+        if self.already_recorded:
+            return (
+                f"nothing new stored: {self.already_recorded} completed runs were recorded before"
+            )
+        return (
+            "nothing stored: only COMPLETE runs that wrote outputs become provenance "
+            f"({self.skipped} RunEvents were START/RUNNING/FAIL/ABORT/OTHER or wrote nothing)"
+        )
 
 
 def dataset_uri(namespace: str, name: str) -> str:
@@ -56,14 +75,58 @@ def dataset_uri(namespace: str, name: str) -> str:
 
 
 def _facet_dict(facets: Any, name: str) -> Mapping[str, Any]:
-    value = (facets or {}).get(name)
+    value = facets.get(name) if isinstance(facets, Mapping) else None
     return value if isinstance(value, Mapping) else {}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number"
+    )
+
+
+def _object(record: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    if key not in record:
+        raise KeyError(f"{where}{key}")
+    value = record[key]
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{where}{key} must be an object, not {_kind(value)}")
+    return value
+
+
+def _text(record: Mapping[str, Any], key: str, where: str) -> str:
+    if key not in record:
+        raise KeyError(f"{where}{key}")
+    value = record[key]
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{where}{key} must be a non-empty string, not {_kind(value)}")
+    return value
+
+
+def _datasets(record: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = record.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"{key} must be an array of datasets, not {_kind(value)}")
+    for i, d in enumerate(value):
+        if not isinstance(d, Mapping):
+            raise TypeError(f"{key}[{i}] must be a dataset object, not {_kind(d)}")
+        _text(d, "namespace", f"{key}[{i}].")
+        _text(d, "name", f"{key}[{i}].")
+    return value
 
 
 def parse_run_event(record: Mapping[str, Any]) -> RunEvent:
     """A RunEvent model from its JSON form (facets other than the statistics and parent
-    facets are not kept)."""
-    run, job = record["run"], record["job"]
+    facets are not kept). The shape is checked field by field (KeyError / TypeError naming
+    the field); the `openlineage-python` models check times, run ids and the event type."""
+    run, job = _object(record, "run", ""), _object(record, "job", "")
+    run_id = _text(run, "runId", "run.")
+    job_namespace, job_name = _text(job, "namespace", "job."), _text(job, "name", "job.")
+    event_time = _text(record, "eventTime", "")
     parent = _facet_dict(run.get("facets"), "parent")
     run_facets: dict[str, Any] = {}
     if parent:
@@ -72,7 +135,7 @@ def parse_run_event(record: Mapping[str, Any]) -> RunEvent:
             job=parent_run.Job(namespace=parent["job"]["namespace"], name=parent["job"]["name"]),
         )
     inputs = []
-    for d in record.get("inputs") or ():
+    for d in _datasets(record, "inputs"):
         in_facets: dict[str, InputDatasetFacet] = {}
         stats = _facet_dict(d.get("inputFacets"), "inputStatistics")
         if stats:
@@ -82,7 +145,7 @@ def parse_run_event(record: Mapping[str, Any]) -> RunEvent:
             )  # fmt: skip
         inputs.append(InputDataset(namespace=d["namespace"], name=d["name"], inputFacets=in_facets))
     outputs = []
-    for d in record.get("outputs") or ():
+    for d in _datasets(record, "outputs"):
         out_facets: dict[str, OutputDatasetFacet] = {}
         stats = _facet_dict(d.get("outputFacets"), "outputStatistics")
         if stats:
@@ -94,12 +157,17 @@ def parse_run_event(record: Mapping[str, Any]) -> RunEvent:
             OutputDataset(namespace=d["namespace"], name=d["name"], outputFacets=out_facets)
         )
     kind = record.get("eventType")
+    if kind is not None and (not isinstance(kind, str) or kind not in RunState.__members__):
+        raise ValueError(
+            f"eventType must be one of {', '.join(RunState.__members__)}, not {str(kind)[:40]!r}"
+        )
+    producer = record.get("producer", "")
     return RunEvent(
-        eventTime=record["eventTime"],
-        producer=record.get("producer", ""),
+        eventTime=event_time,
+        producer=producer if isinstance(producer, str) else str(producer),
         eventType=RunState(kind) if kind else None,
-        run=Run(runId=run["runId"], facets=run_facets),
-        job=Job(namespace=job["namespace"], name=job["name"]),
+        run=Run(runId=run_id, facets=run_facets),
+        job=Job(namespace=job_namespace, name=job_name),
         inputs=inputs,
         outputs=outputs,
     )
@@ -177,11 +245,16 @@ def _run_events(records: Iterable[tuple[str, Any]]) -> Iterator[RunEvent]:
     for where, rec in records:
         if not isinstance(rec, dict):
             raise IngestError(f"{where}: expected an OpenLineage event (a JSON object)")
-        if "run" not in rec:
-            continue  # a DatasetEvent or JobEvent: no run to record
+        if "run" not in rec and "eventType" not in rec:
+            if "dataset" in rec or "job" in rec:
+                continue  # a DatasetEvent or JobEvent: no run to record
+            raise IngestError(
+                f"{where}: not an OpenLineage event: a RunEvent needs run, job and eventTime "
+                "(a JobEvent has job, a DatasetEvent dataset)"
+            )
         try:
             yield parse_run_event(rec)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
             raise IngestError(f"{where}: not a valid OpenLineage RunEvent: {detail}") from exc
 
@@ -194,8 +267,11 @@ def read_run_events(stream: IO[str]) -> Iterator[RunEvent]:
 
 def _record(repo: ProvenanceRepository, events: list[RunEvent]) -> IngestResult:
     runs = [r for r in map(job_run, events) if r is not None]
-    added = record_runs(repo, runs)
-    return IngestResult(len(events), len({r.key for r in runs}), len(events) - len(runs), added)
+    recorded, added = record_new_runs(repo, runs)
+    distinct = len({r.key for r in runs})
+    return IngestResult(
+        len(events), distinct, len(events) - len(runs), added, recorded, distinct - recorded
+    )
 
 
 def ingest(repo: ProvenanceRepository, stream: IO[str]) -> IngestResult:
