@@ -216,8 +216,10 @@ def replay_event(body: ReplayBody, response: Response, svc: Services = Svc) -> d
 
 
 def _latest(svc: Services, component_id: str, limit: int) -> list[ProvenanceEvent]:
-    # Queries answer newest first.
-    return svc.prov.query(ProvQuery((SearchTerm("component_id", component_id),), max_results=limit))
+    # Queries answer newest first; `*` and `?` in an id are wildcards to a query: keep exact.
+    term = SearchTerm("component_id", component_id)
+    found = svc.prov.query(ProvQuery((term,), max_results=limit))
+    return [e for e in found if e.component_id == component_id]
 
 
 @router.get("/nifi-api/provenance-events/latest/{component_id}")

@@ -30,8 +30,8 @@ class ProvenanceRequest(BaseModel):
     searchTerms: dict[str, SearchValue] = Field(default_factory=dict, max_length=32)
     startDate: datetime | None = None
     endDate: datetime | None = None
-    minimumFileSize: int | None = Field(default=None, ge=0)
-    maximumFileSize: int | None = Field(default=None, ge=0)
+    minimumFileSize: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    maximumFileSize: int | None = Field(default=None, ge=0, le=2**63 - 1)
     maxResults: int = Field(default=1000, ge=1, le=10_000)
     summarize: bool = False
     incrementalResults: bool = True

@@ -79,7 +79,13 @@ def _zone(name: str) -> tzinfo:
 def parse_date(value: str) -> datetime:
     """A request date: NiFi's `MM/dd/yyyy HH:mm:ss z` (milliseconds and zone optional; no
     zone is UTC) or ISO-8601 (UTC when it has no offset)."""
-    text = value.strip()
+    try:
+        return _parse_date(value.strip())
+    except OverflowError as exc:  # e.g. 12/31/9999 23:59:59 -14:00 is past year 9999 in UTC
+        raise ValueError(f"{value[:60]!r} is out of the range of dates") from exc
+
+
+def _parse_date(text: str) -> datetime:
     m = _NIFI_DATE.match(text)
     if m:
         month, day, year, hour, minute, second, millis, zone = m.groups()
