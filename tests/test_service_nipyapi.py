@@ -230,6 +230,9 @@ def test_event_fully_populated_content_range_and_replay(
     assert tail.status == 206 and tail.data == b"2,b\n"
     whole = events.get_input_content(event.id, _preload_content=False)
     assert whole.status == 200 and whole.data == b"id,flights\n1,a\n2,b\n"
+    output = events.get_output_content(event.id, _preload_content=False)
+    assert output.status == 200 and output.data.startswith(b"PAR1")  # the cleaned Parquet
+    assert len(output.data) == event.output_content_claim_file_size_bytes
 
     replayed = events.submit_replay(SubmitReplayRequestEntity(event_id=int(event.id)))
     new = replayed.provenance_event

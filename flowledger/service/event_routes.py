@@ -56,18 +56,20 @@ def _available(svc: Services, claim: ContentClaim | None) -> bool:
 
 
 class Availability:
-    """Content checks for many events (a query's results): each claim is checked once."""
+    """Content checks for many events (a query's results): each claim is checked once (one
+    HEAD at most), for its availability and for replay."""
 
     def __init__(self, svc: Services) -> None:
         self.svc = svc
         self._seen: dict[ContentClaim, bool] = {}
 
-    def __call__(self, claim: ContentClaim | None) -> bool:
-        if claim is None:
-            return False
+    def is_accessible(self, claim: ContentClaim) -> bool:
         if claim not in self._seen:
-            self._seen[claim] = _available(self.svc, claim)
+            self._seen[claim] = self.svc.content.is_accessible(claim)
         return self._seen[claim]
+
+    def __call__(self, claim: ContentClaim | None) -> bool:
+        return claim is not None and claim.written and self.is_accessible(claim)
 
 
 def full_dto(
@@ -76,7 +78,7 @@ def full_dto(
     """NiFi's complete `ProvenanceEventDTO`: with content and replay availability."""
     check = check or Availability(svc)
     available = (check(_claim(svc, e, "input")), check(_claim(svc, e, "output")))
-    return event_dto(e, available, replay_failure(e, svc.content))
+    return event_dto(e, available, replay_failure(e, check))
 
 
 @router.get("/nifi-api/provenance-events/{event_id}")
