@@ -56,6 +56,9 @@ class JobRun:
     inputs: tuple[Dataset, ...]
     outputs: tuple[Dataset, ...]
     attributes: Mapping[str, str] = field(default_factory=dict)
+    #: Set when the run failed: what it read is recorded, then a DROP with this reason; its
+    #: outputs are not (a failed write is rolled back and leaves no SEND).
+    failure: str | None = None
 
 
 def flowfile_uuid(key: str, role: str, name: str = "") -> str:
@@ -104,6 +107,8 @@ def job_events(run: JobRun) -> list[ProvenanceEvent]:
         )
         for ff, d in zip(in_ids, inputs, strict=True)
     ]  # fmt: skip
+    if run.failure is not None:
+        return [*events, *_failed(run, in_ids, common)]
     size = sum(d.size for d in run.outputs)
     job_ff = job_flowfile(run)
     if len(in_ids) == 1:
@@ -136,6 +141,29 @@ def job_events(run: JobRun) -> list[ProvenanceEvent]:
                 updated_attributes={**file_attributes(d.uri), **d.attributes}, **common,
             )
         )  # fmt: skip
+    return events
+
+
+def _failed(run: JobRun, in_ids: list[str], common: dict[str, Any]) -> list[ProvenanceEvent]:
+    """A failed run: its inputs joined into the job's FlowFile (CREATE when it read nothing),
+    which is dropped with the failure as its details."""
+    job_ff = job_flowfile(run)
+    attrs = {**run.attributes, "failure": run.failure or ""}
+    events = []
+    if len(in_ids) != 1:
+        events.append(
+            ProvenanceEvent(
+                "JOIN" if in_ids else "CREATE", job_ff, file_size=0,
+                parent_uuids=tuple(in_ids), child_uuids=(job_ff,) if in_ids else (),
+                details=run.details, updated_attributes=dict(run.attributes), **common,
+            )
+        )  # fmt: skip
+    events.append(
+        ProvenanceEvent(
+            "DROP", job_ff, file_size=0, details=f"{run.details} failed: {run.failure}",
+            updated_attributes=attrs, **common,
+        )
+    )  # fmt: skip
     return events
 
 

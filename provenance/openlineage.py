@@ -4,11 +4,13 @@ JSON object per line, or a JSON array) become NiFi provenance.
 Each COMPLETE RunEvent with outputs is one `JobRun` (provenance/job_events.py): inputs ->
 RECEIVE, the run -> JOIN/CONTENT_MODIFIED/CREATE with the run as component (component_id = run
 id, component_type "OpenLineageRun", the job's namespace/name in details and attributes), a FORK
-to the outputs, outputs -> SEND; transit URI = dataset namespace + name. START, RUNNING and
-OTHER events are skipped (the datasets are final only at COMPLETE), and so are FAIL and ABORT
-(a failed run's outputs are not trusted: like a rolled-back write, it leaves no SEND), and runs
-that wrote nothing (Spark emits them for schema inference, `collect()`, `count()`). The run id
-and event time identify a run's events, so ingesting the same file twice records nothing new.
+to the outputs, outputs -> SEND; transit URI = dataset namespace + name. A FAIL RunEvent
+records what the run read (RECEIVE, JOIN) and a DROP whose details are the failure (the
+`errorMessage` facet), and no SEND: like a rolled-back write, a failed run's outputs are not
+trusted. START, RUNNING and OTHER events are skipped (the datasets are final only at COMPLETE),
+and so are ABORT and runs that wrote nothing (Spark emits them for schema inference,
+`collect()`, `count()`). The run id and event time identify a run's events, so ingesting the
+same file twice records nothing new.
 Parsing uses the `openlineage-python` models, whose validators check times and run ids.
 """
 
@@ -22,6 +24,7 @@ from typing import IO, Any
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.generated import parent_run
 from openlineage.client.generated.base import InputDatasetFacet, OutputDatasetFacet
+from openlineage.client.generated.error_message_run import ErrorMessageRunFacet
 from openlineage.client.generated.input_statistics_input_dataset import (
     InputStatisticsInputDatasetFacet,
 )
@@ -42,8 +45,8 @@ COMPONENT_TYPE = "OpenLineageRun"
 @dataclass(frozen=True)
 class IngestResult:
     run_events: int  # RunEvents read
-    runs: int  # COMPLETE runs with outputs (recorded now or before)
-    skipped: int  # START/RUNNING/OTHER/FAIL/ABORT, or no outputs
+    runs: int  # COMPLETE runs with outputs and FAIL runs (recorded now or before)
+    skipped: int  # START/RUNNING/OTHER/ABORT, or COMPLETE without outputs
     events: int  # provenance events registered now (0 on a re-ingest)
     recorded: int = 0  # runs recorded now
     already_recorded: int = 0  # runs that were recorded before: nothing new stored for them
@@ -55,14 +58,13 @@ class IngestResult:
     def describe(self) -> str:
         """One line saying what was stored, and why nothing was when nothing was."""
         if self.stored:
-            return f"stored {self.events} provenance events of {self.recorded} completed runs"
+            return f"stored {self.events} provenance events of {self.recorded} runs"
         if self.already_recorded:
-            return (
-                f"nothing new stored: {self.already_recorded} completed runs were recorded before"
-            )
+            return f"nothing new stored: {self.already_recorded} runs were recorded before"
         return (
-            "nothing stored: only COMPLETE runs that wrote outputs become provenance "
-            f"({self.skipped} RunEvents were START/RUNNING/FAIL/ABORT/OTHER or wrote nothing)"
+            "nothing stored: only COMPLETE runs that wrote outputs and FAIL runs become "
+            f"provenance ({self.skipped} RunEvents were START/RUNNING/ABORT/OTHER or wrote "
+            "nothing)"
         )
 
 
@@ -128,7 +130,13 @@ def parse_run_event(record: Mapping[str, Any]) -> RunEvent:
     job_namespace, job_name = _text(job, "namespace", "job."), _text(job, "name", "job.")
     event_time = _text(record, "eventTime", "")
     parent = _facet_dict(run.get("facets"), "parent")
+    error = _facet_dict(run.get("facets"), "errorMessage")
     run_facets: dict[str, Any] = {}
+    if isinstance(error.get("message"), str):
+        run_facets["errorMessage"] = ErrorMessageRunFacet(
+            message=error["message"][:4096],
+            programmingLanguage=str(error.get("programmingLanguage") or "unknown"),
+        )
     if parent:
         run_facets["parent"] = ParentRunFacet(
             run=parent_run.Run(runId=parent["run"]["runId"]),
@@ -188,8 +196,13 @@ def _dataset(namespace: str, name: str, stats: Any) -> Dataset:
 
 
 def job_run(event: RunEvent) -> JobRun | None:
-    """The provenance of a COMPLETE RunEvent that wrote something; None for any other event."""
-    if event.eventType != RunState.COMPLETE or not event.outputs:
+    """The provenance of a COMPLETE RunEvent that wrote something, or of a FAIL (what it read
+    and the failure); None for any other event."""
+    failure = None
+    if event.eventType == RunState.FAIL:
+        error = (event.run.facets or {}).get("errorMessage")
+        failure = error.message if isinstance(error, ErrorMessageRunFacet) else "the run failed"
+    elif event.eventType != RunState.COMPLETE or not event.outputs:
         return None  # Spark emits output-less runs for schema inference, collect(), count()
     run_id, job = event.run.runId, event.job
     marker = f"openlineage:run/{run_id}@{event.eventTime}"
@@ -211,6 +224,8 @@ def job_run(event: RunEvent) -> JobRun | None:
         _dataset(d.namespace, d.name, (d.outputFacets or {}).get("outputStatistics"))
         for d in event.outputs or ()
     )
+    if failure is not None:
+        attrs["openlineage.run.state"] = "FAIL"
     return JobRun(
         key=marker,
         marker=marker,
@@ -219,8 +234,9 @@ def job_run(event: RunEvent) -> JobRun | None:
         event_time=iso_to_ms(event.eventTime),
         details=f"{job.namespace}/{job.name} run {run_id}",
         inputs=inputs,
-        outputs=outputs,
+        outputs=() if failure is not None else outputs,
         attributes=attrs,
+        failure=failure,
     )
 
 

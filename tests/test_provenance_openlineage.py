@@ -98,15 +98,31 @@ def test_complete_run_events_become_receive_join_fork_send(tmp_path: Path) -> No
 
 def test_failed_runs_leave_no_send_and_bad_input_writes_nothing(tmp_path: Path) -> None:
     repo = "file://" + str(tmp_path / "repo")
-    failed = _ingest(repo, _file(tmp_path, _event(RunState.FAIL, "2026-11-23T10:00:00Z")))
+    fail = json.loads(Serde.to_json(_event(RunState.FAIL, "2026-11-23T09:00:00Z")))
+    fail["run"]["facets"] = {
+        "errorMessage": {
+            "message": "AnalysisException: no such table",
+            "programmingLanguage": "JAVA",
+        }
+    }
+    path = tmp_path / "fail.json"
+    path.write_text(json.dumps(fail) + "\n")
+    failed = _ingest(repo, path)
     assert failed == {
         "run_events": 1,
-        "runs": 0,
-        "skipped": 1,
-        "events": 0,
-        "recorded": 0,
+        "runs": 1,
+        "skipped": 0,
+        "events": 2 + 1 + 1,
+        "recorded": 1,
         "already_recorded": 0,
     }
+    with ProvenanceRepository.open(open_store(repo, StoreSettings(fsync=False))) as prov:
+        events = prov.get_events(0, 10)
+    # What it read, and the failure; no FORK, no SEND.
+    assert [e.event_type for e in events] == ["RECEIVE", "RECEIVE", "JOIN", "DROP"]
+    assert events[-1].details is not None and "no such table" in events[-1].details
+    assert events[-1].updated_attributes["openlineage.run.state"] == "FAIL"
+    assert _ingest(repo, path)["already_recorded"] == 1
     good = Serde.to_json(_event(RunState.COMPLETE, "2026-11-23T10:00:00Z"))
     bad = json.loads(good)
     bad["run"]["runId"] = "not-a-uuid"
@@ -118,7 +134,7 @@ def test_failed_runs_leave_no_send_and_bad_input_writes_nothing(tmp_path: Path) 
     assert result.exit_code != 0
     assert "line 2" in str(result.exception) + result.output
     with ProvenanceRepository.open(open_store(repo, StoreSettings(fsync=False))) as prov:
-        assert prov.max_event_id() == -1  # the good line before it was not written either
+        assert prov.max_event_id() == 3  # the good line before it was not written either
 
 
 def test_dataset_uris_follow_openlineage_naming() -> None:
