@@ -69,7 +69,7 @@ async function query(fields, what) {
   const entity = (await Api.json("POST", "/nifi-api/provenance", { provenance: { request } })).provenance;
   const events = entity.results.provenanceEvents;
   $("#search-summary").textContent = what === "latest"
-    ? `the latest ${entity.results.total} events (newest first)`
+    ? `the latest ${events.length} events (newest first)`
     : `${entity.results.total} events found`;
   $("#events tbody").replaceChildren(
     ...events.map((e) =>
