@@ -148,10 +148,17 @@ def test_ingest_json_lines_and_nifi_json(api: Client) -> None:
             "componentType": "GenerateFlowFile",
             "entitySize": 3,
             "timestampMillis": 1_700_000_000_000,
+            "componentName": "Generate orders",
+            "processGroupId": "pg-1",
         }
     ]
     r = api.post("/provenance/events", nifi)
     assert r.status == 201 and r.json()["events"] == 1
+    # NiFi's export names the component and its group: NiFi's event DTO carries them.
+    event = api.get(f"/nifi-api/provenance-events/{r.json()['lastEventId']}").json()
+    dto = event["provenanceEvent"]
+    assert (dto["componentName"], dto["groupId"]) == ("Generate orders", "pg-1")
+    assert dto["eventTime"] == "11/14/2023 22:13:20.000 UTC" and dto["fileSize"] == "3 bytes"
     bad = api.post("/provenance/events", raw=b'{"event_type": "SEND"}\n')
     assert bad.status == 400 and "line 1" in bad.json()["detail"]
 

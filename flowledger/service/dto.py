@@ -10,10 +10,6 @@ from provenance import Lineage, LineageNode, ProvenanceEvent
 from . import nifi_format as fmt
 
 
-def iso(ms: int | None) -> str | None:
-    return fmt.iso(ms)
-
-
 def _claim(e: ProvenanceEvent, prefix: str) -> dict[str, Any] | None:
     ident = getattr(e, f"{prefix}content_claim_identifier")
     if not ident:
