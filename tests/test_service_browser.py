@@ -298,3 +298,54 @@ def test_lineage_page_reaches_the_raw_inputs_in_one_click(
         docs = Path(__file__).resolve().parents[1] / "docs" / "img"
         docs.mkdir(exist_ok=True)
         shutil.copy(shot, docs / "lineage-full.png")
+
+
+def test_lineage_page_draws_a_few_hundred_nodes(
+    tmp_path_factory: pytest.TempPathFactory, browser: object
+) -> None:
+    """A FORK into 10 FlowFiles, each forked into 30 that are dropped: all descendants
+    expanded is one picture of 623 nodes, drawn without an error, the widest row (300) in
+    narrower columns than the usual ones. (One expansion is limited to NiFi's 100 FlowFiles.)"""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    repo = str(tmp_path_factory.mktemp("browser-wide") / "repo")
+    t0 = 1_790_000_000_000
+    mids = tuple(f"mid-{i}" for i in range(10))
+    events = [
+        ProvenanceEvent("RECEIVE", "big", "in", "ListenHTTP", 1000, event_time=t0,
+                        transit_uri="http://shop/big"),
+        ProvenanceEvent("FORK", "big", "split", "SplitRecord", 1000, event_time=t0 + 1,
+                        parent_uuids=("big",), child_uuids=mids),
+    ]  # fmt: skip
+    for m in mids:
+        leaves = tuple(f"{m}-{j:02d}" for j in range(30))
+        events.append(
+            ProvenanceEvent("FORK", m, "split2", "SplitRecord", 100, event_time=t0 + 2,
+                            parent_uuids=(m,), child_uuids=leaves)
+        )  # fmt: skip
+        events += [ProvenanceEvent("DROP", x, "out", "Drop", 5, event_time=t0 + 3) for x in leaves]
+    with ProvenanceRepository.open(open_store(repo)) as prov:
+        prov.register_events(events, sync=True)
+    server = ServiceProcess(repo)
+    try:
+        d: Any = browser
+        wait = WebDriverWait(d, 120)
+        d.get(f"{server.client.base}/#token={TOKEN}")
+        wait.until(ec.text_to_be_present_in_element((By.ID, "search-summary"), "latest"))
+        d.find_element(By.CSS_SELECTOR, '[data-tab="lineage"]').click()
+        box = d.find_element(By.ID, "lineage-uuid")
+        box.clear()
+        box.send_keys("big")
+        d.find_element(By.CSS_SELECTOR, "#lineage-form button").click()
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph g.node.event")))
+        d.find_element(By.ID, "expand-descendants").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "expand-status"), "links"))
+        assert d.find_element(By.ID, "error").text == ""
+        nodes = d.find_elements(By.CSS_SELECTOR, "#graph g.node")
+        assert len(nodes) == 3 + 10 * 2 + 300 * 2
+        width = float(d.find_element(By.ID, "graph").get_attribute("width"))
+        assert width < 300 * 170  # the widest row got narrower columns
+    finally:
+        server.stop()
