@@ -27,9 +27,16 @@ from storage import InvalidKey, NotFound, StorageError, resolve_repo
 from storage.content import ContentNotFound, ContentRepositoryError
 from timeline import TimelineError
 
-from . import content_routes, ingest_routes, provenance_routes, sql_routes, timeline_routes
+from . import (
+    content_routes,
+    event_routes,
+    ingest_routes,
+    provenance_routes,
+    sql_routes,
+    timeline_routes,
+)
 from .auth import announce, bearer_auth, resolve_token
-from .errors import Busy, ServiceError
+from .errors import ServiceError
 from .fast_events import EventFastPath, send_json
 from .guard import RequestGuard
 from .settings import ServiceSettings
@@ -87,8 +94,9 @@ def install_error_handlers(app: FastAPI) -> None:
             log.error("request failed: %s: %s", type(exc).__name__, _one_line(exc))
             message = "internal error (see the server log)" if status == 500 else _one_line(exc)
             return JSONResponse({"detail": message}, status)
-        headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Busy) else None
-        return JSONResponse({"detail": _one_line(exc)}, status, headers)
+        return JSONResponse(
+            {"detail": _one_line(exc)}, status, headers=getattr(exc, "headers", None)
+        )
 
     async def http(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
@@ -154,7 +162,8 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
     async def openapi() -> dict[str, Any]:
         return app.openapi()
 
-    for module in (provenance_routes, sql_routes, timeline_routes, content_routes, ingest_routes):
+    routers = (provenance_routes, event_routes, sql_routes, timeline_routes, content_routes)
+    for module in (*routers, ingest_routes):
         app.include_router(module.router, dependencies=auth)
 
     # The page is static (no data in it); everything it shows comes from the API, by token.
