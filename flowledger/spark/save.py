@@ -16,10 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .committing import partition_columns
+from .committing import MODES, partition_columns
 from .errors import SparkWriteError
-
-MODES = ("append", "overwrite")
 
 
 def plan_inputs(df: Any) -> tuple[str, ...]:
