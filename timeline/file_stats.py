@@ -18,9 +18,10 @@ statistics"):
   offset.
 
 A column whose min/max is unknown in some row group that has non-null values (no statistics,
-a value too long for the writer to record) gets no min/max at all: a partial range would be
-wrong. A row group whose values are all null adds to `nulls` only. Nested columns get no
-statistics (only top-level columns are recorded).
+a value too long for the writer to record, INT96 timestamps) gets no min/max at all: a partial
+range would be wrong; likewise `nulls` is left out when a row group does not count them. A row
+group whose values are all null adds to `nulls` only. Nested columns get no statistics (only
+top-level columns are recorded).
 """
 
 from __future__ import annotations
@@ -98,32 +99,37 @@ def footer_stats(md: pq.FileMetaData) -> ColumnStats:
         for i in range(md.num_columns)
         if "." not in md.schema.column(i).path
     }
-    nulls: dict[str, int] = {}
+    nulls = dict.fromkeys(top_level.values(), 0)
+    unknown_nulls: set[str] = set()
     lows: dict[str, Any] = {}
     highs: dict[str, Any] = {}
-    partial: set[str] = set()
-    for name in top_level.values():
-        nulls[name] = 0
+    partial: set[str] = set()  # min/max unknown in a row group holding values
     for rg in range(md.num_row_groups):
         group = md.row_group(rg)
         for i, name in top_level.items():
-            col = group.column(i)
             try:
-                st = col.statistics
-                has_min_max = st is not None and st.has_min_max
-                lo, hi = (st.min, st.max) if has_min_max and st is not None else (None, None)
-            except (ValueError, TypeError, NotImplementedError, pa.ArrowException):
-                st, has_min_max, lo, hi = None, False, None, None  # e.g. INT96: unconvertible
-            if st is None or not st.has_null_count:
+                st = group.column(i).statistics
+            except _UNCONVERTIBLE:
+                st = None
+            if st is None:
                 if _is_null_type(md, i):  # Arrow's null type: no statistics, all null
                     nulls[name] += group.num_rows
                 else:
+                    unknown_nulls.add(name)
                     partial.add(name)
                 continue
-            nulls[name] += int(st.null_count)
-            if not has_min_max:
-                if st.null_count < group.num_rows:  # values exist, their range is unknown
-                    partial.add(name)
+            if st.has_null_count:
+                nulls[name] += int(st.null_count)
+            else:
+                unknown_nulls.add(name)
+            try:
+                lo, hi = (st.min, st.max) if st.has_min_max else (None, None)
+                known = st.has_min_max
+            except _UNCONVERTIBLE:  # e.g. INT96 timestamps
+                known = False
+            if not known:
+                if not st.has_null_count or st.null_count < group.num_rows:
+                    partial.add(name)  # values exist, their range is unknown
                 continue
             lo, hi = _comparable(lo), _comparable(hi)
             try:
@@ -133,11 +139,14 @@ def footer_stats(md: pq.FileMetaData) -> ColumnStats:
                 partial.add(name)
     out: ColumnStats = {}
     for name in top_level.values():
-        entry: dict[str, Any] = {"nulls": nulls[name]}
+        entry: dict[str, Any] = {} if name in unknown_nulls else {"nulls": nulls[name]}
         if name not in partial and name in lows:
             entry["min"], entry["max"] = stat_value(lows[name]), stat_value(highs[name])
         out[name] = entry
     return out
+
+
+_UNCONVERTIBLE = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
 
 
 def _is_null_type(md: pq.FileMetaData, i: int) -> bool:
