@@ -208,10 +208,15 @@ def test_save_records_the_inputs_from_the_dataframes_plan(registered: Any, tmp_p
     spark.range(0, 6).selectExpr("id", "id % 2 as p").coalesce(2).write.parquet(src)
     df = spark.read.parquet(src)
     uri = str(tmp_path / "t")
-    fs.save(df, uri, partition_by="p")
-    fs.save(df.where("p = 0"), uri, mode="overwrite", partition_by=["p"])
+    info = fs.save(df, uri, partition_by="p")
+    over = fs.save(df.where("p = 0"), uri, mode="overwrite", partition_by=["p"])
     table = _table(uri, None)
     first, second = table.state().ordered_writes()
+    # What Spark's commit worker committed, found again on the driver.
+    assert (info.instant_time, info.action, info.rows) == (first.time, "commit", 6)
+    assert (over.instant_time, over.operation) == (second.time, "insert_overwrite")
+    assert {f.partition for f in over.files} == {"p=0"}
+    assert sorted(info.job.input_files) == sorted(df.inputFiles())
     for entry in (first, second):
         job = SparkJobInfo.from_json(entry.extra[JOB_METADATA_KEY])
         assert sorted(job.input_files) == sorted(df.inputFiles()) and len(job.input_files) == 2

@@ -46,7 +46,7 @@ from timeline import (
     split_partitions,
 )
 
-from .commit_info import CommitHook, SparkJobInfo, commit_hooks
+from .commit_info import WRITE_ID_METADATA_KEY, CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
     commit_info,
     extra_metadata,
@@ -95,6 +95,10 @@ def _option(options: Mapping[str, str], name: str) -> str | None:
 #: Writer option naming the files the job read: a JSON array (what `flowledger.spark.save`
 #: passes) or a comma-separated list.
 INPUT_FILES_OPTION = "inputFiles"
+
+
+#: Writer option: an id recorded in the commit metadata (`flowledger.spark.save` sets it).
+WRITE_ID_OPTION = "flowledgerWriteId"
 
 
 def input_files_option(options: Mapping[str, str]) -> tuple[str, ...]:
@@ -231,10 +235,12 @@ class TimelineWriter(DataSourceArrowWriter):
         txn = self.pending.resume(self._store(), table_settings(self.facts.conf, self.options))
         # Files of failed or speculative task attempts are in no message: the sweep deletes
         # them, so the instant's prefix holds exactly what it commits.
+        write_id = _option(self.options, WRITE_ID_OPTION)
+        more = {WRITE_ID_METADATA_KEY: write_id} if write_id else None
         instant = commit_files(
             txn,
             files,
-            extra_metadata=extra_metadata(job),
+            extra_metadata=extra_metadata(job, more),
             sweep=True,
             heartbeat_written=any(m.beat for m in written),
         )

@@ -13,11 +13,22 @@ instead (docs/spark.md, "Provenance").
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .committing import MODES, partition_columns
+from storage import open_store
+from timeline import Table
+
+from .commit_info import WRITE_ID_METADATA_KEY, CommitInfo
+from .committing import MODES, entry_commit_info, partition_columns
+from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
+from .paths import resolve_repo_uri, table_path
+
+#: How many of the newest writes `save` looks through for its own commit (concurrent writers
+#: may complete after it; more than this many between its commit and the lookup is unlikely).
+LOOKBACK = 100
 
 
 def plan_inputs(df: Any) -> tuple[str, ...]:
@@ -33,20 +44,26 @@ def save(
     *,
     repo: str | None = None,
     options: Mapping[str, str] | None = None,
-) -> None:
+) -> CommitInfo:
     """Write `df` to the flowledger table at `uri` through the "flowledger" data source as one
     commit (append) or replacecommit (overwrite: of the partitions written, or of the whole
-    table when unpartitioned), recording the job's input files.
+    table when unpartitioned), recording the job's input files; returns what it committed.
 
     `repo`: the provenance repository (default the session's `spark.flowledger.repo`);
     `options`: further writer options (e.g. `hoodie.*` table settings). An `inputFiles` option
-    given here wins over the plan's."""
+    given here wins over the plan's. The commit hooks run in Spark's commit worker, as for
+    every data-source write."""
     if mode not in MODES:
         raise SparkWriteError(f"mode must be one of {MODES}, not {mode!r}")
-    from .datasource import INPUT_FILES_OPTION, NAME, ensure_registered
+    from .datasource import INPUT_FILES_OPTION, NAME, WRITE_ID_OPTION, ensure_registered
 
-    ensure_registered(df.sparkSession)
-    opts: dict[str, str] = {INPUT_FILES_OPTION: json.dumps(list(plan_inputs(df)))}
+    spark = df.sparkSession
+    ensure_registered(spark)
+    write_id = uuid.uuid4().hex
+    opts: dict[str, str] = {
+        INPUT_FILES_OPTION: json.dumps(list(plan_inputs(df))),
+        WRITE_ID_OPTION: write_id,
+    }
     parts = partition_columns(partition_by)
     if parts:
         opts["partitionBy"] = ",".join(parts)
@@ -54,3 +71,21 @@ def save(
         opts["repo"] = repo
     opts.update({str(k): str(v) for k, v in (options or {}).items()})
     df.write.format(NAME).mode(mode).options(**opts).save(uri)
+    return committed(spark, uri, write_id, resolve_repo_uri(repo, conf_of(spark)))
+
+
+def committed(spark: Any, uri: str, write_id: str, repo_uri: str | None) -> CommitInfo:
+    """The commit a data-source write with `write_id` made (Spark's commit worker made it:
+    the driver finds it in the newest completed writes, one GET per entry read)."""
+    conf = conf_of(spark)
+    path = table_path(uri)
+    table = Table.open(open_store(path.store_uri, store_settings(conf)), table_settings(conf))
+    newest = table.timeline().completed().write_timeline().by_completion()[-LOOKBACK:]
+    for instant in reversed(newest):
+        entry = table.entry(instant.time)
+        if entry.extra.get(WRITE_ID_METADATA_KEY) == write_id:
+            return entry_commit_info(path, entry, repo_uri)
+    raise SparkWriteError(
+        f"the write to {uri} returned, but none of its {LOOKBACK} newest commits is it "
+        f"(write id {write_id})"
+    )
