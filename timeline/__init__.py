@@ -1,6 +1,9 @@
 """Hudi-style timeline: ACID instants on object storage with conditional writes, and tables.
 
-See docs/timeline-protocol.md for the object layout and the commit protocol.
+See docs/timeline-protocol.md for the object layout and the commit protocol. Engines that write
+data files in their own processes (Spark) use `TaskWriter` in their tasks and `commit_files` on
+the driver; every writer records column statistics with `footer_stats` and names partitions
+with `partition_path` (docs/spark.md, "The seam").
 """
 
 from .active import Timeline
