@@ -12,8 +12,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import Table
-from timeline.schema import conform, merge_schemas
+from timeline import Table, conform, merge_schemas
 
 from ..output import emit_json, instant_json
 from ..table_settings import table_settings
