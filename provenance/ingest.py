@@ -64,6 +64,8 @@ NIFI_NAMES = {v: k for k, v in NIFI_FIELDS.items()}
 NIFI_KEPT = frozenset(NifiExtras.model_fields)
 SOURCE_ID = "eventId"
 BATCH_EVENTS = 10_000
+#: Python's JSON decoder recurses per nesting level; no provenance record nests this deep.
+TOO_DEEP = "JSON nested too deeply"
 
 
 def is_nifi(record: Mapping[str, Any]) -> bool:
@@ -141,6 +143,8 @@ def _array_items(stream: IO[str], chunk: int = 1 << 16) -> Iterator[Any]:
             try:
                 item, end = decoder.raw_decode(buf, pos)
                 break
+            except RecursionError:
+                raise IngestError(f"record {n + 1}: {TOO_DEEP}") from None
             except ValueError as exc:
                 more = stream.read(chunk)
                 if not more:
@@ -167,6 +171,8 @@ def iter_records(stream: IO[str]) -> Iterator[tuple[str, EventRecord]]:
             rec = json.loads(line)
         except ValueError as exc:
             raise IngestError(f"line {n}: not JSON: {exc}") from None
+        except RecursionError:
+            raise IngestError(f"line {n}: {TOO_DEEP}") from None
         yield f"line {n}", _validated(rec, f"line {n}")
 
 

@@ -56,6 +56,9 @@ class JobRun:
     inputs: tuple[Dataset, ...]
     outputs: tuple[Dataset, ...]
     attributes: Mapping[str, str] = field(default_factory=dict)
+    #: Set when the run failed: what it read is recorded, then a DROP with this reason; its
+    #: outputs are not (a failed write is rolled back and leaves no SEND).
+    failure: str | None = None
 
 
 def flowfile_uuid(key: str, role: str, name: str = "") -> str:
@@ -104,6 +107,8 @@ def job_events(run: JobRun) -> list[ProvenanceEvent]:
         )
         for ff, d in zip(in_ids, inputs, strict=True)
     ]  # fmt: skip
+    if run.failure is not None:
+        return [*events, *_failed(run, in_ids, common)]
     size = sum(d.size for d in run.outputs)
     job_ff = job_flowfile(run)
     if len(in_ids) == 1:
@@ -139,6 +144,29 @@ def job_events(run: JobRun) -> list[ProvenanceEvent]:
     return events
 
 
+def _failed(run: JobRun, in_ids: list[str], common: dict[str, Any]) -> list[ProvenanceEvent]:
+    """A failed run: its inputs joined into the job's FlowFile (CREATE when it read nothing),
+    which is dropped with the failure as its details."""
+    job_ff = job_flowfile(run)
+    attrs = {**run.attributes, "failure": run.failure or ""}
+    events = []
+    if len(in_ids) != 1:
+        events.append(
+            ProvenanceEvent(
+                "JOIN" if in_ids else "CREATE", job_ff, file_size=0,
+                parent_uuids=tuple(in_ids), child_uuids=(job_ff,) if in_ids else (),
+                details=run.details, updated_attributes=dict(run.attributes), **common,
+            )
+        )  # fmt: skip
+    events.append(
+        ProvenanceEvent(
+            "DROP", job_ff, file_size=0, details=f"{run.details} failed: {run.failure}",
+            updated_attributes=attrs, **common,
+        )
+    )  # fmt: skip
+    return events
+
+
 def is_recorded(repo: ProvenanceRepository, run: JobRun) -> bool:
     """Whether the run's events are already in `repo` (one indexed lookup)."""
     found = repo.query(Query((SearchTerm("flowfile_uuid", job_flowfile(run)),), max_results=100))
@@ -148,6 +176,11 @@ def is_recorded(repo: ProvenanceRepository, run: JobRun) -> bool:
 def record_runs(repo: ProvenanceRepository, runs: Iterable[JobRun]) -> int:
     """Register the events of every run not recorded yet, durably, as one batch (one journal
     object: all or none). Returns how many events were new."""
+    return record_new_runs(repo, runs)[1]
+
+
+def record_new_runs(repo: ProvenanceRepository, runs: Iterable[JobRun]) -> tuple[int, int]:
+    """`record_runs`, returning (runs recorded now, events registered now)."""
     seen: set[str] = set()
     events: list[ProvenanceEvent] = []
     for run in runs:
@@ -155,4 +188,5 @@ def record_runs(repo: ProvenanceRepository, runs: Iterable[JobRun]) -> int:
             continue
         seen.add(run.key)
         events += job_events(run)
-    return len(repo.register_events(events, sync=True)) if events else 0
+    added = len(repo.register_events(events, sync=True)) if events else 0
+    return len(seen), added

@@ -22,6 +22,7 @@ class LineageNode:
     event_type: str | None = None
     parent_uuids: tuple[str, ...] = ()
     child_uuids: tuple[str, ...] = ()
+    component_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def _event_node(e: ProvenanceEvent) -> LineageNode:
         e.event_type,
         e.parent_uuids,
         e.child_uuids,
+        e.component_type,
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from storage.content import ContentClaim, ContentRepository, ResourceClaim
 
@@ -59,7 +59,14 @@ def input_claim(event: ProvenanceEvent) -> tuple[ContentClaim | None, dict[str, 
     return None, {}
 
 
-def replay_failure(event: ProvenanceEvent, content: ContentRepository) -> str | None:
+class ContentCheck(Protocol):
+    """What `replay_failure` asks of the content repository (a caller checking many events
+    may answer from a memo of claims already checked)."""
+
+    def is_accessible(self, claim: ContentClaim) -> bool: ...
+
+
+def replay_failure(event: ProvenanceEvent, content: ContentCheck) -> str | None:
     """NiFi's `getReplayFailureReason`, for our repository (there are no queues to check)."""
     if event.event_type == "JOIN":
         return "Cannot replay events that are created from multiple parents (JOIN)"

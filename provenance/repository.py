@@ -406,10 +406,15 @@ class ProvenanceRepository(Closing):
         return children_of(self, event_id)
 
     # -- SQL ----------------------------------------------------------------------------------
-    def sql_connection(self, temp_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
+    def sql_connection(
+        self, temp_dir: Path | None = None, memory_limit_bytes: int | None = None
+    ) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with the read-only view `provenance` (local copies of objects);
-        `temp_dir`: DuckDB's spill folder (default a private folder in the cache)."""
-        return sqlmod.connect_snapshot(self.snapshot(0), self.source, self._load_journal, temp_dir)
+        `temp_dir`: DuckDB's spill folder (default a private folder in the cache);
+        `memory_limit_bytes`: DuckDB's memory limit (default: DuckDB's)."""
+        return sqlmod.connect_snapshot(
+            self.snapshot(0), self.source, self._load_journal, temp_dir, memory_limit_bytes
+        )
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         con = self.sql_connection()

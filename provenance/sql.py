@@ -48,11 +48,14 @@ def connect(
     high_water: int,
     cache: Path,
     temp_dir: Path | None = None,
+    memory_limit_bytes: int | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """The view over local copies of committed files plus the (in-memory) journals.
 
     DuckDB may always read its own temp folder, even with external access off: it is a
-    private folder (`temp_dir`, default `<cache>/duckdb-tmp`), never the working directory."""
+    private folder (`temp_dir`, default `<cache>/duckdb-tmp`), never the working directory.
+    `memory_limit_bytes`: DuckDB's memory_limit (its default: 80 % of the machine's memory,
+    per connection)."""
     empty = empty_file(cache)
     tmp = temp_dir or cache / "duckdb-tmp"
     tmp.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -60,6 +63,8 @@ def connect(
     con.execute("SET TimeZone='UTC'")
     con.execute(f"SET temp_directory='{str(tmp).replace(chr(39), chr(39) * 2)}'")
     con.execute(f"SET allowed_paths={_list([empty, *committed])}")
+    if memory_limit_bytes is not None:
+        con.execute(f"SET memory_limit='{max(1, memory_limit_bytes // 2**20)}MiB'")
     cols = ", ".join(f"CAST({c} AS {SQL_TYPES[c]}) AS {c}" for c in VIEW_COLUMNS)
     parts = [f"SELECT {cols} FROM read_parquet({_list([empty, *committed])})"]
     if journals is not None and journals.num_rows:
@@ -76,6 +81,7 @@ def connect_snapshot(
     source: ParquetSource,
     load_journal: Callable[[JournalRef], pa.Table],
     temp_dir: Path | None = None,
+    memory_limit_bytes: int | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """`connect` over a repository snapshot: its committed files as verified local copies (the
     cache keeps only those), its unmerged journals in memory."""
@@ -84,7 +90,8 @@ def connect_snapshot(
     committed = [source.download(f.events_key, f.events_sums, f.events_size) for f in snap.files]
     journals = [load_journal(j) for j in snap.journals]
     recent = pa.concat_tables(journals) if journals else None
-    return connect(committed, recent, snap.high_water, source.local_path(""), temp_dir)
+    cache = source.local_path("")
+    return connect(committed, recent, snap.high_water, cache, temp_dir, memory_limit_bytes)
 
 
 def run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:

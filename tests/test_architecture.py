@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -55,3 +58,61 @@ def test_layers_point_one_way(package: str, above: tuple[str, ...]) -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def _public_names(module: str) -> set[str]:
+    return set(importlib.import_module(module).__all__)
+
+
+def timeline_reaches(files: Iterable[Path], allowed: tuple[str, ...], root: Path) -> list[str]:
+    """Imports of timeline code that go past the packages in `allowed` (a submodule, or a name
+    the package does not export in `__all__`), as `path:line: what`."""
+    exported = {m: _public_names(m) for m in allowed}
+    out = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = path.relative_to(root)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    if top == "timeline" and alias.name not in allowed:
+                        out.append(f"{where}:{node.lineno}: import {alias.name}")
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.split(".")[0] != "timeline":
+                    continue
+                if node.module not in allowed:
+                    out.append(f"{where}:{node.lineno}: from {node.module}")
+                    continue
+                for alias in node.names:
+                    if alias.name not in exported[node.module]:
+                        out.append(f"{where}:{node.lineno}: {node.module}.{alias.name}")
+    return out
+
+
+def test_spark_integration_uses_only_timelines_top_level_public_names() -> None:
+    """The Spark writers build on timeline's public API (footer stats, task writer, commit of
+    engine-written files), never on its modules: what they need is exported."""
+    files = sorted((ROOT / "flowledger" / "spark").rglob("*.py"))
+    reaches = timeline_reaches(files, ("timeline",), ROOT)
+    assert reaches == [], "flowledger/spark reaches into timeline:\n" + "\n".join(reaches)
+
+
+def test_flowledger_uses_timeline_through_its_public_packages() -> None:
+    files = sorted((ROOT / "flowledger").rglob("*.py"))
+    reaches = timeline_reaches(files, ("timeline", "timeline.archive", "timeline.keyed"), ROOT)
+    assert reaches == [], "flowledger reaches into timeline:\n" + "\n".join(reaches)
+
+
+def test_timeline_reach_scan_finds_submodules_and_unexported_names(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text(
+        "import timeline.layout\n"
+        "from timeline.parquet_io import read_verified\n"
+        "from timeline import Table, parquet_io\n"
+        "from timeline import read_verified\n"
+    )
+    assert timeline_reaches([tmp_path / "job.py"], ("timeline",), tmp_path) == [
+        "job.py:1: import timeline.layout",
+        "job.py:2: from timeline.parquet_io",
+        "job.py:3: timeline.parquet_io",
+    ]

@@ -108,7 +108,9 @@ def test_content_download_replay_and_gone(api: Client) -> None:
     assert missing.status == 404 and "no input content" in missing.json()["detail"]
     replayed = api.post("/nifi-api/provenance-events/replays", {"eventId": 0})
     assert replayed.status == 201, replayed.body
-    assert replayed.json()["original_event_id"] == 0
+    new = replayed.json()["provenanceEvent"]  # NiFi's ProvenanceEventEntity: the REPLAY event
+    assert new["eventType"] == "REPLAY" and new["parentUuids"] == ["ff-1"]
+    assert replayed.headers["location"] == f"/nifi-api/provenance-events/{new['eventId']}"
     refused = api.post("/nifi-api/provenance-events/replays", {"eventId": 1})
     assert refused.status == 409 and "Content Claim" in refused.json()["detail"]
 
@@ -146,10 +148,17 @@ def test_ingest_json_lines_and_nifi_json(api: Client) -> None:
             "componentType": "GenerateFlowFile",
             "entitySize": 3,
             "timestampMillis": 1_700_000_000_000,
+            "componentName": "Generate orders",
+            "processGroupId": "pg-1",
         }
     ]
     r = api.post("/provenance/events", nifi)
     assert r.status == 201 and r.json()["events"] == 1
+    # NiFi's export names the component and its group: NiFi's event DTO carries them.
+    event = api.get(f"/nifi-api/provenance-events/{r.json()['lastEventId']}").json()
+    dto = event["provenanceEvent"]
+    assert (dto["componentName"], dto["groupId"]) == ("Generate orders", "pg-1")
+    assert dto["eventTime"] == "11/14/2023 22:13:20.000 UTC" and dto["fileSize"] == "3 bytes"
     bad = api.post("/provenance/events", raw=b'{"event_type": "SEND"}\n')
     assert bad.status == 400 and "line 1" in bad.json()["detail"]
 

@@ -15,6 +15,7 @@ import pytest
 from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
 from storage.content import ContentClaim, ContentRepository
+from tests.support.demo_repo import demo_like_repo
 from tests.support.service import TOKEN, ServiceProcess
 from timeline import Table
 
@@ -160,11 +161,16 @@ def test_lineage_page_search_graph_details_timeline(
     d.get(f"{server.client.base}/#token={TOKEN}")
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "connected"))
     assert "token" not in d.current_url
+    # As NiFi's page: the latest events are listed before any search, newest first.
+    wait.until(ec.text_to_be_present_in_element((By.ID, "search-summary"), "latest"))
+    listed = d.find_elements(By.CSS_SELECTOR, "#events tbody tr")
+    assert len(listed) == 6 and "JOIN" in listed[0].text
 
     # Search by component: one event, with a Lineage button.
     d.find_element(By.NAME, "ProcessorID").send_keys("split")
     d.find_element(By.CSS_SELECTOR, "#search-form button").click()
-    row = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#events tbody tr")))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "search-summary"), "found"))
+    row = d.find_element(By.CSS_SELECTOR, "#events tbody tr")
     assert "FORK" in row.text and "order-batch" in row.text
 
     # Open the lineage of order-1: events as nodes, edges between them.
@@ -200,7 +206,7 @@ def test_lineage_page_search_graph_details_timeline(
     d.find_element(By.CSS_SELECTOR, "#details .expand-parents").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, receive)))
     nodes = d.find_elements(By.CSS_SELECTOR, "#graph g.node")
-    assert "flowfile:order-batch" in {n.get_attribute("data-node-id") for n in nodes}
+    assert "order-batch" in {n.get_attribute("data-node-id") for n in nodes}  # NiFi's node ids
     # ... and its children: order-2 and its DROP.
     d.find_element(By.CSS_SELECTOR, '#graph g[data-event-type="FORK"]').click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "details-title"), "FORK"))
@@ -226,3 +232,120 @@ def test_lineage_page_search_graph_details_timeline(
     rows = d.find_elements(By.CSS_SELECTOR, "#instants tbody tr")
     assert len(rows) == 3 and all("completed" in r.text for r in rows)
     assert d.find_element(By.ID, "error").text == ""
+
+
+@pytest.fixture(scope="module")
+def pipeline_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ServiceProcess, Any]]:
+    root = tmp_path_factory.mktemp("browser-pipeline")
+    shape = demo_like_repo(str(root / "repo"), root / "scratch")
+    proc = ServiceProcess(str(root / "repo"))
+    yield proc, shape
+    proc.stop()
+
+
+def test_lineage_page_reaches_the_raw_inputs_in_one_click(
+    pipeline_server: tuple[ServiceProcess, Any], browser: object
+) -> None:
+    """On the pipeline's provenance, a curated file's lineage shows FORK -> FlowFile -> SEND;
+    "Expand all ancestors" reaches every raw CSV it came from and lists them as sources."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server, shape = pipeline_server
+    d: Any = browser
+    wait = WebDriverWait(d, 60)
+    d.get(f"{server.client.base}/#token={TOKEN}")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "search-summary"), "latest"))
+    sends = [r for r in d.find_elements(By.CSS_SELECTOR, "#events tbody tr") if "SEND" in r.text]
+    assert len(sends) == 2
+    delays = shape.curated[-1]  # delays_by_carrier: from every raw input
+    next(r for r in sends if delays in r.text).find_element(By.CSS_SELECTOR, "button").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph g.node.event")))
+    events = "#graph g.node.event"
+
+    def types() -> list[str]:
+        found = d.find_elements(By.CSS_SELECTOR, events)
+        return sorted(n.get_attribute("data-event-type") for n in found)
+
+    assert types() == ["JOIN", "SEND"]
+
+    d.find_element(By.ID, "expand-ancestors").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#sources li.source")))
+    upstream = types()
+    assert upstream.count("RECEIVE") == 5 and "CONTENT_MODIFIED" in upstream
+    assert "FORK" in upstream
+    sources = d.find_element(By.ID, "sources").text
+    for name in ("flights", "weather", "airports", "planes", "airlines"):
+        assert shape.raw_uris[name] in sources, (name, sources)
+    assert d.find_element(By.ID, "error").text == ""
+
+    before = d.find_element(By.ID, "expand-status").text  # "N nodes, M links"
+    d.find_element(By.ID, "expand-descendants").click()
+    wait.until(
+        lambda _: (t := d.find_element(By.ID, "expand-status").text) != before and "links" in t
+    )
+    assert types().count("SEND") == 2  # the other curated file, from the same JOIN
+    assert d.find_element(By.ID, "error").text == ""
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "lineage-full.png"
+    d.set_window_size(1600, 1100)
+    assert d.save_screenshot(str(shot))
+    if os.environ.get("FLOWLEDGER_UPDATE_SCREENSHOT"):
+        docs = Path(__file__).resolve().parents[1] / "docs" / "img"
+        docs.mkdir(exist_ok=True)
+        shutil.copy(shot, docs / "lineage-full.png")
+
+
+def test_lineage_page_draws_a_few_hundred_nodes(
+    tmp_path_factory: pytest.TempPathFactory, browser: object
+) -> None:
+    """A FORK into 10 FlowFiles, each forked into 30 that are dropped: all descendants
+    expanded is one picture of 623 nodes, drawn without an error, the widest row (300) in
+    narrower columns than the usual ones. (One expansion is limited to NiFi's 100 FlowFiles.)"""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    repo = str(tmp_path_factory.mktemp("browser-wide") / "repo")
+    t0 = 1_790_000_000_000
+    mids = tuple(f"mid-{i}" for i in range(10))
+    events = [
+        ProvenanceEvent("RECEIVE", "big", "in", "ListenHTTP", 1000, event_time=t0,
+                        transit_uri="http://shop/big"),
+        ProvenanceEvent("FORK", "big", "split", "SplitRecord", 1000, event_time=t0 + 1,
+                        parent_uuids=("big",), child_uuids=mids),
+    ]  # fmt: skip
+    for m in mids:
+        leaves = tuple(f"{m}-{j:02d}" for j in range(30))
+        events.append(
+            ProvenanceEvent("FORK", m, "split2", "SplitRecord", 100, event_time=t0 + 2,
+                            parent_uuids=(m,), child_uuids=leaves)
+        )  # fmt: skip
+        events += [ProvenanceEvent("DROP", x, "out", "Drop", 5, event_time=t0 + 3) for x in leaves]
+    with ProvenanceRepository.open(open_store(repo)) as prov:
+        prov.register_events(events, sync=True)
+    server = ServiceProcess(repo)
+    try:
+        d: Any = browser
+        wait = WebDriverWait(d, 120)
+        d.get(f"{server.client.base}/#token={TOKEN}")
+        wait.until(ec.text_to_be_present_in_element((By.ID, "search-summary"), "latest"))
+        d.find_element(By.CSS_SELECTOR, '[data-tab="lineage"]').click()
+        box = d.find_element(By.ID, "lineage-uuid")
+        box.clear()
+        box.send_keys("big")
+        d.find_element(By.CSS_SELECTOR, "#lineage-form button").click()
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph g.node.event")))
+        d.find_element(By.ID, "expand-descendants").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "expand-status"), "links"))
+        assert d.find_element(By.ID, "error").text == ""
+        nodes = d.find_elements(By.CSS_SELECTOR, "#graph g.node")
+        assert len(nodes) == 3 + 10 * 2 + 300 * 2
+        width = float(d.find_element(By.ID, "graph").get_attribute("width"))
+        assert width < 300 * 170  # the widest row got narrower columns
+    finally:
+        server.stop()

@@ -11,8 +11,8 @@ from typing import Any
 import pydantic_core
 import pytest
 
+from flowledger.service.event_routes import memory_entity
 from flowledger.service.fast_events import EventFastPath, event_id
-from flowledger.service.provenance_routes import memory_entity
 from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
 from tests.support.service import TOKEN, ServiceProcess, seed_lineage

@@ -133,11 +133,9 @@ def test_datasource_write_records_its_sends_in_a_repository_on_minio(
     )
 
 
-def test_datasource_write_lineage_names_the_files_the_job_read_without_options(
-    spark: Any, minio: S3Endpoint
-) -> None:
-    """`format("flowledger")` with no `inputFiles` option: the job's input files still reach
-    the lineage, through the wrapped `DataFrameWriter.save` that `register()` installs."""
+def test_save_lineage_names_the_files_the_job_read(spark: Any, minio: S3Endpoint) -> None:
+    """`flowledger.spark.save` writes through the data source (which sees no plan) and passes
+    the DataFrame's input files: the job's RECEIVEs reach the lineage of every SEND."""
     import flowledger.spark as fs
 
     bucket = minio.new_bucket()
@@ -148,7 +146,7 @@ def test_datasource_write_lineage_names_the_files_the_job_read_without_options(
     fs.register(spark)
     df = spark.read.option("header", True).csv(f"s3a://{bucket}/raw/orders/")
     inputs = sorted(str(p) for p in df.inputFiles())
-    df.write.format("flowledger").mode("append").option("repo", repo_uri).save(uri)
+    fs.save(df, uri, repo=repo_uri)
     with ProvenanceRepository.open(open_store(repo_uri, minio.settings())) as repo:
         sends = [e for e in repo.get_events(0, 100) if e.event_type == "SEND"]
         receives = [e for e in repo.get_events(0, 100) if e.event_type == "RECEIVE"]

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import flowledger.spark as fs
 from flowledger.cli import app
 from flowledger.spark.commit_info import JOB_METADATA_KEY, REPO_CONF_KEY, SparkJobInfo
+from flowledger.spark.session import session_conf
 from storage import IntegrityError, open_store
 from tests.support.servers import S3Endpoint
 from timeline import CommitOutcomeUnknown, SchemaMismatch, Table, Transaction
@@ -191,10 +192,80 @@ def test_datasource_write_records_the_input_files_it_is_given(
     (entry,) = table.state().ordered_writes()
     job = SparkJobInfo.from_json(entry.extra[JOB_METADATA_KEY])
     assert sorted(job.input_files) == inputs and len(inputs) == 2
-    # Without the option a data-source write names no inputs (it sees no plan).
-    spark.range(0, 2).write.format("flowledger").mode("append").save(uri)
+    # Without the option a data-source write names no inputs: it sees no plan, and nothing
+    # patches PySpark's writer to pass them behind the job's back.
+    df.write.format("flowledger").mode("append").save(uri)
     last = _table(uri, None).state().ordered_writes()[-1]
     assert SparkJobInfo.from_json(last.extra[JOB_METADATA_KEY]).input_files == ()
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    assert DataFrameWriter.save.__module__ == "pyspark.sql.readwriter"
+
+
+def test_save_records_the_inputs_from_the_dataframes_plan(registered: Any, tmp_path: Path) -> None:
+    spark = registered
+    src = str(tmp_path / "src")
+    spark.range(0, 6).selectExpr("id", "id % 2 as p").coalesce(2).write.parquet(src)
+    df = spark.read.parquet(src)
+    uri = str(tmp_path / "t")
+    info = fs.save(df, uri, partition_by="p")
+    over = fs.save(df.where("p = 0"), uri, mode="overwrite", partition_by=["p"])
+    table = _table(uri, None)
+    first, second = table.state().ordered_writes()
+    # What Spark's commit worker committed, found again on the driver.
+    assert (info.instant_time, info.action, info.rows) == (first.time, "commit", 6)
+    assert (over.instant_time, over.operation) == (second.time, "insert_overwrite")
+    assert {f.partition for f in over.files} == {"p=0"}
+    assert sorted(info.job.input_files) == sorted(df.inputFiles())
+    for entry in (first, second):
+        job = SparkJobInfo.from_json(entry.extra[JOB_METADATA_KEY])
+        assert sorted(job.input_files) == sorted(df.inputFiles()) and len(job.input_files) == 2
+    assert (first.action, second.action) == ("commit", "replacecommit")
+    assert sorted(r.id for r in fs.read(spark, uri).collect()) == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(fs.SparkWriteError, match="mode"):
+        fs.save(df, uri, mode="upsert")
+
+
+def test_every_writer_records_the_same_stats_and_partitions(
+    registered: Any, tmp_path: Path
+) -> None:
+    """The native writer (Spark's JVM files, described from their footers), the data source
+    (pyarrow in Spark's tasks) and timeline's own writer record the same column statistics
+    and name the same partitions for the same rows: one footer-to-stats function, one
+    partition naming (bytes as hex, decimals compared as decimals, timestamps in UTC)."""
+    spark = registered
+    df = spark.sql(
+        """SELECT * FROM VALUES
+          (1, true, CAST(9.75 AS DECIMAL(10,2)), DATE'2026-01-02',
+           TIMESTAMP'2026-01-01 10:00:00', X'FF00', 'z'),
+          (2, true, CAST(10.50 AS DECIMAL(10,2)), DATE'2025-12-31',
+           TIMESTAMP'2026-01-01 12:00:00', X'01', 'a'),
+          (3, false, NULL, NULL, NULL, NULL, NULL)
+        AS t(id, flag, amount, day, at, raw, s)"""
+    ).coalesce(1)
+    uris = {w: str(tmp_path / w) for w in ("native", "datasource", "python")}
+    key = "spark.sql.parquet.outputTimestampType"  # as `fs.session` sets it (INT96: no stats)
+    spark.conf.set(key, session_conf(str(tmp_path / "repo"))[key])
+    try:
+        fs.write(df, uris["native"], partition_by="flag")
+    finally:
+        spark.conf.unset(key)
+    fs.save(df, uris["datasource"], partition_by="flag")
+    python = Table.open(open_store(uris["python"]))
+    python.write(df.toArrow(), partition_by="flag")
+
+    def recorded(uri: str) -> dict[str, Any]:
+        files = _table(uri, None).snapshot().files
+        assert len({f.partition for f in files}) == len(files)
+        return {f.partition: dict(f.column_stats) for f in files}
+
+    got = {w: recorded(uri) for w, uri in uris.items()}
+    assert got["native"] == got["datasource"] == got["python"], got
+    trues = got["python"]["flag=True"]
+    assert trues["amount"] == {"nulls": 0, "min": "9.75", "max": "10.50"}
+    assert trues["raw"] == {"nulls": 0, "min": "01", "max": "ff00"}
+    assert trues["at"]["min"].endswith("+00:00")
+    assert got["python"]["flag=False"]["amount"] == {"nulls": 1}
 
 
 def test_datasource_reader_verifies_each_files_checksum(registered: Any, tmp_path: Path) -> None:

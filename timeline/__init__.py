@@ -1,18 +1,36 @@
 """Hudi-style timeline: ACID instants on object storage with conditional writes, and tables.
 
-See docs/timeline-protocol.md for the object layout and the commit protocol.
+See docs/timeline-protocol.md for the object layout and the commit protocol. Engines that write
+data files in their own processes (Spark) use `TaskWriter` in their tasks and `commit_files` on
+the driver; every writer records column statistics with `footer_stats` and names partitions
+with `partition_path` (docs/spark.md, "The seam").
 """
 
 from .active import Timeline
+from .crash import point as crash_point
+from .engine_commit import PendingWrite, commit_files, describe_files, sweep_strays
 from .errors import (
     CommitConflict,
     CommitOutcomeUnknown,
+    DuplicateKeys,
     InstantNotFound,
     InvalidInstant,
     PlanError,
+    RangeNotReadable,
     SchemaMismatch,
     TimelineError,
 )
+from .file_stats import (
+    ColumnStats,
+    describe_bytes,
+    describe_stored,
+    footer_stats,
+    parquet_metadata,
+    read_footer,
+    rows_and_stats,
+    stat_value,
+)
+from .heartbeat import heartbeat_body
 from .instant import (
     ACTIONS,
     CLEAN,
@@ -33,13 +51,29 @@ from .instant import (
     parse_name,
     parse_time,
 )
-from .layout import data_instant_time
+from .keyed import KeyedProperties, PropertiesError
+from .layout import TIMELINE, data_instant_time, data_prefix
 from .metadata import DataFile, Entry
-from .parquet_io import checksummed, footer_span, row_group_spans
-from .settings import ArchivalSettings, TableSettings
+from .parquet_io import (
+    checksummed,
+    footer_span,
+    read_verified,
+    row_group_spans,
+    to_parquet_bytes,
+)
+from .partitioning import (
+    NULL_PARTITION,
+    partition_from_stats,
+    partition_path,
+    partition_value,
+    split_partitions,
+)
+from .schema import conform, merge_schemas
+from .settings import KEEP_LATEST_COMMITS, ArchivalSettings, TableSettings
 from .snapshot import Snapshot, TableState
 from .table import Table
-from .table_schema import check_schema
+from .table_schema import check_schema, latest_schema
+from .task_writer import TaskWriter, WriteTarget
 from .txn import Transaction
 
 ActiveTimeline = Timeline
@@ -52,37 +86,70 @@ __all__ = [
     "COMPACTION",
     "DELTA_COMMIT",
     "INDEXING",
+    "KEEP_LATEST_COMMITS",
+    "NULL_PARTITION",
     "REPLACE_COMMIT",
     "RESTORE",
     "ROLLBACK",
     "SAVEPOINT",
+    "TIMELINE",
     "WRITE_ACTIONS",
     "ActiveTimeline",
     "ArchivalSettings",
+    "ColumnStats",
     "CommitConflict",
     "CommitOutcomeUnknown",
     "DataFile",
+    "DuplicateKeys",
     "Entry",
     "Instant",
     "InstantNotFound",
     "InstantTimeGenerator",
     "InvalidInstant",
+    "KeyedProperties",
+    "PendingWrite",
     "PlanError",
+    "PropertiesError",
+    "RangeNotReadable",
     "SchemaMismatch",
     "Snapshot",
     "State",
     "Table",
     "TableSettings",
     "TableState",
+    "TaskWriter",
     "Timeline",
     "TimelineError",
     "Transaction",
+    "WriteTarget",
     "check_schema",
     "checksummed",
+    "commit_files",
+    "conform",
+    "crash_point",
     "data_instant_time",
+    "data_prefix",
+    "describe_bytes",
+    "describe_files",
+    "describe_stored",
     "footer_span",
+    "footer_stats",
     "format_name",
+    "heartbeat_body",
+    "latest_schema",
+    "merge_schemas",
+    "parquet_metadata",
     "parse_name",
     "parse_time",
+    "partition_from_stats",
+    "partition_path",
+    "partition_value",
+    "read_footer",
+    "read_verified",
     "row_group_spans",
+    "rows_and_stats",
+    "split_partitions",
+    "stat_value",
+    "sweep_strays",
+    "to_parquet_bytes",
 ]

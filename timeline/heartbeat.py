@@ -16,10 +16,22 @@ from storage import NotFound, ObjectStore, StorageError
 from .layout import heartbeat_key
 
 
+def heartbeat_body(writer: str, now: float | None = None) -> bytes:
+    """What a heartbeat object holds: the writer's id and the beat's time (seconds since the
+    epoch). Readers go by the object's modification time; the body is for people."""
+    return f"{writer} {time.time() if now is None else now:.3f}".encode()
+
+
+def beat(store: ObjectStore, instant_time: str, writer: str) -> None:
+    """Write one heartbeat of a pending instant (any process working for it may)."""
+    store.put(heartbeat_key(instant_time), heartbeat_body(writer))
+
+
 class Heartbeat:
     def __init__(self, store: ObjectStore, instant_time: str, writer: str, interval_s: float):
         self.store = store
         self.key = heartbeat_key(instant_time)
+        self.instant_time = instant_time
         self.writer = writer
         self.interval_s = interval_s
         self._stop = threading.Event()
@@ -35,7 +47,7 @@ class Heartbeat:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                self.store.put(self.key, f"{self.writer} {time.time():.3f}".encode())
+                beat(self.store, self.instant_time, self.writer)
                 self._wrote = True
             except StorageError:
                 continue  # the next beat may get through; missing a few is tolerated

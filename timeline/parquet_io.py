@@ -1,16 +1,14 @@
-"""Parquet bytes in and out of a table: writing pyarrow tables, statistics, reading snapshots."""
+"""Parquet bytes in and out of a table: writing pyarrow tables, checksums, reading snapshots.
+
+Statistics come from the footer (file_stats.py); partition naming is in partitioning.py."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import date, datetime, time
-from decimal import Decimal
-from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage import IntegrityError, ObjectStore, checksum_of, verify
@@ -23,55 +21,6 @@ def to_parquet_bytes(table: pa.Table) -> bytes:
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
-
-
-def _jsonable(v: Any) -> Any:
-    if v is None or isinstance(v, bool | int | float | str):
-        return v
-    if isinstance(v, datetime | date | time):
-        return v.isoformat()
-    if isinstance(v, Decimal):
-        return str(v)
-    if isinstance(v, bytes):
-        return v.hex()
-    return str(v)
-
-
-def column_stats(table: pa.Table) -> dict[str, dict[str, Any]]:
-    """min/max/null count per column (JSON values), for columns where min/max is defined."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in table.column_names:
-        col = table.column(name)
-        entry: dict[str, Any] = {"nulls": int(col.null_count)}
-        try:
-            mm = pc.min_max(col)
-            entry["min"] = _jsonable(mm["min"].as_py())
-            entry["max"] = _jsonable(mm["max"].as_py())
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
-            pass  # nested or unorderable types: null counts only
-        out[name] = entry
-    return out
-
-
-def partition_value(v: Any) -> str:
-    """A partition column value as it appears in a Hive-style path (`col=value`)."""
-    text = "__HIVE_DEFAULT_PARTITION__" if v is None else str(_jsonable(v))
-    return "".join(c if c.isalnum() or c in "-_.:" else "_" for c in text) or "_"
-
-
-def split_partitions(table: pa.Table, partition_by: Sequence[str]) -> list[tuple[str, pa.Table]]:
-    """Hive-style partitions (`col=value/...`) and their rows; partition columns are kept."""
-    if not partition_by:
-        return [("", table)]
-    missing = [c for c in partition_by if c not in table.column_names]
-    if missing:
-        raise ValueError(f"partition column(s) {missing} not in the table's columns")
-    keys = table.select(list(partition_by)).to_pylist()
-    groups: dict[str, list[int]] = {}
-    for idx, row in enumerate(keys):
-        path = "/".join(f"{c}={partition_value(row[c])}" for c in partition_by)
-        groups.setdefault(path, []).append(idx)
-    return [(p, table.take(pa.array(ix, pa.int64()))) for p, ix in sorted(groups.items())]
 
 
 def footer_span(size: int, tail: bytes) -> tuple[int, int]:
@@ -130,12 +79,6 @@ def read_verified(store: ObjectStore, f: DataFile) -> bytes:
         )
     verify(data, f.checksum, where)
     return data
-
-
-def describe_parquet(data: bytes) -> tuple[int, dict[str, dict[str, Any]]]:
-    """Row count and column stats of a Parquet file's bytes."""
-    t = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)  # see _read_one
-    return t.num_rows, column_stats(t)
 
 
 def _read_one(body: bytes, columns: Sequence[str] | None, schema: pa.Schema | None) -> pa.Table:

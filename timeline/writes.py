@@ -12,15 +12,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .file_stats import describe_bytes
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
-from .parquet_io import (
-    checksummed,
-    column_stats,
-    describe_parquet,
-    split_partitions,
-    to_parquet_bytes,
-)
+from .parquet_io import to_parquet_bytes
+from .partitioning import split_partitions
 from .schema import merge_schemas
 from .table_schema import latest_schema
 
@@ -41,9 +37,7 @@ def put_table(txn: Transaction, partition: str, data: pa.Table) -> DataFile:
     key = txn.data_key(partition, f"{group}_{txn.instant_time}.parquet")
     body = to_parquet_bytes(data)
     txn.table.store.put(key, body)
-    f = checksummed(
-        DataFile(key, len(body), data.num_rows, partition, group, column_stats(data)), body
-    )
+    f = describe_bytes(key, body, partition, group)
     txn.add(f)
     return f
 
@@ -85,11 +79,10 @@ def write(
         else:
             for path in data:
                 body = Path(path).read_bytes()
-                rows, stats = describe_parquet(body)
                 group = _new_file_group()
                 key = txn.data_key("", f"{group}_{txn.instant_time}.parquet")
                 table.store.put(key, body)
-                txn.add(checksummed(DataFile(key, len(body), rows, "", group, stats), body))
+                txn.add(describe_bytes(key, body, "", group))
                 written.add("")
         if overwrite:
             current = {f.partition for f in table.snapshot().files}

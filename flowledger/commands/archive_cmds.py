@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import Table, TimelineError
+from timeline import WRITE_ACTIONS, Entry, Table, TimelineError
 from timeline.archive import (
     ArchivalSettings,
     ArchivedTimeline,
@@ -20,8 +20,6 @@ from timeline.archive import (
     manifest_of,
     read_manifest,
 )
-from timeline.instant import WRITE_ACTIONS
-from timeline.metadata import Entry
 
 from ..output import emit_json, instant_json
 from ..progress import steps

@@ -109,8 +109,9 @@ def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
         emit_json(dataclasses.asdict(r))
     else:
         print(
-            f"registered {r.events} events from {r.runs} completed runs "
-            f"({r.run_events} RunEvents read, {r.skipped} without provenance)"
+            f"registered {r.events} events from {r.recorded} runs "
+            f"({r.already_recorded} recorded before), "
+            f"{r.run_events} RunEvents read, {r.skipped} without provenance"
         )
 
 

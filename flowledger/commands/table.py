@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import Instant, Table
+from timeline import Instant, Table, conform, merge_schemas
 from timeline.keyed import (
     COMMIT_TIME,
     COPY_ON_WRITE,
@@ -24,7 +24,6 @@ from timeline.keyed import (
     TABLE_TYPES,
     KeyedProperties,
 )
-from timeline.schema import conform, merge_schemas
 
 from ..output import emit_json, instant_json, jsonable
 from ..table_settings import table_settings

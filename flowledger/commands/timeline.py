@@ -9,9 +9,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import Instant, Table, TimelineError
-from timeline.layout import TIMELINE
-from timeline.settings import KEEP_LATEST_COMMITS
+from timeline import KEEP_LATEST_COMMITS, TIMELINE, Instant, Table, TimelineError
 
 from ..errors import FlowledgerError
 from ..output import emit_json, instant_json

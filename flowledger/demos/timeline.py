@@ -12,8 +12,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import ObjectStore
-from timeline import CommitConflict, DataFile, Table
-from timeline.parquet_io import checksummed, to_parquet_bytes
+from timeline import CommitConflict, DataFile, Table, checksummed, to_parquet_bytes
 
 
 def _race(store: ObjectStore, writers: int, group: str | None) -> list[str]:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from provenance.session import FlowFile, FlowRepository
 
-from ..spark.commit_info import CommitInfo
+from ..spark import CommitInfo
 from .sources import RawFile
 
 COMPONENT_TYPE = "flowledger.pipeline"

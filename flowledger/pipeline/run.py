@@ -32,7 +32,7 @@ from storage.s3a import to_spark_path
 from storage.uri import parse_uri, resolve_repo
 from timeline.archive import ArchivalSettings, Archiver
 
-from ..spark.commit_info import CommitInfo
+from ..spark import CommitInfo
 from ..table_settings import provenance_settings
 from . import tables as tbl
 from . import transform

@@ -10,7 +10,7 @@ from storage.s3a import to_spark_path
 from timeline import Table
 
 from .. import spark as api
-from ..spark.commit_info import CommitInfo
+from ..spark import CommitInfo
 from ..table_settings import table_settings
 
 if TYPE_CHECKING:

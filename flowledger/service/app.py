@@ -1,4 +1,4 @@
-"""The app factory: lifespan, authentication, request size limit, one-message errors."""
+"""The app factory: lifespan, the request guard (token, body size), one-message errors."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from provenance import (
     EventNotFound,
@@ -27,10 +27,18 @@ from storage import InvalidKey, NotFound, StorageError, resolve_repo
 from storage.content import ContentNotFound, ContentRepositoryError
 from timeline import TimelineError
 
-from . import content_routes, ingest_routes, provenance_routes, sql_routes, timeline_routes
+from . import (
+    content_routes,
+    event_routes,
+    ingest_routes,
+    provenance_routes,
+    sql_routes,
+    timeline_routes,
+)
 from .auth import announce, bearer_auth, resolve_token
-from .errors import ServiceError, TooLarge
+from .errors import ServiceError
 from .fast_events import EventFastPath, send_json
+from .guard import RequestGuard
 from .settings import ServiceSettings
 from .state import Services
 
@@ -49,36 +57,6 @@ class ServiceApp(FastAPI):
             await super().__call__(scope, receive, send)
         else:
             await send_json(send, body)
-
-
-class BodyLimit:
-    """413 for a body over `max_bytes`: by Content-Length up front, else while streaming."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_large = f"request body over the {self.max_bytes} byte limit"
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await JSONResponse({"detail": too_large}, 413)(scope, receive, send)
-                return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise TooLarge(too_large)
-            return message
-
-        await self.app(scope, limited, send)
 
 
 def _status(exc: Exception) -> int:
@@ -116,7 +94,9 @@ def install_error_handlers(app: FastAPI) -> None:
             log.error("request failed: %s: %s", type(exc).__name__, _one_line(exc))
             message = "internal error (see the server log)" if status == 500 else _one_line(exc)
             return JSONResponse({"detail": message}, status)
-        return JSONResponse({"detail": _one_line(exc)}, status)
+        return JSONResponse(
+            {"detail": _one_line(exc)}, status, headers=getattr(exc, "headers", None)
+        )
 
     async def http(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
@@ -168,7 +148,7 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
         redoc_url=None,
         openapi_url=None,  # served below, behind the token
     )
-    app.add_middleware(BodyLimit, max_bytes=settings.max_request_size)
+    app.add_middleware(RequestGuard, token=token.value, max_bytes=settings.max_request_size)
     app.fast_path = EventFastPath(token.value, lambda: holder.get("s"))
     install_error_handlers(app)
     auth = [Depends(bearer_auth(token.value))]
@@ -182,7 +162,8 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
     async def openapi() -> dict[str, Any]:
         return app.openapi()
 
-    for module in (provenance_routes, sql_routes, timeline_routes, content_routes, ingest_routes):
+    routers = (provenance_routes, event_routes, sql_routes, timeline_routes, content_routes)
+    for module in (*routers, ingest_routes):
         app.include_router(module.router, dependencies=auth)
 
     # The page is static (no data in it); everything it shows comes from the API, by token.

@@ -29,9 +29,25 @@ class QueryTimeout(ServiceError):
     status = 408
 
 
-class TooLarge(ServiceError):
+class Busy(ServiceError):
+    """Too many requests of a kind at once: refused at once, with `Retry-After`."""
+
+    status = 429
+    retry_after_s = 1
+    headers = {"Retry-After": str(retry_after_s)}
+
+
+class AnswerTooLarge(ServiceError):
+    """An answer over a size limit the caller can stay under (fewer rows or columns)."""
+
     status = 413
 
 
-class Busy(ServiceError):
-    status = 429
+class RangeNotSatisfiable(ServiceError):
+    """A `Range` that starts past the end of the content."""
+
+    status = 416
+
+    def __init__(self, message: str, length: int) -> None:
+        super().__init__(message)
+        self.headers = {"Content-Range": f"bytes */{length}"}

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pydantic_core
 from starlette.types import Scope, Send
 
-from .provenance_routes import memory_entity
+from .event_routes import memory_entity
 from .state import Services
 
 PREFIX = "/nifi-api/provenance-events/"

@@ -4,11 +4,12 @@ OpenLineage RunEvents as Marquez accepts them (`POST /api/v1/lineage`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Request
+from fastapi import APIRouter, Body, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from provenance.ingest import ingest_file
@@ -62,10 +63,15 @@ async def ingest_events(
 @router.post("/api/v1/lineage", status_code=201)
 async def openlineage(
     event: Annotated[dict[str, Any] | list[dict[str, Any]], Body()],
+    response: Response,
     svc: Services = Depends(services),  # noqa: B008
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """OpenLineage RunEvents in, as Marquez accepts them (the Spark listener's `http`
     transport): one event or a JSON array. COMPLETE runs with outputs become RECEIVE / JOIN /
-    FORK / SEND events (docs/spark.md); a run already recorded adds nothing."""
+    FORK / SEND events (docs/spark.md). Every event is checked first (a malformed one is a
+    400 naming the field, and nothing is stored); `201` when events were stored, `200` with
+    `stored: false` and the reason when nothing new was (a START, a run recorded before)."""
     r = await run_in_threadpool(ingest_json, svc.prov, event)
-    return {k: int(v) for k, v in r.__dict__.items()}
+    if not r.stored:
+        response.status_code = 200
+    return {**dataclasses.asdict(r), "stored": r.stored, "detail": r.describe()}

@@ -22,6 +22,8 @@ from .errors import NotFoundError, ServiceError
 
 MAX_ID_CHARS = 8192
 MAX_REQUEST_BYTES = 64 * 1024
+#: 9999-12-31, the last time with an ISO-8601 form (datetime's range).
+MAX_SUBMITTED_MS = 253_402_300_799_999
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class Submission:
         except (ValueError, TypeError, zlib.error) as exc:
             raise missing from exc
         if k != kind or not isinstance(request, dict) or not isinstance(submitted, int):
+            raise missing
+        if not 0 <= submitted <= MAX_SUBMITTED_MS:  # forged: no real submission time
             raise missing
         if not isinstance(bound, int):
             raise missing

@@ -14,6 +14,7 @@ from storage import resolve_repo
 
 from .app import create_app
 from .auth import announce, resolve_token
+from .connections import GuardedHttpProtocol, configure
 from .settings import ServiceSettings
 
 #: asyncio's loop, not uvloop: uvloop (libuv) accepts one connection per loop iteration, so
@@ -30,10 +31,14 @@ _WORKER_ENV = "FLOWLEDGER_SERVE_WORKER"
 def worker_app() -> FastAPI:
     """The app of one `--workers` process (uvicorn calls this factory in each worker)."""
     spec = json.loads(os.environ[_WORKER_ENV])
-    return create_app(spec["repo"], ServiceSettings(**spec["settings"]))
+    settings = ServiceSettings(**spec["settings"])
+    configure(settings)  # this process's connection limits (connections.py)
+    return create_app(spec["repo"], settings)
 
 
 def serve(repo: str | None, settings: ServiceSettings) -> None:
+    """Serve until stopped. Connection limits are ours (connections.py), not uvicorn's
+    `limit_concurrency`, which answers 503 to requests but still accepts every connection."""
     import uvicorn
 
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
@@ -42,10 +47,13 @@ def serve(repo: str | None, settings: ServiceSettings) -> None:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if settings.workers == 1:
+        protocol = configure(settings)
         app = create_app(repo, settings)
         sock.bind((settings.host, settings.port))
         _bound(settings, sock)
-        config = uvicorn.Config(app, loop=LOOP, log_level="info", timeout_graceful_shutdown=5)
+        config = uvicorn.Config(
+            app, loop=LOOP, http=protocol, log_level="info", timeout_graceful_shutdown=5
+        )
         uvicorn.Server(config).run(sockets=[sock])
         return
     from uvicorn.supervisors import Multiprocess
@@ -63,6 +71,8 @@ def serve(repo: str | None, settings: ServiceSettings) -> None:
         factory=True,
         workers=settings.workers,
         loop=LOOP,
+        # Imported by name in each worker; worker_app() sets its limits.
+        http=f"{GuardedHttpProtocol.__module__}:{GuardedHttpProtocol.__qualname__}",
         log_level="info",
         timeout_graceful_shutdown=5,
     )

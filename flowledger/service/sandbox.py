@@ -9,37 +9,35 @@ Layers, each enough on its own for what it guards:
    scans of file names, `duckdb_settings()`, ...
 3. The connection itself (`provenance.sql.connect`): external access off, configuration
    locked, allowed paths = the repository's committed files, temp folder = a private folder.
-4. Resources: at most `sql_concurrency` queries at once (others wait briefly, then 429), each
-   interrupted after `sql_timeout_s` (DuckDB `interrupt()` from a timer frees the worker), at
-   most `sql_max_rows` rows fetched.
+4. Resources: at most `sql_concurrency` queries at once on threads of their own, a bounded
+   queue before them (sql_slots.py: others are refused with 429); each request bounded by
+   `sql_timeout_s` as a whole (DuckDB `interrupt()` from a timer, then the deadline checked
+   while the answer is converted), by `sql_max_rows` rows and `sql_max_answer_bytes` bytes
+   (sql_answer.py).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from provenance import ProvenanceRepository
 
-from .errors import Busy, Forbidden, QueryTimeout, ServiceError
+from .errors import Forbidden, QueryTimeout, ServiceError
 from .settings import ServiceSettings
+from .sql_answer import BATCH_ROWS, bounded_json
+from .sql_slots import SqlSlots
 
 VIEW = "provenance"
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 _GENERATORS = ", ".join(sorted(ALLOWED_TABLE_FUNCTIONS))
-
-
-@dataclass(frozen=True)
-class SqlAnswer:
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    truncated: bool
 
 
 def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
@@ -69,7 +67,9 @@ class SqlSandbox:
         self.prov = prov
         self.settings = settings
         self.temp_dir = temp_dir
-        self._slots = threading.BoundedSemaphore(settings.sql_concurrency)
+        self.slots = SqlSlots(
+            settings.sql_concurrency, settings.sql_queue_size, settings.sql_queue_timeout_s
+        )
         # A connection that only parses (json_serialize_sql); it never sees data.
         self._parser = duckdb.connect()
         self._parser.execute("SET enable_external_access=false")
@@ -77,6 +77,7 @@ class SqlSandbox:
         self._parser_lock = threading.Lock()
 
     def close(self) -> None:
+        self.slots.close()
         self._parser.close()
 
     # -- checking --------------------------------------------------------------------------
@@ -126,45 +127,57 @@ class SqlSandbox:
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """The view over the current snapshot. A rollover or another query pruning the local
         cache between listing and binding can remove a file: take a fresh snapshot once."""
+        memory = self.settings.sql_memory_limit
         try:
-            return self.prov.sql_connection(temp_dir=self.temp_dir)
+            return self.prov.sql_connection(self.temp_dir, memory)
         except (duckdb.IOException, FileNotFoundError):
-            return self.prov.sql_connection(temp_dir=self.temp_dir)
+            return self.prov.sql_connection(self.temp_dir, memory)
 
-    def run(self, sql: str, max_rows: int | None = None) -> SqlAnswer:
+    def run(self, sql: str, max_rows: int | None = None) -> bytes:
+        """`check`, then `execute`."""
         self.check(sql)
-        limit = min(max_rows or self.settings.sql_max_rows, self.settings.sql_max_rows)
-        if not self._slots.acquire(timeout=self.settings.sql_queue_timeout_s):
-            raise Busy(
-                f"{self.settings.sql_concurrency} SQL queries are already running: retry later"
-            )
+        return self.execute(sql, max_rows)
+
+    def execute(self, sql: str, max_rows: int | None = None) -> bytes:
+        """The JSON answer of a checked query (on an SQL thread: see sql_slots.py), bounded in
+        rows, bytes (sql_answer.py) and time: a timer interrupts DuckDB at the deadline and
+        the conversion after it checks the same deadline."""
+        s = self.settings
+        limit = min(max_rows or s.sql_max_rows, s.sql_max_rows)
+        deadline = time.monotonic() + s.sql_timeout_s
+        con = self._connect()
+        fired = threading.Event()
+
+        def stop() -> None:
+            fired.set()
+            con.interrupt()
+
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), stop)
+        timer.daemon = True
+        timer.start()
         try:
-            con = self._connect()
-            fired = threading.Event()
-
-            def stop() -> None:
-                fired.set()
-                con.interrupt()
-
-            timer = threading.Timer(self.settings.sql_timeout_s, stop)
-            timer.daemon = True
-            timer.start()
-            try:
-                rel = con.execute(sql)
-                columns = [d[0] for d in rel.description or ()]
-                rows = rel.fetchmany(limit + 1)
-            except duckdb.Error as exc:
-                if fired.is_set():
-                    raise QueryTimeout(
-                        f"query interrupted after the {self.settings.sql_timeout_s:g} s limit"
-                    ) from exc
-                raise ServiceError(f"query failed: {_first_line(exc)}") from exc
-            finally:
-                timer.cancel()
-                con.close()
+            # con.sql(): a streaming result, read batch by batch (execute() materializes all).
+            rel = con.sql(sql)
+            if rel is None:  # check() lets only SELECT through; a SELECT has a relation
+                raise ServiceError("the statement returned no rows")
+            reader = rel.to_arrow_reader(min(limit + 1, BATCH_ROWS))
+            return bounded_json(
+                reader, list(rel.columns), limit, s.sql_max_answer_bytes, deadline, s.sql_timeout_s
+            )
+        except (duckdb.Error, OSError, pa.ArrowException) as exc:
+            # An interrupt surfaces as a DuckDB error or, inside the Arrow reader, an OSError.
+            if fired.is_set():
+                limit_s = s.sql_timeout_s
+                raise QueryTimeout(f"query interrupted after the {limit_s:g} s limit") from exc
+            if isinstance(exc, duckdb.OutOfMemoryException):
+                raise ServiceError(
+                    f"query needs more than the {s.sql_memory_limit} byte memory limit "
+                    f"(sql_memory_limit): {_first_line(exc)}"
+                ) from exc
+            raise ServiceError(f"query failed: {_first_line(exc)}") from exc
         finally:
-            self._slots.release()
-        return SqlAnswer(columns, rows[:limit], len(rows) > limit)
+            timer.cancel()
+            con.close()
 
 
 def _first_line(exc: BaseException) -> str:

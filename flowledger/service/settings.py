@@ -44,7 +44,38 @@ class ServiceSettings:
     sql_max_rows: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_MAX_ROWS", 10_000)))
     #: SQL queries running at once; more wait up to `sql_queue_timeout_s`, then 429.
     sql_concurrency: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_CONCURRENCY", 4)))
-    sql_queue_timeout_s: float = 2.0
+    sql_queue_timeout_s: float = field(
+        default_factory=lambda: _env("FLOWLEDGER_SQL_QUEUE_TIMEOUT_S", 2.0)
+    )
+    #: SQL requests that may wait for a slot; beyond them a request is refused at once (429
+    #: with Retry-After) instead of queueing without bound. A waiting request holds no thread,
+    #: only its connection and its text (at most 100,000 characters).
+    sql_queue_size: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_QUEUE_SIZE", 100)))
+    #: Bytes of rows one SQL answer may carry (counted as they are fetched, before the JSON
+    #: is built); a larger answer is refused with 413 naming this limit.
+    sql_max_answer_bytes: int = field(
+        default_factory=lambda: int(_env("FLOWLEDGER_SQL_MAX_ANSWER_BYTES", 32 * 2**20))
+    )
+    #: DuckDB memory of one SQL query (its memory_limit; DuckDB's own default is 80 % of the
+    #: machine's memory per query). Over it the query fails with DuckDB's out-of-memory error.
+    sql_memory_limit: int = field(
+        default_factory=lambda: int(_env("FLOWLEDGER_SQL_MEMORY_LIMIT", 2**30))
+    )
+    #: Open connections at most (lowered at start to fit the process's file descriptor limit).
+    #: At the limit a connection that has not sent a complete request is closed to make room;
+    #: when every connection is busy with a request, a new one gets 503.
+    max_connections: int = field(
+        default_factory=lambda: int(_env("FLOWLEDGER_MAX_CONNECTIONS", 1000))
+    )
+    #: A connection must complete a request's headers this long after it opened (or after its
+    #: previous answer); else it is closed. Guards against connections that never finish.
+    header_timeout_s: float = field(
+        default_factory=lambda: _env("FLOWLEDGER_HEADER_TIMEOUT_S", 10.0)
+    )
+    #: Bytes of a request line and headers at most; larger is 431 and the connection closed.
+    max_header_size: int = field(
+        default_factory=lambda: int(_env("FLOWLEDGER_MAX_HEADER_SIZE", 64 * 1024))
+    )
     #: NiFi's provenance query / lineage submissions expire after this (NiFi: 10 minutes).
     query_expiration_s: int = 600
     #: Server processes sharing the port (uvicorn workers; each holds its own caches, as a
@@ -63,3 +94,9 @@ class ServiceSettings:
             raise ValueError(f"--workers must be at least 1, not {self.workers}")
         if self.sql_concurrency < 1 or self.sql_timeout_s <= 0 or self.sql_max_rows < 1:
             raise ValueError("sql_concurrency, sql_timeout_s and sql_max_rows must be positive")
+        if self.sql_queue_size < 0 or self.sql_max_answer_bytes < 1 or self.sql_memory_limit < 1:
+            raise ValueError(
+                "sql_queue_size must be >= 0, sql_max_answer_bytes and sql_memory_limit positive"
+            )
+        if self.max_connections < 1 or self.header_timeout_s <= 0 or self.max_header_size < 1:
+            raise ValueError("max_connections, header_timeout_s, max_header_size must be positive")

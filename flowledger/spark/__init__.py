@@ -27,6 +27,7 @@ from .frame import provenance
 from .lineage import catch_up, events_for_commit, install, record_commit
 from .native import write
 from .reader import read
+from .save import save
 from .session import session
 
 
@@ -58,6 +59,7 @@ __all__ = [
     "read",
     "record_commit",
     "register",
+    "save",
     "session",
     "upstream",
     "upstream_events",

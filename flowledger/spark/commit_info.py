@@ -18,6 +18,10 @@ from typing import Any
 #: Commit-metadata key holding `SparkJobInfo.to_json()` for commits made by Spark writers.
 JOB_METADATA_KEY = "flowledger.spark.job"
 
+#: Commit-metadata key holding the id `flowledger.spark.save` gave a data-source write, so the
+#: driver finds the commit that Spark's commit worker made.
+WRITE_ID_METADATA_KEY = "flowledger.spark.write_id"
+
 #: Spark conf key naming the flowledger repository (provenance) a session's writes report to.
 REPO_CONF_KEY = "spark.flowledger.repo"
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from timeline import COMMIT, REPLACE_COMMIT, DataFile, Instant
+from timeline import COMMIT, REPLACE_COMMIT, DataFile, Entry, Instant
 
 from .commit_info import CommitHook, CommitInfo, OutputFile, SparkJobInfo, commit_hooks
 from .paths import TablePath
@@ -70,6 +70,23 @@ def commit_info(
             OutputFile(path.spark_file(f.path), f.rows, f.size, f.partition) for f in files
         ),
         job=job,
+        repo_uri=repo_uri,
+    )
+
+
+def entry_commit_info(path: TablePath, entry: Entry, repo_uri: str | None) -> CommitInfo:
+    """The `CommitInfo` of a completed Spark write, rebuilt from its commit-log entry."""
+    from .commit_info import JOB_METADATA_KEY
+
+    return CommitInfo(
+        table_uri=path.given,
+        instant_time=entry.time,
+        action=entry.action,
+        operation=str(entry.metadata.get("operation", entry.action)),
+        files=tuple(
+            OutputFile(path.spark_file(f.path), f.rows, f.size, f.partition) for f in entry.added
+        ),
+        job=SparkJobInfo.from_json(entry.extra[JOB_METADATA_KEY]),
         repo_uri=repo_uri,
     )
 

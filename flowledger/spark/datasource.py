@@ -4,9 +4,10 @@
     spark.read.format("flowledger").option("asOf", "20260101000000000").load(uri)
 
 Spark runs each step in a Python worker, never in the driver's own Python process:
-`writer()` (planning) opens the instant and detaches from it; each task writes its Parquet
-files with flowledger's store under the instant's data prefix and returns their records;
-`commit(messages)` completes the instant with exactly those files; `abort` rolls it back.
+`writer()` (planning) opens the instant and detaches from it (`timeline.PendingWrite`); each
+task writes its Parquet files with a `timeline.TaskWriter` under the instant's data prefix and
+returns their `DataFile`s; `commit(messages)` completes the instant with exactly those files
+(`timeline.commit_files`); `abort` rolls it back.
 What only the driver knows (s3a endpoint and credentials, application id, commit hooks) is
 captured by `register(spark)` into the registered class, which Spark pickles to the workers.
 """
@@ -14,9 +15,10 @@ captured by `register(spark)` into the registered class, which Spark pickles to 
 from __future__ import annotations
 
 import io
-import time
+import json
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -31,21 +33,20 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from storage import ObjectStore, StoreSettings, open_store
-from timeline import DataFile, Table, Transaction
-from timeline.instant import parse_time
-from timeline.instant_states import InstantStates
-from timeline.layout import data_key, data_prefix, heartbeat_key
-from timeline.parquet_io import (
-    checksummed,
-    column_stats,
+from timeline import (
+    DataFile,
+    PendingWrite,
+    Table,
+    TaskWriter,
+    check_schema,
+    commit_files,
+    latest_schema,
+    read_footer,
     read_verified,
     split_partitions,
-    to_parquet_bytes,
 )
-from timeline.schema import schema_from_json, schema_to_json
-from timeline.table_schema import check_schema, latest_schema
 
-from .commit_info import CommitHook, SparkJobInfo, commit_hooks
+from .commit_info import WRITE_ID_METADATA_KEY, CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
     commit_info,
     extra_metadata,
@@ -55,11 +56,8 @@ from .committing import (
 )
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
-from .footers import read_footer
 from .native import arrow_schema
 from .paths import TablePath, resolve_repo_uri, table_path
-from .plan_inputs import install as install_plan_inputs
-from .plan_inputs import plan_input_files
 
 NAME = "flowledger"
 #: Rows per data file a task writes before it starts the next one.
@@ -80,7 +78,9 @@ class DriverFacts:
 
 @dataclass
 class FilesWritten(WriterCommitMessage):
-    files: list[dict[str, Any]] = field(default_factory=list)
+    """A task's add actions: the data files it wrote (picklable `DataFile`s)."""
+
+    files: list[DataFile] = field(default_factory=list)
     job: str = ""
     beat: bool = False
 
@@ -92,9 +92,20 @@ def _option(options: Mapping[str, str], name: str) -> str | None:
     return None
 
 
+#: Writer option naming the files the job read: a JSON array (what `flowledger.spark.save`
+#: passes) or a comma-separated list.
+INPUT_FILES_OPTION = "inputFiles"
+
+
+#: Writer option: an id recorded in the commit metadata (`flowledger.spark.save` sets it).
+WRITE_ID_OPTION = "flowledgerWriteId"
+
+
 def input_files_option(options: Mapping[str, str]) -> tuple[str, ...]:
-    """The `inputFiles` writer option: the files the job read, comma-separated."""
-    raw = _option(options, "inputFiles") or ""
+    """The `inputFiles` writer option: the files the job read."""
+    raw = (_option(options, INPUT_FILES_OPTION) or "").strip()
+    if raw.startswith("["):
+        return tuple(str(p) for p in json.loads(raw))
     return tuple(p.strip() for p in raw.split(",") if p.strip())
 
 
@@ -144,25 +155,18 @@ class FlowledgerDataSource(DataSource):
         table = self._table(path)
         txn = table.begin(action, operation=operation)
         try:  # fail before any task runs if the data does not fit the table's schema
-            merged = check_schema(latest_schema(table, refresh=False), arrow_schema(schema))
+            txn.schema = check_schema(latest_schema(table, refresh=False), arrow_schema(schema))
         except BaseException:
             txn.abort()
             raise
-        txn.detach()  # the commit worker (another process) completes or aborts it
         return TimelineWriter(
             facts=self.facts,
             path=path,
             parts=tuple(parts),
-            overwrite=overwrite,
-            instant_time=txn.instant_time,
-            action=action,
-            operation=operation,
-            base=txn.base,
-            writer_id=table.settings.writer_id,
-            heartbeat_s=table.settings.heartbeat_interval_ms / 1000.0,
+            # The commit worker (another process) completes or aborts it.
+            pending=PendingWrite.detach(txn),
             repo_uri=resolve_repo_uri(_option(self.options, "repo"), self.facts.conf),
             options={str(k): str(v) for k, v in self.options.items()},
-            schema_json=schema_to_json(merged),
         )
 
 
@@ -171,16 +175,9 @@ class TimelineWriter(DataSourceArrowWriter):
     facts: DriverFacts
     path: TablePath
     parts: tuple[str, ...]
-    overwrite: bool
-    instant_time: str
-    action: str
-    operation: str
-    base: int
-    writer_id: str
-    heartbeat_s: float
+    pending: PendingWrite
     repo_uri: str
     options: dict[str, str]
-    schema_json: dict[str, Any]
 
     # -- tasks ------------------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesWritten:
@@ -193,33 +190,20 @@ class TimelineWriter(DataSourceArrowWriter):
             job = job or ctx.getLocalProperty("spark.jobGroup.id") or ""
         store = open_store(self.path.store_uri, self.facts.store)
         task = f"{ctx.partitionId():05d}-{ctx.taskAttemptId()}" if ctx else "0"
+        # Guarded: a straggling attempt (speculative, or not yet killed when the job failed)
+        # whose write was committed or aborted meanwhile deletes its file again.
+        writer = TaskWriter(store, self.pending.target, task, guard=True)
         pending: dict[str, list[pa.Table]] = {}
         counts: dict[str, int] = {}
         out = FilesWritten(job=job)
-        seq = 0
 
         def flush(partition: str) -> None:
-            nonlocal seq
             pieces = pending.pop(partition, [])
             counts.pop(partition, None)
-            if not pieces:
-                return
-            data = pa.concat_tables(pieces)
-            body = to_parquet_bytes(data)
-            name = f"{task}-{seq:04d}_{self.instant_time}.parquet"
-            seq += 1
-            key = data_key(self.instant_time, partition, name)
-            store.put(key, body)
-            if not self._still_pending(store):
-                # A straggling attempt (speculative, or not yet killed when the job failed)
-                # whose write was committed or aborted meanwhile: its file belongs to nothing.
-                store.delete(key)
-                return
-            f = checksummed(
-                DataFile(key, len(body), data.num_rows, partition, "", column_stats(data)), body
-            )
-            out.files.append(f.to_json())
-            out.beat = self._beat(store) or out.beat
+            if pieces:
+                f = writer.write(pa.concat_tables(pieces), partition)
+                if f is not None:
+                    out.files.append(f)
 
         for batch in iterator:
             for partition, piece in split_partitions(pa.Table.from_batches([batch]), self.parts):
@@ -229,80 +213,44 @@ class TimelineWriter(DataSourceArrowWriter):
                     flush(partition)
         for partition in list(pending):
             flush(partition)
+        out.beat = writer.beat
         return out
 
-    def _still_pending(self, store: ObjectStore) -> bool:
-        """This write's instant is neither completed nor rolled back (one short LIST). The
-        driver's commit and abort delete the prefix's unlisted files once more after changing
-        the instant's state, so with this check no attempt's file outlives the write."""
-        states = InstantStates(store).of_time(self.instant_time)
-        return bool(states) and all(i.is_pending for i in states)
-
-    def _beat(self, store: ObjectStore) -> bool:
-        """Keep a long write alive for other writers' failed-write detection (LAZY policy):
-        the state objects count as the first beat, so short writes never write one."""
-        if time.time() - parse_time(self.instant_time).timestamp() < self.heartbeat_s:
-            return False
-        store.put(heartbeat_key(self.instant_time), f"{self.writer_id} {time.time():.3f}".encode())
-        return True
-
     # -- commit worker -------------------------------------------------------------------------
-    def _txn(self) -> Transaction:
-        settings = replace(table_settings(self.facts.conf, self.options), writer_id=self.writer_id)
-        table = Table.open(open_store(self.path.store_uri, self.facts.store), settings)
-        return Transaction(table, self.instant_time, self.action, self.base, self.operation)
+    def _store(self) -> ObjectStore:
+        return open_store(self.path.store_uri, self.facts.store)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         written = [m for m in messages if isinstance(m, FilesWritten)]
-        files = [DataFile.from_json(d) for m in written for d in m.files]
+        files = [f for m in written for f in m.files]
         job = SparkJobInfo(
             app_id=self.facts.app_id,
             app_name=self.facts.app_name,
             job=next((m.job for m in written if m.job), "") or "flowledger.datasource",
             user=self.facts.user,
-            # A data source sees no plan: `plan_inputs` passed `df.inputFiles()` from the driver's
-            # save(); an explicit `inputFiles` option wins.
-            input_files=input_files_option(self.options) or plan_input_files(self.options),
+            # A data source sees no plan: the inputs come from the `inputFiles` option, which
+            # `flowledger.spark.save` fills from the DataFrame's plan.
+            input_files=input_files_option(self.options),
         )
-        txn = self._txn()
-        try:
-            # Files of failed or speculative task attempts are in no message: delete them, so
-            # the instant's prefix holds exactly what it commits (one LIST of this prefix only).
-            store, keep = txn.table.store, {f.path for f in files}
-            _delete_strays(store, self.instant_time, keep)
-            txn.add(*files)
-            txn.schema = schema_from_json(self.schema_json)
-            if self.overwrite:
-                touched = {f.partition for f in files}
-                current = {f.partition for f in txn.table.snapshot().files}
-                txn.replace_partitions(touched if self.parts else current | touched)
-        except BaseException:
-            txn.abort()
-            raise
-        # A conflict rolls the instant back itself; an unknown outcome stays pending (see abort).
-        instant = txn.commit(extra_metadata(job))
-        _delete_strays(store, self.instant_time, keep)  # attempts that wrote while we committed
-        if any(m.beat for m in written):
-            txn.table.store.delete(heartbeat_key(self.instant_time))
-        info = commit_info(self.path, instant, self.operation, files, job, self.repo_uri)
+        txn = self.pending.resume(self._store(), table_settings(self.facts.conf, self.options))
+        # Files of failed or speculative task attempts are in no message: the sweep deletes
+        # them, so the instant's prefix holds exactly what it commits.
+        write_id = _option(self.options, WRITE_ID_OPTION)
+        more = {WRITE_ID_METADATA_KEY: write_id} if write_id else None
+        instant = commit_files(
+            txn,
+            files,
+            extra_metadata=extra_metadata(job, more),
+            sweep=True,
+            heartbeat_written=any(m.beat for m in written),
+        )
+        info = commit_info(self.path, instant, self.pending.operation, files, job, self.repo_uri)
         run_hooks(info, self.facts.hooks)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        txn = self._txn()
         # Spark also aborts after a failed commit(): if the completion reached the commit log
-        # (an unknown outcome that did land), its files must stay.
-        if txn.table.timeline().completed().get(self.instant_time) is not None:
-            txn.detach()
-            return
-        txn.abort()
-        _delete_strays(txn.table.store, self.instant_time, keep=set())
-
-
-def _delete_strays(store: ObjectStore, instant_time: str, keep: set[str]) -> None:
-    """Files under the instant's prefix that its commit does not name: failed, speculative or
-    straggling task attempts (one LIST of this instant's prefix only)."""
-    found = [o.key for o in store.list(data_prefix(instant_time))]
-    store.delete_many([k for k in found if k not in keep])
+        # (an unknown outcome that did land), its files stay.
+        self.pending.abort(self._store(), table_settings(self.facts.conf, self.options))
 
 
 class SnapshotReader(DataSourceReader):
@@ -363,7 +311,6 @@ def register(spark: Any) -> None:
     """Register the "flowledger" data source on `spark` (again after adding commit hooks)."""
     conf = conf_of(spark)
     sc = spark.sparkContext
-    install_plan_inputs()
     _install_provenance(spark, store_settings(conf))
     facts = DriverFacts(
         store=store_settings(conf),
@@ -376,3 +323,14 @@ def register(spark: Any) -> None:
     # A class of its own per registration, so Spark pickles it by value with these facts.
     cls = type("FlowledgerDataSource", (FlowledgerDataSource,), {"facts": facts})
     spark.dataSource.register(cls)
+    _registered.add(spark)
+
+
+#: Sessions `register` ran on in this process (`flowledger.spark.save` registers the rest).
+_registered: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def ensure_registered(spark: Any) -> None:
+    """Register the data source on `spark` unless this process already did."""
+    if spark not in _registered:
+        register(spark)

@@ -20,8 +20,7 @@ from provenance.job_events import Dataset, JobRun, job_events, record_runs
 from storage import ObjectStore, StoreSettings, open_store
 from storage.s3a import to_spark_path
 from storage.uri import parse_uri
-from timeline.instant import parse_time
-from timeline.table import Table
+from timeline import Table, parse_time
 
 from ..table_settings import provenance_settings
 from .commit_info import (

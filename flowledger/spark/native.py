@@ -20,9 +20,19 @@ from typing import Any
 from urllib.parse import unquote
 
 from storage import ObjectInfo, ObjectStore, open_store
-from timeline import DataFile, Table, crash
-from timeline.layout import data_prefix
-from timeline.table_schema import check_schema, latest_schema
+from timeline import (
+    NULL_PARTITION,
+    DataFile,
+    Table,
+    check_schema,
+    commit_files,
+    crash_point,
+    data_prefix,
+    describe_files,
+    latest_schema,
+    partition_from_stats,
+    partition_path,
+)
 
 from .commit_info import CommitHook, CommitInfo
 from .committing import (
@@ -35,7 +45,6 @@ from .committing import (
 )
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
-from .footers import describe
 from .paths import resolve_repo_uri, table_path
 
 #: Spark drops partition columns from the files it writes; partitioning by a copy of each
@@ -44,18 +53,27 @@ from .paths import resolve_repo_uri, table_path
 PART_PREFIX = "__flp_"
 
 
-def _sanitize(value: str) -> str:
-    # The same partition naming as timeline's own writer (parquet_io.split_partitions).
-    return "".join(c if c.isalnum() or c in "-_.:" else "_" for c in value) or "_"
-
-
 def partition_of(rel_key: str) -> str:
-    """`__flp_a=1/__flp_b=x/part-0.parquet` -> `a=1/b=x` (flowledger's partition path)."""
-    parts = []
+    """`__flp_a=1/__flp_b=x/part-0.parquet` -> `a=1/b=x`: the partition named from Spark's
+    directory names (values as Spark prints them). Used only where the file's statistics
+    cannot name it (see `file_partition`)."""
+    values: list[tuple[str, str | None]] = []
     for d in rel_key.split("/")[:-1]:
         name, _, value = d.partition("=")
-        parts.append(f"{name.removeprefix(PART_PREFIX)}={_sanitize(unquote(value))}")
-    return "/".join(parts)
+        text = unquote(value)
+        values.append((name.removeprefix(PART_PREFIX), None if text == NULL_PARTITION else text))
+    return partition_path(values)
+
+
+def file_partition(parts: Sequence[str], f: DataFile, rel_key: str) -> str:
+    """A Spark-written file's partition, named by timeline's partition naming from the typed
+    values in the file's footer (a partition column's min equals its max), so it is the name
+    the Python writers give the same rows (Spark prints `true`, a timestamp in the session's
+    zone...); Spark's directory names when the statistics cannot tell."""
+    if not parts:
+        return ""
+    named = partition_from_stats(parts, f.column_stats, f.rows)
+    return named if named is not None else partition_of(rel_key)
 
 
 def is_data_file(rel_key: str) -> bool:
@@ -133,30 +151,16 @@ def write(
         started = time.perf_counter()
         w.parquet(path.spark_file(prefix.rstrip("/")))
         spark_s = time.perf_counter() - started
-        crash.point("spark.written")
-        written = collect_written(store, prefix)
+        crash_point("spark.written")
+        # The add actions: each file Spark wrote, described from its footer and checksum.
         files = [
-            DataFile(
-                f.key,
-                f.size,
-                f.rows,
-                partition_of(f.key[len(prefix) :]),
-                column_stats=f.column_stats,
-                checksum=f.checksum,
-            )
-            for f in describe(store, written)
+            replace(f, partition=file_partition(parts, f, f.path[len(prefix) :]))
+            for f in describe_files(store, collect_written(store, prefix))
         ]
-        txn.add(*files)
-        if mode == "overwrite":
-            touched = {f.partition for f in files}
-            current = {f.partition for f in table.snapshot().files}
-            txn.replace_partitions(touched if parts else current | touched)
     except BaseException:
         txn.abort()
         raise
-    # Not inside the abort above: a conflict rolls the instant back itself, and an unknown
-    # outcome (the log PUT may have landed) must stay pending for recovery to decide.
-    instant = txn.commit(extra_metadata(job))
+    instant = commit_files(txn, files, extra_metadata=extra_metadata(job))
     info = commit_info(path, instant, operation, files, job, resolve_repo_uri(None, conf))
     # Reported for benchmarks: what the driver's flowledger store did for this commit (the
     # Spark job's own s3a requests are in the JVM) and how long the job and the commit took.

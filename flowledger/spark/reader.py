@@ -11,8 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from storage import ObjectStore, open_store
-from timeline import DataFile, Snapshot, Table
-from timeline.parquet_io import read_verified
+from timeline import DataFile, Snapshot, Table, read_verified
 
 from .conf import conf_of, store_settings, table_settings
 from .paths import TablePath, table_path

@@ -84,8 +84,10 @@ class ServiceProcess:
         env: Mapping[str, str] | None = None,
         args: tuple[str, ...] = (),
         code: Path | None = None,
+        nofile: int | None = None,
     ) -> None:
-        """`code`: another code tree to run (e.g. a `git archive` of older code; benchmarks)."""
+        """`code`: another code tree to run (e.g. a `git archive` of older code; benchmarks);
+        `nofile`: the server's file descriptor limit (soft and hard)."""
         full = {**os.environ, "FLOWLEDGER_TOKEN": TOKEN, **(env or {})}
         full = {k: v for k, v in full.items() if v}
         root = str(code or Path(__file__).resolve().parents[2])
@@ -97,6 +99,7 @@ class ServiceProcess:
             stderr=subprocess.STDOUT,
             env=full,
             text=True,
+            preexec_fn=None if nofile is None else lambda: _limit_fds(nofile),
         )
         self.output: list[str] = []
         found: list[tuple[str, int]] = []
@@ -142,6 +145,12 @@ class ServiceProcess:
                 self.proc.kill()
                 self.proc.wait(10)
         self._pump.join(10) if hasattr(self, "_pump") else None
+
+
+def _limit_fds(n: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
 
 
 def seed_lineage(repo: str) -> None:

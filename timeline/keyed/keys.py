@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..parquet_io import partition_value
+from ..partitioning import partition_value
 from .properties import PARTITION, KeyedProperties, PropertiesError
 
 COMMIT_TIME_COL = "_flowledger_commit_time"

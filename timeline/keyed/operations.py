@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..instant import COMMIT, REPLACE_COMMIT, Instant
-from ..parquet_io import split_partitions
+from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..writes import put_table
 from .changes import cdc, incremental

@@ -27,10 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CommitConflict, DuplicateKeys
+from ..file_stats import describe_bytes
 from ..instant import COMMIT, ROLLBACK, Instant
 from ..layout import data_instant_time
 from ..metadata import DataFile
-from ..parquet_io import checksummed, column_stats, read_files, to_parquet_bytes
+from ..parquet_io import read_files, to_parquet_bytes
 from ..schema import conform, merge_schemas
 from ..snapshot import TableState
 from .index import WRITE_STATS, IndexFactory, KeyIndex, bloom_ref, range_bloom_index
@@ -244,9 +245,7 @@ def _write_group(
     key = txn.data_key(g.partition, f"{g.group}_{txn.instant_time}.parquet")
     body = to_parquet_bytes(data)
     txn.table.store.put(key, body)
-    f = checksummed(
-        DataFile(key, len(body), data.num_rows, g.partition, g.group, column_stats(data)), body
-    )
+    f = describe_bytes(key, body, g.partition, g.group)
     txn.add(f)
     lo, hi = key_range(data)
     keys = data.column(RECORD_KEY_COL).to_pylist() if data.num_rows else []

@@ -38,11 +38,16 @@ async function connect() {
   $("#status").textContent = "connected";
   const select = $("#table-name");
   select.replaceChildren(...tables.map((t) => h("option", { value: t }, t)));
+  await latest(); // as NiFi's page: the latest events, before any search
 }
 
 // -- search -------------------------------------------------------------------------------
 function utc(localValue) {
   return localValue ? localValue + "Z" : undefined; // the inputs are read as UTC
+}
+
+async function latest() {
+  await query({ searchTerms: {}, maxResults: 100 }, "latest");
 }
 
 async function search(form) {
@@ -55,9 +60,17 @@ async function search(form) {
   const request = { searchTerms: terms, maxResults: Number(data.get("maxResults") || 100) };
   if (data.get("startDate")) request.startDate = utc(data.get("startDate"));
   if (data.get("endDate")) request.endDate = utc(data.get("endDate"));
+  await query(request, "found");
+}
+
+async function query(fields, what) {
+  // What NiFi's page posts: a summary of each event is all the table needs.
+  const request = { ...fields, summarize: true, incrementalResults: false };
   const entity = (await Api.json("POST", "/nifi-api/provenance", { provenance: { request } })).provenance;
   const events = entity.results.provenanceEvents;
-  $("#search-summary").textContent = `${entity.results.totalCount} events`;
+  $("#search-summary").textContent = what === "latest"
+    ? `the latest ${events.length} events (newest first)`
+    : `${entity.results.total} events found`;
   $("#events tbody").replaceChildren(
     ...events.map((e) =>
       h("tr", { "data-event-id": e.eventId },
@@ -66,7 +79,7 @@ async function search(form) {
         h("td", {}, e.eventType),
         h("td", { class: "mono" }, e.flowFileUuid),
         h("td", {}, e.componentId),
-        h("td", {}, e.fileSizeBytes),
+        h("td", {}, e.fileSize),
         h("td", {}, h("button", { class: "show-lineage", onclick: () => openLineage(e.flowFileUuid) }, "Lineage")),
       ),
     ),
@@ -75,11 +88,19 @@ async function search(form) {
 }
 
 // -- lineage ------------------------------------------------------------------------------
-const lineage = { nodes: new Map(), links: new Map(), selected: null };
+const lineage = { nodes: new Map(), links: new Map(), selected: null, expanded: new Set() };
+const LINKING = new Set(["FORK", "JOIN", "CLONE", "REPLAY"]);
+const SOURCES = new Set(["RECEIVE", "FETCH", "CREATE"]);
+const MAX_EXPANSIONS = 500; // a lineage of a few hundred nodes stays usable
 
 function merge(results) {
-  for (const n of results.nodes) lineage.nodes.set(n.id, n);
+  let added = 0;
+  for (const n of results.nodes) {
+    if (!lineage.nodes.has(n.id)) added += 1;
+    lineage.nodes.set(n.id, n);
+  }
   for (const l of results.links) lineage.links.set(l.sourceId + ">" + l.targetId, l);
+  return added;
 }
 
 function redraw() {
@@ -99,18 +120,68 @@ async function openLineage(uuid) {
     const results = await submitLineage({ lineageRequestType: "FLOWFILE", uuid });
     lineage.nodes.clear();
     lineage.links.clear();
+    lineage.expanded.clear();
     lineage.selected = null;
     merge(results);
     redraw();
+    $("#lineage-actions").classList.remove("hidden");
+    $("#sources").replaceChildren();
     $("#details").replaceChildren(h("p", { class: "muted" }, "Click a node for its attributes and content."));
   });
 }
 
 async function expand(eventId, kind) {
   await guarded(async () => {
+    lineage.expanded.add(kind + ":" + eventId);
     merge(await submitLineage({ lineageRequestType: kind, eventId }));
     redraw();
   });
+}
+
+// NiFi's page expands one FORK/JOIN/CLONE/REPLAY at a time; this repeats PARENTS (or CHILDREN)
+// on every such event until nothing new appears, a few requests at a time, so the lineage of a
+// curated file reaches the raw inputs it came from in one click.
+async function expandAll(kind) {
+  await guarded(async () => {
+    const status = $("#expand-status");
+    status.textContent = "expanding…";
+    let requests = 0;
+    for (;;) {
+      const wave = [...lineage.nodes.values()].filter((n) =>
+        n.type === "EVENT" && LINKING.has(n.eventType) &&
+        (kind === "PARENTS" ? n.parentUuids.length : n.childUuids.length) &&
+        !lineage.expanded.has(kind + ":" + n.eventId));
+      if (!wave.length) break;
+      if (requests + wave.length > MAX_EXPANSIONS) {
+        throw new Error(`stopped after ${requests} expansions (at most ${MAX_EXPANSIONS})`);
+      }
+      for (let i = 0; i < wave.length; i += 4) {
+        const batch = wave.slice(i, i + 4);
+        batch.forEach((n) => lineage.expanded.add(kind + ":" + n.eventId));
+        const answers = await Promise.all(batch.map((n) => submitLineage({ lineageRequestType: kind, eventId: n.eventId })));
+        answers.forEach(merge);
+        requests += batch.length;
+        status.textContent = `expanding: ${requests} requests, ${lineage.nodes.size} nodes`;
+      }
+    }
+    redraw();
+    status.textContent = `${lineage.nodes.size} nodes, ${lineage.links.size} links`;
+    if (kind === "PARENTS") await showSources();
+  });
+}
+
+// Where it came from: the transit URIs of the RECEIVE/FETCH events (and the CREATEs) reached.
+async function showSources() {
+  const starts = [...lineage.nodes.values()].filter((n) => n.type === "EVENT" && SOURCES.has(n.eventType));
+  const shown = starts.slice(0, 50);
+  const events = await Promise.all(shown.map(async (n) =>
+    (await Api.json("GET", `/nifi-api/provenance-events/${n.id}`)).provenanceEvent));
+  $("#sources").replaceChildren(
+    h("h2", {}, `Sources (${starts.length})`),
+    h("ul", {}, ...events.map((e) => h("li", { class: "mono source", "data-event-id": e.id },
+      `${e.eventType} ${e.transitUri || e.componentId}`))),
+    starts.length > shown.length ? h("p", { class: "muted" }, `first ${shown.length} shown`) : "",
+  );
 }
 
 function contentRow(e, direction) {
@@ -137,11 +208,11 @@ async function selectNode(node) {
     return;
   }
   await guarded(async () => {
-    const e = (await Api.json("GET", `/nifi-api/provenance-events/${node.eventId}`)).provenanceEvent;
+    const e = (await Api.json("GET", `/nifi-api/provenance-events/${node.id}`)).provenanceEvent;
     const fields = [
       ["event id", e.eventId], ["type", e.eventType], ["time", e.eventTime],
       ["FlowFile", e.flowFileUuid], ["component", `${e.componentId} (${e.componentType})`],
-      ["size", e.fileSizeBytes], ["transit URI", e.transitUri], ["details", e.details],
+      ["size", `${e.fileSize} (${e.fileSizeBytes} bytes)`], ["transit URI", e.transitUri], ["details", e.details],
       ["relationship", e.relationship],
     ].filter(([, v]) => v !== null && v !== undefined && v !== "");
     const attrs = h("table", { class: "grid attributes" },
@@ -200,6 +271,8 @@ $("#token-form").addEventListener("submit", (e) => {
 $("#search-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(() => search(e.target)); });
 $("#lineage-form").addEventListener("submit", (e) => { e.preventDefault(); openLineage($("#lineage-uuid").value.trim()); });
 $("#timeline-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(() => timeline(e.target)); });
+$("#expand-ancestors").addEventListener("click", () => expandAll("PARENTS"));
+$("#expand-descendants").addEventListener("click", () => expandAll("CHILDREN"));
 
 Api.takeTokenFromFragment();
 if (Api.token()) guarded(connect);

@@ -6,6 +6,7 @@ const Graph = (() => {
   const SVG = "http://www.w3.org/2000/svg";
   const ROW = 90;
   const COL = 170;
+  const MIN_COL = 70;
 
   function el(name, attrs, text) {
     const node = document.createElementNS(SVG, name);
@@ -34,24 +35,46 @@ const Graph = (() => {
     }
     nodes.forEach((n) => d(n.id));
     const rows = [];
-    const sorted = [...nodes].sort((a, b) => (a.millis || 0) - (b.millis || 0));
+    const sorted = [...nodes].sort((a, b) => (a.millis || 0) - (b.millis || 0) || (a.id < b.id ? -1 : 1));
     for (const n of sorted) {
       const r = depth.get(n.id);
       (rows[r] = rows[r] || []).push(n);
     }
-    const width = Math.max(1, ...rows.map((r) => (r ? r.length : 0))) * COL;
+    // Within a row, order nodes by where their predecessors are (one barycentre pass, top
+    // down): fewer crossing edges than time order alone.
+    const slot = new Map();
+    rows.forEach((row) => {
+      if (!row) return;
+      const key = (n) => {
+        const preds = (incoming.get(n.id) || []).filter((p) => slot.has(p));
+        return preds.length ? preds.reduce((a, p) => a + slot.get(p), 0) / preds.length : Infinity;
+      };
+      const keys = new Map(row.map((n, i) => [n.id, [key(n), i]]));
+      row.sort((a, b) => {
+        const [ka, ia] = keys.get(a.id);
+        const [kb, ib] = keys.get(b.id);
+        return ka === kb ? ia - ib : (ka === Infinity ? 1 : kb === Infinity ? -1 : ka - kb);
+      });
+      row.forEach((n, i) => slot.set(n.id, (i + 0.5) / row.length));
+    });
+    // Wide rows (a FORK into hundreds of FlowFiles) get narrower columns, so a lineage of a
+    // few hundred nodes stays one scrollable picture rather than a strip kilometres long.
+    const widest = Math.max(1, ...rows.map((r) => (r ? r.length : 0)));
+    const col = Math.max(MIN_COL, Math.min(COL, Math.floor(4000 / widest)));
+    const width = widest * col;
     const pos = new Map();
     rows.forEach((row, r) => {
       if (!row) return;
-      const offset = (width - row.length * COL) / 2;
-      row.forEach((n, i) => pos.set(n.id, { x: offset + i * COL + COL / 2, y: r * ROW + 40 }));
+      const offset = (width - row.length * col) / 2;
+      row.forEach((n, i) => pos.set(n.id, { x: offset + i * col + col / 2, y: r * ROW + 40 }));
     });
-    return { pos, width, height: rows.length * ROW + 40 };
+    return { pos, width, height: rows.length * ROW + 40, col };
   }
 
   function draw(svg, nodes, links, onClick, selected) {
     svg.replaceChildren();
-    const { pos, width, height } = layout(nodes, links);
+    const { pos, width, height, col } = layout(nodes, links);
+    const box = Math.min(124, col - 10);
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("width", width);
     svg.setAttribute("height", height);
@@ -86,7 +109,7 @@ const Graph = (() => {
         tabindex: "0",
       });
       if (n.type === "EVENT") {
-        g.appendChild(el("rect", { x: -62, y: -16, width: 124, height: 32, rx: 8 }));
+        g.appendChild(el("rect", { x: -box / 2, y: -16, width: box, height: 32, rx: 8 }));
         g.appendChild(el("text", { y: 5 }, n.eventType));
         g.appendChild(el("title", {}, `event ${n.eventId} · ${n.timestamp}`));
       } else {
