@@ -12,9 +12,11 @@ from .engine_commit import PendingWrite, commit_files, describe_files, sweep_str
 from .errors import (
     CommitConflict,
     CommitOutcomeUnknown,
+    DuplicateKeys,
     InstantNotFound,
     InvalidInstant,
     PlanError,
+    RangeNotReadable,
     SchemaMismatch,
     TimelineError,
 )
@@ -49,6 +51,7 @@ from .instant import (
     parse_name,
     parse_time,
 )
+from .keyed import KeyedProperties, PropertiesError
 from .layout import TIMELINE, data_instant_time, data_prefix
 from .metadata import DataFile, Entry
 from .parquet_io import (
@@ -97,13 +100,17 @@ __all__ = [
     "CommitConflict",
     "CommitOutcomeUnknown",
     "DataFile",
+    "DuplicateKeys",
     "Entry",
     "Instant",
     "InstantNotFound",
     "InstantTimeGenerator",
     "InvalidInstant",
+    "KeyedProperties",
     "PendingWrite",
     "PlanError",
+    "PropertiesError",
+    "RangeNotReadable",
     "SchemaMismatch",
     "Snapshot",
     "State",

@@ -49,3 +49,21 @@ class SchemaMismatch(TimelineError, ValueError):
     def __init__(self, message: str, columns: list[str] | None = None) -> None:
         super().__init__(message)
         self.columns = list(columns or [])
+
+
+class DuplicateKeys(TimelineError, ValueError):
+    """An `insert` into a keyed table met keys the table already holds (nothing was
+    committed); `keys` names some of them. Upsert them, or insert with on_duplicate='drop'."""
+
+    def __init__(self, message: str, keys: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.keys = list(keys or [])
+
+
+class RangeNotReadable(TimelineError):
+    """An incremental or CDC read reaches instants that were archived or file slices that
+    were cleaned. `earliest` is the earliest instant a read may begin at (exclusive)."""
+
+    def __init__(self, message: str, earliest: str = "") -> None:
+        super().__init__(message)
+        self.earliest = earliest

@@ -20,6 +20,7 @@ from .instant import (
     Instant,
     format_name,
 )
+from .keyed.index import WRITE_STATS, sidecars
 from .layout import data_prefix
 from .recovery import finish_service, read_plan
 from .settings import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
@@ -116,6 +117,9 @@ def plan_clean(table: Table, policy: str, retained: int) -> dict[str, Any] | Non
     deleted = sorted(candidates - needed - protected)
     if not deleted:
         return None
+    # Keyed tables keep big bloom filters in sidecar objects next to their data files.
+    gone = set(deleted)
+    deleted += sidecars([s for e in writes for s in e.metadata.get(WRITE_STATS, ())], gone)
     return {
         "policy": policy,
         "retained": retained,

@@ -83,6 +83,18 @@ class TableSettings:
     clustering_max_bytes_per_group: int = 2048 * MiB
     #: hoodie.clustering.plan.strategy.max.num.groups: groups per clustering plan.
     clustering_max_num_groups: int = 30
+    #: hoodie.parquet.small.file.limit: a keyed table's files below this size take new
+    #: records (inserts) before new file groups are started; 0 turns it off.
+    small_file_limit: int = 100 * MiB
+    #: hoodie.parquet.max.file.size: new file groups of a keyed write hold about this much.
+    parquet_max_file_size: int = 120 * MiB
+    #: hoodie.copyonwrite.record.size.estimate: bytes per record assumed for sizing while
+    #: the table has no rows to measure.
+    copy_on_write_record_size_estimate: int = 1024
+    #: hoodie.index.bloom.fpp: false-positive rate of the per-file bloom filter of record
+    #: keys (bigger than Hudi's 1e-9 because the filter sits in the commit metadata; it is
+    #: capped at 64 KiB per file, see timeline/keyed/bloom.py).
+    bloom_index_fpp: float = 0.01
     #: Optimistic-concurrency retries of the completing log write before giving up
     #: (each retry first re-validates against the commits that won in between).
     commit_max_attempts: int = 1000
@@ -105,6 +117,10 @@ class TableSettings:
             )
         if self.heartbeat_interval_ms <= 0 or self.heartbeat_tolerable_misses < 0:
             raise ValueError("heartbeat interval must be > 0 and tolerable misses >= 0")
+        if self.small_file_limit < 0 or self.parquet_max_file_size <= 0:
+            raise ValueError("small_file_limit must be >= 0 and parquet_max_file_size > 0")
+        if not 0 < self.bloom_index_fpp < 1 or self.copy_on_write_record_size_estimate <= 0:
+            raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
         if self.cleaner_commits_retained < 1 or self.cleaner_fileversions_retained < 1:
             raise ValueError("cleaner retention must keep at least 1")
 

@@ -37,6 +37,9 @@ from .instant import (
     State,
     parse_as_of,
 )
+from .keyed import operations as keyed_ops
+from .keyed.properties import KeyedProperties, load_properties
+from .keyed.write import Filter
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
@@ -46,12 +49,15 @@ from .services import clean, restore, rollback, savepoint
 from .settings import EAGER, TableSettings
 from .snapshot import Snapshot, TableState
 from .store import Listing, TimelineStore
+from .table_schema import latest_schema
 from .txn import Transaction
 from .writes import delete_partition, write
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+
+_UNKNOWN = object()  # properties not read yet
 
 #: How old (seconds) the last instants listing may be for the failed-writes check to reuse it.
 FRESH_LISTING_S = 1.0
@@ -92,6 +98,7 @@ class Table:
         #: whether a full load (log probe, archive) ever ran; until then `_view` is the listing
         self._full = False
         self._begun: set[str] = set()  # instant times this object began
+        self._props: Any = _UNKNOWN  # KeyedProperties | None once read (they never change)
 
     @classmethod
     def open(
@@ -108,6 +115,42 @@ class Table:
         table = cls(store, settings, archive=archive, post_commit=post_commit)
         table.load_instants()
         return table
+
+    @classmethod
+    def create(
+        cls,
+        store: ObjectStore,
+        properties: KeyedProperties | None = None,
+        settings: TableSettings | None = None,
+        *,
+        archive: ArchiveSource | None = archived_log,
+        post_commit: Sequence[PostCommitHook] | None = None,
+    ) -> Table:
+        """Open a table, making it keyed with `properties` (a create-only object; a new table
+        also gets a creation commit stating the meta columns). Creating an existing keyed
+        table again with the same properties is a no-op, with different ones an error."""
+        table = cls.open(store, settings, archive=archive, post_commit=post_commit)
+        if properties is not None:
+            table._props = keyed_ops.create(table, properties)
+        return table
+
+    @property
+    def properties(self) -> KeyedProperties | None:
+        """The keyed table's properties; None for an unkeyed table (one GET, once)."""
+        if self._props is _UNKNOWN:
+            self._props = load_properties(self.store)
+        props: KeyedProperties | None = self._props
+        return props
+
+    def _keyed(self, what: str) -> KeyedProperties:
+        props = self.properties
+        if props is None:
+            raise TimelineError(
+                f"{what} needs a keyed table and {self.uri} has no record key (create it with "
+                "Table.create(store, KeyedProperties.of(...)) or `flowledger table create "
+                "--record-key ...`)"
+            )
+        return props
 
     @property
     def uri(self) -> str:
@@ -349,7 +392,58 @@ class Table:
     ) -> Instant:
         """Write a pyarrow table or Parquet files as one commit (append) or replacecommit
         (overwrite: insert_overwrite of the partitions written, or of the whole table)."""
+        if self._props is _UNKNOWN:  # no request for an unkeyed table: the schema tells
+            keyed = keyed_ops.is_keyed_schema(latest_schema(self, refresh=False))
+        else:
+            keyed = self._props is not None
+        if keyed:
+            props = self._keyed("write")
+            return keyed_ops.write(self, props, data, mode, partition_by, extra_metadata)
         return write(self, data, mode, partition_by, extra_metadata)
+
+    # -- keyed tables (timeline/keyed, docs/tables.md) ---------------------------------------------
+    def upsert(self, data: pa.Table, extra_metadata: Mapping[str, str] | None = None) -> Instant:
+        """Insert new records and update stored ones (merge mode decides), one commit."""
+        return keyed_ops.upsert(self, self._keyed("upsert"), data, extra_metadata)
+
+    def insert(
+        self,
+        data: pa.Table,
+        on_duplicate: str = "fail",
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> Instant:
+        """Insert new records; keys already stored fail the write (`fail`, nothing
+        committed) or are skipped (`drop`)."""
+        return keyed_ops.insert(self, self._keyed("insert"), data, on_duplicate, extra_metadata)
+
+    def delete(
+        self,
+        keys: pa.Table | Sequence[Any] | None = None,
+        *,
+        where: Filter | None = None,
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> Instant:
+        """Delete records by key (a table of key columns, optionally the ordering field; a
+        list of values for a single-column key; or dicts) or by a filter (`where`: a pyarrow
+        compute expression or a SQL predicate). Missing keys are ignored."""
+        return keyed_ops.delete(self, self._keyed("delete"), keys, where, extra_metadata)
+
+    def changes(
+        self,
+        begin: str | None,
+        end: str | None = None,
+        *,
+        cdc: bool = False,
+        full_scan: bool = False,
+    ) -> pa.Table:
+        """Records changed in (begin, end] by completion order: their latest state, or with
+        `cdc` one row per change (op i/u/d, before and after images, instant)."""
+        props = self._keyed("changes")
+        if begin is not None:
+            begin = parse_as_of(begin)
+        if end is not None:
+            end = parse_as_of(end)
+        return keyed_ops.changes(self, props, begin, end, cdc_rows=cdc, full_scan=full_scan)
 
     # -- table services (see services.py) ---------------------------------------------------------
     def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:

@@ -1,4 +1,6 @@
-"""`flowledger table ...`: write Parquet/CSV files as one commit, read a snapshot (no Spark)."""
+"""`flowledger table ...`: create a keyed table, write Parquet/CSV files as one commit
+(append/overwrite, or insert/upsert/delete on a keyed table), read a snapshot or the changes
+since an instant (no Spark)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,18 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import Table, conform, merge_schemas
+from timeline import Instant, Table, conform, merge_schemas
+from timeline.keyed import (
+    COMMIT_TIME,
+    COPY_ON_WRITE,
+    GLOBAL,
+    KEY_SCOPES,
+    MERGE_MODES,
+    TABLE_TYPES,
+    KeyedProperties,
+)
 
-from ..output import emit_json, instant_json
+from ..output import emit_json, instant_json, jsonable
 from ..table_settings import table_settings
 from .options import JsonOption
 from .timeline import open_table
@@ -45,17 +56,91 @@ def _load(files: list[Path]) -> pa.Table | list[str]:
     return pa.concat_tables([conform(t, schema) for t in tables])
 
 
+OPERATIONS = ("insert", "upsert", "delete")
+
+
+def _csv(values: list[str] | None) -> list[str]:
+    return [c.strip() for v in values or [] for c in v.split(",") if c.strip()]
+
+
+@app.command()
+def create(
+    table_uri: UriArg,
+    record_key: Annotated[
+        str, typer.Option("--record-key", help="Record key column(s), comma-separated")
+    ],
+    ordering_field: Annotated[
+        str | None,
+        typer.Option("--ordering-field", help="Ordering (precombine) field: event_time needs it"),
+    ] = None,
+    partition_by: Annotated[
+        list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
+    ] = None,
+    merge_mode: Annotated[
+        str, typer.Option("--merge-mode", help=f"{' or '.join(MERGE_MODES)}")
+    ] = COMMIT_TIME,
+    table_type: Annotated[
+        str, typer.Option("--table-type", help=f"{' or '.join(TABLE_TYPES)} (reserved)")
+    ] = COPY_ON_WRITE,
+    key_scope: Annotated[
+        str,
+        typer.Option(
+            "--key-scope", help=f"{' or '.join(KEY_SCOPES)}: where a record key is unique"
+        ),
+    ] = GLOBAL,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a keyed table (its properties never change afterwards)."""
+    props = KeyedProperties.of(
+        record_key,
+        ordering_field=ordering_field,
+        partition_by=_csv(partition_by),
+        merge_mode=merge_mode,
+        table_type=table_type,
+        key_scope=key_scope,
+    )
+    table = Table.create(open_store(table_uri), props, table_settings())
+    if as_json:
+        emit_json({"table": table.uri, **props.to_json()})
+    else:
+        print(f"created {table.uri}: {props.describe()}")
+
+
 @app.command()
 def write(
     table_uri: UriArg,
-    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False)],
+    files: Annotated[
+        list[Path] | None, typer.Argument(exists=True, dir_okay=False, show_default=False)
+    ] = None,
     mode: Annotated[str, typer.Option(help="append or overwrite")] = "append",
+    operation: Annotated[
+        str | None,
+        typer.Option(
+            "--operation",
+            help="Keyed tables: insert, upsert (the default) or delete (FILEs hold the keys)",
+        ),
+    ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option("--where", help="With --operation delete: a SQL predicate instead of FILEs"),
+    ] = None,
     partition_by: Annotated[
         list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Write FILEs (Parquet or CSV) to the table as one commit."""
+    if operation is not None:
+        done = _keyed_write(table_uri, files or [], mode, operation, where)
+        if as_json:
+            emit_json(instant_json(done))
+        else:
+            print(f"committed {done}")
+        return
+    if where is not None:
+        raise ValueError("--where applies to --operation delete")
+    if not files:
+        raise ValueError("no FILE given to write")
     data = _load(files)
     if partition_by and isinstance(data, list):
         import pyarrow.parquet as pq
@@ -71,16 +156,81 @@ def write(
         print(f"committed {done}")
 
 
+def _keyed_write(
+    table_uri: str, files: list[Path], mode: str, operation: str, where: str | None
+) -> Instant:
+    if operation not in OPERATIONS:
+        raise ValueError(f"--operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
+    if mode != "append":
+        raise ValueError("--operation and --mode overwrite do not combine (overwrite replaces)")
+    if where is not None and (operation != "delete" or files):
+        raise ValueError("--where deletes by a predicate: use it with --operation delete alone")
+    if not files and where is None:
+        raise ValueError(f"no FILE given to {operation}")
+    table = open_table(table_uri)
+    if operation == "delete" and where is not None:
+        return table.delete(where=where)
+    data = _load(files)
+    if isinstance(data, list):
+        import pyarrow.parquet as pq
+
+        data = pa.concat_tables(
+            [pq.ParquetFile(p).read(use_threads=False) for p in data], promote_options="default"
+        )
+    if operation == "delete":
+        return table.delete(data)
+    if operation == "insert":
+        return table.insert(data)
+    return table.upsert(data)
+
+
 @app.command()
 def read(
     table_uri: UriArg,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
     count: Annotated[bool, typer.Option("--count", help="Only the row count")] = False,
     limit: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Rows to print")] = 20,
+    read_optimized: Annotated[
+        bool,
+        typer.Option(
+            "--read-optimized",
+            help="Base files only (Hudi's read-optimized query); copy-on-write reads the same",
+        ),
+    ] = False,
+    changes_since: Annotated[
+        str | None,
+        typer.Option(
+            "--changes-since",
+            help="Keyed tables: records changed after this instant (up to --as-of)",
+        ),
+    ] = None,
+    cdc: Annotated[
+        bool, typer.Option("--cdc", help="With --changes-since: one row per change (i/u/d)")
+    ] = False,
+    full_scan: Annotated[
+        bool,
+        typer.Option(
+            "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Read the table's snapshot (optionally as of an instant)."""
+    """Read the table's snapshot (optionally as of an instant), or its changes."""
     table = open_table(table_uri)
+    # Every table is copy-on-write (no log files): a read-optimized read is the snapshot.
+    del read_optimized
+    if changes_since is None and (cdc or full_scan):
+        raise ValueError("--cdc and --full-scan apply to --changes-since")
+    if changes_since is not None:
+        data = table.changes(changes_since, as_of, cdc=cdc, full_scan=full_scan)
+        if count:
+            if as_json:
+                emit_json({"rows": data.num_rows})
+            else:
+                print(data.num_rows)
+            return
+        _print_rows(data, limit, as_json, table.uri)
+        return
     if count:
         snap = table.snapshot(as_of)
         if as_json:
@@ -90,12 +240,15 @@ def read(
         else:
             print(snap.rows)
         return
-    data = table.read(as_of)
+    _print_rows(table.read(as_of), limit, as_json, table.uri)
+
+
+def _print_rows(data: pa.Table, limit: int, as_json: bool, uri: str) -> None:
     rows = data.slice(0, limit).to_pylist() if data.num_rows else []
     if as_json:
-        emit_json(rows)
+        emit_json(jsonable(rows))
         return
-    out = RichTable(*data.column_names, caption=f"{table.uri}: {data.num_rows} rows")
+    out = RichTable(*data.column_names, caption=f"{uri}: {data.num_rows} rows")
     for r in rows:
         out.add_row(*(str(v) for v in r.values()))
     Console().print(out)

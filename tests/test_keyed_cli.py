@@ -1,0 +1,82 @@
+"""`flowledger table create / write --operation / read --changes-since [--cdc]` on a keyed
+table, and the one-line refusal to change a table's key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from flowledger.cli import app
+
+pytestmark = pytest.mark.unit
+runner = CliRunner()
+
+
+def _ok(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _json(*args: str) -> Any:
+    return json.loads(_ok(*args, "--json"))
+
+
+def _csv(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def test_keyed_table_from_the_command_line(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    created = _json(
+        "table",
+        "create",
+        uri,
+        "--record-key",
+        "id",
+        "--ordering-field",
+        "ts",
+        "--partition-by",
+        "p",
+        "--merge-mode",
+        "event_time",
+    )
+    assert created["record_key"] == ["id"] and created["merge_mode"] == "event_time"
+    again = runner.invoke(app, ["table", "create", uri, "--record-key", "id,v"])
+    assert again.exit_code != 0  # the error main() prints as one line on stderr
+    message = str(again.exception)
+    assert "\n" not in message and "cannot change to record key id,v" in message
+
+    a = _csv(tmp_path / "a.csv", "id,ts,p,v\n1,1,a,x\n2,1,b,y\n2,2,b,y2\n")
+    first = _json("table", "write", uri, a, "--operation", "upsert")["instant_time"]
+    b = _csv(tmp_path / "b.csv", "id,ts,p,v\n1,0,a,old\n3,1,a,z\n")
+    _json("table", "write", uri, b, "--operation", "upsert")
+    d = _csv(tmp_path / "d.csv", "id\n2\n9\n")
+    _json("table", "write", uri, d, "--operation", "delete")
+    rows = _json("table", "read", uri)
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x"), (3, "z")]  # 1: older ts lost
+    assert all(r["_flowledger_commit_time"] and r["_flowledger_record_key"] for r in rows)
+
+    changed = _json("table", "read", uri, "--changes-since", first)
+    assert [r["id"] for r in changed] == [3]
+    cdc = _json("table", "read", uri, "--changes-since", first, "--cdc")
+    assert [(c["op"], c["record_key"]) for c in cdc] == [("i", "3"), ("d", "2")]
+    assert cdc[1]["before"]["v"] == "y2" and cdc[1]["after"] is None
+
+    _json("table", "write", uri, "--operation", "delete", "--where", "v = 'z'")
+    assert _json("table", "read", uri, "--count")["rows"] == 1
+    dup = runner.invoke(app, ["table", "write", uri, a, "--operation", "insert"])
+    assert dup.exit_code != 0 and "already in the table" in str(dup.exception)
+
+
+def test_unkeyed_table_refuses_keyed_operations(tmp_path: Path) -> None:
+    uri = str(tmp_path / "plain")
+    a = _csv(tmp_path / "a.csv", "id\n1\n")
+    _ok("table", "write", uri, a)
+    result = runner.invoke(app, ["table", "write", uri, a, "--operation", "upsert"])
+    assert result.exit_code != 0 and "needs a keyed table" in str(result.exception)

@@ -1,0 +1,160 @@
+"""Differential test of keyed tables: random insert/upsert/delete sequences applied to a
+table and to a plain reference model (tests/support/keyed_model.py). After every step the
+snapshot equals the model and time travel to every earlier instant equals the model then;
+at the end, incremental and CDC reads between any two instants equal the model's difference.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from storage import ObjectStore, StoreSettings, open_store
+from tests.support.keyed_model import KeyedModel, cdc_rows, table_rows
+from tests.support.servers import S3Endpoint
+from timeline import Table, TableSettings
+from timeline.errors import DuplicateKeys
+from timeline.keyed import KeyedProperties
+
+SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("p", pa.string()), ("v", pa.string())])
+
+rows_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "id": st.integers(0, 7),
+            "ts": st.integers(0, 3),  # few values: ordering ties are common
+            "p": st.sampled_from(["a", "b"]),  # a global key may move partition
+            "v": st.sampled_from(["x", "y", "z"]),
+        }
+    ),
+    min_size=1,
+    max_size=8,  # duplicate keys inside a batch are common
+)
+op_st = st.one_of(
+    st.tuples(st.just("upsert"), rows_st),
+    st.tuples(st.just("insert_drop"), rows_st),
+    st.tuples(st.just("insert_fail"), rows_st),
+    st.tuples(st.just("delete"), rows_st),  # keys may be missing: a no-op
+    st.tuples(st.just("delete_ordered"), rows_st),
+    st.tuples(st.just("delete_sql"), st.sampled_from(["x", "y"])),
+    st.tuples(st.just("delete_expr"), st.sampled_from(["x", "z"])),
+    st.tuples(st.just("cluster"), st.none()),  # replacecommit: new file groups, same records
+    st.tuples(st.just("cluster"), st.none()),  # (listed twice: it often has nothing to do)
+    st.tuples(st.just("rollback_last"), st.none()),  # undo the newest keyed commit
+)
+case_st = st.fixed_dictionaries(
+    {
+        "merge_mode": st.sampled_from(["commit_time", "event_time"]),
+        "key_scope": st.sampled_from(["global", "partition"]),
+        "small_file_limit": st.sampled_from([0, 0, 4000, 100 * 1024 * 1024]),
+        "max_file_size": st.sampled_from([2500, 120 * 1024 * 1024]),
+        "ops": st.lists(op_st, min_size=1, max_size=7),
+    }
+)
+
+
+def _run(store: ObjectStore, case: dict[str, Any]) -> None:
+    props = KeyedProperties.of(
+        "id",
+        ordering_field="ts",
+        partition_by="p",
+        merge_mode=case["merge_mode"],
+        key_scope=case["key_scope"],
+    )
+    ts = TableSettings(
+        small_file_limit=case["small_file_limit"],
+        parquet_max_file_size=case["max_file_size"],
+        local_entry_cache=False,
+    )
+    table = Table.create(store, props, ts)
+    model = KeyedModel(case["merge_mode"], case["key_scope"])
+    times = [table.timeline().completed().last().time]  # the creation commit: step 0
+    for kind, arg in case["ops"]:
+        if kind == "insert_fail" and model.existing(arg):
+            with pytest.raises(DuplicateKeys):
+                table.insert(pa.Table.from_pylist(arg, SCHEMA))
+            continue  # nothing committed
+        if kind == "rollback_last":
+            if len(times) == 1:
+                continue  # never the creation commit
+            table.rollback(times.pop())
+            event("rolled back")
+            model.states.pop()
+            done = None
+        elif kind == "cluster":
+            done = table.cluster()
+            if done is None:
+                continue  # nothing worth clustering
+            model.states.append(model.states[-1])
+            event("clustered")
+        else:
+            done = _apply(table, model, kind, arg)
+        if done is not None:
+            times.append(done.time)
+        step = len(times) - 1
+        assert table_rows(table.read()) == model.snapshot(step, times)
+        for earlier in range(step):
+            assert table_rows(table.read(as_of=times[earlier])) == model.snapshot(earlier, times)
+    for begin in range(len(times)):
+        for end in range(begin, len(times)):
+            got = table.changes(times[begin], times[end])
+            assert table_rows(got) == model.incremental(begin, end, times), (begin, end)
+            got_cdc = table.changes(times[begin], times[end], cdc=True)
+            assert cdc_rows(got_cdc) == model.cdc(begin, end, times), (begin, end)
+
+
+def _apply(table: Table, model: KeyedModel, kind: str, arg: Any) -> Any:
+    if kind == "upsert":
+        model.upsert(arg)
+        return table.upsert(pa.Table.from_pylist(arg, SCHEMA))
+    if kind in ("insert_drop", "insert_fail"):
+        model.upsert(arg, insert_only=True)
+        policy = "drop" if kind == "insert_drop" else "fail"
+        return table.insert(pa.Table.from_pylist(arg, SCHEMA), on_duplicate=policy)
+    if kind == "delete":
+        model.delete(arg, has_ordering=False)
+        keys = pa.Table.from_pylist(arg, SCHEMA).select(["id", "p"])
+        return table.delete(keys)
+    if kind == "delete_ordered":
+        model.delete(arg, has_ordering=True)
+        return table.delete(pa.Table.from_pylist(arg, SCHEMA).select(["id", "ts", "p"]))
+    if kind == "delete_sql":
+        model.delete_where_v(arg)
+        return table.delete(where=f"v = '{arg}'")
+    assert kind == "delete_expr"
+    model.delete_where_v(arg)
+    return table.delete(where=pc.field("v") == arg)
+
+
+EXAMPLES = int(os.environ.get("FLOWLEDGER_KEYED_EXAMPLES", "30"))
+
+
+@pytest.mark.unit
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=case_st)
+def test_keyed_table_matches_model_local(case: dict[str, Any]) -> None:
+    root = tempfile.mkdtemp(prefix="keyed-diff-")
+    store = open_store("file://" + root, StoreSettings(fsync=False))
+    _run(store, case)
+
+
+@pytest.mark.minio
+@settings(
+    max_examples=max(3, EXAMPLES // 6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=case_st)
+def test_keyed_table_matches_model_minio(minio: S3Endpoint, case: dict[str, Any]) -> None:
+    store = open_store(f"s3://{minio.new_bucket()}/repo", minio.settings())
+    try:
+        _run(store, case)
+    finally:
+        store.close()

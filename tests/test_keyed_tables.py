@@ -1,0 +1,300 @@
+"""Keyed tables: properties, copy-on-write that touches only changed file groups, the
+key-range/bloom index, small files, meta columns, conflicts and unreadable change ranges."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from storage import StoreSettings, open_store
+from timeline import CommitConflict, Table, TableSettings, TimelineError
+from timeline.archive import Archiver
+from timeline.errors import DuplicateKeys, RangeNotReadable
+from timeline.keyed import COMMIT_TIME_COL, RECORD_KEY_COL, KeyedProperties, PropertiesError
+from timeline.keyed.write import keyed_write
+from timeline.settings import ArchivalSettings
+
+pytestmark = pytest.mark.unit
+
+PROPS = KeyedProperties.of("id", ordering_field="ts", merge_mode="event_time")
+NO_SMALL = TableSettings(small_file_limit=0, local_entry_cache=False)
+
+
+def _table(tmp_path: Path, props: KeyedProperties | None = PROPS, **kw: Any) -> Table:
+    settings = TableSettings(**{"local_entry_cache": False, **kw})
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    return Table.create(store, props, settings)
+
+
+def _rows(ids: list[int], ts: int = 1, v: str = "v") -> pa.Table:
+    return pa.table({"id": ids, "ts": [ts] * len(ids), "v": [f"{v}{i}" for i in ids]})
+
+
+def _by_id(t: Table) -> dict[int, dict[str, Any]]:
+    return {r["id"]: r for r in t.read().to_pylist()}
+
+
+def test_recreating_with_other_properties_is_refused_in_one_line(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    assert Table.create(t.store, PROPS).properties == PROPS  # same properties: a no-op
+    other = KeyedProperties.of("id", merge_mode="commit_time")
+    with pytest.raises(PropertiesError) as err:
+        Table.create(t.store, other)
+    assert "\n" not in str(err.value)
+    assert "already exists with record key id" in str(err.value)
+    assert "merge mode event_time" in str(err.value)
+
+
+def test_an_unkeyed_table_with_commits_cannot_become_keyed(tmp_path: Path) -> None:
+    t = _table(tmp_path, None)
+    t.write(pa.table({"id": [1]}))
+    with pytest.raises(PropertiesError, match="already holds unkeyed commits"):
+        Table.create(t.store, PROPS)
+    assert t.properties is None and Table.open(t.store).properties is None
+
+
+def test_invalid_properties(tmp_path: Path) -> None:
+    with pytest.raises(PropertiesError, match="needs an ordering field"):
+        KeyedProperties.of("id", merge_mode="event_time")
+    with pytest.raises(PropertiesError, match="merge_on_read is not supported yet"):
+        KeyedProperties.of("id", table_type="merge_on_read")
+    with pytest.raises(PropertiesError, match="at least one record key"):
+        KeyedProperties.of("")
+
+
+def test_unkeyed_tables_are_unchanged(tmp_path: Path) -> None:
+    t = _table(tmp_path, None)
+    t.write(pa.table({"id": [1, 1]}))
+    assert t.read().column_names == ["id"]  # no meta columns, duplicates allowed as before
+    assert t.read().num_rows == 2
+    with pytest.raises(TimelineError, match="needs a keyed table"):
+        t.upsert(pa.table({"id": [1]}))
+
+
+def test_meta_columns_on_every_row(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    first = t.upsert(_rows([1, 2]))
+    second = t.upsert(_rows([2], ts=2, v="new"))
+    data = t.read()
+    assert data.column_names[:2] == [COMMIT_TIME_COL, RECORD_KEY_COL]
+    by = {r["id"]: r for r in data.to_pylist()}
+    assert by[1][COMMIT_TIME_COL] == first.time  # untouched row keeps the instant that wrote it
+    assert by[2][COMMIT_TIME_COL] == second.time
+    assert by[2][RECORD_KEY_COL] == "2"
+
+
+def test_upsert_rewrites_only_the_file_groups_holding_changed_keys(tmp_path: Path) -> None:
+    t = _table(tmp_path, small_file_limit=0)
+    for k in range(4):  # four file groups with disjoint key ranges
+        t.upsert(_rows(list(range(10 * k, 10 * k + 10))))
+    before = {f.group: f for f in t.files()}
+    assert len(before) == 4
+    done = t.upsert(_rows([13, 17], ts=5, v="u"))
+    entry = t.entry(done.time)
+    (added,) = entry.added
+    assert added.group in before  # a new slice of the same file group
+    (stats,) = entry.metadata["write_stats"]
+    assert stats["prev_path"] == before[added.group].path
+    assert (stats["inserts"], stats["updates"], stats["deletes"]) == (0, 2, 0)
+    assert (stats["min_key"], stats["max_key"]) == ("10", "19")
+    assert entry.metadata["keyed"]["files_read"] == 1  # key ranges pruned the other three
+    assert {f.group for f in t.files()} == set(before)
+    assert _by_id(t)[13]["v"] == "u13"
+
+
+def test_bloom_filters_prune_files_whose_ranges_overlap(tmp_path: Path) -> None:
+    t = _table(tmp_path, small_file_limit=0)
+    t.upsert(_rows(list(range(0, 100, 2))))  # evens
+    t.upsert(_rows(list(range(1, 100, 2))))  # odds: the same key range
+    done = t.upsert(_rows([4], ts=3, v="u"))
+    assert t.entry(done.time).metadata["keyed"]["files_read"] == 1
+
+
+def test_new_keys_fill_small_files_then_new_groups(tmp_path: Path) -> None:
+    t = _table(tmp_path)  # default small-file limit: one small file takes every insert
+    t.upsert(_rows([1, 2]))
+    (group,) = {f.group for f in t.files()}
+    t.upsert(_rows([3, 4]))
+    assert {f.group for f in t.files()} == {group}
+    t2 = _table(tmp_path / "two", small_file_limit=0)
+    t2.upsert(_rows([1, 2]))
+    t2.upsert(_rows([3, 4]))
+    assert len({f.group for f in t2.files()}) == 2
+
+
+def test_duplicates_in_a_batch_and_ordering(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    batch = pa.table({"id": [1, 1, 1], "ts": [2, 3, 3], "v": ["a", "b", "c"]})
+    t.upsert(batch)
+    assert _by_id(t)[1]["v"] == "c"  # highest ts; the tie goes to the later row
+    t.upsert(pa.table({"id": [1], "ts": [1], "v": ["older"]}))
+    assert _by_id(t)[1]["v"] == "c"  # event_time: an older version does not win
+    t.delete(pa.table({"id": [1], "ts": [2]}))
+    assert 1 in _by_id(t)  # a delete older than the record loses
+    t.delete(pa.table({"id": [1], "ts": [3]}))
+    assert 1 not in _by_id(t)  # not older: it wins
+
+
+def test_delete_missing_key_is_a_no_op_commit(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.upsert(_rows([1]))
+    files = t.files()
+    done = t.delete([42])
+    assert t.entry(done.time).added == ()
+    assert t.files() == files
+
+
+def test_delete_by_filter(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.upsert(_rows([1, 2, 3]))
+    t.delete(where="id >= 2 AND v <> 'v3'")
+    assert sorted(_by_id(t)) == [1, 3]
+    import pyarrow.compute as pc
+
+    t.delete(where=pc.field("id") == 3)
+    assert sorted(_by_id(t)) == [1]
+
+
+def test_insert_refuses_existing_keys_unless_dropped(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.insert(_rows([1, 2]))
+    seq = t.latest_seq
+    with pytest.raises(DuplicateKeys, match="2 key\\(s\\) already in the table"):
+        t.insert(_rows([1, 2, 3]))
+    assert t.refresh().max_seq == seq  # nothing committed
+    t.insert(_rows([1, 3], v="new"), on_duplicate="drop")
+    assert _by_id(t)[1]["v"] == "v1" and _by_id(t)[3]["v"] == "new3"
+
+
+def test_global_key_moves_partition(tmp_path: Path) -> None:
+    props = KeyedProperties.of("id", partition_by="p")
+    t = _table(tmp_path, props)
+    t.upsert(pa.table({"id": [1, 2], "p": ["a", "a"]}))
+    t.upsert(pa.table({"id": [1], "p": ["b"]}))
+    rows = sorted((r["id"], r["p"]) for r in t.read().to_pylist())
+    assert rows == [(1, "b"), (2, "a")]
+    partition = KeyedProperties.of("id", partition_by="p", key_scope="partition")
+    t2 = _table(tmp_path / "p", partition)
+    t2.upsert(pa.table({"id": [1], "p": ["a"]}))
+    t2.upsert(pa.table({"id": [1], "p": ["b"]}))
+    assert sorted((r["id"], r["p"]) for r in t2.read().to_pylist()) == [(1, "a"), (1, "b")]
+
+
+def test_write_on_a_keyed_table_upserts_and_overwrites(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    Table.open(t.store).write(_rows([1, 2]))  # a fresh object learns keyedness from the schema
+    Table.open(t.store).write(_rows([2], ts=2, v="u"))
+    assert sorted(_by_id(t)) == [1, 2] and _by_id(t)[2]["v"] == "u2"
+    Table.open(t.store).write(_rows([7]), mode="overwrite")
+    assert sorted(_by_id(t)) == [7]
+    assert t.changes(None, cdc=True).num_rows == 2 + 1 + 3  # i,i / u / d,d,i
+
+
+def _upsert_while(t: Table, data: pa.Table, meanwhile: Callable[[], None]) -> Any:
+    """An upsert whose planning is followed by `meanwhile` (another writer) before commit."""
+    props = t.properties
+    assert props is not None
+    return keyed_write(t, props, "upsert", data=data, on_plan=lambda _plan: meanwhile())
+
+
+def test_conflicts_follow_file_groups(tmp_path: Path) -> None:
+    t = _table(tmp_path, small_file_limit=0)
+    t.upsert(_rows(list(range(10))))
+    t.upsert(_rows(list(range(10, 20))))
+    other = Table.open(t.store, NO_SMALL)
+    won: list[str] = []
+    # disjoint file groups: both land
+    _upsert_while(t, _rows([1], ts=2), lambda: won.append(other.upsert(_rows([11], ts=2)).time))
+    assert _by_id(t)[1]["ts"] == 2 and _by_id(t)[11]["ts"] == 2
+    # the same file group: the later completion loses, naming the winner
+    with pytest.raises(CommitConflict) as err:
+        _upsert_while(t, _rows([2], ts=3), lambda: won.append(other.upsert(_rows([3], ts=3)).time))
+    assert err.value.winner == won[-1]
+    assert won[-1] in str(err.value)
+    t.upsert(_rows([2], ts=3))  # a retry plans on the new slice and lands
+    assert _by_id(t)[2]["ts"] == 3 and _by_id(t)[3]["ts"] == 3
+
+
+def test_changes_refuse_cleaned_and_archived_ranges(tmp_path: Path) -> None:
+    t = _table(
+        tmp_path,
+        cleaner_commits_retained=2,
+        archival=ArchivalSettings(keep_min_commits=3, keep_max_commits=4, auto_archive=False),
+    )
+    times = [t.upsert(_rows([1], ts=k, v=f"v{k}")).time for k in range(6)]
+    assert t.clean() is not None
+    with pytest.raises(RangeNotReadable) as err:
+        t.changes(times[0], cdc=True)
+    assert err.value.earliest and err.value.earliest in str(err.value)
+    t.changes(err.value.earliest, cdc=True)  # from there on it reads
+
+
+def test_changes_refuse_archived_ranges_unless_full_scan(tmp_path: Path) -> None:
+    t = _table(tmp_path, archival=ArchivalSettings(auto_archive=False))
+    times = [t.upsert(_rows([k % 2], ts=k, v=f"v{k}")).time for k in range(6)]
+    Archiver(t, ArchivalSettings(keep_min_commits=3, keep_max_commits=4)).run()
+    with pytest.raises(RangeNotReadable, match="was archived") as err:
+        t.changes(times[0])
+    assert err.value.earliest in str(err.value)
+    got = t.changes(times[0], full_scan=True)  # the documented fallback
+    assert sorted(got.column("v").to_pylist()) == ["v40", "v51"]
+    with pytest.raises(ValueError, match="CDC needs every slice"):
+        t.changes(times[0], cdc=True, full_scan=True)
+
+
+def test_big_bloom_filters_live_in_checksummed_sidecars(tmp_path: Path) -> None:
+    t = _table(
+        tmp_path,
+        small_file_limit=0,
+        cleaner_policy="KEEP_LATEST_FILE_VERSIONS",
+        cleaner_fileversions_retained=1,
+    )
+    t.upsert(_rows(list(range(0, 20000, 2))))  # 10k keys: a filter too big to sit inline
+    t.upsert(_rows(list(range(1, 20000, 2))))  # the same key range: only blooms tell apart
+    stats = [s for e in t.state().ordered_writes() for s in e.metadata.get("write_stats", ())]
+    sidecar = stats[0]["bloom_path"]
+    assert stats[0]["bloom"] is None and t.store.exists(sidecar)
+    done = t.upsert(_rows([4], ts=3, v="u"))
+    assert t.entry(done.time).metadata["keyed"]["files_read"] == 1
+    assert t.clean() is not None  # the superseded slice goes, and its sidecar with it
+    assert not t.store.exists(sidecar)
+    newest = t.entry(done.time).metadata["write_stats"][0]["bloom_path"]
+    t.store.put(newest, t.store.get(newest)[:-1] + b"0")
+    from storage import IntegrityError
+
+    with pytest.raises(IntegrityError):
+        t.upsert(_rows([6], ts=3))
+
+
+def test_integer_keys_are_ranged_as_numbers(tmp_path: Path) -> None:
+    from timeline.keyed import RangeBloomIndex
+
+    t = _table(tmp_path, small_file_limit=0)
+    t.upsert(_rows(list(range(0, 100))))
+    t.upsert(_rows(list(range(100, 200))))
+    low, high = sorted(t.files(), key=lambda f: f.column_stats["id"]["min"])
+    as_text = RangeBloomIndex({}, t.store)  # no bloom filters: ranges alone
+    assert set(as_text.candidates([low, high], ["150"])) == {low.path, high.path}  # "150" < "99"
+    as_numbers = RangeBloomIndex({}, t.store, integer_key="id")
+    assert as_numbers.candidates([low, high], ["150", "7"]) == {high.path: [0], low.path: [1]}
+
+
+def test_plain_files_are_refused_by_a_keyed_table(tmp_path: Path) -> None:
+    """What an engine that commits files it wrote itself would do (e.g. a Spark writer)."""
+    from timeline import check_schema
+    from timeline.writes import put_table
+
+    t = _table(tmp_path)
+    t.upsert(_rows([1]))
+    data = _rows([2])
+    txn = t.begin()
+    txn.schema = check_schema(t, data.schema)
+    put_table(txn, "", data)
+    with pytest.raises(TimelineError, match="is a keyed table"):
+        txn.commit()
+    assert sorted(_by_id(t)) == [1]
+    assert not t.timeline().pending()  # aborted

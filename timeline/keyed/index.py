@@ -1,0 +1,160 @@
+"""Finding the file groups that may hold a key, without reading base files.
+
+`KeyIndex` is the seam: the copy-on-write writer asks it which of the snapshot's files may
+hold each incoming key and reads only those. `RangeBloomIndex` answers from what every keyed
+commit records per file (key range and bloom filter, inside the checksummed commit
+metadata); a record-level index built by the `indexing` action would answer exactly with the
+same interface.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias
+
+import pyarrow as pa
+
+from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
+
+from ..metadata import DataFile
+from ..snapshot import TableState
+from .bloom import INLINE_MAX_BYTES, BloomFilter
+from .keys import RECORD_KEY_COL
+from .properties import KeyedProperties
+
+WRITE_STATS = "write_stats"
+
+
+class KeyIndex(Protocol):
+    def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
+        """file path -> positions in `keys` of the keys that may be stored in that file
+        (files with none are left out). False positives cost a read, never correctness."""
+        ...
+
+
+def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
+    """Every live file's write stats (recorded by keyed commits), by path."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for e in st.ordered_writes():
+        for s in e.metadata.get(WRITE_STATS, ()):
+            out[str(s["path"])] = s
+    return out
+
+
+def bloom_ref(
+    store: ObjectStore, data_path: str, keys: Sequence[str], fpp: float
+) -> dict[str, Any]:
+    """The write-stats fields of a file's bloom filter: inline when small, else a sidecar
+    object (`<data file>.bloom`, under the instant's data prefix so rollback removes it;
+    the cleaner removes it with its data file)."""
+    if not keys:
+        return {"bloom": None}
+    bf = BloomFilter.build(keys, fpp)
+    if len(bf.bits) <= INLINE_MAX_BYTES:
+        return {"bloom": bf.to_json()}
+    path = data_path.rsplit(".", 1)[0] + ".bloom"
+    body = seal_blob(bf.bits)
+    store.put(path, body)
+    return {
+        "bloom": None,
+        "bloom_path": path,
+        "bloom_checksum": checksum_of(body),
+        "bloom_num_bits": bf.num_bits,
+        "bloom_num_hashes": bf.num_hashes,
+    }
+
+
+def sidecars(stats: Sequence[Mapping[str, Any]], paths: set[str]) -> list[str]:
+    """The sidecar objects of the data files `paths` (for the cleaner)."""
+    return [str(s["bloom_path"]) for s in stats if s.get("bloom_path") and s["path"] in paths]
+
+
+class RangeBloomIndex:
+    """Key ranges prune first (a bisect per file over the sorted keys), bloom filters second
+    (inline, or one GET of a checksummed sidecar for a file whose range matched)."""
+
+    def __init__(
+        self,
+        stats: Mapping[str, Mapping[str, Any]],
+        store: ObjectStore,
+        integer_key: str | None = None,
+    ) -> None:
+        """`integer_key`: the single integer key column, whose ranges are compared as
+        numbers (its column stats); as text, 10 sorts before 9 and ranges overlap."""
+        self.stats = stats
+        self.store = store
+        self.integer_key = integer_key
+        self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
+
+    def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
+        if self.integer_key is not None:
+            numbers = [int(k) for k in keys]
+            order = sorted(range(len(keys)), key=numbers.__getitem__)
+            ordered: list[Any] = [numbers[i] for i in order]
+        else:
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            ordered = [keys[i] for i in order]
+        out: dict[str, list[int]] = {}
+        for f in files:
+            lo, hi = self._range(f)
+            if lo is None or hi is None:
+                if f.rows == 0:
+                    continue  # an empty slice holds nothing
+                first, last = 0, len(ordered)
+            else:
+                first = bisect.bisect_left(ordered, lo)
+                last = bisect.bisect_right(ordered, hi)
+            if first >= last:
+                continue
+            self.probed_files += 1
+            positions = order[first:last]
+            bloom = self._bloom(f)
+            if bloom is not None:
+                maybe = bloom.might_contain([keys[i] for i in positions])
+                positions = [p for p, m in zip(positions, maybe, strict=True) if m]
+            if positions:
+                out[f.path] = positions
+        return out
+
+    def _bloom(self, f: DataFile) -> BloomFilter | None:
+        s = self.stats.get(f.path, {})
+        if s.get("bloom"):
+            return BloomFilter.from_json(s["bloom"])
+        path = s.get("bloom_path")
+        if not path:
+            return None
+        data = self.store.get(str(path))
+        where = self.store.url(str(path))
+        verify(data, str(s.get("bloom_checksum", "")), where)
+        bits, _ = open_blob(data, where)
+        return BloomFilter(bytes(bits), int(s["bloom_num_bits"]), int(s["bloom_num_hashes"]))
+
+    def _range(self, f: DataFile) -> tuple[Any, Any]:
+        if self.integer_key is not None:
+            cs = f.column_stats.get(self.integer_key)
+            if cs and isinstance(cs.get("min"), int) and isinstance(cs.get("max"), int):
+                return cs["min"], cs["max"]
+            return None, None
+        s = self.stats.get(f.path)
+        if s is not None and "min_key" in s:
+            return s.get("min_key"), s.get("max_key")
+        cs = f.column_stats.get(RECORD_KEY_COL)  # files written by insert_overwrite
+        if cs and "min" in cs:
+            return cs.get("min"), cs.get("max")
+        return None, None
+
+
+#: Builds the index a keyed write asks (from the table's store, the state it planned on and
+#: the table's properties).
+IndexFactory: TypeAlias = Callable[[ObjectStore, TableState, KeyedProperties], KeyIndex]
+
+
+def range_bloom_index(store: ObjectStore, st: TableState, props: KeyedProperties) -> KeyIndex:
+    schema = st.schema()
+    integer_key = None
+    if len(props.record_key) == 1 and schema is not None:
+        (col,) = props.record_key
+        if col in schema.names and pa.types.is_integer(schema.field(col).type):
+            integer_key = col
+    return RangeBloomIndex(write_stats_by_path(st), store, integer_key)

@@ -1,0 +1,101 @@
+"""Record keys, partition paths and the row meta columns of a keyed table.
+
+Every row of a keyed table carries `_flowledger_commit_time` (the instant that last wrote
+it) and `_flowledger_record_key` (its key as text), Hudi's `_hoodie_commit_time` and
+`_hoodie_record_key`: a row version joins to the commit, and through it to provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..partitioning import partition_value
+from .properties import PARTITION, KeyedProperties, PropertiesError
+
+COMMIT_TIME_COL = "_flowledger_commit_time"
+RECORD_KEY_COL = "_flowledger_record_key"
+META_COLUMNS = (COMMIT_TIME_COL, RECORD_KEY_COL)
+
+
+def record_keys(data: pa.Table, props: KeyedProperties) -> list[str]:
+    """Each row's record key as text: the value of a single key column, or Hudi's complex
+    key form `col1:v1,col2:v2` for several."""
+    missing = [c for c in props.record_key if c not in data.column_names]
+    if missing:
+        raise PropertiesError(f"record key column(s) {missing} not in the data's columns")
+    cols: list[list[str]] = []
+    for c in props.record_key:
+        col = data.column(c)
+        if col.null_count:
+            raise PropertiesError(f"record key column {c!r} has {col.null_count} null value(s)")
+        if pa.types.is_integer(col.type) or pa.types.is_string(col.type):
+            cols.append(pc.cast(col, pa.string()).to_pylist())  # str(v), without a loop
+        else:
+            cols.append([_text(v) for v in col.to_pylist()])
+    if len(cols) == 1:
+        return cols[0]
+    return [
+        ",".join(f"{c}:{v}" for c, v in zip(props.record_key, vals, strict=True))
+        for vals in zip(*cols, strict=True)
+    ]
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bytes):
+        return v.hex()
+    if hasattr(v, "isoformat"):
+        return str(v.isoformat())
+    return str(v)
+
+
+def partition_paths(data: pa.Table, props: KeyedProperties) -> list[str]:
+    """Each row's Hive-style partition path (`col=value/...`), as unkeyed writes name them."""
+    if not props.partition_by:
+        return [""] * data.num_rows
+    missing = [c for c in props.partition_by if c not in data.column_names]
+    if missing:
+        raise PropertiesError(f"partition column(s) {missing} not in the data's columns")
+    # Name each distinct value once: a batch has many rows and few partitions.
+    named: list[list[str]] = []
+    for c in props.partition_by:
+        encoded = pc.dictionary_encode(data.column(c)).combine_chunks()
+        names = [f"{c}={partition_value(v)}" for v in encoded.dictionary.to_pylist()]
+        nulls = f"{c}={partition_value(None)}"
+        named.append([nulls if i is None else names[i] for i in encoded.indices.to_pylist()])
+    if len(named) == 1:
+        return named[0]
+    return ["/".join(parts) for parts in zip(*named, strict=True)]
+
+
+def identities(keys: Sequence[str], partitions: Sequence[str], props: KeyedProperties) -> list[str]:
+    """What names one record: its key (global keys) or its partition and key."""
+    if props.key_scope == PARTITION:
+        return [f"{p}\x00{k}" for p, k in zip(partitions, keys, strict=True)]
+    return list(keys)
+
+
+def with_meta(data: pa.Table, instant_time: str, keys: Sequence[str]) -> pa.Table:
+    """`data` with the meta columns first (replacing any the input carried)."""
+    body = data.drop_columns([c for c in META_COLUMNS if c in data.column_names])
+    n = body.num_rows
+    meta = pa.table(
+        {
+            COMMIT_TIME_COL: pa.array([instant_time] * n, pa.string()),
+            RECORD_KEY_COL: pa.array(list(keys), pa.string()),
+        }
+    )
+    return pa.Table.from_arrays(
+        [*meta.columns, *body.columns], names=[*meta.column_names, *body.column_names]
+    )
+
+
+def key_range(data: pa.Table) -> tuple[str | None, str | None]:
+    """Smallest and largest record key of a file's rows (None, None when it is empty)."""
+    if data.num_rows == 0:
+        return None, None
+    mm = pc.min_max(data.column(RECORD_KEY_COL))
+    return mm["min"].as_py(), mm["max"].as_py()

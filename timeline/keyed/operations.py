@@ -1,0 +1,206 @@
+"""The keyed-table operations behind `Table.insert/upsert/delete/changes` and the keyed
+`insert_overwrite` (replacecommit of the partitions written, rows with their meta columns)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..instant import COMMIT, REPLACE_COMMIT, Instant
+from ..partitioning import split_partitions
+from ..schema import merge_schemas
+from ..writes import put_table
+from .changes import cdc, incremental
+from .index import WRITE_STATS, bloom_ref
+from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
+from .properties import KeyedProperties, PropertiesError, create_properties, load_properties
+from .write import keyed_write, prepare_batch
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..table import Table
+
+#: The schema a new keyed table states in its creation commit: the meta columns. A write
+#: through `Table.write` sees them in the latest schema and knows the table is keyed without
+#: a request more than an unkeyed write makes.
+META_SCHEMA = pa.schema([(c, pa.string()) for c in META_COLUMNS])
+
+
+def create(table: Table, props: KeyedProperties) -> KeyedProperties:
+    """Write the properties (create-only) and, for a new table, a creation commit (two
+    creators racing may both write one: harmless, both state the same schema)."""
+    existing = table.timeline().completed().write_timeline()
+    latest = existing.last()
+    if latest is not None and load_properties(table.store) is None:
+        raise PropertiesError(
+            f"table {table.uri} already holds unkeyed commits (the latest is "
+            f"{latest.time}); a table is keyed from its creation: write the data "
+            "into a new keyed table"
+        )
+    got = create_properties(table.store, props)
+    if not existing:
+        txn = table.begin(COMMIT, operation="create")
+        try:
+            txn.schema = META_SCHEMA
+            txn.commit(details={"keyed": {"properties": props.to_json()}})
+        except BaseException:
+            txn.abort()
+            raise
+    return got
+
+
+def is_keyed_schema(schema: pa.Schema | None) -> bool:
+    return schema is not None and RECORD_KEY_COL in schema.names
+
+
+def write(
+    table: Table,
+    props: KeyedProperties,
+    data: pa.Table | Sequence[str | Path],
+    mode: str,
+    partition_by: Sequence[str] | str | None,
+    extra: Mapping[str, str] | None,
+) -> Instant:
+    """`Table.write` on a keyed table: append is an upsert (Hudi's default operation);
+    overwrite is insert_overwrite of the partitions written. Partitioning is the table's own."""
+    parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    if parts and tuple(parts) != props.partition_by:
+        raise PropertiesError(
+            f"{table.uri} is partitioned by {list(props.partition_by)} (a keyed table's "
+            f"partitioning is fixed at creation), not {parts}"
+        )
+    if not isinstance(data, pa.Table):
+        data = pa.concat_tables(
+            [pq.ParquetFile(p).read(use_threads=False) for p in data],
+            promote_options="default",
+        )
+    if mode == "overwrite":
+        return insert_overwrite(table, props, data, extra)
+    if mode != "append":
+        raise ValueError(f"mode must be append or overwrite, not {mode!r}")
+    return upsert(table, props, data, extra)
+
+
+def upsert(
+    table: Table, props: KeyedProperties, data: pa.Table, extra: Mapping[str, str] | None = None
+) -> Instant:
+    return keyed_write(table, props, "upsert", data=data, metadata=dict(extra or {}))
+
+
+def insert(
+    table: Table,
+    props: KeyedProperties,
+    data: pa.Table,
+    on_duplicate: str = "fail",
+    extra: Mapping[str, str] | None = None,
+) -> Instant:
+    if on_duplicate not in ("fail", "drop"):
+        raise ValueError("on_duplicate must be 'fail' or 'drop'")
+    return keyed_write(
+        table, props, "insert", data=data, on_duplicate=on_duplicate, metadata=dict(extra or {})
+    )
+
+
+def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:
+    if isinstance(keys, pa.Table):
+        return keys
+    values = list(keys)
+    if values and isinstance(values[0], Mapping):
+        return pa.Table.from_pylist(values)
+    if len(props.record_key) != 1:
+        raise PropertiesError(
+            f"the record key has columns {list(props.record_key)}: pass the keys to delete as "
+            "a pyarrow table or a list of dicts"
+        )
+    return pa.table({props.record_key[0]: values})
+
+
+def delete(
+    table: Table,
+    props: KeyedProperties,
+    keys: Any = None,
+    where: Any = None,
+    extra: Mapping[str, str] | None = None,
+) -> Instant:
+    if (keys is None) == (where is None):
+        raise ValueError("delete takes keys or a filter (where=), exactly one of them")
+    deletes = _keys_table(keys, props) if keys is not None else None
+    return keyed_write(
+        table, props, "delete", deletes=deletes, where=where, metadata=dict(extra or {})
+    )
+
+
+def insert_overwrite(
+    table: Table, props: KeyedProperties, data: pa.Table, extra: Mapping[str, str] | None = None
+) -> Instant:
+    """Replace the partitions the data holds (the whole table when unpartitioned)."""
+    parts = list(props.partition_by)
+    operation = "insert_overwrite" if parts else "insert_overwrite_table"
+    txn = table.begin(REPLACE_COMMIT, operation=operation)
+    try:
+        batch = prepare_batch(data, props, txn.instant_time, upsert=True)
+        st = table.state()
+        txn.schema = merge_schemas(st.schema(), batch.rows.schema, table.uri)
+        stats = []
+        written = set()
+        for partition, piece in split_partitions(batch.rows, parts):
+            f = put_table(txn, partition, piece)
+            written.add(partition)
+            lo, hi = key_range(piece)
+            keys = piece.column(RECORD_KEY_COL).to_pylist()
+            stats.append(
+                {
+                    "path": f.path,
+                    "file_group": f.file_group,
+                    "partition": partition,
+                    "prev_commit": None,
+                    "prev_path": None,
+                    "inserts": piece.num_rows,
+                    "updates": 0,
+                    "deletes": 0,
+                    "rows": piece.num_rows,
+                    "bytes": f.size,
+                    "min_key": lo,
+                    "max_key": hi,
+                    **bloom_ref(table.store, f.path, keys, table.settings.bloom_index_fpp),
+                }
+            )
+        current = {f.partition for f in st.snapshot().files}
+        txn.replace_partitions(written if parts else current | written)
+        return txn.commit(dict(extra or {}), {WRITE_STATS: stats})
+    except BaseException:
+        txn.abort()
+        raise
+
+
+def changes(
+    table: Table,
+    props: KeyedProperties,
+    begin: str | None,
+    end: str | None = None,
+    *,
+    cdc_rows: bool = False,
+    full_scan: bool = False,
+) -> pa.Table:
+    if cdc_rows:
+        if full_scan:
+            raise ValueError("full_scan applies to incremental reads: CDC needs every slice")
+        return cdc(table, props, begin, end)
+    return incremental(table, begin, end, full_scan=full_scan)
+
+
+__all__: Sequence[str] = [
+    "META_SCHEMA",
+    "changes",
+    "create",
+    "delete",
+    "insert",
+    "insert_overwrite",
+    "is_keyed_schema",
+    "upsert",
+    "write",
+]

@@ -1,0 +1,159 @@
+"""A keyed table's properties (Hudi's `hoodie.properties`): fixed at creation in one
+create-only, checksummed object, `_timeline/properties.json`.
+
+A table without that object is unkeyed and behaves as it always did (append, overwrite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage import Conflict, NotFound, ObjectStore, open_json, seal_json
+
+from ..errors import TimelineError
+from ..layout import TIMELINE
+
+PROPERTIES_KEY = TIMELINE + "properties.json"
+FORMAT = "flowledger.table-properties/1"
+
+COMMIT_TIME = "commit_time"  # the latest write wins (Hudi 1.x COMMIT_TIME_ORDERING)
+EVENT_TIME = "event_time"  # the highest ordering value wins, ties by commit order
+MERGE_MODES = (COMMIT_TIME, EVENT_TIME)
+COPY_ON_WRITE = "copy_on_write"
+MERGE_ON_READ = "merge_on_read"  # reserved: accepted by name, refused until implemented
+TABLE_TYPES = (COPY_ON_WRITE, MERGE_ON_READ)
+GLOBAL = "global"  # a key is unique in the whole table; a record may move partitions
+PARTITION = "partition"  # a key is unique within its partition (key + partition = record)
+KEY_SCOPES = (GLOBAL, PARTITION)
+
+
+class PropertiesError(TimelineError, ValueError):
+    """Invalid keyed-table properties, or properties that differ from the table's."""
+
+
+@dataclass(frozen=True)
+class KeyedProperties:
+    """What makes a table keyed. Immutable once the table exists."""
+
+    record_key: tuple[str, ...]
+    ordering_field: str | None = None
+    partition_by: tuple[str, ...] = ()
+    merge_mode: str = COMMIT_TIME
+    table_type: str = COPY_ON_WRITE
+    #: `global` by default: a key names one record table-wide, as a primary key does in
+    #: pyiceberg's upsert and Delta's MERGE, so an update may move a record between
+    #: partitions. `partition` scopes keys to their partition (cheaper lookups: only the
+    #: incoming partitions' files are candidates), as Hudi's non-global indexes do.
+    key_scope: str = GLOBAL
+
+    def __post_init__(self) -> None:
+        if not self.record_key or any(not c for c in self.record_key):
+            raise PropertiesError("a keyed table needs at least one record key column")
+        if len(set(self.record_key)) != len(self.record_key):
+            raise PropertiesError(f"record key columns repeat: {list(self.record_key)}")
+        if self.merge_mode not in MERGE_MODES:
+            raise PropertiesError(
+                f"merge mode must be one of {MERGE_MODES}, not {self.merge_mode!r}"
+            )
+        if self.merge_mode == EVENT_TIME and not self.ordering_field:
+            raise PropertiesError("merge mode event_time needs an ordering field")
+        if self.table_type not in TABLE_TYPES:
+            raise PropertiesError(
+                f"table type must be one of {TABLE_TYPES}, not {self.table_type!r}"
+            )
+        if self.table_type == MERGE_ON_READ:
+            raise PropertiesError(
+                "table type merge_on_read is not supported yet; use copy_on_write"
+            )
+        if self.key_scope not in KEY_SCOPES:
+            raise PropertiesError(f"key scope must be one of {KEY_SCOPES}, not {self.key_scope!r}")
+
+    @staticmethod
+    def of(
+        record_key: Sequence[str] | str,
+        *,
+        ordering_field: str | None = None,
+        partition_by: Sequence[str] | str = (),
+        merge_mode: str = COMMIT_TIME,
+        table_type: str = COPY_ON_WRITE,
+        key_scope: str = GLOBAL,
+    ) -> KeyedProperties:
+        """Properties from user input (a comma-separated string or a list of columns)."""
+        return KeyedProperties(
+            _columns(record_key),
+            ordering_field or None,
+            _columns(partition_by),
+            merge_mode,
+            table_type,
+            key_scope,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "record_key": list(self.record_key),
+            "ordering_field": self.ordering_field,
+            "partition_by": list(self.partition_by),
+            "merge_mode": self.merge_mode,
+            "table_type": self.table_type,
+            "key_scope": self.key_scope,
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> KeyedProperties:
+        return KeyedProperties(
+            tuple(d["record_key"]),
+            d.get("ordering_field"),
+            tuple(d.get("partition_by", ())),
+            str(d.get("merge_mode", COMMIT_TIME)),
+            str(d.get("table_type", COPY_ON_WRITE)),
+            str(d.get("key_scope", GLOBAL)),
+        )
+
+    def describe(self) -> str:
+        order = f", ordering field {self.ordering_field}" if self.ordering_field else ""
+        parts = f", partitioned by {','.join(self.partition_by)}" if self.partition_by else ""
+        return (
+            f"record key {','.join(self.record_key)}{order}{parts}, merge mode "
+            f"{self.merge_mode}, {self.table_type}, {self.key_scope} keys"
+        )
+
+
+def _columns(cols: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(cols, str):
+        cols = cols.split(",")
+    return tuple(c.strip() for c in cols if c.strip())
+
+
+def load_properties(store: ObjectStore) -> KeyedProperties | None:
+    """The table's properties; None for an unkeyed table (one GET)."""
+    try:
+        data = store.get(PROPERTIES_KEY)
+    except NotFound:
+        return None
+    d = open_json(data, store.url(PROPERTIES_KEY))
+    if d.get("format") != FORMAT:
+        where = store.url(PROPERTIES_KEY)
+        raise PropertiesError(f"{where}: unsupported format {d.get('format')!r}")
+    return KeyedProperties.from_json(d)
+
+
+def create_properties(store: ObjectStore, props: KeyedProperties) -> KeyedProperties:
+    """Write the properties object once. Creating again with the same properties is a no-op;
+    with different ones it is refused (a table's key and merge mode never change)."""
+    body = seal_json({"format": FORMAT, **props.to_json()})
+    try:
+        store.put_if_absent(PROPERTIES_KEY, body)
+        return props
+    except Conflict:
+        pass
+    existing = load_properties(store)
+    if existing is None:  # pragma: no cover - deleted between the PUT and the GET
+        raise PropertiesError(f"{store.uri}: properties object vanished while being created")
+    if existing != props:
+        raise PropertiesError(
+            f"table {store.uri} already exists with {existing.describe()}; "
+            f"it cannot change to {props.describe()}"
+        )
+    return existing
