@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from provenance import ProvenanceRepository
+from provenance import sql as prov_sql
 from storage import open_store
 from timeline import Instant, Table, conform, merge_schemas
 from timeline.keyed import (
@@ -25,9 +27,11 @@ from timeline.keyed import (
     KeyedProperties,
 )
 
+from .. import table_sql
 from ..output import emit_json, instant_json, jsonable
-from ..table_settings import table_settings
-from .options import JsonOption
+from ..table_settings import provenance_settings, table_settings
+from ..table_sql import TableRead
+from .options import JsonOption, RepoOption
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
@@ -251,4 +255,51 @@ def _print_rows(data: pa.Table, limit: int, as_json: bool, uri: str) -> None:
     out = RichTable(*data.column_names, caption=f"{uri}: {data.num_rows} rows")
     for r in rows:
         out.add_row(*(str(v) for v in r.values()))
+    Console().print(out)
+
+
+@app.command("sql")
+def sql(
+    table_uri: UriArg,
+    query: Annotated[
+        str, typer.Argument(help="One SELECT over the table's view (its name, or t) and provenance")
+    ],
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
+    changes_since: Annotated[
+        str | None,
+        typer.Option(
+            "--changes-since", help="Keyed tables: the view holds the records changed after it"
+        ),
+    ] = None,
+    cdc: Annotated[
+        bool, typer.Option("--cdc", help="With --changes-since: one row per change (i/u/d)")
+    ] = False,
+    full_scan: Annotated[
+        bool,
+        typer.Option(
+            "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
+        ),
+    ] = False,
+    repo: RepoOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a read-only SQL query over the table (a view named after it, and `t`) and the
+    view `provenance` of the repository (DuckDB)."""
+    read = TableRead(as_of, changes_since, cdc, full_scan)
+    table = open_table(table_uri)
+    prov = ProvenanceRepository.open(open_store(repo), provenance_settings(), recover=False)
+    try:
+        con = table_sql.connect(prov, table, read)
+        try:
+            names, rows = prov_sql.run(con, query, "table sql")
+        finally:
+            con.close()
+    finally:
+        prov.close()
+    if as_json:
+        emit_json([dict(zip(names, map(jsonable, r), strict=True)) for r in rows])
+        return
+    out = RichTable(*names)
+    for r in rows:
+        out.add_row(*(str(v) for v in r))
     Console().print(out)
