@@ -65,7 +65,9 @@ def _verified_in_place(store: LocalObjectStore, f: DataFile) -> Path:
         while block := fh.read(1024 * 1024):
             crc, total = zlib.crc32(block, crc), total + len(block)
     if f.size and total != f.size:
-        raise IntegrityError(f"{where} is corrupt: {total} bytes, the commit recorded {f.size}", where)
+        raise IntegrityError(
+            f"{where} is corrupt: {total} bytes, the commit recorded {f.size}", where
+        )
     if f.checksum:
         verify_crc = format_checksum(crc)
         if verify_crc != f.checksum:

@@ -118,9 +118,7 @@ def connect_snapshot(
     journals = [load_journal(j) for j in snap.journals]
     recent = pa.concat_tables(journals) if journals else None
     cache = source.local_path("")
-    return connect(
-        committed, recent, snap.high_water, cache, temp_dir, memory_limit_bytes, views
-    )
+    return connect(committed, recent, snap.high_water, cache, temp_dir, memory_limit_bytes, views)
 
 
 def run(
