@@ -109,7 +109,7 @@ def test_writes_and_file_access_are_refused(tmp_path: Path) -> None:
                 prov_sql.run(con, f"SELECT * FROM read_csv('{outside}')")
             with pytest.raises(ReadOnlyQuery):
                 prov_sql.run(con, "SET enable_external_access=true")
-            with pytest.raises(Exception, match="locked|disabled"):  # even on the connection
+            with pytest.raises(Exception, match=r"locked|disabled"):  # even on the connection
                 con.execute("SET enable_external_access=true")
         finally:
             con.close()
