@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import duckdb
 import pyarrow as pa
@@ -27,7 +27,7 @@ VIEW = "provenance"
 
 #: What a view beside `provenance` reads: local Parquet files (they join the allowed paths;
 #: files with columns added later are read by name, missing ones as nulls) or an Arrow table.
-ViewSource = Sequence[Path] | pa.Table
+ViewSource: TypeAlias = Sequence[Path] | pa.Table
 
 
 def empty_file(cache: Path) -> Path:

@@ -4,6 +4,8 @@ since an instant (no Spark)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +18,7 @@ from rich.table import Table as RichTable
 from provenance import ProvenanceRepository
 from provenance import sql as prov_sql
 from storage import open_store
+from storage.uri import resolve_repo
 from timeline import Instant, Table, conform, merge_schemas
 from timeline.keyed import (
     COMMIT_TIME,
@@ -29,6 +32,8 @@ from timeline.keyed import (
 
 from .. import table_sql
 from ..output import emit_json, instant_json, jsonable
+from ..slice_provenance import CommitJob, SliceProvenance
+from ..spark.lineage import canonical
 from ..table_settings import provenance_settings, table_settings
 from ..table_sql import TableRead
 from .options import JsonOption, RepoOption
@@ -131,11 +136,13 @@ def write(
     partition_by: Annotated[
         list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
     ] = None,
+    repo: RepoOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write FILEs (Parquet or CSV) to the table as one commit."""
+    """Write FILEs (Parquet or CSV) to the table as one commit. A keyed operation on a table
+    inside the repository (--repo) records each written file slice's provenance there."""
     if operation is not None:
-        done = _keyed_write(table_uri, files or [], mode, operation, where)
+        done = _keyed_write(table_uri, files or [], mode, operation, where, repo)
         if as_json:
             emit_json(instant_json(done))
         else:
@@ -161,7 +168,12 @@ def write(
 
 
 def _keyed_write(
-    table_uri: str, files: list[Path], mode: str, operation: str, where: str | None
+    table_uri: str,
+    files: list[Path],
+    mode: str,
+    operation: str,
+    where: str | None,
+    repo: str | None = None,
 ) -> Instant:
     if operation not in OPERATIONS:
         raise ValueError(f"--operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
@@ -172,6 +184,33 @@ def _keyed_write(
     if not files and where is None:
         raise ValueError(f"no FILE given to {operation}")
     table = open_table(table_uri)
+    with _slice_provenance(table, repo, files, operation):
+        return _keyed_operation(table, files, operation, where)
+
+
+@contextmanager
+def _slice_provenance(
+    table: Table, repo: str | None, files: list[Path], operation: str
+) -> Iterator[None]:
+    """Install the slice provenance hook when the table lives inside the repository (its
+    provenance goes nowhere else; a table elsewhere records none)."""
+    repo_uri = canonical(resolve_repo(repo)).rstrip("/") + "/"
+    if not canonical(table.uri).startswith(repo_uri):
+        yield
+        return
+    prov = ProvenanceRepository.open(open_store(repo), provenance_settings())
+    job = CommitJob(
+        component_id=f"flowledger table write --operation {operation}",
+        inputs=tuple(f.resolve().as_uri() for f in files),
+    )
+    table.post_commit.append(SliceProvenance(prov, job))
+    try:
+        yield
+    finally:
+        prov.close()
+
+
+def _keyed_operation(table: Table, files: list[Path], operation: str, where: str | None) -> Instant:
     if operation == "delete" and where is not None:
         return table.delete(where=where)
     data = _load(files)
