@@ -27,7 +27,7 @@ import pyarrow as pa
 from provenance import ProvenanceRepository
 from provenance.catalog import Sums
 from provenance.objects import ParquetSource, cache_root
-from provenance.sql import ViewSource
+from provenance.sql import VIEW, ViewSource
 from storage import IntegrityError, ObjectStore
 from storage.checksum import format_checksum
 from storage.local import LocalObjectStore
@@ -120,7 +120,8 @@ def connect(
     """A read-only connection with the views `<name>` and `t` (the table) and `provenance`."""
     source = table_source(table, read)
     view = name or table_name(table.uri)
-    views = {view: source} if view == ALIAS else {view: source, ALIAS: source}
+    # A table named like the provenance view (or `t`) is reached as `t` alone.
+    views = {ALIAS: source} if view in (ALIAS, VIEW) else {view: source, ALIAS: source}
     return prov.sql_connection(temp_dir, memory_limit_bytes, views)
 
 
