@@ -16,10 +16,10 @@ from flowledger.pipeline.trace import trace
 from flowledger.slice_provenance import CommitJob, SliceProvenance, record_commit, slice_uuid
 from provenance import ProvenanceRepository
 from storage import open_store
+from tests.support.servers import S3Endpoint
 from timeline import Table
 from timeline.keyed import KeyedProperties
 
-pytestmark = pytest.mark.unit
 runner = CliRunner()
 
 #: Walks a row version's commit to the RECEIVE events of its ancestors, in SQL.
@@ -40,6 +40,7 @@ def _sources(prov: ProvenanceRepository, uuid: str) -> set[str]:
     return {(e.transit_uri or "").rsplit("/", 1)[-1] for e in trace(prov, uuid).sources()}
 
 
+@pytest.mark.unit
 def test_each_slice_names_the_slice_it_replaced_and_the_inputs(tmp_path: Path) -> None:
     repo = open_store(str(tmp_path / "repo"))
     with ProvenanceRepository.open(repo) as prov:
@@ -70,6 +71,7 @@ def test_each_slice_names_the_slice_it_replaced_and_the_inputs(tmp_path: Path) -
         assert record_commit(prov, table, table.entry(done.time)) == 0
 
 
+@pytest.mark.unit
 def test_cli_keyed_writes_record_slices_and_sql_walks_a_row_to_its_inputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +93,7 @@ def test_cli_keyed_writes_record_slices_and_sql_walks_a_row_to_its_inputs(
     assert [r["transit_uri"] for r in rows] == [a.as_uri(), b.as_uri()]
 
 
+@pytest.mark.unit
 def test_a_table_outside_the_repository_records_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,3 +108,21 @@ def test_a_table_outside_the_repository_records_nothing(
         result = runner.invoke(app, ["table", *args])
         assert result.exit_code == 0, result.output
     assert not (tmp_path / "flowledger-data").exists()
+
+
+@pytest.mark.minio
+def test_slices_on_minio_chain_through_every_version(minio: S3Endpoint) -> None:
+    bucket = minio.new_bucket()
+    repo = open_store(f"s3://{bucket}/lake", minio.settings())
+    with ProvenanceRepository.open(repo) as prov:
+        table = Table.create(repo.scoped("tables/t"), KeyedProperties.of("id"))
+        for i, name in enumerate(("a.csv", "b.csv", "c.csv")):
+            record = SliceProvenance(prov, CommitJob(inputs=(f"s3a://in/{name}",)))
+            table.post_commit[:] = [record]
+            table.upsert(pa.table({"id": [1, 2], "v": [str(i), str(i)]}))
+        last = table.files()[0]
+        uri = table.store.url(last.path)
+        assert uri.startswith(f"s3://{bucket}/lake/tables/t/")
+        # The s3a:// spelling of the same file names the same FlowFile.
+        assert slice_uuid("s3a://" + uri.removeprefix("s3://")) == slice_uuid(uri)
+        assert _sources(prov, slice_uuid(uri)) == {"a.csv", "b.csv", "c.csv"}
