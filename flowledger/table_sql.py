@@ -50,7 +50,9 @@ class TableRead:
 
     def __post_init__(self) -> None:
         if self.changes_since is None and (self.cdc or self.full_scan):
-            raise ValueError("--cdc and --full-scan apply to --changes-since")
+            raise ValueError(
+                "cdc and full scan apply to a read of changes (--changes-since, changesSince)"
+            )
 
 
 def table_name(uri: str) -> str:

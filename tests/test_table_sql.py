@@ -182,6 +182,10 @@ def test_service_table_sql_is_sandboxed(service: ServiceProcess) -> None:
     ):
         r = api.post("/tables/flights/sql", {"sql": sql})
         assert r.status == 403, (sql, r.status, r.body[:200])
+    r = api.post("/tables/flights/sql", {"sql": "SELECT 1 FROM t", "asOf": "yesterday"})
+    assert r.status == 400 and "yesterday" in r.json()["detail"]
+    r = api.post("/tables/flights/sql", {"sql": "SELECT 1 FROM t", "cdc": True})
+    assert r.status == 400 and "--changes-since" in r.json()["detail"]
     r = api.post("/tables/nope/sql", {"sql": "SELECT 1"})
     assert r.status == 404 and "nope" in r.json()["detail"]
     r = api.post("/tables/..%2Fx/sql", {"sql": "SELECT 1"})
