@@ -18,6 +18,7 @@ Spark has no keyed writer yet: the writes go through the Python path (`Table.ups
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -100,7 +101,11 @@ def slice_changes(table: Table, before: str, after: str) -> list[SliceChange]:
     old = {f.group: f for f in table.snapshot(before).files}
     new = {f.group: f for f in table.snapshot(after).files}
     out = []
-    for g in sorted(old.keys() | new.keys(), key=lambda g: ((old.get(g) or new[g]).partition, g)):
+    def order(g: str) -> tuple[list[Any], str]:  # month=2 before month=10
+        part = (old.get(g) or new[g]).partition
+        return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", part)], g
+
+    for g in sorted(old.keys() | new.keys(), key=order):
         o, n = old.get(g), new.get(g)
         out.append(
             SliceChange(
