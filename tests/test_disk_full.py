@@ -22,7 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage import StorageFull
+import storage.local
+from storage import StorageFull, open_store
+from storage.content import ContentRepository, ContentRepositoryError, ContentRepositorySettings
 from storage.errors import translate_os
 from tests.support.small_disk import SmallDisk, mount_tmpfs, unmount
 
@@ -185,3 +187,48 @@ def test_full_disk_and_quota_name_the_folder_and_what_to_do(code: int) -> None:
     assert text.startswith("put file:///r/a/b: ")
     assert "holding /r;" in text
     assert "free space there" in text
+
+
+@pytest.mark.timeout(60)  # a session left waiting for its writer hangs: the timeout fails it
+@pytest.mark.parametrize("abort_raises", [False, True], ids=["abort-ok", "abort-raises"])
+@pytest.mark.parametrize("fails_in", ["write", "commit"])
+def test_a_failed_content_writer_always_releases_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails_in: str, abort_raises: bool
+) -> None:
+    full = StorageFull("put file:///r/x: no space left on the device holding /r", "file:///r/x")
+    real_write = storage.local._LocalWriter.write
+    real_abort = storage.local._LocalWriter.abort
+
+    def write(self: storage.local._LocalWriter, data: bytes | bytearray | memoryview) -> int:
+        if fails_in == "write":
+            raise full
+        return real_write(self, data)
+
+    def finish_tmp(self: storage.local.LocalObjectStore, fh: object, durable: bool = True) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # the flush or the fsync
+
+    def abort(self: storage.local._LocalWriter) -> None:
+        real_abort(self)
+        if abort_raises:
+            raise RuntimeError("abort failed")
+
+    repo = ContentRepository.open(
+        open_store(str(tmp_path / "repo")), ContentRepositorySettings(archive_cleanup_frequency=0)
+    )
+    with monkeypatch.context() as patch:
+        patch.setattr(storage.local._LocalWriter, "write", write)
+        patch.setattr(storage.local._LocalWriter, "abort", abort)
+        if fails_in == "commit":
+            patch.setattr(storage.local.LocalObjectStore, "_finish_tmp", finish_tmp)
+        with (
+            pytest.raises((ContentRepositoryError, RuntimeError)),
+            repo.transaction() as session,
+            session.write() as w,
+        ):
+            w.write(b"a" * 512 * 1024)  # packed first, then past the threshold: own claim
+            w.write(b"b" * 1024 * 1024)
+    with repo.transaction() as session:  # the repository is usable: nothing waits
+        claim = session.write_bytes(b"after")
+    assert repo.read_bytes(claim) == b"after"
+    repo.close()
+    assert not any((tmp_path / "repo" / ".flowledger-tmp").iterdir())
