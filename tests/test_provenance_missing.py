@@ -1,0 +1,160 @@
+"""A deleted committed journal or staged-ingest manifest is reported, never skipped: event
+ids are contiguous across committed objects, and the allocator lists the allocations whose
+object may honestly be missing (a writer that failed or died before writing it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provenance import MissingEvents, ProvenanceRepository
+from provenance.ingest import ingest_file
+from provenance.staging import manifest_key
+from storage import BackendError, ObjectStore, open_store
+from tests.support.provenance_events import ev, settings
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _file(tmp_path: Path, name: str, start: int, n: int) -> Path:
+    path = tmp_path / name
+    rows = (
+        {
+            "event_type": "RECEIVE",
+            "flowfile_uuid": f"ff-{i}",
+            "component_id": "c",
+            "component_type": "GetFile",
+            "file_size": i,
+            "transit_uri": "file:/in",
+            "event_time": 1_700_000_000_000 + i,
+        }
+        for i in range(start, start + n)
+    )
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _repo(root: Path, tmp_path: Path, recover: bool = True, **kw: Any) -> ProvenanceRepository:
+    return ProvenanceRepository.open(
+        open_store(str(root)), settings(tmp_path, **kw), recover=recover, background=False
+    )
+
+
+def _prov(root: Path) -> ObjectStore:
+    return open_store(str(root)).scoped("provenance/")
+
+
+def _count(repo: ProvenanceRepository) -> int:
+    return int(repo.sql("SELECT count(*) FROM provenance")[1][0][0])
+
+
+def test_deleted_last_manifest_is_reported_by_sql_and_restart(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    repo = _repo(root, tmp_path)
+    ingest_file(repo, _file(tmp_path, "a.jsonl", 0, 200))
+    repo.rollover()
+    ingest_file(repo, _file(tmp_path, "b.jsonl", 200, 30))
+    repo.close()
+    _prov(root).delete_many([manifest_key(200, 230)])
+
+    reader = _repo(root, tmp_path, recover=False)
+    with pytest.raises(MissingEvents, match=r"events 200\.\.229 are missing") as err:
+        _count(reader)
+    assert err.value.ranges == ((200, 230),)
+    assert "00000000000000000200.staged.json" in str(err.value)
+    reader.close()
+    # The next writer's start-up (where the id allocator is checked) refuses to go on past it.
+    with pytest.raises(MissingEvents, match=r"200\.\.229"):
+        _repo(root, tmp_path)
+
+
+def test_deleted_manifest_between_others_stops_reads_and_rollover(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    repo = _repo(root, tmp_path, journal_gap_timeout_s=0.0)
+    for k in range(3):
+        ingest_file(repo, _file(tmp_path, f"{k}.jsonl", k * 10, 10))
+    assert _count(repo) == 30
+    repo.close()
+    _prov(root).delete_many([manifest_key(10, 20)])
+
+    repo = _repo(root, tmp_path, recover=False, journal_gap_timeout_s=0.0)
+    for read in (lambda: _count(repo), lambda: repo.get_events(0, 100), repo.rollover):
+        with pytest.raises(MissingEvents, match=r"events 10\.\.19 are missing"):
+            read()
+    # Nothing was merged behind the hole or past it.
+    assert repo.table.committed(fresh=True).high_water == 0
+    repo.close()
+
+
+def test_deleted_journal_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    repo = _repo(root, tmp_path)
+    for i in range(3):
+        repo.register_events([ev(i)], sync=True)
+    repo.close()
+    journals = sorted(i.key for i in _prov(root).list("journals/"))
+    assert len(journals) == 3
+    _prov(root).delete_many([journals[1]])
+    reader = _repo(root, tmp_path, recover=False)
+    with pytest.raises(MissingEvents, match=r"events 1\.\.1 are missing"):
+        reader.get_event(0)
+    reader.close()
+
+
+def test_an_ingest_that_failed_after_taking_ids_leaves_an_honest_hole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids taken by an ingest whose manifest PUT failed are an open allocation: the hole is
+    skipped (after `journal_gap_timeout_s`), not reported."""
+    root = tmp_path / "repo"
+    repo = _repo(root, tmp_path, journal_gap_timeout_s=0.0)
+    ingest_file(repo, _file(tmp_path, "a.jsonl", 0, 10))
+    real = type(repo.store).put_if_absent
+
+    def refuse_manifests(self: ObjectStore, key: str, data: bytes, *a: Any, **kw: Any) -> Any:
+        if key.endswith(".staged.json"):
+            raise BackendError("the endpoint refused the manifest", key)
+        return real(self, key, data, *a, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(type(repo.store), "put_if_absent", refuse_manifests)
+        with pytest.raises(BackendError):
+            ingest_file(repo, _file(tmp_path, "b.jsonl", 10, 5))
+    ingest_file(repo, _file(tmp_path, "c.jsonl", 15, 5))
+    assert _count(repo) == 15
+    repo.close()
+
+    repo = _repo(root, tmp_path, journal_gap_timeout_s=0.0)  # restart: rollover skips the hole
+    assert repo.table.committed(fresh=True).high_water == 20
+    assert _count(repo) == 15
+    assert sorted(e.event_id for e in repo.get_events(0, 100)) == [*range(10), *range(15, 20)]
+    repo.close()
+
+
+def test_a_writer_killed_after_taking_ids_leaves_an_honest_hole(tmp_path: Path) -> None:
+    """A process killed between its id CAS and its journal PUT never reports the ids
+    written: the allocation stays open, so the hole it leaves is not taken for a loss."""
+    root = tmp_path / "repo"
+    code = (
+        "import os, sys\n"
+        "from provenance import ProvenanceRepository, ProvenanceSettings\n"
+        "from storage import open_store\n"
+        f"repo = ProvenanceRepository.open(open_store({str(root)!r}), "
+        f"ProvenanceSettings(cache_dir={str(tmp_path / 'k')!r}), background=False)\n"
+        "repo.ids.allocate(7)\n"
+        "os._exit(0)\n"
+    )
+    repo = _repo(root, tmp_path)
+    repo.register_events([ev(0)], sync=True)
+    repo.close()
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+    repo = _repo(root, tmp_path)
+    assert repo.register_events([ev(1)], sync=True) == [8]
+    assert _count(repo) == 2
+    repo.close()
