@@ -153,7 +153,9 @@ def test_a_writer_killed_after_taking_ids_leaves_an_honest_hole(tmp_path: Path) 
     repo = _repo(root, tmp_path)
     repo.register_events([ev(0)], sync=True)
     repo.close()
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}
+    )
     repo = _repo(root, tmp_path)
     assert repo.register_events([ev(1)], sync=True) == [8]
     assert _count(repo) == 2
