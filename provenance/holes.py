@@ -88,6 +88,8 @@ def verify_complete(
     if not tail and not suspect:
         return
     state = allocator.state()
+    if state is None:
+        return  # nothing allocated yet, or the record of open allocations is lost
     high, fresh = relist()
     found = gaps(high, fresh, state.next_id if tail else None)
     # Ids taken after the allocator was read are not in its open list: not judged here.

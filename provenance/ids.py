@@ -158,11 +158,15 @@ class IdAllocator:
             self._cached = self._read()
             return self._cached.next_id
 
-    def state(self) -> AllocatorState:
-        """The document as stored now (one GET): the next id and the open allocations."""
-        with self._lock:
-            self._cached = self._read()
-            return self._cached
+    def state(self) -> AllocatorState | None:
+        """The document as stored now (one GET): the next id and the open allocations; None
+        if there is none (nothing allocated yet, or lost: it is re-created on allocation).
+        Never writes, so a reader may ask."""
+        try:
+            doc = read_document(self._store, ALLOCATOR_KEY)
+        except NotFound:
+            return None
+        return _state(doc.body, doc.etag)
 
     def in_flight(self) -> list[tuple[int, int]]:
         """Ranges this process took whose object has not landed (yet)."""
@@ -213,7 +217,9 @@ class IdAllocator:
         have = set(present)
         with self._lock:
             while True:
-                state = self._cached or self._read()
+                state = self._cached or self.state()
+                if state is None:
+                    return  # nothing allocated: nothing to settle, and a reader writes nothing
                 keep = [
                     a for a in state.open if a.end > high_water and (a.first, a.end) not in have
                 ]
