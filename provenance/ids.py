@@ -134,9 +134,7 @@ class IdAllocator:
         with self._flight:
             landed = set(self._landed)
         return [
-            a
-            for a in state.open
-            if not (a.writer == self._writer and (a.first, a.end) in landed)
+            a for a in state.open if not (a.writer == self._writer and (a.first, a.end) in landed)
         ]
 
     def _read(self) -> AllocatorState:

@@ -117,6 +117,22 @@ def test_csv_type_clash(
 
 
 @pytest.mark.unit
+def test_a_parquet_file_that_is_not_parquet_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad, good = tmp_path / "bad.parquet", tmp_path / "a.csv"
+    bad.write_text("id\n1\n")
+    good.write_text("id\n1\n")
+    uri = str(tmp_path / "t")
+    for files in ([bad], [good, bad]):  # stored as it is / read with the CSV
+        line = _fails(monkeypatch, capsys, "table", "write", uri, *map(str, files))
+        assert f"{bad}: not a Parquet file" in line
+    line = _fails(monkeypatch, capsys, "table", "write", uri, str(bad), "--partition-by", "id")
+    assert f"{bad}: not a Parquet file" in line
+    assert not (Path(uri) / "data").exists()  # nothing written
+
+
+@pytest.mark.unit
 def test_usage_errors_say_the_problem_on_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

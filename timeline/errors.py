@@ -49,3 +49,8 @@ class SchemaMismatch(TimelineError, ValueError):
     def __init__(self, message: str, columns: list[str] | None = None) -> None:
         super().__init__(message)
         self.columns = list(columns or [])
+
+
+class InvalidDataFile(TimelineError, ValueError):
+    """A file given to be written is not what its name says (e.g. a `.parquet` file that is
+    not Parquet); the message names the file."""

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
@@ -18,6 +17,7 @@ from .parquet_io import (
     checksummed,
     column_stats,
     describe_parquet,
+    local_parquet,
     split_partitions,
     to_parquet_bytes,
 )
@@ -65,7 +65,8 @@ def write(
     else:
         incoming = None
         for path in data:
-            incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
+            schema = local_parquet(path).schema_arrow
+            incoming = merge_schemas(incoming, schema, f"{table.uri} from {path}")
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"

@@ -13,6 +13,7 @@ from rich.table import Table as RichTable
 
 from storage import open_store
 from timeline import Table
+from timeline.parquet_io import local_parquet
 from timeline.schema import conform, merge_schemas
 
 from ..output import emit_json, instant_json
@@ -33,9 +34,7 @@ def _load(files: list[Path]) -> pa.Table | list[str]:
         if f.suffix.lower() == ".csv":
             tables.append(pacsv.read_csv(f))
         elif f.suffix.lower() == ".parquet":
-            import pyarrow.parquet as pq
-
-            tables.append(pq.ParquetFile(f).read(use_threads=False))
+            tables.append(local_parquet(f).read(use_threads=False))
         else:
             raise ValueError(f"{f}: only .parquet and .csv files can be written")
     # Files of one write must agree like writes of one table do (same evolution rules).
@@ -59,10 +58,8 @@ def write(
     """Write FILEs (Parquet or CSV) to the table as one commit."""
     data = _load(files)
     if partition_by and isinstance(data, list):
-        import pyarrow.parquet as pq
-
         data = pa.concat_tables(
-            [pq.ParquetFile(p).read(use_threads=False) for p in data], promote_options="default"
+            [local_parquet(p).read(use_threads=False) for p in data], promote_options="default"
         )
     table = Table.open(open_store(table_uri), table_settings())
     done = table.write(data, mode=mode, partition_by=partition_by or None)
