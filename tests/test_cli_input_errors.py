@@ -133,6 +133,25 @@ def test_a_parquet_file_that_is_not_parquet_is_named(
 
 
 @pytest.mark.unit
+def test_a_negative_claim_offset_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "c.txt"
+    src.write_text("hello")
+    repo = str(tmp_path / "repo")
+    rc, out, err = _cli(monkeypatch, capsys, "content", "put", str(src), "--repo", repo)
+    assert rc == 0, err
+    claim = json.loads(out)
+    for field, value in (("offset", -3), ("length", -6)):
+        bad = json.dumps(claim | {field: value})
+        line = _fails(
+            monkeypatch, capsys, "content", "get", bad, "-o", str(tmp_path / "o"), "--repo", repo
+        )
+        assert f"{field} {value} is negative" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.unit
 def test_usage_errors_say_the_problem_on_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
