@@ -63,7 +63,8 @@ def missing_error(store: ObjectStore, missing: Sequence[Range]) -> MissingEvents
         f"provenance events {a}..{b - 1} are missing{more}: they were committed, but no "
         f"journal {JOURNALS}{a:0{WIDTH}d}-*.arrow or staged-ingest manifest "
         f"{JOURNALS}*-{a:0{WIDTH}d}.staged.json under {where} holds them any more (the "
-        "object was deleted); restore it from a backup — nothing was skipped",
+        "object was deleted); nothing was skipped: restore it from a backup, or accept the "
+        f"loss with `flowledger provenance accept-missing {a} {b}`",
         where,
         tuple(missing),
     )

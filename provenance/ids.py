@@ -209,6 +209,29 @@ class IdAllocator:
                 with self._flight:
                     self._landed -= landed
 
+    def accept_lost(self, first: int, end: int) -> None:
+        """Record ids [first, end) as an open allocation of nobody: the operator accepts that
+        their object is gone, so the hole becomes an honest one (skipped by rollover after
+        `journal_gap_timeout_s`, never reported again). One CAS."""
+        if not 0 <= first < end:
+            raise ValueError(f"not an id range: [{first}, {end})")
+        with self._lock:
+            while True:
+                state = self.state()
+                if state is None or end > state.next_id:
+                    raise ValueError(f"ids up to {end - 1} were never allocated: nothing to accept")
+                lost = Allocation(first, end, "accepted-loss", _now_ms())
+                try:
+                    self._cached = self._cas(state.next_id, state.etag, [*state.open, lost])
+                    return
+                except Conflict:
+                    continue
+                except UnknownOutcome as exc:
+                    self._cached = None
+                    raise ProvenanceUnknownOutcome(
+                        f"recording ids {first}..{end - 1} as lost: {exc}; run it again"
+                    ) from exc
+
     def settle(self, present: Iterable[tuple[int, int]], high_water: int) -> None:
         """Recovery: drop open allocations whose object is there (`present`: id ranges of the
         journals and manifests listed) or that rollover has passed (below `high_water`)."""

@@ -191,6 +191,14 @@ class ProvenanceRepository(Closing):
 
         holes.verify_complete(self.store, self.ids, high, refs, relist, tail=tail)
 
+    def accept_missing(self, first: int, end: int) -> None:
+        """Accept the loss of events [first, end) reported by `MissingEvents` (their object
+        is gone and no backup will restore it): the hole becomes an honest one, which the
+        next rollover skips after `journal_gap_timeout_s`. Open the repository with
+        `recover=False` to call this (recovery stops at the hole)."""
+        self.ids.accept_lost(first, end)
+        self._snapshots.invalidate()
+
     def _check_allocator(self) -> None:
         """Start-up check: an allocator behind the data (restored from an old copy, edited)
         would hand out ids that exist already, and events with such ids would be hidden or

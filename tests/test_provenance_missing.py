@@ -70,8 +70,17 @@ def test_deleted_last_manifest_is_reported_by_sql_and_restart(tmp_path: Path) ->
     assert "00000000000000000200.staged.json" in str(err.value)
     reader.close()
     # The next writer's start-up (where the id allocator is checked) refuses to go on past it.
-    with pytest.raises(MissingEvents, match=r"200\.\.229"):
+    with pytest.raises(MissingEvents, match=r"accept-missing 200 230"):
         _repo(root, tmp_path)
+    # Accepting the loss turns it into an honest hole: skipped, ids continue after it.
+    _repo(root, tmp_path, recover=False).accept_missing(200, 230)
+    repo = _repo(root, tmp_path, journal_gap_timeout_s=0.0)
+    assert _count(repo) == 200
+    ingest_file(repo, _file(tmp_path, "c.jsonl", 300, 5))
+    repo.rollover()
+    assert repo.table.committed(fresh=True).high_water == 235
+    assert _count(repo) == 205
+    repo.close()
 
 
 def test_deleted_manifest_between_others_stops_reads_and_rollover(tmp_path: Path) -> None:
