@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from storage import ObjectStore
 
 from .errors import MissingEvents
-from .ids import IdAllocator
+from .ids import AllocatorState, IdAllocator
 from .layout import JOURNALS, WIDTH, JournalRef
 
 Range = tuple[int, int]
@@ -85,20 +85,31 @@ def verify_complete(
     are checked, at no cost unless there is one. `relist` re-reads the high-water mark and
     the journals: called, after the allocator, only when a hole is suspected, since a writer
     reports its object landed only after it did (and rollover commits before it deletes)."""
+    state = None
     suspect = subtract(gaps(high_water, refs), allocator.in_flight())
-    if not tail and not suspect:
+    if tail:
+        state = allocator.state()
+        if state is None:
+            return  # nothing allocated yet, or the record of open allocations is lost
+        suspect = subtract(gaps(high_water, refs, state.next_id), _explained(allocator, state))
+    if not suspect:
         return
-    state = allocator.state()
     if state is None:
-        return  # nothing allocated yet, or the record of open allocations is lost
+        state = allocator.state()
+        if state is None or not subtract(suspect, _explained(allocator, state)):
+            return  # an open allocation: a writer still writing, or one that failed
     high, fresh = relist()
     found = gaps(high, fresh, state.next_id if tail else None)
-    # Ids taken after the allocator was read are not in its open list: not judged here.
-    explained = [
+    missing = subtract(found, _explained(allocator, state))
+    if missing:
+        raise missing_error(store, missing)
+
+
+def _explained(allocator: IdAllocator, state: AllocatorState) -> list[Range]:
+    """Ranges a hole may honestly cover: this process's flushes in flight, the open
+    allocations, and ids taken after the allocator was read (not judged here)."""
+    return [
         *allocator.in_flight(),
         *((a.first, a.end) for a in state.open),
         (state.next_id, 1 << 63),
     ]
-    missing = subtract(found, explained)
-    if missing:
-        raise missing_error(store, missing)

@@ -474,7 +474,7 @@ class ProvenanceRepository(Closing):
                     self.settings,
                     self._backlog,
                     progress,
-                    lambda high, refs: self._verify_complete(high, refs, tail=False),
+                    lambda high, refs: self._verify_complete(high, refs, tail=True),
                 )
             finally:
                 self._snapshots.invalidate()
@@ -501,7 +501,7 @@ class ProvenanceRepository(Closing):
                 self.store,
                 self.table,
                 self.settings,
-                lambda high, refs: self._verify_complete(high, refs, tail=False),
+                lambda high, refs: self._verify_complete(high, refs, tail=True),
             )
             if result is not None:
                 self._backlog.drop_upto(result.end_id)

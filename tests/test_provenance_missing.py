@@ -68,6 +68,8 @@ def test_deleted_last_manifest_is_reported_by_sql_and_restart(tmp_path: Path) ->
         _count(reader)
     assert err.value.ranges == ((200, 230),)
     assert "00000000000000000200.staged.json" in str(err.value)
+    with pytest.raises(MissingEvents, match=r"200\.\.229"):
+        reader.rollover()
     reader.close()
     # The next writer's start-up (where the id allocator is checked) refuses to go on past it.
     with pytest.raises(MissingEvents, match=r"accept-missing 200 230"):
