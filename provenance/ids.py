@@ -34,6 +34,7 @@ from storage import (
     IntegrityError,
     NotFound,
     ObjectStore,
+    StorageError,
     UnknownOutcome,
     read_document,
     write_document,
@@ -202,7 +203,7 @@ class IdAllocator:
                 except Conflict:
                     self._cached = None
                     continue
-                except (UnknownOutcome, OSError) as exc:
+                except StorageError as exc:  # unknown outcome, endpoint down, ...
                     self._cached = None
                     log.warning("provenance: could not record landed event ids: %s", exc)
                     return

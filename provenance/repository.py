@@ -187,6 +187,8 @@ class ProvenanceRepository(Closing):
             # Journals before the high-water mark: a rollover commits before it deletes.
             listed = list_journals(self.store, high)
             fresh = self.table.committed(fresh=True).high_water
+            if fresh < high:  # the high-water mark moved back (expired history)
+                listed = list_journals(self.store, fresh)
             return fresh, [ref for ref, _ in listed if ref.first_id >= fresh]
 
         holes.verify_complete(self.store, self.ids, high, refs, relist, tail=tail)
