@@ -21,6 +21,7 @@ used as it is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -145,10 +146,12 @@ class IdAllocator:
             start = self._recover_next()
             # Lost (or never written): what happened to ids below `start` is not recorded.
             unknown = [Allocation(0, start, UNKNOWN_WRITER, _now_ms())] if start > 0 else []
-            try:
-                return self._cas(start, None, unknown)
-            except Conflict:
-                doc = read_document(self._store, ALLOCATOR_KEY)
+            with contextlib.suppress(Conflict):  # created by another writer meanwhile
+                self._cas(start, None, unknown)
+            # Read back rather than trust the create's answer: other writers may replace the
+            # document at once, and the local backend's create reports the etag of whatever
+            # is at the key when it looks, which is then paired with the wrong body.
+            doc = read_document(self._store, ALLOCATOR_KEY)
         return _state(doc.body, doc.etag)
 
     def peek(self) -> int:
