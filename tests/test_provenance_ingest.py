@@ -422,3 +422,24 @@ def test_nifi_json_array_is_decoded_record_by_record() -> None:
     assert list(_array_items(stream, chunk=7)) == records  # chunks smaller than a record
     with pytest.raises(IngestError, match="no closing"):
         list(_array_items(io.StringIO(json.dumps(records[0])), chunk=7))
+
+
+@pytest.mark.unit
+def test_lone_surrogate_names_line_and_field(tmp_path: Path) -> None:
+    """`\\ud800` alone is legal JSON but not text: named by line (or record) and field, not
+    a bare codec error from the writer; a surrogate pair (an emoji) is accepted."""
+    src = tmp_path / "s.jsonl"
+    good = json.dumps(ours(0, details="\U0001f600"), ensure_ascii=True)
+    bad = json.dumps(ours(1)).replace('"ff-1"', '"ff-\\ud800"')
+    src.write_text(good + "\n" + bad + "\n")
+    repo = repo_for(tmp_path)
+    with pytest.raises(IngestError, match=r"^line 2: flowfile_uuid: .*surrogate \(\\ud800\)"):
+        ingest_file(repo, src)
+    arr = tmp_path / "s.json"
+    arr.write_text("[" + good + "," + bad + "]")
+    with pytest.raises(IngestError, match=r"^record 2: flowfile_uuid: .*surrogate"):
+        ingest_file(repo, arr)
+    src.write_text(good + "\n")
+    ingest_file(repo, src)
+    assert repo.sql("SELECT details FROM provenance")[1] == [("\U0001f600",)]
+    repo.close()

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .file_stats import describe_bytes
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
-from .parquet_io import to_parquet_bytes
+from .parquet_io import local_parquet, to_parquet_bytes
 from .partitioning import split_partitions
 from .schema import merge_schemas
 from .table_schema import latest_schema
@@ -59,7 +58,8 @@ def write(
     else:
         incoming = None
         for path in data:
-            incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
+            schema = local_parquet(path).schema_arrow
+            incoming = merge_schemas(incoming, schema, f"{table.uri} from {path}")
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"
