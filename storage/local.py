@@ -219,6 +219,9 @@ class LocalObjectStore(ObjectStore):
         """Move a finished temp file into place: link (create-only) or rename (overwrite)."""
         path = self._path(key)
         self.stats.add("PUT")
+        # The etag is the temp file's own: once published, `path` may already name a later
+        # version (a concurrent compare-and-swap), whose etag must not be paired with our body.
+        published = os.stat(tmp)
         try:
             for _ in range(10):  # a concurrent delete may prune the parent directory
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -233,7 +236,7 @@ class LocalObjectStore(ObjectStore):
             else:
                 raise NotFound(f"put {self.url(key)}: parent directory keeps vanishing", key)
             self._sync_dir(path.parent, durable)
-            return _info(key, os.stat(path))
+            return _info(key, published)
         except NotADirectoryError as exc:
             raise InvalidKey(
                 f"put {self.url(key)}: a parent of this key is itself an object; a key cannot "
