@@ -1,4 +1,4 @@
-"""Cheap lookups (issue 11 item 7, issue 13 goal 3): a reused snapshot costs no request, yet
+"""Cheap lookups (the service's event route and 10M-event lookups rely on them): a reused snapshot costs no request, yet
 a reader sees another writer's events and survives its rollover; lookups from memory agree
 with lookups that read; the index's binary search agrees with a full comparison."""
 
