@@ -1,4 +1,5 @@
-"""Cheap lookups (the service's event route and 10M-event lookups rely on them): a reused snapshot costs no request, yet
+"""Cheap lookups, which the service's event route and lookups among 10M events rely on: a
+reused snapshot costs no request, yet
 a reader sees another writer's events and survives its rollover; lookups from memory agree
 with lookups that read; the index's binary search agrees with a full comparison."""
 
