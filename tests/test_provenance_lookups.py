@@ -1,7 +1,7 @@
 """Cheap lookups, which the service's event route and lookups among 10M events rely on: a
-reused snapshot costs no request, yet
-a reader sees another writer's events and survives its rollover; lookups from memory agree
-with lookups that read; the index's binary search agrees with a full comparison."""
+reused snapshot costs no request, yet a reader sees another writer's events and survives its
+rollover; lookups from memory agree with lookups that read; the index's binary search agrees
+with a full comparison."""
 
 from __future__ import annotations
 
