@@ -1,5 +1,5 @@
-"""Everything a user types gets one line on stderr and a non-zero exit, never a traceback
-(issue 12.7). The CLI's real entry point (`flowledger.cli.main`) runs in process."""
+"""Everything a user types gets one line on stderr and a non-zero exit, never a traceback.
+The CLI's real entry point (`flowledger.cli.main`) runs in process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Endpoints fail fast and say what happened (issue 12.8): a closed port and a hung endpoint,
+"""Endpoints fail fast and say what happened: a closed port and a hung endpoint,
 on plain sockets of this machine (no S3 server needed)."""
 
 from __future__ import annotations

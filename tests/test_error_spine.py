@@ -1,4 +1,4 @@
-"""One error spine (issue 14): every package's errors descend from one root, and every
+"""One error spine: every package's errors descend from one root, and every
 package's conflict / unknown outcome subclasses the one shared pair, never both."""
 
 from __future__ import annotations
