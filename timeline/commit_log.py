@@ -104,7 +104,7 @@ class ObjectStoreLog:
             except Conflict:
                 # Not ours (the store read back what a retried request left): the winner's.
                 return self._owned(key, body, entry)  # the winner's entry is now cached
-            except UnknownOutcome as exc:
+            except UnknownOutcome:
                 # The store read back for as long as its settings allow; one more look,
                 # and whatever fails now leaves the outcome unknown (never "unreachable").
                 try:
@@ -116,14 +116,15 @@ class ObjectStoreLog:
         raise self._unknown(entry, key)
 
     def _unknown(self, entry: Entry, key: str) -> CommitOutcomeUnknown:
+        t = entry.time
         return CommitOutcomeUnknown(
-            f"commit of instant {entry.time} ({entry.action}) at {self.store.url(key)}: the "
-            "write was sent but its answer was lost and reading it back failed (the "
-            "endpoint did not answer); it may or may not have completed. Once the endpoint answers, reading "
-            f"the table's timeline tells: instant {entry.time} is completed, or it stays "
-            "pending and is rolled back when its heartbeat expires; check before writing "
-            "the same data again",
-            entry.time,
+            f"commit of instant {t} ({entry.action}) at {self.store.url(key)}: the write was "
+            "sent but its answer was lost and reading it back failed (the endpoint did not "
+            "answer); it may or may not have completed. Once the endpoint answers, the "
+            f"table's timeline tells (`timeline show`): instant {t} completed, or it stays "
+            "pending and is rolled back when its heartbeat expires. Check before writing the "
+            "same data again",
+            t,
         )
 
     def _owned(self, key: str, body: bytes, entry: Entry) -> bool:
