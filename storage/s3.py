@@ -170,8 +170,7 @@ class S3ObjectStore(ObjectStore):
                 if create_only and found == "other":
                     # Someone else's object: a create-only write of ours can never land now.
                     raise Conflict(
-                        f"{op} {obj.uri}: object exists with other contents; another writer "
-                        "won",
+                        f"{op} {obj.uri}: object exists with other contents; another writer won",
                         obj.uri,
                     ) from exc
                 if create_only and found == "absent" and time.monotonic() + pause < deadline:

@@ -170,9 +170,7 @@ class S3Calls:
                     mine = None
                 if mine is not None:
                     return mine
-            raise translate_s3(
-                exc, uri, self.endpoint, op, earlier_attempt_sent=sent
-            ) from exc
+            raise translate_s3(exc, uri, self.endpoint, op, earlier_attempt_sent=sent) from exc
 
     def head(self, obj: S3Object) -> ObjectInfo:
         resp = self.call(
