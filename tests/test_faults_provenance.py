@@ -102,9 +102,10 @@ def test_failed_read_back_of_a_committed_manifest_never_deletes_its_parts(
     proxy.rule = once(lambda m, p: m == "GET" and p.endswith(ours), Fault.drop(), times=3)
     res = _ingest(ep, tmp_path, uri, _events(tmp_path / "b.jsonl", 50, 200))
     proxy.rule = lambda m, p: Fault.forward()
-    assert res.returncode == 0, res.stderr  # type: ignore[attr-defined]
+    # Readable first (this is what the deleted parts broke), then reported as it happened.
     expected = [(f"n{i}", 1) for i in sorted(range(250), key=str)]
     assert _counts(minio, tmp_path, uri) == expected
+    assert res.returncode == 0, res.stderr  # type: ignore[attr-defined]
     # Rollover merges it, and the next ingest works.
     roll = cli(minio, tmp_path, "provenance", "rollover", "--repo", uri)
     assert roll.returncode == 0, roll.stderr
