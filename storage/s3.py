@@ -154,6 +154,11 @@ class S3ObjectStore(ObjectStore):
                     f"{op} {obj.uri}: object does not exist; another writer won", obj.uri
                 ) from exc
             except Conflict as exc:
+                if not create_only and found == "other":
+                    # A compare-and-swap that may have landed, and the object holds other
+                    # bytes now: ours may have landed and been swapped over since. Calling
+                    # that a conflict would let the caller undo what others now build on.
+                    raise self._unknown(op, obj.uri) from exc
                 if resent:  # a late first attempt may have won against the re-send
                     try:
                         mine = landed()

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage import FlowledgerBaseError, StorageError, UnknownOutcomeError, open_store
+from storage import FlowledgerBaseError, UnknownOutcomeError, open_store
 from tests.support.fault_proxy import Fault, FaultProxy
 from tests.support.faults import cli, once, proxy_for, through
 from tests.support.servers import S3Endpoint
@@ -130,7 +130,7 @@ def test_flaky_network_every_acknowledged_commit_is_there_exactly_once(
             acked.add(batch)
         except UnknownOutcomeError:
             unknown.add(batch)
-        except StorageError:
+        except FlowledgerBaseError:
             failed.add(batch)
     proxy.rule = lambda m, p: Fault.forward()
     assert any(a == "drop" for _, _, a in proxy.seen)

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from storage import UnknownOutcomeError
+
+from .errors import TimelineError
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
 from .parquet_io import (
@@ -95,6 +98,16 @@ def write(
             current = {f.partition for f in table.snapshot().files}
             txn.replace_partitions(written if parts else current | written)
         return txn.commit(extra_metadata)
+    except UnknownOutcomeError as exc:
+        if txn.completing:
+            raise  # the completion itself: it may have landed
+        # A data file's write had an unknown outcome, but the instant never reached its log
+        # write: it did not complete, whatever that file did. Known, so not "unknown".
+        txn.abort()
+        raise TimelineError(
+            f"instant {txn.instant_time} on {table.uri} did not complete and was rolled back "
+            f"(nothing was committed; writing again is safe): {exc}"
+        ) from exc
     except BaseException:
         txn.abort()
         raise
