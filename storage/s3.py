@@ -118,13 +118,14 @@ class S3ObjectStore(ObjectStore):
         obj = self._object(key)
         self._require_conditional_put()
         create_only = "IfNoneMatch" in cond
-        deadline = time.monotonic() + self.settings.read_back_timeout
+        deadline = 0.0  # of reading back: set when the first failure asks to
         found = ""  # what the last read-back found: "absent", "other" bytes, "" unread
 
         def landed() -> ObjectInfo | None:
             """Ours if the object holds exactly `data` (bodies are unique per writer)."""
-            nonlocal found
+            nonlocal found, deadline
             found = ""
+            deadline = deadline or time.monotonic() + self.settings.read_back_timeout
             try:
                 body, info = read_back(lambda: self.get_object(key), deadline)
             except NotFound:

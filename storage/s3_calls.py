@@ -18,7 +18,13 @@ from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
 from .errors import BackendError, EndpointUnreachable, StorageError
 from .objectstore import ObjectInfo, RequestStats
-from .s3_errors import is_outcome_unknown, is_transport_failure, may_have_landed, translate_s3
+from .s3_errors import (
+    is_outcome_unknown,
+    is_transport_failure,
+    may_have_landed,
+    translate_s3,
+    unresolved,
+)
 from .settings import StoreSettings
 
 if TYPE_CHECKING:
@@ -162,12 +168,13 @@ class S3Calls:
             if landed is not None and may_have_landed(exc, sent):
                 try:
                     mine = landed()
-                except StorageError:
-                    # After a transport failure a read that fails too leaves the unknown
-                    # outcome raised below; after a 412 the read's own error is the answer.
+                except StorageError as err:
+                    # After a transport failure a read that fails too leaves the outcome
+                    # unknown (whatever the last attempt answered, a 412 included); after a
+                    # plain retried 412 the read's own error is the answer.
                     if not (sent or is_outcome_unknown(exc)):
                         raise
-                    mine = None
+                    raise unresolved(uri, self.endpoint, op) from err
                 if mine is not None:
                     return mine
             raise translate_s3(exc, uri, self.endpoint, op, earlier_attempt_sent=sent) from exc

@@ -94,6 +94,16 @@ def may_have_landed(exc: BaseException, earlier_attempt_sent: bool = False) -> b
     return is_outcome_unknown(exc)
 
 
+def unresolved(uri: str, endpoint: str, op: str) -> UnknownOutcome:
+    """A write that was sent and not answered, and whose object could not be read back."""
+    return UnknownOutcome(
+        f"{op} {uri}: the connection to {endpoint} failed after the request was sent and "
+        "reading back could not tell whether it landed; the write may or may not have been "
+        "applied",
+        uri,
+    )
+
+
 def translate_s3(
     exc: BaseException, uri: str, endpoint: str, op: str, *, earlier_attempt_sent: bool = False
 ) -> StorageError:

@@ -4,6 +4,7 @@ back can tell, it tells (docs/faults.md)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -112,9 +113,11 @@ def test_a_refused_endpoint_that_was_never_reached_is_still_unreachable(
     # A fresh client: a pooled connection the refusal cut could have carried the request
     # out (the client cannot tell), which is an unknown outcome, rightly.
     fresh = open_store(faulty.uri, through(minio, proxy).settings())
-    proxy.refuse_for(3)
+    back = threading.Event()
+    proxy.refuse_until(back)  # for as long as the call takes, however slow the machine
     with pytest.raises(EndpointUnreachable) as err:
         fresh.put_if_absent("k", b"mine")
+    back.set()
     assert not isinstance(err.value, UnknownOutcome)
     assert not direct.exists("k")
 
@@ -124,3 +127,24 @@ def test_delayed_answers_change_nothing(minio: S3Endpoint, proxy: FaultProxy) ->
     proxy.rule = lambda m, p: Fault.forward(delay=0.2)
     faulty.put_if_absent("k", b"mine")
     assert faulty.get("k") == b"mine" == direct.get("k")
+
+
+def test_a_412_to_our_own_retry_that_cannot_be_read_back_is_unknown_not_a_conflict(
+    minio: S3Endpoint, proxy: FaultProxy
+) -> None:
+    """The first attempt lands and its answer is lost; the retry answers 412 (our own object)
+    and the endpoint then refuses past the read-back: a conflict would tell the caller that
+    someone else won, and a commit would be abandoned although it completed."""
+    faulty, direct = _stores(minio, proxy, read_back_timeout=1)
+    puts = [0]
+
+    def rule(method: str, path: str) -> Fault:
+        if method == "PUT" and path.split("?")[0].endswith("/r/k"):
+            puts[0] += 1
+            return Fault.drop() if puts[0] == 1 else Fault(refuse=4)
+        return Fault.forward()
+
+    proxy.rule = rule
+    with pytest.raises(UnknownOutcome):
+        faulty.put_if_absent("k", b"mine")
+    assert puts[0] == 2 and direct.get("k") == b"mine"
