@@ -198,7 +198,7 @@ def test_minio_killed_right_after_acknowledging_the_manifest(tmp_path: Path) -> 
     server = CrashingMinio(tmp_path / "minio")
     try:
         ep = server.endpoint
-        uri = f"s3://{server.direct.new_bucket()}/repo"
+        uri = f"s3://{server.endpoint.new_bucket()}/repo"
         restarted = []
 
         def crash() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from storage import FlowledgerBaseError, UnknownOutcomeError, open_store
-from tests.support.fault_proxy import Fault, FaultProxy
+from tests.support.crash_minio import CrashingMinio
+from tests.support.fault_proxy import DROP, FORWARD, Fault, FaultProxy
 from tests.support.faults import cli, once, proxy_for, through
 from tests.support.servers import S3Endpoint
 from timeline import Table, TableSettings
@@ -186,3 +188,31 @@ def test_archival_with_lost_answers_keeps_every_instant_exactly_once(
         f.count for f in read_manifest(reread.store).files
     )
     assert _batches(minio, uri) == {b: 5 for b in range(8)}
+
+
+@pytest.mark.parametrize("when", ["after-answer", "before-answer"])
+def test_cli_write_with_minio_killed_at_the_commit_point(when: str, tmp_path: Path) -> None:
+    """MinIO is SIGKILLed right after it applied the commit-log PUT, once the client got the
+    answer, or before (the client sees a dropped connection, then refusals), and restarted
+    2 s later on the same data folder: the write reports the commit, which is there once."""
+    server = CrashingMinio(tmp_path / "minio")
+    try:
+        uri = f"s3://{server.endpoint.new_bucket()}/tables/t"
+        ep = server.endpoint
+        assert cli(ep, tmp_path, "table", "write", uri, str(_parquet(tmp_path, 1))).returncode == 0
+        restarted: list[threading.Thread] = []
+
+        def crash() -> None:
+            restarted.append(server.crash_for(2.0))
+
+        kind = FORWARD if when == "after-answer" else DROP
+        server.proxy.rule = once(_log_put, Fault(kind, on_answer=crash))
+        res = cli(ep, tmp_path, "table", "write", uri, str(_parquet(tmp_path, 2)), "--json")
+        assert server.kills == 1
+        restarted[0].join(60)
+        assert server.same_port
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["state"] == "completed"
+        assert _batches(server.direct, uri) == {1: 50, 2: 50}
+    finally:
+        server.stop()

@@ -20,6 +20,7 @@ class CrashingMinio:
         self.server = infra_minio.start(state_dir)
         self.proxy = FaultProxy("127.0.0.1", self.server.port)
         self.kills = 0
+        self.same_port = True
 
     @property
     def endpoint(self) -> S3Endpoint:
@@ -42,12 +43,16 @@ class CrashingMinio:
         self.kills += 1
 
     def restart(self) -> None:
-        """Start MinIO again on the same data folder, on the same port when it is free again
-        (a killed server's connections can hold it for a while), and point the proxy at it."""
+        """Start MinIO again on the same data folder and port (on another port only if
+        something else took it meanwhile), and point the proxy at it."""
+        old = self.server
+        keys = {"access_key": old.access_key, "secret_key": old.secret_key, "region": old.region}
         try:
-            self.server = infra_minio.start(self.state_dir, port=self.server.port)
+            self.server = infra_minio.start(self.state_dir, port=old.port, **keys)
+            self.same_port = True
         except infra_minio.MinioError:
-            self.server = infra_minio.start(self.state_dir)
+            self.server = infra_minio.start(self.state_dir, **keys)
+            self.same_port = False
         self.proxy.upstream_port = self.server.port
 
     def crash_for(self, seconds: float) -> threading.Thread:

@@ -144,6 +144,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._current = threading.local()
         self._clients: set[socket.socket] = set()
+        self._upstreams: set[socket.socket] = set()
         self._refused_until = 0.0
         self._hold: threading.Event | None = None
         self._stopped = False
@@ -179,6 +180,11 @@ class FaultProxy:
             if c is not spare:
                 _rst(c)
                 self._clients.discard(c)
+        # Reset (not closed) towards the server too: a server killed next leaves no
+        # TIME_WAIT on its port, so it can be restarted on the same port at once.
+        for u in list(self._upstreams):
+            _rst(u)
+        self._upstreams.clear()
 
     def refuse_for(self, seconds: float) -> None:
         """Refuse connections for `seconds` from now (open connections are dropped)."""
@@ -256,6 +262,8 @@ class FaultProxy:
                         _rst(client)  # the server is gone: as close to "refused" as we get
                         return
                     uin = _Conn(upstream)
+                    with self._lock:
+                        self._upstreams.add(upstream)
                 assert uin is not None
                 upstream.sendall(head + body)
                 answer = uin.until(b"\r\n\r\n")
@@ -286,6 +294,8 @@ class FaultProxy:
                 self._clients.discard(client)
             _rst(client)
             if upstream is not None:
+                with self._lock:
+                    self._upstreams.discard(upstream)
                 with contextlib.suppress(OSError):
                     upstream.close()
 
