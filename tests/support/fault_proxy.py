@@ -162,7 +162,11 @@ class FaultProxy:
     def _open_listener(self) -> None:
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", self.port))
+        try:
+            s.bind(("127.0.0.1", self.port))
+        except OSError:
+            s.close()
+            raise
         s.listen(128)
         s.settimeout(0.05)
         self.port = s.getsockname()[1]
