@@ -177,6 +177,10 @@ class FaultProxy:
         one whose answer is being relayed (an `on_answer` refusing: that answer arrives, then
         the connection closes)."""
         if self._listener is not None:
+            # shutdown first: the accept thread's poll holds the socket open past close(),
+            # and it would take connections (then reset them) instead of refusing them.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
         spare = getattr(self._current, "client", None)
