@@ -41,7 +41,7 @@ from storage import (
 )
 
 from . import crash
-from .errors import ProvenanceConflict, ProvenanceUnknownOutcome
+from .errors import ProvenanceConflict, ProvenanceError, ProvenanceUnknownOutcome
 from .ids import IdAllocator
 from .layout import JOURNALS, WIDTH, JournalRef
 from .parquet_io import decode_journal, encode_journal
@@ -151,7 +151,15 @@ class StagedIngest:
         if rows == 0:
             return Committed(-1, -1, ())
         crash.point("provenance.ingest.parts_staged")
-        first = allocator.allocate(rows)
+        try:
+            first = allocator.allocate(rows)
+        except ProvenanceUnknownOutcome as exc:
+            # Ids may be taken (a hole rollover skips), but no manifest was sent: the
+            # ingest did not commit, which is known, so not "unknown".
+            raise ProvenanceError(
+                f"the ingest of {rows} events did not commit (nothing is visible; ingesting "
+                f"again is safe): {exc}"
+            ) from exc
         doc = {
             "ingest": self.ingest_id,
             "first_id": first,

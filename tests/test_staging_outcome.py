@@ -10,10 +10,16 @@ from typing import Any
 
 import pytest
 
-from provenance import ProvenanceRepository, ProvenanceUnknownOutcome
+from provenance import ProvenanceError, ProvenanceRepository, ProvenanceUnknownOutcome
 from provenance.records import to_table
 from provenance.staging import MANIFEST_SUFFIX, STAGING
-from storage import EndpointUnreachable, ObjectStore, UnknownOutcome, open_store
+from storage import (
+    EndpointUnreachable,
+    ObjectStore,
+    UnknownOutcome,
+    UnknownOutcomeError,
+    open_store,
+)
 from tests.support.provenance_events import ev, settings
 
 pytestmark = pytest.mark.unit
@@ -85,4 +91,22 @@ def test_a_manifest_put_that_was_never_sent_deletes_the_parts(tmp_path: Path) ->
     _on_manifest(repo.store, "put_if_absent", _unreachable)
     with pytest.raises(EndpointUnreachable):
         _ingest(repo, 0, 25)
+    assert _parts(repo.store) == 0
+
+
+def test_an_unknown_id_allocation_is_a_plain_failure_that_deletes_the_parts(
+    tmp_path: Path,
+) -> None:
+    """Ids may be taken, but no manifest was sent: the ingest is known not to have committed
+    (exit 1, not 3), and its parts can go."""
+    store = open_store(str(tmp_path / "repo"))
+    repo = ProvenanceRepository.open(store, settings(tmp_path), background=False)
+
+    def unknown(count: int) -> int:
+        raise ProvenanceUnknownOutcome("allocating ids: may or may not have been applied")
+
+    repo.ids.allocate = unknown  # type: ignore[method-assign]
+    with pytest.raises(ProvenanceError, match="did not commit") as err:
+        _ingest(repo, 0, 25)
+    assert not isinstance(err.value, UnknownOutcomeError)
     assert _parts(repo.store) == 0
