@@ -19,7 +19,7 @@ from storage import Closing, ObjectInfo, ObjectStore, ProgressCallback, report_p
 from . import holes, staging
 from . import sql as sqlmod
 from .catalog import Snapshot
-from .errors import EventNotFound, ProvenanceUnknownOutcome
+from .errors import EventNotFound
 from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
 from .freshness import SnapshotCache
@@ -325,10 +325,8 @@ class ProvenanceRepository(Closing):
                 if table.num_rows:
                     staged.stage(conform(table, self.settings.max_attribute_length))
             done = staged.commit(self.ids)
-        except ProvenanceUnknownOutcome:
-            raise  # the manifest may have landed: its parts must stay
         except BaseException:
-            staged.abort()
+            staged.abort()  # deletes nothing once the manifest may have landed
             raise
         if done.parts:
             self.ids.landed(done.first_id, done.end_id)

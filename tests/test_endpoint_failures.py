@@ -64,6 +64,7 @@ def _store(port: int) -> ObjectStore:
         secret_access_key="test",
         connection_establish_timeout=2,
         connection_timeout=1,
+        read_back_timeout=2,
     )
     return open_store("s3://bucket/repo", settings)
 

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from storage import UnknownOutcomeError
+
+from .errors import TimelineError
 from .file_stats import describe_bytes
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
@@ -88,6 +91,16 @@ def write(
             current = {f.partition for f in table.snapshot().files}
             txn.replace_partitions(written if parts else current | written)
         return txn.commit(extra_metadata)
+    except UnknownOutcomeError as exc:
+        if txn.completing:
+            raise  # the completion itself: it may have landed
+        # A data file's write had an unknown outcome, but the instant never reached its log
+        # write: it did not complete, whatever that file did. Known, so not "unknown".
+        txn.abort()
+        raise TimelineError(
+            f"instant {txn.instant_time} on {table.uri} did not complete and was rolled back "
+            f"(nothing was committed; writing again is safe): {exc}"
+        ) from exc
     except BaseException:
         txn.abort()
         raise
