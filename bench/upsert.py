@@ -31,7 +31,7 @@ from typing import Any
 from rich.console import Console
 
 from bench.common import table
-from bench.s3_count_proxy import Counts, CountingProxy
+from bench.s3_count_proxy import CountingProxy, Counts
 from bench.upsert_data import Inputs, Workload, generate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,10 +221,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=d.batch, help="keys per upsert batch (100k)")
     ap.add_argument("--delete", type=int, default=d.delete, help="keys deleted (10k)")
     ap.add_argument("--partitions", type=int, default=d.partitions)
-    ap.add_argument("--load-batches", type=int, default=d.load_batches,
-                    help="commits that load the base table (each a range of consecutive keys)")
-    ap.add_argument("--systems", default=",".join(SYSTEMS),
-                    help=f"comma-separated, run in this order (default {','.join(SYSTEMS)})")
+    ap.add_argument(
+        "--load-batches",
+        type=int,
+        default=d.load_batches,
+        help="commits that load the base table (each a range of consecutive keys)",
+    )
+    ap.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"comma-separated, run in this order (default {','.join(SYSTEMS)})",
+    )
     ap.add_argument("--workdir", type=Path, help="keep inputs, logs and raw results here")
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)  # fmt: skip
@@ -254,13 +261,9 @@ def main(argv: list[str] | None = None) -> None:
     console.print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end")
     report(inputs, results)
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {"workload": asdict(w), "expected_rows": inputs.expected_rows,
-                 "results": [asdict(r) for r in results]},
-                indent=1, default=str,
-            )  # fmt: skip
-        )
+        raw = {"workload": asdict(w), "expected_rows": inputs.expected_rows,
+               "results": [asdict(r) for r in results]}  # fmt: skip
+        args.json.write_text(json.dumps(raw, indent=1, default=str))
 
 
 if __name__ == "__main__":

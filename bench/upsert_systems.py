@@ -54,7 +54,7 @@ class Iceberg:
         try:
             from pyiceberg.catalog.sql import SqlCatalog
         except ImportError as exc:
-            raise NotAvailable(f"pyiceberg is not installed ({exc}): pip install '.[bench]'")
+            raise NotAvailable("pyiceberg is not installed: pip install '.[bench]'") from exc
         self.catalog = SqlCatalog(
             "bench",
             uri=f"sqlite:///{workdir / 'iceberg-catalog.db'}",
@@ -110,7 +110,7 @@ class Delta:
         try:
             import deltalake
         except ImportError as exc:
-            raise NotAvailable(f"deltalake is not installed ({exc}): pip install '.[bench]'")
+            raise NotAvailable("deltalake is not installed: pip install '.[bench]'") from exc
         self.dl = deltalake
         self.options = {
             "AWS_ENDPOINT_URL": _env("AWS_ENDPOINT_URL"),
