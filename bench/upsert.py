@@ -34,7 +34,7 @@ from bench.common import table
 from bench.s3_count_proxy import CountingProxy, Counts
 from bench.upsert_data import Inputs, Workload, generate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).absolute().parents[1]
 HUDI_ENV = Path(os.environ.get("HUDI_PEER_DIR", "/tmp/hudi-peer"))
 HUDI_JARS = ("hudi-spark3.5-bundle_2.12-1.2.0.jar", "hadoop-aws-3.3.4.jar",
              "aws-java-sdk-bundle-1.12.262.jar")  # fmt: skip
@@ -96,7 +96,12 @@ def flowledger_spark_missing() -> str | None:
 
 
 def run_system(
-    name: str, inputs_json: Path, work: Path, endpoint: str, creds: dict[str, str]
+    name: str,
+    inputs_json: Path,
+    work: Path,
+    endpoint: str,
+    env_extra: dict[str, str],
+    hudi_options: list[str],
 ) -> SystemResult:
     if name == "flowledger-spark":
         why = flowledger_spark_missing()
@@ -109,10 +114,11 @@ def run_system(
     proxy = CountingProxy(endpoint)
     out = work / f"{name}.json"
     log = work / f"{name}.log"
-    env = dict(os.environ, **creds, AWS_ENDPOINT_URL=proxy.endpoint, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, **env_extra, AWS_ENDPOINT_URL=proxy.endpoint, PYTHONPATH=str(ROOT))
     if name == "hudi":
         cmd = [str(HUDI_ENV / "venv" / "bin" / "python"), "-m", "bench.peers.hudi_upsert",
-               str(inputs_json), str(out), "--jars", str(HUDI_ENV / "jars")]  # fmt: skip
+               str(inputs_json), str(out), "--jars", str(HUDI_ENV / "jars"),
+               *(f"--hoodie={kv}" for kv in hudi_options)]  # fmt: skip
     else:
         cmd = [sys.executable, "-m", "bench.upsert_systems", name, str(inputs_json), str(out),
                str(work)]  # fmt: skip
@@ -232,6 +238,18 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(SYSTEMS),
         help=f"comma-separated, run in this order (default {','.join(SYSTEMS)})",
     )
+    ap.add_argument(
+        "--hudi-option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra Hudi write option, e.g. hoodie.index.type=BLOOM (default: Hudi's defaults)",
+    )
+    ap.add_argument(
+        "--key-scope",
+        choices=["global", "partition"],
+        help="flowledger's key scope (default: the table default)",
+    )
     ap.add_argument("--workdir", type=Path, help="keep inputs, logs and raw results here")
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)  # fmt: skip
@@ -250,10 +268,19 @@ def main(argv: list[str] | None = None) -> None:
         inputs = generate(w, work / "inputs")
         console.print(f"[dim]inputs generated in {time.perf_counter() - t0:.1f} s ({work})")
         server = minio.start(Path(tmp) / "minio", buckets=BUCKETS)
-        creds = {k: v for k, v in server.env().items() if k != "AWS_ENDPOINT_URL"}
+        env_extra = {k: v for k, v in server.env().items() if k != "AWS_ENDPOINT_URL"}
+        if args.key_scope:
+            env_extra["FLOWLEDGER_KEY_SCOPE"] = args.key_scope
         try:
             results = [
-                run_system(s, work / "inputs" / "inputs.json", work, server.endpoint, creds)
+                run_system(
+                    s,
+                    work / "inputs" / "inputs.json",
+                    work,
+                    server.endpoint,
+                    env_extra,
+                    args.hudi_option,
+                )
                 for s in systems
             ]
         finally:

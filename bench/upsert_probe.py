@@ -75,5 +75,10 @@ class Recorder:
         )
         self.save()
 
+    def annotate(self, more: dict[str, Any]) -> None:
+        """Add to the last step's record what is known only after it (read off the clock)."""
+        self.result["steps"][-1].update(more)
+        self.save()
+
     def save(self) -> None:
         self.out.write_text(json.dumps(self.result, indent=1, default=str))

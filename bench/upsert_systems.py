@@ -170,7 +170,8 @@ class Delta:
 
 class Flowledger:
     """flowledger's Python path: a keyed copy-on-write table (record key `id`, ordering field
-    `ts`, partition `part`), `Table.upsert(arrow_table)`, `Table.delete(keys)`, `Table.insert`."""
+    `ts`, partition `part`; key scope from FLOWLEDGER_KEY_SCOPE, the table default when unset),
+    `Table.upsert(arrow_table)`, `Table.delete(keys)`, `Table.insert(arrow_table)`."""
 
     URI = "s3://flowledger/t"
 
@@ -178,7 +179,7 @@ class Flowledger:
         from storage import StoreSettings, open_store
         from timeline import Table
 
-        missing = [m for m in ("upsert", "delete") if not hasattr(Table, m)]
+        missing = [m for m in ("create", "upsert", "delete", "insert") if not hasattr(Table, m)]
         if missing:
             raise NotAvailable(
                 f"timeline.Table has no {' / '.join(missing)} yet: keyed tables are not merged"
@@ -188,42 +189,37 @@ class Flowledger:
         self.table: Any = None
 
     def create(self, first: pa.Table) -> dict[str, Any]:
-        self.table = _create_keyed(self.Table, self.store)
+        from timeline.keyed import KeyedProperties
+
+        scope = os.environ.get("FLOWLEDGER_KEY_SCOPE")
+        options = {"key_scope": scope} if scope else {}
+        props = KeyedProperties.of("id", ordering_field="ts", partition_by="part", **options)
+        self.table = self.Table.create(self.store, props)
         return self.append(first)
 
     def append(self, data: pa.Table) -> dict[str, Any]:
-        insert = getattr(self.table, "insert", None)
-        if insert is not None:
-            return _info(insert(data))
-        return _info(self.table.write(data, mode="append", partition_by="part"))
+        return {"instant": self.table.insert(data).time}
 
     def upsert(self, data: pa.Table) -> dict[str, Any]:
-        return _info(self.table.upsert(data))
+        return {"instant": self.table.upsert(data).time}
 
     def delete(self, keys: pa.Table) -> dict[str, Any]:
-        return _info(self.table.delete(keys))
+        return {"instant": self.table.delete(keys).time}
+
+    def describe(self, step: dict[str, Any]) -> dict[str, Any]:
+        """What the commit recorded about the step (read after its clock stopped)."""
+        instant = step.get("instant")
+        if not instant:
+            return {}
+        keyed = self.table.entry(instant).metadata.get("keyed") or {}
+        out = {k: v for k, v in keyed.items() if k != "properties"}
+        for name in ("index_ms", "lookup_ms", "index_lookup_ms"):
+            if name in keyed:
+                out["index_ms"] = keyed[name]
+        return out
 
     def count(self) -> int:
         return int(self.table.read(columns=["id"]).num_rows)
-
-
-def _create_keyed(table_cls: Any, store: Any) -> Any:
-    """A keyed table: record key `id`, ordering field `ts`, partitions `part`."""
-    props = {"record_key": ["id"], "ordering_field": "ts", "partition_by": ["part"]}
-    create = getattr(table_cls, "create", None)
-    if create is None:
-        raise NotAvailable("timeline.Table has no create() for keyed tables yet")
-    return create(store, **props)
-
-
-def _info(result: Any) -> dict[str, Any]:
-    """What a flowledger write reports: counts and index lookup time when the result has them."""
-    out: dict[str, Any] = {}
-    for name in ("inserted", "updated", "deleted", "index_ms", "index_lookup_ms"):
-        value = getattr(result, name, None)
-        if value is not None:
-            out["index_ms" if name == "index_lookup_ms" else name] = value
-    return out
 
 
 SYSTEMS = {"iceberg": Iceberg, "delta": Delta, "flowledger": Flowledger}
@@ -245,10 +241,13 @@ def run(system: System, inputs: Inputs, rec: Recorder) -> None:
             spent += time.perf_counter() - t0
         extra["seconds"] = spent
     ops = {"upsert": system.upsert, "delete": system.delete, "append": system.append}
+    describe = getattr(system, "describe", None)
     for step in inputs.steps:
         data = pq.read_table(step.path)
         with rec.step(step.name) as extra:
             extra.update(ops[step.kind](data))
+        if describe is not None:
+            rec.annotate(describe(rec.result["steps"][-1]))
     with rec.step("count") as extra:
         extra["rows"] = system.count()
 
