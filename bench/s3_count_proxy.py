@@ -12,6 +12,7 @@ A benchmark reads `records` and sums them over the time window of each step.
 from __future__ import annotations
 
 import http.client
+import sys
 import threading
 import time
 from collections import Counter
@@ -72,6 +73,15 @@ def count(records: Iterable[Request]) -> Counts:
         up += r.bytes_up
         down += r.bytes_down
     return Counts(sum(kinds.values()), dict(kinds), dict(errors), up, down)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that drops its connection is no error of the proxy's; the rest is."""
+        if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class CountingProxy:
@@ -140,12 +150,26 @@ class CountingProxy:
                 start = time.time()
                 body = self._body()
                 resp = self._forward(body)
+                sent = [0]
+                try:
+                    self._answer(resp, sent)
+                except (ConnectionError, TimeoutError):
+                    # The client left mid-answer (s3a aborts a stream it seeks away from): the
+                    # request still counts; our upstream connection has unread bytes, so it goes.
+                    self.close_connection = True
+                    if self.upstream_conn is not None:
+                        self.upstream_conn.close()
+                        self.upstream_conn = None
+                rec = Request(start, time.time(), self.command, kind_of(self.command, self.path),
+                              resp.status, len(body), sent[0])  # fmt: skip
+                with lock:
+                    proxy.records.append(rec)
+
+            def _answer(self, resp: http.client.HTTPResponse, sent: list[int]) -> None:
                 self.send_response_only(resp.status, resp.reason)
-                headers = resp.getheaders()
-                for k, v in headers:
+                for k, v in resp.getheaders():
                     if k.lower() not in _RESPONSE_DROP:
                         self.send_header(k, v)
-                down = 0
                 if self.command == "HEAD" or resp.status in (204, 304):
                     length = resp.getheader("Content-Length")
                     if length is not None:
@@ -157,25 +181,20 @@ class CountingProxy:
                     self.end_headers()
                     while piece := resp.read(_CHUNK):
                         self.wfile.write(piece)
-                        down += len(piece)
+                        sent[0] += len(piece)
                 else:  # chunked upstream answer: small (listings, errors); re-framed whole
                     data = resp.read()
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
-                    down = len(data)
+                    sent[0] = len(data)
                 if resp.will_close and self.upstream_conn is not None:
                     self.upstream_conn.close()
                     self.upstream_conn = None
-                rec = Request(start, time.time(), self.command, kind_of(self.command, self.path),
-                              resp.status, len(body), down)  # fmt: skip
-                with lock:
-                    proxy.records.append(rec)
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -33,7 +33,7 @@ for a in "${ARTIFACTS[@]}"; do
   IFS=: read -r _group artifact version <<<"$a"
   jar="$DIR/jars/$artifact-$version.jar"
   if [ ! -f "$jar" ]; then
-    mvn -B -q dependency:copy -Dartifact="$a" -DoutputDirectory="$DIR/jars"
+    mvn -B -q -ntp -Dstyle.color=never dependency:copy -Dartifact="$a" -DoutputDirectory="$DIR/jars"
   fi
 done
 
