@@ -158,6 +158,13 @@ def _ratio(value: float | None, base: float | None) -> str:
     return f"{value / base:.2f}x"
 
 
+HIDDEN = {"instant", "rows"}  # extras the step tables leave out
+
+
+def _short(v: Any) -> str:
+    return f"{v:,.0f}" if isinstance(v, float) else str(v)
+
+
 def _mib(n: int | None) -> str:
     return "-" if n is None else f"{n / MiB:,.0f}"
 
@@ -198,6 +205,12 @@ def report(inputs: Inputs, results: list[SystemResult]) -> None:
                 "-" if s.index_ms is None else f"{s.index_ms:,.0f}",
             )
         console.print(t)
+        for r in ran:
+            s = r.steps.get(name)
+            shown = {k: v for k, v in (s.extra if s else {}).items() if k not in HIDDEN}
+            if shown:
+                details = " ".join(f"{k}={_short(v)}" for k, v in shown.items())
+                console.print(f"  [dim]{LABELS[r.system]}: {details}")
 
     t = table("summary", "system", "clustered upsert / append (goal <= 1.5x)",
               "rows after all steps", "expected", "notes")  # fmt: skip
