@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 from bench.s3_count_proxy import CountingProxy, count, kind_of
 from tests.support.servers import S3Endpoint
 
+
 @pytest.fixture
 def proxied(minio: S3Endpoint) -> Iterator[tuple[CountingProxy, S3Endpoint]]:
     proxy = CountingProxy(minio.endpoint)
@@ -31,9 +32,7 @@ def test_requests_pass_unchanged_and_are_counted(
     s3.put_object(Bucket=bucket, Key="a/1", Body=body)
     assert s3.get_object(Bucket=bucket, Key="a/1")["Body"].read() == body
     assert s3.head_object(Bucket=bucket, Key="a/1")["ContentLength"] == len(body)
-    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="a/")["Contents"]] == [
-        "a/1"
-    ]
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="a/")["Contents"]] == ["a/1"]
     with pytest.raises(ClientError) as missing:
         s3.head_object(Bucket=bucket, Key="a/none")
     assert missing.value.response["Error"]["Code"] == "404"
