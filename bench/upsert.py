@@ -224,6 +224,9 @@ def report(inputs: Inputs, results: list[SystemResult]) -> None:
         count = r.steps.get("count")
         rows = count.extra.get("rows") if count and not count.error else None
         notes = ", ".join(f"{k} {v}" for k, v in (r.info or {}).items())
+        failed = [s.name for s in r.steps.values() if s.error]
+        if failed:
+            notes += f"; FAILED: {', '.join(failed)} (see the worker log)"
         t.add_row(
             LABELS[r.system],
             _ratio(up.seconds, app.seconds) if ok and up and app else "-",

@@ -248,6 +248,10 @@ class Flowledger:
     def count(self) -> int:
         return int(self.table.read(columns=["id"]).num_rows)
 
+    def info(self) -> dict[str, str]:
+        props = self.table.properties
+        return {"key scope": props.key_scope, "merge mode": props.merge_mode}
+
 
 SYSTEMS = {"iceberg": Iceberg, "delta": Delta, "flowledger": Flowledger}
 
@@ -277,6 +281,10 @@ def run(system: System, inputs: Inputs, rec: Recorder) -> None:
             rec.annotate(describe(rec.result["steps"][-1]))
     with rec.step("count") as extra:
         extra["rows"] = system.count()
+    info = getattr(system, "info", None)
+    if info is not None:
+        rec.result["info"].update(info())
+        rec.save()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -296,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
 def _versions(name: str) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    pkg = {"iceberg": "pyiceberg", "delta": "deltalake", "flowledger": "pyarrow"}[name]
+    pkg = {"iceberg": "pyiceberg", "delta": "deltalake", "flowledger": "flowledger"}[name]
     try:
         return {pkg: version(pkg)}
     except PackageNotFoundError:
