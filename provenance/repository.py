@@ -436,17 +436,21 @@ class ProvenanceRepository(Closing):
 
     # -- SQL ----------------------------------------------------------------------------------
     def sql_connection(
-        self, temp_dir: Path | None = None, memory_limit_bytes: int | None = None
+        self,
+        temp_dir: Path | None = None,
+        memory_limit_bytes: int | None = None,
+        views: Mapping[str, sqlmod.ViewSource] | None = None,
     ) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with the read-only view `provenance` (local copies of objects);
         `temp_dir`: DuckDB's spill folder (default a private folder in the cache);
-        `memory_limit_bytes`: DuckDB's memory limit (default: DuckDB's)."""
+        `memory_limit_bytes`: DuckDB's memory limit (default: DuckDB's); `views`: more
+        read-only views in the same connection (local Parquet files or Arrow tables)."""
         snap = self.snapshot(0)
         # A deleted object at the end of the ids leaves no hole between journals: the
         # allocator's next id shows it (one GET).
         self._verify_complete(snap.high_water, snap.journals, tail=True)
         return sqlmod.connect_snapshot(
-            snap, self.source, self._load_journal, temp_dir, memory_limit_bytes
+            snap, self.source, self._load_journal, temp_dir, memory_limit_bytes, views
         )
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -9,9 +9,9 @@ a rollover). The connection can read only those files and accepts only SELECT st
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import duckdb
 import pyarrow as pa
@@ -24,6 +24,10 @@ from .objects import ParquetSource
 from .schema import SCHEMA, SQL_TYPES, VIEW_COLUMNS
 
 VIEW = "provenance"
+
+#: What a view beside `provenance` reads: local Parquet files (they join the allowed paths;
+#: files with columns added later are read by name, missing ones as nulls) or an Arrow table.
+ViewSource: TypeAlias = Sequence[Path] | pa.Table
 
 
 def empty_file(cache: Path) -> Path:
@@ -42,6 +46,23 @@ def _list(paths: Sequence[Path]) -> str:
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
+def quoted(name: str) -> str:
+    """`name` as a DuckDB identifier (any text: table names may hold '-' or '.')."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _add_views(con: duckdb.DuckDBPyConnection, views: Mapping[str, ViewSource]) -> None:
+    for i, (name, source) in enumerate(views.items()):
+        if isinstance(source, pa.Table):
+            con.register(f"_flowledger_arrow_{i}", source)
+            body = f"SELECT * FROM _flowledger_arrow_{i}"
+        else:
+            if not source:
+                raise ValueError(f"view {name}: no files (pass an empty Arrow table instead)")
+            body = f"SELECT * FROM read_parquet({_list(source)}, union_by_name=true)"
+        con.execute(f"CREATE VIEW {quoted(name)} AS {body}")
+
+
 def connect(
     committed: Sequence[Path],
     journals: pa.Table | None,
@@ -49,8 +70,10 @@ def connect(
     cache: Path,
     temp_dir: Path | None = None,
     memory_limit_bytes: int | None = None,
+    views: Mapping[str, ViewSource] | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """The view over local copies of committed files plus the (in-memory) journals.
+    """The view over local copies of committed files plus the (in-memory) journals, and
+    `views` beside it (e.g. a table's snapshot, read-only like everything here).
 
     DuckDB may always read its own temp folder, even with external access off: it is a
     private folder (`temp_dir`, default `<cache>/duckdb-tmp`), never the working directory.
@@ -62,7 +85,9 @@ def connect(
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
     con.execute(f"SET temp_directory='{str(tmp).replace(chr(39), chr(39) * 2)}'")
-    con.execute(f"SET allowed_paths={_list([empty, *committed])}")
+    views = views or {}
+    extra = [p for v in views.values() if not isinstance(v, pa.Table) for p in v]
+    con.execute(f"SET allowed_paths={_list([empty, *committed, *extra])}")
     if memory_limit_bytes is not None:
         con.execute(f"SET memory_limit='{max(1, memory_limit_bytes // 2**20)}MiB'")
     cols = ", ".join(f"CAST({c} AS {SQL_TYPES[c]}) AS {c}" for c in VIEW_COLUMNS)
@@ -71,6 +96,7 @@ def connect(
         con.register("provenance_journals", journals)
         parts.append(f"SELECT {cols} FROM provenance_journals WHERE event_id >= {int(high_water)}")
     con.execute(f"CREATE VIEW {VIEW} AS " + " UNION ALL ".join(parts))
+    _add_views(con, views)
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")
     return con
@@ -82,6 +108,7 @@ def connect_snapshot(
     load_journal: Callable[[JournalRef], pa.Table],
     temp_dir: Path | None = None,
     memory_limit_bytes: int | None = None,
+    views: Mapping[str, ViewSource] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """`connect` over a repository snapshot: its committed files as verified local copies (the
     cache keeps only those), its unmerged journals in memory."""
@@ -91,11 +118,14 @@ def connect_snapshot(
     journals = [load_journal(j) for j in snap.journals]
     recent = pa.concat_tables(journals) if journals else None
     cache = source.local_path("")
-    return connect(committed, recent, snap.high_water, cache, temp_dir, memory_limit_bytes)
+    return connect(committed, recent, snap.high_water, cache, temp_dir, memory_limit_bytes, views)
 
 
-def run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one read-only statement; returns (column names, rows)."""
+def run(
+    con: duckdb.DuckDBPyConnection, sql: str, what: str = "provenance sql"
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one read-only statement; returns (column names, rows). `what` names the command
+    in the refusal."""
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -104,7 +134,7 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple
         raise ReadOnlyQuery(f"expected exactly one statement, got {len(statements)}")
     if statements[0].type != duckdb.StatementType.SELECT:
         raise ReadOnlyQuery(
-            f"provenance sql is read-only: {statements[0].type.name} statements are not allowed"
+            f"{what} is read-only: {statements[0].type.name} statements are not allowed"
         )
     try:
         rel = con.execute(sql)

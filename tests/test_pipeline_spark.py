@@ -91,14 +91,29 @@ def check_run(
     r: PipelineResult, flights_in: int, carriers: int, spark: Any, month: int = 12
 ) -> None:
     assert r.input_rows["flights"] == flights_in
-    assert r.table_rows[tbl.FLIGHTS_ENRICHED] == flights_in  # left joins keep every flight
+    fix = r.correction
+    assert fix is not None and fix.month == month and fix.upserted and fix.deleted
+    kept = flights_in - fix.deleted  # the correction deleted the month's cancelled flights
+    assert r.table_rows[tbl.FLIGHTS_ENRICHED] == kept  # left joins keep every flight
     assert r.table_rows[tbl.DELAYS_BY_CARRIER] == carriers
     delays = tbl.read(spark, r.table_uris[tbl.DELAYS_BY_CARRIER]).toArrow()
-    assert pc.sum(delays.column("flights")).as_py() == flights_in
-    # The late correction replaced one month's partition (replacecommit), revision 2.
-    correction = r.commits[-1]
-    assert correction.action == "replacecommit"
-    assert {f.partition for f in correction.files} == {f"month={month}"}
+    # Recomputed from the changes only, yet equal to a full recomputation.
+    assert pc.sum(delays.column("flights")).as_py() == kept
+    # Upsert and delete by key rewrote only the month's file groups, each as a new slice.
+    changed = [s for s in fix.slices if s.before != s.after]
+    assert changed and {s.partition for s in changed} == {f"month={month}"}
+    assert all(s.after == fix.delete_instant for s in changed)
+    assert all(s.after == s.before for s in fix.slices if s.partition != f"month={month}")
+    # The incremental read saw exactly the correction's changes.
+    assert fix.changed_rows == fix.upserted + fix.deleted
+    assert fix.ops == {"u": fix.upserted, "d": fix.deleted}
+    assert fix.changes_since == r.commits[0].instant_time and fix.delays_instant
+    # The SQL answer joins a corrected row (its commit time) to the raw files it came from.
+    cols = fix.sql_columns
+    answer = [dict(zip(cols, row, strict=True)) for row in fix.sql_rows]
+    assert {a["written_by"] for a in answer} == {fix.upsert_instant}
+    assert {a["revision"] for a in answer} == {2}
+    assert {"flights.csv", "weather.csv"} <= {a["input_file"] for a in answer}
     enriched = tbl.read(spark, r.table_uris[tbl.FLIGHTS_ENRICHED])
     revisions = {
         row["month"]: row["revision"]
@@ -136,6 +151,10 @@ def test_local_output_shows_lineage_and_answer(local: Runs) -> None:
     assert "Lineage of" in local.output and "flights.csv" in local.output
     assert "weather.csv" in local.output and "Worst mean departure delay in rain" in local.output
     assert "replay of a SEND" in local.output
+    out = local.output.replace("\n", " ")
+    assert "File slices of flights_enriched before and after the correction" in out
+    assert "delays_by_carrier recomputed incrementally" in out
+    assert "A corrected row joined to the input files it came from (SQL)" in out
 
 
 def test_rerun_appends_a_commit_and_keeps_time_travel(local: Runs, spark: Any) -> None:
@@ -149,9 +168,12 @@ def test_rerun_appends_a_commit_and_keeps_time_travel(local: Runs, spark: Any) -
         for t, action, state in local.second.timelines[tbl.FLIGHTS_ENRICHED]
         if state == "completed" and action in ("commit", "replacecommit")
     ]
-    assert len(writes) == 2 * 2  # per run: the full write and the correction
+    # The creation, then per run: the full write, the correction's upsert and its delete.
+    assert len(writes) == 1 + 2 * 3
     n = local.first.input_rows["flights"]
-    assert local.second.table_rows[tbl.FLIGHTS_ENRICHED] == n  # idempotent: not doubled
+    assert local.first.correction is not None
+    kept = n - local.first.correction.deleted
+    assert local.second.table_rows[tbl.FLIGHTS_ENRICHED] == kept  # idempotent: not doubled
     as_of = local.first.commits[0].instant_time  # the first run, before its correction
     old = tbl.read(spark, fe, as_of=as_of)
     assert old.count() == n

@@ -4,6 +4,8 @@ since an instant (no Spark)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +15,10 @@ import typer
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from provenance import ProvenanceRepository
+from provenance import sql as prov_sql
 from storage import open_store
+from storage.uri import resolve_repo
 from timeline import Instant, Table, conform, local_parquet, merge_schemas
 from timeline.keyed import (
     COMMIT_TIME,
@@ -25,9 +30,13 @@ from timeline.keyed import (
     KeyedProperties,
 )
 
+from .. import table_sql
 from ..output import emit_json, instant_json, jsonable
-from ..table_settings import table_settings
-from .options import JsonOption
+from ..slice_provenance import CommitJob, SliceProvenance
+from ..spark.lineage import canonical
+from ..table_settings import provenance_settings, table_settings
+from ..table_sql import TableRead
+from .options import JsonOption, RepoOption
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
@@ -125,11 +134,13 @@ def write(
     partition_by: Annotated[
         list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
     ] = None,
+    repo: RepoOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write FILEs (Parquet or CSV) to the table as one commit."""
+    """Write FILEs (Parquet or CSV) to the table as one commit. A keyed operation on a table
+    inside the repository (--repo) records each written file slice's provenance there."""
     if operation is not None:
-        done = _keyed_write(table_uri, files or [], mode, operation, where)
+        done = _keyed_write(table_uri, files or [], mode, operation, where, repo)
         if as_json:
             emit_json(instant_json(done))
         else:
@@ -153,7 +164,12 @@ def write(
 
 
 def _keyed_write(
-    table_uri: str, files: list[Path], mode: str, operation: str, where: str | None
+    table_uri: str,
+    files: list[Path],
+    mode: str,
+    operation: str,
+    where: str | None,
+    repo: str | None = None,
 ) -> Instant:
     if operation not in OPERATIONS:
         raise ValueError(f"--operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
@@ -164,6 +180,33 @@ def _keyed_write(
     if not files and where is None:
         raise ValueError(f"no FILE given to {operation}")
     table = open_table(table_uri)
+    with _slice_provenance(table, repo, files, operation):
+        return _keyed_operation(table, files, operation, where)
+
+
+@contextmanager
+def _slice_provenance(
+    table: Table, repo: str | None, files: list[Path], operation: str
+) -> Iterator[None]:
+    """Install the slice provenance hook when the table lives inside the repository (its
+    provenance goes nowhere else; a table elsewhere records none)."""
+    repo_uri = canonical(resolve_repo(repo)).rstrip("/") + "/"
+    if not canonical(table.uri).startswith(repo_uri):
+        yield
+        return
+    prov = ProvenanceRepository.open(open_store(repo), provenance_settings())
+    job = CommitJob(
+        component_id=f"flowledger table write --operation {operation}",
+        inputs=tuple(f.resolve().as_uri() for f in files),
+    )
+    table.post_commit.append(SliceProvenance(prov, job))
+    try:
+        yield
+    finally:
+        prov.close()
+
+
+def _keyed_operation(table: Table, files: list[Path], operation: str, where: str | None) -> Instant:
     if operation == "delete" and where is not None:
         return table.delete(where=where)
     data = _load(files)
@@ -247,4 +290,51 @@ def _print_rows(data: pa.Table, limit: int, as_json: bool, uri: str) -> None:
     out = RichTable(*data.column_names, caption=f"{uri}: {data.num_rows} rows")
     for r in rows:
         out.add_row(*(str(v) for v in r.values()))
+    Console().print(out)
+
+
+@app.command("sql")
+def sql(
+    table_uri: UriArg,
+    query: Annotated[
+        str, typer.Argument(help="One SELECT over the table's view (its name, or t) and provenance")
+    ],
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
+    changes_since: Annotated[
+        str | None,
+        typer.Option(
+            "--changes-since", help="Keyed tables: the view holds the records changed after it"
+        ),
+    ] = None,
+    cdc: Annotated[
+        bool, typer.Option("--cdc", help="With --changes-since: one row per change (i/u/d)")
+    ] = False,
+    full_scan: Annotated[
+        bool,
+        typer.Option(
+            "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
+        ),
+    ] = False,
+    repo: RepoOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a read-only SQL query over the table (a view named after it, and `t`) and the
+    view `provenance` of the repository (DuckDB)."""
+    read = TableRead(as_of, changes_since, cdc, full_scan)
+    table = open_table(table_uri)
+    prov = ProvenanceRepository.open(open_store(repo), provenance_settings(), recover=False)
+    try:
+        con = table_sql.connect(prov, table, read)
+        try:
+            names, rows = prov_sql.run(con, query, "table sql")
+        finally:
+            con.close()
+    finally:
+        prov.close()
+    if as_json:
+        emit_json([dict(zip(names, map(jsonable, r), strict=True)) for r in rows])
+        return
+    out = RichTable(*names)
+    for r in rows:
+        out.add_row(*(str(v) for v in r))
     Console().print(out)

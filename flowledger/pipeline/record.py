@@ -3,14 +3,14 @@
 RECEIVE (raw CSV landed) → CONTENT_MODIFIED (typed and cleaned, content = Parquet) → JOIN
 (flights + weather + airports + planes = flights_enriched) → FORK (one FlowFile per carrier,
 and one per curated data file) → SEND (each curated data file, content = the file's bytes).
-A curated file's FlowFile UUID is uuid5(URL namespace, file URI) and its SEND's transit URI is
-the file's URI as Spark names it: the key shared with the Spark provenance hook (docs/pipeline.md).
+A curated file's FlowFile UUID is uuid5(URL namespace, canonical file URI) and its SEND's
+transit URI is the file's URI as Spark names it: the key shared with the Spark provenance hook
+and with the slices of later keyed commits (docs/pipeline.md).
 """
 
 from __future__ import annotations
 
 import io
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from provenance.session import FlowFile, FlowRepository
 
+from ..slice_provenance import slice_uuid
 from ..spark import CommitInfo
 from .sources import RawFile
 
@@ -25,8 +26,10 @@ COMPONENT_TYPE = "flowledger.pipeline"
 
 
 def file_uuid(uri: str) -> str:
-    """The FlowFile UUID of a curated data file (deterministic: one per file URI)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, uri))
+    """The FlowFile UUID of a curated data file (deterministic: one per file, whatever the
+    spelling of its URI): the FlowFile of its file slice, which a later keyed commit names
+    as the slice it replaced (flowledger.slice_provenance)."""
+    return slice_uuid(uri)
 
 
 def parquet_bytes(table: pa.Table) -> bytes:

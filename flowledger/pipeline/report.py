@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from .correction import CorrectionResult
 from .run import PipelineResult
 from .trace import TraceNode
 
@@ -16,6 +17,56 @@ def _tree(node: TraceNode, tree: Tree) -> None:
         tree.add(f"[magenta]{e.event_type}[/] #{e.event_id} {e.component_id}{where}")
     for parent in node.parents:
         _tree(parent, tree.add(f"[bold]{parent.filename or parent.uuid}[/] [dim]{parent.uuid}[/]"))
+
+
+def _correction(c: CorrectionResult, console: Console) -> None:
+    console.print(
+        f"late correction of month {c.month}: upserted {c.upserted:,} corrected flights "
+        f"(commit {c.upsert_instant or '-'}), deleted {c.deleted:,} cancelled flights "
+        f"(commit {c.delete_instant or '-'}) by flight_id"
+    )
+    slices = Table(
+        "partition",
+        "file group",
+        "slice before",
+        "rows before",
+        "slice after",
+        "rows after",
+        title="File slices of flights_enriched before and after the correction",
+    )
+    for s in c.slices:
+        changed = s.before != s.after
+        style = "bold yellow" if changed else None
+        slices.add_row(
+            s.partition,
+            s.file_group[:13],
+            s.before or "-",
+            f"{s.rows_before:,}",
+            s.after or "-",
+            f"{s.rows_after:,}",
+            style=style,
+        )
+    console.print(slices)
+    rewritten = sum(1 for s in c.slices if s.before != s.after)
+    console.print(f"  {rewritten} of {len(c.slices)} file groups got a new slice")
+    ops = ", ".join(f"{n:,} {op}" for op, n in sorted(c.ops.items()))
+    console.print(
+        f"delays_by_carrier recomputed incrementally: the changes of flights_enriched after "
+        f"{c.changes_since} touched {c.changed_rows:,} rows ({ops or 'none'}) of "
+        f"{len(c.carriers)} carriers ({', '.join(c.carriers)}); those carriers' rows were "
+        f"upserted (commit {c.delays_instant or '-'})"
+    )
+    if c.sql_rows:
+        ans = Table(
+            *c.sql_columns, title="A corrected row joined to the input files it came from (SQL)"
+        )
+        for row in c.sql_rows:
+            ans.add_row(*(str(v) for v in row))
+        console.print(ans)
+        console.print('  flowledger table sql <repo>/tables/flights_enriched "')
+        for line in c.sql.splitlines():
+            console.print(f"    {line}", markup=False, highlight=False)
+        console.print('  "', markup=False)
 
 
 def print_result(r: PipelineResult, console: Console) -> None:
@@ -51,6 +102,9 @@ def print_result(r: PipelineResult, console: Console) -> None:
         console.print(root)
         sources = sorted({e.transit_uri or "" for e in r.lineage.sources()})
         console.print("  raw inputs reached: " + ", ".join(s.rsplit("/", 1)[-1] for s in sources))
+
+    if r.correction is not None:
+        _correction(r.correction, console)
 
     ans = Table(
         "carrier",

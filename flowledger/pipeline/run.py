@@ -34,6 +34,7 @@ from timeline.archive import ArchivalSettings, Archiver
 
 from ..spark import CommitInfo
 from ..table_settings import provenance_settings
+from . import correction as corr
 from . import tables as tbl
 from . import transform
 from .record import Recorder, file_uuid
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 #: Inputs read by Spark rather than on the driver when provenance is off (bytes).
 LARGE_INPUT = 1024 * 1024
 
-#: The month whose partition the late correction overwrites.
+#: The month the late correction re-delivers (upserts its corrected flights, deletes its
+#: cancelled ones).
 CORRECTION_MONTH = 12
 
 
@@ -76,6 +78,9 @@ class PipelineResult:
     curated_file: str | None = None
     lineage: TraceNode | None = None
     answer: list[dict[str, Any]] = field(default_factory=list)
+    #: The late correction (upsert, delete), the slices it rewrote, the incremental
+    #: recomputation of delays_by_carrier and the row-to-input SQL answer.
+    correction: corr.CorrectionResult | None = None
     replay: ReplayResult | None = None
     #: Why no SEND could be replayed (e.g. the Spark hook recorded it, without content).
     replay_problem: str = ""
@@ -206,29 +211,35 @@ def _stages(
     fe_uri, dbc_uri = tables.uri(tbl.FLIGHTS_ENRICHED), tables.uri(tbl.DELAYS_BY_CARRIER)
     result.table_uris = {tbl.FLIGHTS_ENRICHED: fe_uri, tbl.DELAYS_BY_CARRIER: dbc_uri}
     with st.stage("write curated tables (SEND)", 2) as step:
-        c1 = tbl.write(enriched, fe_uri, "overwrite", ["month"])
+        fe = tables.keyed(tbl.FLIGHTS_ENRICHED)
+        e1 = fe.entry(fe.write(tbl.arrow(enriched), mode="overwrite").time)
+        c1 = tables.commit_info(tbl.FLIGHTS_ENRICHED, fe, e1, "write flights_enriched")
         result.commits.append(c1)
         curated: list[FlowFile] = []
         if rec is not None and joined is not None:
             curated = rec.sent(joined, c1, tables.read_file, "write_flights_enriched")
         step()
         delays = transform.delays_by_carrier(enriched, cleaned["airlines"])
-        c2 = tbl.write(delays, dbc_uri, "overwrite")
+        dbc = tables.keyed(tbl.DELAYS_BY_CARRIER)
+        done = dbc.write(
+            tbl.arrow(delays), mode="overwrite", extra_metadata={tbl.SOURCE_INSTANT: e1.time}
+        )
+        c2 = tables.commit_info(tbl.DELAYS_BY_CARRIER, dbc, dbc.entry(done.time), "delays")
         result.commits.append(c2)
         if rec is not None:
             parents = [*carriers.values(), landed["airlines"]]
             rec.sent(parents, c2, tables.read_file, "write_delays_by_carrier")
         step()
     month = options.correction_month
-    with st.stage(f"late correction of month {month}", 1):
-        corrected = transform.correct_month(enriched, month).coalesce(1)  # one file, ~27k rows
-        if corrected.isEmpty():
+    prov = flow.provenance if flow is not None else None
+    with st.stage(f"late correction of month {month} (upsert, delete)", 1):
+        joined_ff = (joined.uuid,) if joined is not None else ()
+        result.correction = fix = corr.apply(enriched, tables, month, prov, joined_ff)
+        if not (fix.upserted or fix.deleted):
             result.maintenance["correction"] = f"no flights in month {month}: nothing to correct"
-        else:
-            c3 = tbl.write(corrected, fe_uri, "overwrite", ["month"])
-            result.commits.append(c3)
-            if rec is not None and joined is not None:
-                rec.sent(joined, c3, tables.read_file, "late_correction")
+    with st.stage("delays_by_carrier from the changes", 1):
+        airlines_ff = (landed["airlines"].uuid,) if "airlines" in landed else ()
+        corr.recompute_delays(spark, tables, cleaned["airlines"], fix, prov, airlines_ff)
     with st.stage("clean and archive timelines", 2) as step:
         for name in (tbl.FLIGHTS_ENRICHED, tbl.DELAYS_BY_CARRIER):
             t = tables.table(name)
@@ -271,6 +282,8 @@ def _stages(
                     result.replay_problem = replayed
                 else:
                     result.replay = replayed
+            if result.correction is not None and result.correction.upserted:
+                corr.row_to_inputs(flow.provenance, tables, result.correction)
         step(2)
     return spark
 

@@ -1,16 +1,21 @@
-"""The curated tables, written and read through the timeline by `flowledger.spark`."""
+"""The curated tables: keyed tables on the timeline (docs/tables.md), read by
+`flowledger.spark`. Spark has no keyed writer yet, so the pipeline writes them through the
+Python path (`Table.write` / `upsert` / `delete`) from the Arrow form of its DataFrames."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from storage import ObjectStore
 from storage.s3a import to_spark_path
-from timeline import Table
+from timeline import Entry, Table
+from timeline.keyed import KeyedProperties
 
 from .. import spark as api
-from ..spark import CommitInfo
+from ..spark import CommitInfo, OutputFile, SparkJobInfo
 from ..table_settings import table_settings
 
 if TYPE_CHECKING:
@@ -18,6 +23,17 @@ if TYPE_CHECKING:
 
 FLIGHTS_ENRICHED = "flights_enriched"
 DELAYS_BY_CARRIER = "delays_by_carrier"
+
+#: The curated tables' properties: flights by their surrogate key (transform.FLIGHT_KEY),
+#: partitioned by month; the aggregate by carrier. The latest write wins.
+PROPERTIES = {
+    FLIGHTS_ENRICHED: KeyedProperties.of("flight_id", partition_by="month"),
+    DELAYS_BY_CARRIER: KeyedProperties.of("carrier"),
+}
+
+#: Commit-metadata key of a `delays_by_carrier` commit: the `flights_enriched` instant its
+#: rows were computed from (where the next incremental recomputation starts).
+SOURCE_INSTANT = "flowledger.pipeline.source_instant"
 
 
 def session(repo: str, master: str | None) -> SparkSession:
@@ -61,6 +77,27 @@ class Tables:
     def table(self, name: str) -> Table:
         return Table.open(self.root.scoped(f"tables/{name}"), table_settings())
 
+    def keyed(self, name: str) -> Table:
+        """The table, created with its properties (PROPERTIES) on first use; a no-op later.
+        A table an older pipeline wrote unkeyed is refused by the timeline in one line."""
+        return Table.create(self.root.scoped(f"tables/{name}"), PROPERTIES[name], table_settings())
+
+    def commit_info(self, name: str, table: Table, entry: Entry, job: str) -> CommitInfo:
+        """A commit of the Python path described as the Spark writers describe theirs (the
+        provenance recorder takes either)."""
+        files = tuple(
+            OutputFile(f"{self.uri(name)}/{f.path}", f.rows, f.size, f.partition)
+            for f in entry.added
+        )
+        return CommitInfo(
+            table_uri=self.uri(name),
+            instant_time=entry.time,
+            action=entry.action,
+            operation=str(entry.metadata.get("operation", "")),
+            files=files,
+            job=SparkJobInfo("flowledger-pipeline", "flowledger-pipeline", job),
+        )
+
     def key_of(self, uri: str) -> str:
         """The repository key of a file Spark named (`file:/x`, `file:///x`, `s3a://b/x`)."""
 
@@ -75,3 +112,9 @@ class Tables:
 
     def read_file(self, uri: str) -> bytes:
         return self.root.get(self.key_of(uri))
+
+
+def arrow(df: DataFrame) -> pa.Table:
+    """A DataFrame collected as Arrow for the Python-path writes."""
+    table: pa.Table = df.toArrow()
+    return table

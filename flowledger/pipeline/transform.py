@@ -1,5 +1,12 @@
 """The Spark stages: type and clean each input, join flights with weather, airports and
-planes, aggregate delays per carrier, and the late correction of one month."""
+planes, aggregate delays per carrier, and the late correction of one month.
+
+Flights get a surrogate record key, `flight_id` (`2013-12-01 UA1545 EWR`: date, carrier,
+flight number, origin), since the data has no key column: a carrier's flight number leaves an
+origin at most once a day, so the four name one flight (unique over all 336,776), and being
+made of the flight's own values it is the same in every delivery of the data — what lets a
+re-delivered flight be upserted over the stored one. Dates first: keys are time-ordered, so
+the key ranges of the month partitions do not overlap (docs/tables.md, "Index")."""
 
 from __future__ import annotations
 
@@ -12,6 +19,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _TS = "yyyy-MM-dd'T'HH:mm:ssX"
+
+#: The flights' record key (see the module docstring).
+FLIGHT_KEY = "flight_id"
 
 
 def to_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
@@ -28,7 +38,11 @@ def clean(name: str, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     if name == "flights":
+        key = F.format_string(
+            "%04d-%02d-%02d %s%d %s", "year", "month", "day", F.trim("carrier"), "flight", "origin"
+        )
         return df.select(
+            key.alias(FLIGHT_KEY),
             *[c for c in df.columns if c not in ("time_hour", "carrier", "tailnum")],
             F.trim("carrier").alias("carrier"),
             F.trim("tailnum").alias("tailnum"),
@@ -96,16 +110,28 @@ def delays_by_carrier(enriched: DataFrame, airlines: DataFrame) -> DataFrame:
     )
 
 
-def correct_month(enriched: DataFrame, month: int) -> DataFrame:
-    """The late correction: the month re-delivered with the arrival delays of diverted
-    flights (departed, never arrived: arr_delay missing) set to the delay they departed with,
-    as revision 2."""
+def corrected_flights(enriched: DataFrame, month: int) -> DataFrame:
+    """The late correction's updates: the month's diverted flights (departed, never arrived:
+    arr_delay missing) re-delivered with the delay they departed with as arrival delay, as
+    revision 2."""
     from pyspark.sql import functions as F
 
-    m = enriched.where(F.col("month") == month)
-    return m.withColumn("arr_delay", F.coalesce("arr_delay", "dep_delay")).withColumn(
-        "revision", F.lit(2)
+    diverted = (
+        (F.col("month") == month) & F.col("arr_delay").isNull() & F.col("dep_delay").isNotNull()
     )
+    return (
+        enriched.where(diverted)
+        .withColumn("arr_delay", F.col("dep_delay"))
+        .withColumn("revision", F.lit(2))
+    )
+
+
+def cancelled_flights(enriched: DataFrame, month: int) -> DataFrame:
+    """The late correction's deletes: the keys of the month's cancelled flights (the
+    re-delivered month no longer lists them)."""
+    from pyspark.sql import functions as F
+
+    return enriched.where((F.col("month") == month) & F.col("cancelled")).select(FLIGHT_KEY)
 
 
 def worst_in_rain(

@@ -33,6 +33,7 @@ from . import (
     ingest_routes,
     provenance_routes,
     sql_routes,
+    table_sql_routes,
     timeline_routes,
 )
 from .auth import announce, bearer_auth, resolve_token
@@ -162,7 +163,14 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
     async def openapi() -> dict[str, Any]:
         return app.openapi()
 
-    routers = (provenance_routes, event_routes, sql_routes, timeline_routes, content_routes)
+    routers = (
+        provenance_routes,
+        event_routes,
+        sql_routes,
+        table_sql_routes,
+        timeline_routes,
+        content_routes,
+    )
     for module in (*routers, ingest_routes):
         app.include_router(module.router, dependencies=auth)
 

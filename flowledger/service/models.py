@@ -152,3 +152,14 @@ class SqlBody(BaseModel):
     model_config = _STRICT
     sql: str = Field(min_length=1, max_length=100_000)
     maxRows: int | None = Field(default=None, ge=1)
+
+
+class TableSqlBody(SqlBody):
+    """`POST /tables/{name}/sql`: one SELECT over the table (a view named after it, and `t`)
+    and `provenance`; the table as of `asOf`, or its changes since `changesSince` (`cdc`: one
+    row per change; `fullScan`: the snapshot fallback when the range's slices are gone)."""
+
+    asOf: str | None = Field(default=None, max_length=64)
+    changesSince: str | None = Field(default=None, max_length=64)
+    cdc: bool = False
+    fullScan: bool = False

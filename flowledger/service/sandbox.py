@@ -1,10 +1,11 @@
-"""The SQL sandbox of `POST /sql`: one SELECT that reads only the view `provenance`.
+"""The SQL sandbox of `POST /sql` and `POST /tables/{name}/sql`: one SELECT that reads only
+the view `provenance` (and, for a table, the table's views: its name and `t`).
 
 Layers, each enough on its own for what it guards:
 1. DuckDB parses the text (`extract_statements`): exactly one statement, of type SELECT — so
    no COPY/EXPORT, ATTACH, INSTALL/LOAD, SET/PRAGMA, CREATE, ...
-2. An allow-list over DuckDB's own parse tree (`json_serialize_sql`): the only table it may
-   name is `provenance` (or a CTE of the query); the only table functions are generators
+2. An allow-list over DuckDB's own parse tree (`json_serialize_sql`): the only tables it may
+   name are the connection's views (or a CTE of the query); the only table functions are generators
    (`range`, `generate_series`, `unnest`) — no `read_csv`, `read_text`, `glob`, replacement
    scans of file names, `duckdb_settings()`, ...
 3. The connection itself (`provenance.sql.connect`): external access off, configuration
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from .sql_answer import BATCH_ROWS, bounded_json
 from .sql_slots import SqlSlots
 
 VIEW = "provenance"
+VIEWS = frozenset({VIEW})
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 _GENERATORS = ", ".join(sorted(ALLOWED_TABLE_FUNCTIONS))
 
@@ -81,8 +83,10 @@ class SqlSandbox:
         self._parser.close()
 
     # -- checking --------------------------------------------------------------------------
-    def check(self, sql: str) -> None:
-        """Refuse anything but one SELECT over `provenance` (Forbidden / ServiceError)."""
+    def check(self, sql: str, views: Iterable[str] = VIEWS) -> None:
+        """Refuse anything but one SELECT over `views` (Forbidden / ServiceError)."""
+        allowed = frozenset(v.lower() for v in views)
+        shown_views = " and ".join(repr(v) for v in sorted(allowed))
         with self._parser_lock:
             try:
                 statements = self._parser.extract_statements(sql)
@@ -93,13 +97,13 @@ class SqlSandbox:
             kind = statements[0].type
             if kind != duckdb.StatementType.SELECT:
                 raise Forbidden(
-                    f"only SELECT over the view {VIEW!r} is allowed, not {kind.name} statements"
+                    f"only SELECT over {shown_views} is allowed, not {kind.name} statements"
                 )
             row = self._parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
         tree = json.loads(row[0]) if row else {"error": True}
         if tree.get("error"):
             raise Forbidden(
-                f"only a plain SELECT over the view {VIEW!r} is allowed "
+                f"only a plain SELECT over {shown_views} is allowed "
                 f"({tree.get('error_message', 'not serializable')})"
             )
         ctes = _cte_names(tree)
@@ -111,15 +115,19 @@ class SqlSandbox:
                 catalog = str(node.get("catalog_name", "")).lower()
                 if name in ctes and not schema and not catalog:
                     continue
-                if name != VIEW or schema not in ("", "main") or catalog not in ("", "memory"):
+                if (
+                    name not in allowed
+                    or schema not in ("", "main")
+                    or catalog not in ("", "memory")
+                ):
                     shown = ".".join(p for p in (catalog, schema, name) if p)
-                    raise Forbidden(f"only the view {VIEW!r} can be read, not {shown!r}")
+                    raise Forbidden(f"only {shown_views} can be read, not {shown!r}")
             elif ntype == "TABLE_FUNCTION":
                 fn = node.get("function") or {}
                 fname = str(fn.get("function_name", "?")).lower()
                 if fname not in ALLOWED_TABLE_FUNCTIONS:
                     raise Forbidden(
-                        f"table function {fname}() is not allowed: only the view {VIEW!r} can "
+                        f"table function {fname}() is not allowed: only {shown_views} can "
                         f"be read (generators allowed: {_GENERATORS})"
                     )
 
@@ -138,14 +146,20 @@ class SqlSandbox:
         self.check(sql)
         return self.execute(sql, max_rows)
 
-    def execute(self, sql: str, max_rows: int | None = None) -> bytes:
+    def execute(
+        self,
+        sql: str,
+        max_rows: int | None = None,
+        connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+    ) -> bytes:
         """The JSON answer of a checked query (on an SQL thread: see sql_slots.py), bounded in
         rows, bytes (sql_answer.py) and time: a timer interrupts DuckDB at the deadline and
-        the conversion after it checks the same deadline."""
+        the conversion after it checks the same deadline. Connecting is inside the deadline
+        too (a table's files may have to be fetched)."""
         s = self.settings
         limit = min(max_rows or s.sql_max_rows, s.sql_max_rows)
         deadline = time.monotonic() + s.sql_timeout_s
-        con = self._connect()
+        con = (connect or self._connect)()
         fired = threading.Event()
 
         def stop() -> None:

@@ -10,7 +10,7 @@ from .state import Services, services
 
 router = APIRouter(tags=["sql"])
 
-_ANSWER = {
+ANSWER = {
     "type": "object",
     "properties": {
         "columns": {"type": "array", "items": {"type": "string"}},
@@ -24,7 +24,7 @@ _ANSWER = {
 @router.post(
     "/sql",
     response_class=Response,
-    responses={200: {"content": {"application/json": {"schema": _ANSWER}}}},
+    responses={200: {"content": {"application/json": {"schema": ANSWER}}}},
 )
 async def sql(body: SqlBody, svc: Services = Depends(services)) -> Response:  # noqa: B008
     """One SELECT over the view `provenance` (DuckDB): columns, rows, truncated."""

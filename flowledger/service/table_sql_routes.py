@@ -1,0 +1,60 @@
+"""`POST /tables/{name}/sql`: read-only SQL over one table of the repository, by name, with
+the view `provenance` beside it: the sandbox, slots and answer bounds of `POST /sql`."""
+
+from __future__ import annotations
+
+import duckdb
+from fastapi import APIRouter, Depends
+from fastapi.responses import Response
+
+from timeline import Table
+
+from ..table_settings import table_settings
+from ..table_sql import ALIAS, TableRead, connect
+from .errors import NotFoundError, ServiceError
+from .models import TableSqlBody
+from .names import checked
+from .sandbox import VIEW
+from .sql_routes import ANSWER
+from .state import Services, services
+from .timeline_routes import TABLES
+
+router = APIRouter(tags=["sql"])
+
+
+def _table(svc: Services, name: str) -> Table:
+    prefix = f"{TABLES}{checked(name, 'table name')}/"
+    if not svc.root.list_page(prefix, None, max_keys=1).objects:
+        raise NotFoundError(f"no table {name!r} in this repository (looked in {prefix})")
+    return Table.open(svc.root.scoped(prefix.rstrip("/")), table_settings())
+
+
+def _run(svc: Services, name: str, body: TableSqlBody) -> bytes:
+    try:
+        read = TableRead(body.asOf, body.changesSince, body.cdc, body.fullScan)
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from exc
+    svc.sql.check(body.sql, (name, ALIAS, VIEW))  # before any request for the table
+    table = _table(svc, name)
+    temp_dir, memory = svc.sql.temp_dir, svc.settings.sql_memory_limit
+
+    def connect_table() -> duckdb.DuckDBPyConnection:
+        return connect(svc.prov, table, read, name, temp_dir, memory)
+
+    return svc.sql.execute(body.sql, body.maxRows, connect_table)
+
+
+@router.post(
+    "/tables/{name}/sql",
+    response_class=Response,
+    responses={200: {"content": {"application/json": {"schema": ANSWER}}}},
+)
+async def table_sql(
+    name: str,
+    body: TableSqlBody,
+    svc: Services = Depends(services),  # noqa: B008
+) -> Response:
+    """One SELECT over the table `name` (views `name` and `t`) and `provenance` (DuckDB):
+    columns, rows, truncated."""
+    answer = await svc.sql.slots.run(_run, svc, name, body)
+    return Response(answer, media_type="application/json")
