@@ -17,7 +17,7 @@ from storage import Conflict
 from .commit import materialize
 from .errors import CommitConflict, TimelineError
 from .heartbeat import expired, last_beat
-from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, Instant, State
+from .instant import CLEAN, COMPACTION, RESTORE, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, Instant, State
 from .layout import instant_key
 from .metadata import Entry, decode_plan
 from .settings import EAGER
@@ -53,6 +53,7 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
             i
             for i in listing.timeline.pending()
             if i.time != exclude
+            and i.action != COMPACTION  # never rolled back: its plan is executed again
             and (
                 (i.action in WRITE_ACTIONS and eager)
                 or (i.action in (*WRITE_ACTIONS, *SERVICES) and is_expired(table, listing, i))
