@@ -20,9 +20,7 @@ from timeline.crash import ENV
 from timeline.heartbeat import MTIME_RESOLUTION_S
 from timeline.keyed import KeyedProperties
 
-FAST = TableSettings(
-    heartbeat_interval_ms=200, heartbeat_tolerable_misses=1, compaction_mode="off"
-)
+FAST = TableSettings(heartbeat_interval_ms=200, heartbeat_tolerable_misses=1, compaction_mode="off")
 EXPIRY_WAIT = 0.4 + MTIME_RESOLUTION_S + 0.6
 PROPS = KeyedProperties.of("id", partition_by="p", table_type="merge_on_read")
 DELTA_STEPS = ["requested", "inflight", "log_written", "before_log", "logged", "completed"]
@@ -107,6 +105,8 @@ def test_kill_at_every_merge_on_read_step(tbackend: Backend) -> None:
         assert child.exitcode == -signal.SIGKILL, f"{point} was never reached"
     time.sleep(EXPIRY_WAIT)  # let the dead writers' heartbeats expire
     with ThreadPoolExecutor(4) as pool:
-        futures = [pool.submit(_check, tbackend, op, step, prefixes[(op, step)]) for op, step in cases]
+        futures = [
+            pool.submit(_check, tbackend, op, step, prefixes[(op, step)]) for op, step in cases
+        ]
         for f in futures:
             f.result()

@@ -40,8 +40,8 @@ from .instant import (
 from .keyed import compaction as keyed_compaction
 from .keyed import operations as keyed_ops
 from .keyed.mor_read import read_slices
-from .keyed.slices import is_merge_on_read, mor_slices
 from .keyed.properties import KeyedProperties, load_properties
+from .keyed.slices import is_merge_on_read, mor_slices
 from .keyed.write import Filter
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase

@@ -64,7 +64,7 @@ def _pending_plans(table: Table) -> list[tuple[Instant, dict[str, Any]]]:
         state = Instant(i.time, i.action, State.REQUESTED)
         try:
             body = table.tl.states.read(state)
-        except Exception:  # noqa: BLE001 - a plan that vanished (completed meanwhile)
+        except Exception:
             continue
         out.append((i, decode_plan(body, table.store.url(instant_key(state)))))
     return out
@@ -105,7 +105,7 @@ def plan_compaction(table: Table, st: TableState) -> list[dict[str, Any]]:
         for group in plan.get("groups", ()):
             paths.update(str(p) for p in group)
     threshold = table.settings.compaction_log_file_size_threshold
-    ops = []
+    ops: list[dict[str, Any]] = []
     for sl in mor_slices(st).values():
         if not sl.logs or sl.group in busy or sl.base.path in paths:
             continue
@@ -245,9 +245,7 @@ def execute(table: Table, t: str) -> Instant | None:
                     "max_key": hi,
                     "log_files": len(sl.logs),
                     "log_bytes": sl.log_bytes,
-                    **bloom_ref(
-                        table.store, key, rows.column(RECORD_KEY_COL).to_pylist(), fpp
-                    ),
+                    **bloom_ref(table.store, key, rows.column(RECORD_KEY_COL).to_pylist(), fpp),
                 }
             )
             crash.point(f"{COMPACTION}.base_written")

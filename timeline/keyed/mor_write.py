@@ -87,9 +87,7 @@ class _MorPlanner:
         wanted = set(batch.ids)
         bases = [sl.base for sl in self.slices.values()]
         if self.props.key_scope == GLOBAL:
-            scopes: list[tuple[list[DataFile], list[int]]] = [
-                (bases, list(range(len(keys))))
-            ]
+            scopes: list[tuple[list[DataFile], list[int]]] = [(bases, list(range(len(keys))))]
         else:
             by_part: dict[str, list[int]] = {}
             for i, p in enumerate(batch.partitions):
@@ -237,9 +235,7 @@ def delta_write(
                 has = dbatch.ordering is not None
                 incoming = dbatch.ordering[i] if dbatch.ordering is not None else None
                 if incoming_wins(stored, incoming, props, has_ordering=has):
-                    plan.delta(sl).deletes[ident.split("\x00", 1)[-1]] = (
-                        incoming if has else stored
-                    )
+                    plan.delta(sl).deletes[ident.split("\x00", 1)[-1]] = incoming if has else stored
         if where is not None:
             order = props.ordering_field
             for sl in plan.slices.values():
