@@ -260,7 +260,7 @@ def execute(table: Table, t: str) -> Instant | None:
         _discard(table, t)  # e.g. clustering or a rollback of a planned delta commit won
         raise
     finally:
-        txn._heartbeat.stop()
+        txn.detach()  # stop heartbeating: done, or left pending for the next run
 
 
 def pending(table: Table) -> list[Instant]:

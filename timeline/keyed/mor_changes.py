@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ..instant import COMPACTION
 from ..metadata import Entry
-from .changes import DELETE, INSERT, UPDATE, _change, _Range, cdc_schema
+from .changes import DELETE, INSERT, UPDATE, ChangeRange, cdc_schema, change_row
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .logfile import logs_of
 from .mor_read import read_slices
@@ -38,7 +38,7 @@ def _touched(e: Entry, before: dict[str, MorSlice]) -> set[str]:
 def incremental(
     table: Table, begin: str | None, end: str | None = None, *, full_scan: bool = False
 ) -> pa.Table:
-    r = _Range(table, begin, end)
+    r = ChangeRange(table, begin, end)
     times = pa.array(sorted({e.time for e in r.in_range}), pa.string())
     slices = mor_slices(r.st, r.end_seq)
     if full_scan:
@@ -61,7 +61,7 @@ def incremental(
 
 
 def _rows_by_id(
-    table: Table, r: _Range, slices: list[MorSlice], props: KeyedProperties
+    table: Table, r: ChangeRange, slices: list[MorSlice], props: KeyedProperties
 ) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for sl in slices:
@@ -77,7 +77,7 @@ def _rows_by_id(
 def cdc(
     table: Table, props: KeyedProperties, begin: str | None, end: str | None = None
 ) -> pa.Table:
-    r = _Range(table, begin, end)
+    r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
     out: list[dict[str, Any]] = []
     for e in r.in_range:
@@ -97,9 +97,9 @@ def cdc(
             if row.get(COMMIT_TIME_COL) != e.time:
                 continue
             old = before.get(ident)
-            changes.append(_change(UPDATE if old is not None else INSERT, e.time, row, old, row))
+            changes.append(change_row(UPDATE if old is not None else INSERT, e.time, row, old, row))
         for ident, old in before.items():
             if ident not in after:
-                changes.append(_change(DELETE, e.time, old, old, None))
+                changes.append(change_row(DELETE, e.time, old, old, None))
         out += sorted(changes, key=lambda c: (c["record_key"], c["op"]))
     return pa.Table.from_pylist(out, schema=cdc_schema(r.schema))

@@ -40,9 +40,10 @@ from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, key_range
 from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT, log_name, write_log
 from .merge import incoming_wins
 from .mor_read import read_slice
+from .planning import Filter, filter_matches, plan_on
 from .properties import GLOBAL, KeyedProperties
 from .slices import MorSlice, mor_slices
-from .write import FAIL, Batch, Filter, _filter_matches, _plan_on, prepare_batch
+from .write import FAIL, Batch, prepare_batch
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -189,7 +190,7 @@ def delta_write(
     txn = table.begin(DELTA_COMMIT, operation=operation)
     try:
         st = table.state()
-        _plan_on(txn, st)
+        plan_on(txn, st)
         plan = _MorPlanner(table, props, index, st)
         t = txn.instant_time
         batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
@@ -241,7 +242,7 @@ def delta_write(
             for sl in plan.slices.values():
                 rows = read_slice(table.store, sl, schema)
                 plan.files_read += 1
-                hits = _filter_matches(rows, where) if rows.num_rows else []
+                hits = filter_matches(rows, where) if rows.num_rows else []
                 if not hits:
                     continue
                 picked = rows.take(pa.array(hits, pa.int64()))
