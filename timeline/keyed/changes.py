@@ -105,6 +105,7 @@ class ChangeRange:
         if e.time not in active:
             return False
         needed = [f.path for f in e.added]
+        needed += [str(d["path"]) for d in e.metadata.get("log_files", ())]  # merge-on-read
         if cdc:
             needed += [f.path for f in e.replaced]
             stats = e.metadata.get(WRITE_STATS, ())
