@@ -16,7 +16,7 @@ help:
 	@echo "make setup        create $(VENV) and install flowledger[dev,server] (when pyproject.toml changed)"
 	@echo "make minio-build  build and cache the pinned MinIO binary (needs go)"
 	@echo "make minio-start  start MinIO (state in $(MINIO_STATE), bucket $(MINIO_BUCKET)); minio-stop stops it"
-	@echo "make test         unit, s3 (moto) and minio tiers; PYTEST_ARGS=... passes options to pytest"
+	@echo "make test         unit, s3 (moto), minio, spark and faults tiers; PYTEST_ARGS=... passes options to pytest"
 	@echo "make demo | lint | bench | clean"
 
 setup: $(STAMP)
@@ -64,8 +64,8 @@ browser:
 # The tests start their own MinIO on a free port from the cached binary.
 # FLOWLEDGER_REQUIRE_TIERS makes the session fail if any of these tiers is skipped or empty.
 test: setup minio-build spark-jars browser
-	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio,spark \
-		$(VENV)/bin/pytest -m "unit or s3 or minio or spark" $(PYTEST_ARGS)
+	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio,spark,faults \
+		$(VENV)/bin/pytest -m "unit or s3 or minio or spark or faults" $(PYTEST_ARGS)
 
 # The NYC flights pipeline on ./flowledger-data (local FS: no jars needed). REPO=s3://bucket/prefix
 # (or FLOWLEDGER_REPO) runs it on MinIO/S3, which needs the s3a jars: fetched once into ~/.cache.

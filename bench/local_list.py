@@ -67,7 +67,7 @@ class _Counter:
 
 
 def _old_walk(root: Path, prefix: str) -> list[str]:
-    """The walk before issue 13: every key under the prefix's folder, then one sort."""
+    """The old full walk, kept as the baseline: every key under the folder, then one sort."""
     folder = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
     keys: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root / folder):

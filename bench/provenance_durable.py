@@ -1,4 +1,4 @@
-"""What a durable batch costs (issue 13, goal 1): `register_events` / `register_table` with
+"""What a durable batch costs: `register_events` / `register_table` with
 `sync=True` per 1,000 events on the local store, fsync on, against the same calls with fsync
 off in the same run (the cost of durability itself), with fsyncs and PUTs per flush.
 

@@ -1,4 +1,4 @@
-"""Durable per-event ingest and lookups over unmerged journals (issue 13, goals 1-2).
+"""Durable per-event ingest and lookups over unmerged journals.
 
 Run once per checkout to compare a baseline tree with this one in the same session:
 

@@ -1,4 +1,5 @@
-"""The `flowledger` command line (typer). Errors go to stderr as one line, exit code 1."""
+"""The `flowledger` command line (typer). Errors go to stderr as one line, exit code 1; a
+write whose outcome is unknown exits 3 (`EXIT_UNKNOWN_OUTCOME`, docs/faults.md)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from typer._click.exceptions import (  # typer's vendored click
 )
 from typer.exceptions import Abort
 
+from storage import UnknownOutcomeError
+
 from .commands import content
 from .commands import pipeline as pipeline_cmd
 from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
-from .errors import REPORTED
+from .errors import EXIT_UNKNOWN_OUTCOME, REPORTED
 from .output import error_line, one_line
 from .table_settings import set_auto_archive
 
@@ -123,6 +126,9 @@ def main() -> None:
     except Abort:
         error_line("aborted")
         sys.exit(1)
+    except UnknownOutcomeError as exc:  # may have landed: never reported as a plain failure
+        error_line(f"unknown outcome: {one_line(exc)}")
+        sys.exit(EXIT_UNKNOWN_OUTCOME)
     except REPORTED as exc:
         error_line(exc)
         sys.exit(1)

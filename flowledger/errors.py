@@ -13,3 +13,8 @@ class FlowledgerError(FlowledgerBaseError):
 # Every package's errors (storage, content, timeline, provenance, ours) descend from the one
 # root; ValueError and OSError are bad input or a missing/unreadable file.
 REPORTED = (FlowledgerBaseError, ValueError, OSError)
+
+#: Exit code of a command whose write may or may not have landed (`UnknownOutcomeError` of any
+#: package): distinct from 1 (failed, nothing of it landed) so that a script never retries a
+#: write blindly. The message says what to check (docs/faults.md).
+EXIT_UNKNOWN_OUTCOME = 3

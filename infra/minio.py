@@ -126,7 +126,10 @@ def build(force: bool = False) -> Path:
 def _port_free(port: int) -> bool:
     # MinIO listens with SO_REUSEPORT, so a second server on a taken port would start and share
     # it silently. A plain bind (without SO_REUSEPORT) fails while anything listens there.
+    # SO_REUSEADDR, as MinIO's own listener has it: connections a stopped server left in
+    # TIME_WAIT do not make the port taken (a server restarted on its port at once).
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

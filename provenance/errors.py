@@ -4,7 +4,7 @@ journals, staged ingests), raised as `ProvenanceConflict` / `ProvenanceUnknownOu
 
 from __future__ import annotations
 
-from storage import ConflictError, FlowledgerBaseError, UnknownOutcomeError
+from storage import ConflictError, FlowledgerBaseError, IntegrityError, UnknownOutcomeError
 
 
 class ProvenanceError(FlowledgerBaseError):
@@ -45,3 +45,13 @@ class SQLError(ProvenanceError, ValueError):
 
 class IngestError(ProvenanceError, ValueError):
     """A line of an ingest file could not be read as a provenance event."""
+
+
+class MissingEvents(ProvenanceError, IntegrityError):
+    """Committed event ids whose object (journal or staged-ingest manifest) is gone: a hole
+    in the id sequence that no open allocation explains. Also a `storage.IntegrityError`;
+    `ranges` are the missing ids [first, end), the message names where they should be."""
+
+    def __init__(self, message: str, uri: str, ranges: tuple[tuple[int, int], ...]) -> None:
+        super().__init__(message, uri)
+        self.ranges = ranges

@@ -4,8 +4,14 @@ One small object holds the next free id. A journal flush takes exactly the ids i
 one compare-and-swap on it (`put_if_match`), just before writing the journal object. Ids are
 therefore assigned at flush time, never leased ahead: a process that stops (cleanly or not)
 holds no unused range, so ids continue after a restart without gaps. The only possible gap is
-a writer dying between its CAS and its journal PUT; rollover skips such a hole after
-`journal_gap_timeout_s` (see docs/provenance.md).
+a writer dying (or failing) between its CAS and its journal PUT; rollover skips such a hole
+after `journal_gap_timeout_s` (see docs/provenance.md).
+
+So that such an honest hole can be told from a committed object that went missing, the
+document also lists the *open* allocations: each CAS adds the range it takes, and the writer
+removes it (in its next CAS, or one more at close) once its object landed. A hole in the ids
+that no open allocation covers was written and acknowledged, so its object was deleted:
+readers, rollover and recovery report it (`provenance/holes.py`) instead of skipping it.
 
 The per-flush CAS is not made durable (`durable=False`: no fsync on the local backend): the
 journal it precedes is, and a process's first allocation repairs the allocator forward from
@@ -15,10 +21,13 @@ used as it is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from storage import (
@@ -26,6 +35,7 @@ from storage import (
     IntegrityError,
     NotFound,
     ObjectStore,
+    StorageError,
     UnknownOutcome,
     read_document,
     write_document,
@@ -35,6 +45,49 @@ from .errors import ProvenanceUnknownOutcome
 
 ALLOCATOR_KEY = "ids/next-event-id"
 log = logging.getLogger("flowledger.provenance")
+#: Writer of an open allocation that stands for ids whose fate is unknown (an allocator written
+#: before open allocations were recorded, or rebuilt after it was lost): holes there are honest.
+UNKNOWN_WRITER = "unknown"
+#: Bound on the open allocations kept (dead writers' entries go once rollover passes them).
+MAX_OPEN = 10_000
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Ids [first, end) taken by `writer` whose object it has not reported written yet."""
+
+    first: int
+    end: int
+    writer: str
+    at_ms: int
+
+    def to_json(self) -> list[Any]:
+        return [self.first, self.end, self.writer, self.at_ms]
+
+
+@dataclass(frozen=True)
+class AllocatorState:
+    """The allocator document: the next free id and the open allocations."""
+
+    next_id: int
+    open: tuple[Allocation, ...]
+    etag: str
+
+
+def _state(body: dict[str, Any], etag: str) -> AllocatorState:
+    next_id = int(body["next_event_id"])
+    if "open" not in body:  # written before open allocations were recorded
+        legacy = (Allocation(0, next_id, UNKNOWN_WRITER, 0),) if next_id > 0 else ()
+        return AllocatorState(next_id, legacy, etag)
+    return AllocatorState(
+        next_id,
+        tuple(Allocation(int(a), int(b), str(w), int(t)) for a, b, w, t in body["open"]),
+        etag,
+    )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class IdAllocator:
@@ -43,37 +96,172 @@ class IdAllocator:
         self._recover_next = recover_next
         self._writer = uuid.uuid4().hex
         self._lock = threading.Lock()
-        self._cached: tuple[int, str] | None = None  # (next id, etag) from our last CAS
+        self._cached: AllocatorState | None = None  # the document as of our last CAS
+        #: Ranges this process took whose object has not landed yet / landed but may still be
+        #: listed as open in the document (removed by the next CAS or `confirm`).
+        self._in_flight: set[tuple[int, int]] = set()
+        self._landed: set[tuple[int, int]] = set()
+        #: Guards those two sets; taken after `_lock` when both are held, never before it
+        #: (readers ask `in_flight` while an allocation may hold `_lock`).
+        self._flight = threading.Lock()
         #: The end of the last range this process took: the allocator never goes below it.
         self._high = 0
         #: Checked against the data (`repair`) since this process opened it.
         self._checked = False
 
-    def _body(self, next_id: int) -> dict[str, Any]:
+    def _body(self, next_id: int, open_: Iterable[Allocation]) -> dict[str, Any]:
         # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
         # Sealed with a crc32 field (write_document): a damaged allocator is never trusted.
-        return {"next_event_id": next_id, "writer": self._writer, "nonce": uuid.uuid4().hex}
+        kept = sorted(open_, key=lambda a: a.first)[-MAX_OPEN:]
+        return {
+            "next_event_id": next_id,
+            "writer": self._writer,
+            "nonce": uuid.uuid4().hex,
+            "open": [a.to_json() for a in kept],
+        }
 
-    def _cas(self, next_id: int, etag: str | None, durable: bool = True) -> str:
-        body = self._body(next_id)
-        return write_document(self._store, ALLOCATOR_KEY, body, etag, durable=durable)
+    def _cas(
+        self,
+        next_id: int,
+        etag: str | None,
+        open_: Iterable[Allocation] = (),
+        durable: bool = True,
+    ) -> AllocatorState:
+        body = self._body(next_id, open_)
+        new = write_document(self._store, ALLOCATOR_KEY, body, etag, durable=durable)
+        return _state(body, new)
 
-    def _read(self) -> tuple[int, str]:
+    def _without_landed(self, state: AllocatorState) -> list[Allocation]:
+        """The document's open allocations minus this process's that have landed."""
+        with self._flight:
+            landed = set(self._landed)
+        return [
+            a for a in state.open if not (a.writer == self._writer and (a.first, a.end) in landed)
+        ]
+
+    def _read(self) -> AllocatorState:
         try:
             doc = read_document(self._store, ALLOCATOR_KEY)
         except NotFound:
             start = self._recover_next()
-            try:
-                return start, self._cas(start, None)
-            except Conflict:
-                doc = read_document(self._store, ALLOCATOR_KEY)
-        return int(doc.body["next_event_id"]), doc.etag
+            # Lost (or never written): what happened to ids below `start` is not recorded.
+            unknown = [Allocation(0, start, UNKNOWN_WRITER, _now_ms())] if start > 0 else []
+            with contextlib.suppress(Conflict):  # created by another writer meanwhile
+                self._cas(start, None, unknown)
+            # Read back rather than trust the create's answer: other writers may replace the
+            # document at once, and the local backend's create reports the etag of whatever
+            # is at the key when it looks, which is then paired with the wrong body.
+            doc = read_document(self._store, ALLOCATOR_KEY)
+        return _state(doc.body, doc.etag)
 
     def peek(self) -> int:
         """The next id that will be assigned (one GET)."""
         with self._lock:
             self._cached = self._read()
-            return self._cached[0]
+            return self._cached.next_id
+
+    def state(self) -> AllocatorState | None:
+        """The document as stored now (one GET): the next id and the open allocations; None
+        if there is none (nothing allocated yet, or lost: it is re-created on allocation).
+        Never writes, so a reader may ask."""
+        try:
+            doc = read_document(self._store, ALLOCATOR_KEY)
+        except NotFound:
+            return None
+        return _state(doc.body, doc.etag)
+
+    def in_flight(self) -> list[tuple[int, int]]:
+        """Ranges this process took whose object has not landed (yet)."""
+        with self._flight:
+            return sorted(self._in_flight)
+
+    def landed(self, first: int, end: int) -> None:
+        """The object holding ids [first, end) is written: no longer an open allocation
+        (recorded in the document by this process's next CAS, or `confirm`)."""
+        with self._flight:
+            if (first, end) in self._in_flight:
+                self._in_flight.discard((first, end))
+                self._landed.add((first, end))
+
+    def confirm(self) -> None:
+        """Remove this process's landed allocations from the document (one CAS, none if
+        there is nothing to remove). Best effort: an allocation left open only makes a later
+        loss of its object look like an honest hole."""
+        with self._lock:
+            while True:
+                with self._flight:
+                    landed = set(self._landed)
+                if not landed:
+                    return
+                state = self._cached or self._read()
+                mine = {(a.first, a.end) for a in state.open if a.writer == self._writer}
+                if not mine & landed:
+                    with self._flight:
+                        self._landed -= landed
+                    return
+                try:
+                    self._cached = self._cas(
+                        state.next_id, state.etag, self._without_landed(state), durable=False
+                    )
+                except Conflict:
+                    self._cached = None
+                    continue
+                except StorageError as exc:  # unknown outcome, endpoint down, ...
+                    self._cached = None
+                    log.warning("provenance: could not record landed event ids: %s", exc)
+                    return
+                with self._flight:
+                    self._landed -= landed
+
+    def accept_lost(self, first: int, end: int) -> None:
+        """Record ids [first, end) as an open allocation of nobody: the operator accepts that
+        their object is gone, so the hole becomes an honest one (skipped by rollover after
+        `journal_gap_timeout_s`, never reported again). One CAS."""
+        if not 0 <= first < end:
+            raise ValueError(f"not an id range: [{first}, {end})")
+        with self._lock:
+            while True:
+                state = self.state()
+                if state is None or end > state.next_id:
+                    raise ValueError(f"ids up to {end - 1} were never allocated: nothing to accept")
+                lost = Allocation(first, end, "accepted-loss", _now_ms())
+                try:
+                    self._cached = self._cas(state.next_id, state.etag, [*state.open, lost])
+                    return
+                except Conflict:
+                    continue
+                except UnknownOutcome as exc:
+                    self._cached = None
+                    raise ProvenanceUnknownOutcome(
+                        f"recording ids {first}..{end - 1} as lost: {exc}; run it again"
+                    ) from exc
+
+    def settle(self, present: Iterable[tuple[int, int]], high_water: int) -> None:
+        """Recovery: drop open allocations whose object is there (`present`: id ranges of the
+        journals and manifests listed) or that rollover has passed (below `high_water`)."""
+        have = set(present)
+        with self._lock:
+            while True:
+                state = self._cached or self.state()
+                if state is None:
+                    return  # nothing allocated: nothing to settle, and a reader writes nothing
+                keep = [
+                    a for a in state.open if a.end > high_water and (a.first, a.end) not in have
+                ]
+                if len(keep) == len(state.open):
+                    return
+                try:
+                    self._cached = self._cas(state.next_id, state.etag, keep)
+                except Conflict:
+                    self._cached = None
+                    continue
+                except UnknownOutcome as exc:
+                    self._cached = None
+                    log.warning("provenance: could not settle open event ids: %s", exc)
+                    return
+                with self._flight:
+                    self._landed -= {(a.first, a.end) for a in state.open}
+                return
 
     def repair(self, floor: int) -> int | None:
         """Move the allocator forward to at least `floor` (the next id past every event the
@@ -88,23 +276,28 @@ class IdAllocator:
                     if floor <= 0:
                         self._checked = True
                         return None  # an empty repository: nothing to protect, write nothing
-                    current, etag = self._read()
+                    state = self._read()
+                    current, etag, open_ = state.next_id, state.etag, list(state.open)
                 except IntegrityError as exc:
                     # Torn by a machine crash (written without fsync): rebuilt from the data.
                     log.warning("provenance: %s; rebuilt past the data", exc)
-                    current, etag = -1, self._store.head(ALLOCATOR_KEY).etag
+                    current, etag, open_ = -1, self._store.head(ALLOCATOR_KEY).etag, []
                 else:
                     try:
-                        current, etag = int(doc.body["next_event_id"]), doc.etag
+                        state = _state(doc.body, doc.etag)
+                        current, etag, open_ = state.next_id, state.etag, list(state.open)
                     except (KeyError, TypeError, ValueError) as exc:
                         log.warning("provenance: allocator %s unreadable (%s); rebuilt", doc, exc)
-                        current, etag = -1, doc.etag
+                        current, etag, open_ = -1, doc.etag, []
                 if current >= floor:
-                    self._cached = (current, etag)
+                    self._cached = AllocatorState(current, tuple(open_), etag)
                     self._checked = True
                     return None
+                # Ids up to `floor` were taken by writes this document no longer records:
+                # whether a hole among them is honest is unknown, so it counts as one.
+                lost = Allocation(max(current, 0), floor, UNKNOWN_WRITER, _now_ms())
                 try:
-                    new_etag = self._cas(floor, etag)
+                    new = self._cas(floor, etag, [*open_, lost])
                 except Conflict:
                     continue  # someone allocated meanwhile: check again
                 except UnknownOutcome as exc:
@@ -112,7 +305,7 @@ class IdAllocator:
                     raise ProvenanceUnknownOutcome(
                         f"repairing the event id allocator to {floor}: {exc}"
                     ) from exc
-                self._cached = (floor, new_etag)
+                self._cached = new
                 self._checked = True
                 return current
 
@@ -120,7 +313,7 @@ class IdAllocator:
         """The first id `allocate` will return if no other writer allocates first (None when
         not known yet), so a caller can prepare its work while the CAS runs."""
         cached = self._cached
-        return None if cached is None or not self._checked else max(cached[0], self._high)
+        return None if cached is None or not self._checked else max(cached.next_id, self._high)
 
     def allocate(self, count: int) -> int:
         """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
@@ -131,12 +324,17 @@ class IdAllocator:
         with self._lock:
             while True:
                 current = self._cached or self._read()
-                first, etag = current
+                first, etag = current.next_id, current.etag
                 # Moved back under us (restored from an old copy, edited by hand): ids below
                 # what this process already took are never handed out again.
                 first = max(first, self._high)
+                taken = Allocation(first, first + count, self._writer, _now_ms())
+                with self._flight:
+                    removed = set(self._landed)
                 try:
-                    new_etag = self._cas(first + count, etag, durable=False)
+                    new = self._cas(
+                        first + count, etag, [*self._without_landed(current), taken], False
+                    )
                 except Conflict:
                     self._cached = None
                     continue
@@ -145,6 +343,9 @@ class IdAllocator:
                     raise ProvenanceUnknownOutcome(
                         f"allocating {count} event ids: {exc}; no events were written"
                     ) from exc
-                self._cached = (first + count, new_etag)
+                self._cached = new
+                with self._flight:
+                    self._landed -= removed  # this CAS removed them from the document
+                    self._in_flight.add((first, first + count))
                 self._high = first + count
                 return first

@@ -16,6 +16,7 @@ record per line), so NiFi history can be brought in.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -114,9 +115,29 @@ def from_record(rec: Mapping[str, Any]) -> ProvenanceEvent:
     return ProvenanceEvent(**row(record(rec), now_ms()) | {"event_id": -1})
 
 
-def _validated(rec: Any, where: str) -> EventRecord:
+#: A JSON escape of a UTF-16 surrogate (`\\ud800`..`\\udfff`): legal JSON, but alone it
+#: decodes to a string no UTF-8 writer accepts. Only a record whose text has one is checked.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def _check_text(rec: Any, text: str, where: str) -> None:
+    """A lone surrogate named by line and field, before it fails deep inside a writer."""
+    if not isinstance(rec, dict) or not _SURROGATE_ESCAPE.search(text):
+        return
+    for key, value in rec.items():
+        try:
+            json.dumps({key: value}, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+            raise IngestError(
+                f"{where}: {key}: holds a lone UTF-16 surrogate ({bad}), which is not text"
+            ) from None
+
+
+def _validated(rec: Any, where: str, text: str = "") -> EventRecord:
     if not isinstance(rec, dict):
         raise IngestError(f"{where}: expected a JSON object")
+    _check_text(rec, text, where)
     try:
         return nifi_record(rec) if is_nifi(rec) else record(rec)
     except InvalidEvent as exc:
@@ -125,6 +146,12 @@ def _validated(rec: Any, where: str) -> EventRecord:
 
 def _array_items(stream: IO[str], chunk: int = 1 << 16) -> Iterator[Any]:
     """The elements of a JSON array, decoded one at a time (the `[` already consumed)."""
+    for item, _ in _array_texts(stream, chunk):
+        yield item
+
+
+def _array_texts(stream: IO[str], chunk: int = 1 << 16) -> Iterator[tuple[Any, str]]:
+    """`_array_items`, each element with its text."""
     decoder = json.JSONDecoder()
     buf, pos, n = "", 0, 0
     while True:
@@ -151,7 +178,7 @@ def _array_items(stream: IO[str], chunk: int = 1 << 16) -> Iterator[Any]:
                     raise IngestError(f"record {n + 1}: not JSON: {exc}") from None
                 buf, pos = buf[pos:] + more, 0
         n += 1
-        yield item
+        yield item, buf[pos:end]
         buf, pos = buf[end:], 0
 
 
@@ -161,8 +188,8 @@ def iter_records(stream: IO[str]) -> Iterator[tuple[str, EventRecord]]:
     while head and head.isspace():
         head = stream.read(1)
     if head == "[":
-        for i, rec in enumerate(_array_items(stream), 1):
-            yield f"record {i}", _validated(rec, f"record {i}")
+        for i, (rec, text) in enumerate(_array_texts(stream), 1):
+            yield f"record {i}", _validated(rec, f"record {i}", text)
         return
     for n, line in enumerate(_lines(head, stream), 1):
         if not line.strip():
@@ -173,7 +200,7 @@ def iter_records(stream: IO[str]) -> Iterator[tuple[str, EventRecord]]:
             raise IngestError(f"line {n}: not JSON: {exc}") from None
         except RecursionError:
             raise IngestError(f"line {n}: {TOO_DEEP}") from None
-        yield f"line {n}", _validated(rec, f"line {n}")
+        yield f"line {n}", _validated(rec, f"line {n}", line)
 
 
 def read_events(stream: IO[str]) -> Iterator[ProvenanceEvent]:

@@ -14,7 +14,7 @@ from storage import ObjectStore, ProgressCallback
 
 from .errors import ProvenanceConflict
 from .layout import JournalRef
-from .rollover import RolloverResult, rollover_once
+from .rollover import RolloverResult, Verify, rollover_once
 from .settings import ProvenanceSettings
 from .table import ProvenanceTable
 
@@ -61,15 +61,17 @@ def merge_all(
     settings: ProvenanceSettings,
     backlog: Backlog,
     progress: ProgressCallback | None = None,
+    verify: Verify | None = None,
 ) -> RolloverResult:
     """Roll over contiguous runs of journals until none is left (the caller holds the
-    repository's rollover lock and has flushed its journals); `progress` counts journals."""
+    repository's rollover lock and has flushed its journals); `progress` counts journals,
+    `verify` checks the listed journals for missing objects (see rollover_once)."""
     started = time.monotonic()
     total = RolloverResult(0, 0, 0, 0, 0, 0.0)
     lost = 0
     while True:
         try:
-            r = rollover_once(store, table, settings, progress, total.journals)
+            r = rollover_once(store, table, settings, progress, total.journals, verify)
         except ProvenanceConflict as exc:
             # Another process merged these journals first: its commit did our work, so
             # losing the race is not an error; go on from the new high-water mark.

@@ -14,12 +14,12 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from storage import Closing, ObjectStore, ProgressCallback, report_progress
+from storage import Closing, ObjectInfo, ObjectStore, ProgressCallback, report_progress
 
+from . import holes, staging
 from . import sql as sqlmod
-from . import staging
 from .catalog import Snapshot
-from .errors import EventNotFound, ProvenanceUnknownOutcome
+from .errors import EventNotFound
 from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, plan_expiry
 from .freshness import SnapshotCache
@@ -144,6 +144,7 @@ class ProvenanceRepository(Closing):
         if self._thread is not None:
             self._thread.join()
         self.journals.flush()
+        self.ids.confirm()  # this process's last objects landed: no longer open allocations
         self.reader.close()
         self._io.shutdown(wait=False)
 
@@ -159,6 +160,8 @@ class ProvenanceRepository(Closing):
         self._check_allocator()
         deleted = delete_merged_journals(self.store, high)
         live = list_journals(self.store, high)
+        self.ids.settle(_object_ranges(live), high)
+        self._verify_complete(high, [ref for ref, _ in live], tail=True)
         for ref, _ in live:
             self._flushed(ref)
         staging.clean_staging(
@@ -173,8 +176,30 @@ class ProvenanceRepository(Closing):
     def _recover_next_id(self) -> int:
         """Past every event the repository holds or held: committed files, unmerged journals,
         and the high-water mark (which survives the expiry of every file)."""
-        snap = self.snapshot(0)
+        # Not checked for missing objects: the allocator asks this while it is being read.
+        snap = self._load_snapshot(verify=False)
         return max(snap.max_event_id + 1, snap.high_water)
+
+    def _verify_complete(self, high: int, refs: Sequence[JournalRef], *, tail: bool) -> None:
+        """`MissingEvents` if a committed journal or manifest is gone (see holes.py)."""
+
+        def relist() -> tuple[int, list[JournalRef]]:
+            # Journals before the high-water mark: a rollover commits before it deletes.
+            listed = list_journals(self.store, high)
+            fresh = self.table.committed(fresh=True).high_water
+            if fresh < high:  # the high-water mark moved back (expired history)
+                listed = list_journals(self.store, fresh)
+            return fresh, [ref for ref, _ in listed if ref.first_id >= fresh]
+
+        holes.verify_complete(self.store, self.ids, high, refs, relist, tail=tail)
+
+    def accept_missing(self, first: int, end: int) -> None:
+        """Accept the loss of events [first, end) reported by `MissingEvents` (their object
+        is gone and no backup will restore it): the hole becomes an honest one, which the
+        next rollover skips after `journal_gap_timeout_s`. Open the repository with
+        `recover=False` to call this (recovery stops at the hole)."""
+        self.ids.accept_lost(first, end)
+        self._snapshots.invalidate()
 
     def _check_allocator(self) -> None:
         """Start-up check: an allocator behind the data (restored from an old copy, edited)
@@ -208,6 +233,7 @@ class ProvenanceRepository(Closing):
     def _written(self, ref: JournalRef, table: pa.Table | None, found: Any = None) -> None:
         """A journal this process flushed: searchable at once, without reading it back
         (`found`: its journal filter, computed while it was written)."""
+        self.ids.landed(ref.first_id, ref.end_id)
         if table is not None:
             self.journal_terms.add(ref, table, found)
             with self._journal_lock:
@@ -299,11 +325,11 @@ class ProvenanceRepository(Closing):
                 if table.num_rows:
                     staged.stage(conform(table, self.settings.max_attribute_length))
             done = staged.commit(self.ids)
-        except ProvenanceUnknownOutcome:
-            raise  # the manifest may have landed: its parts must stay
         except BaseException:
-            staged.abort()
+            staged.abort()  # deletes nothing once the manifest may have landed
             raise
+        if done.parts:
+            self.ids.landed(done.first_id, done.end_id)
         for ref in done.parts:
             self._flushed(ref)
         return done
@@ -335,7 +361,7 @@ class ProvenanceRepository(Closing):
         """What a reader sees, reused up to `max_age_s` (0: ask now; see freshness.py)."""
         return self._snapshots.get(max_age_s)[0]
 
-    def _load_snapshot(self) -> Snapshot:
+    def _load_snapshot(self, verify: bool = True) -> Snapshot:
         """Committed files and unmerged journals. The journal LIST starts from the last
         known high-water mark while the timeline's freshness check (a HEAD) runs, so a
         lookup waits for one round trip, not two (measured: 2 x 9 ms of a 62 ms warm lookup
@@ -351,7 +377,10 @@ class ProvenanceRepository(Closing):
             found = list_journals(self.store, high)
         else:
             found = [(ref, info) for ref, info in listing.result() if ref.first_id >= high]
-        return Snapshot(committed.files, tuple(ref for ref, _ in found), high)
+        refs = tuple(ref for ref, _ in found)
+        if verify:
+            self._verify_complete(high, refs, tail=False)
+        return Snapshot(committed.files, refs, high)
 
     def max_event_id(self) -> int:
         """The largest event id stored (-1 for an empty repository)."""
@@ -412,8 +441,12 @@ class ProvenanceRepository(Closing):
         """A DuckDB connection with the read-only view `provenance` (local copies of objects);
         `temp_dir`: DuckDB's spill folder (default a private folder in the cache);
         `memory_limit_bytes`: DuckDB's memory limit (default: DuckDB's)."""
+        snap = self.snapshot(0)
+        # A deleted object at the end of the ids leaves no hole between journals: the
+        # allocator's next id shows it (one GET).
+        self._verify_complete(snap.high_water, snap.journals, tail=True)
         return sqlmod.connect_snapshot(
-            self.snapshot(0), self.source, self._load_journal, temp_dir, memory_limit_bytes
+            snap, self.source, self._load_journal, temp_dir, memory_limit_bytes
         )
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -440,7 +473,14 @@ class ProvenanceRepository(Closing):
         with self._rollover_lock:
             self.journals.flush()
             try:
-                return merge_all(self.store, self.table, self.settings, self._backlog, progress)
+                return merge_all(
+                    self.store,
+                    self.table,
+                    self.settings,
+                    self._backlog,
+                    progress,
+                    lambda high, refs: self._verify_complete(high, refs, tail=True),
+                )
             finally:
                 self._snapshots.invalidate()
 
@@ -460,7 +500,14 @@ class ProvenanceRepository(Closing):
         started = time.monotonic()
         with self._rollover_lock:
             self.journals.flush()
-            result = rollover_with_spark(spark, self.root, self.store, self.table, self.settings)
+            result = rollover_with_spark(
+                spark,
+                self.root,
+                self.store,
+                self.table,
+                self.settings,
+                lambda high, refs: self._verify_complete(high, refs, tail=True),
+            )
             if result is not None:
                 self._backlog.drop_upto(result.end_id)
             self._snapshots.invalidate()
@@ -492,3 +539,12 @@ class ProvenanceRepository(Closing):
                 self._snapshots.invalidate()
             report_progress(progress, len(plan.files))
         return plan
+
+
+def _object_ranges(listed: Iterable[tuple[JournalRef, ObjectInfo]]) -> set[tuple[int, int]]:
+    """The id ranges of the listed objects: a journal's, or the whole manifest's for a part."""
+    out = set()
+    for ref, _ in listed:
+        span = staging.parse_manifest_key(ref.group) if ref.group else None
+        out.add(span if span is not None else (ref.first_id, ref.end_id))
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -29,6 +29,10 @@ from .settings import ProvenanceSettings
 from .table import ProvenanceTable
 
 log = logging.getLogger("flowledger.provenance")
+
+#: Raises if committed ids at or above the high-water mark (first argument) are held by none
+#: of the listed journals and no open allocation explains it (provenance/holes.py).
+Verify = Callable[[int, Sequence[JournalRef]], None]
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def contiguous_run(
                 break
             log.warning(
                 "provenance: event ids %d..%d were allocated but never written (a writer "
-                "died mid-flush); skipping the hole",
+                "died or failed mid-flush: an open allocation); skipping the hole",
                 expected,
                 ref.first_id - 1,
             )
@@ -123,12 +127,16 @@ def rollover_once(
     settings: ProvenanceSettings,
     progress: ProgressCallback | None = None,
     done: int = 0,
+    verify: Verify | None = None,
 ) -> RolloverResult | None:
     """`progress`: one unit per journal read (`done` journals read by earlier calls; the
-    total is those plus the unmerged journals listed now)."""
+    total is those plus the unmerged journals listed now). `verify`: a hole that held
+    committed events stops the rollover (skipping it would lose them silently)."""
     started = time.monotonic()
     high = table.committed(fresh=True).high_water
     journals = list_journals(store, high)
+    if verify is not None:
+        verify(high, [ref for ref, _ in journals])
     report_progress(progress, 0, done + len(journals))
     run = contiguous_run(journals, high, settings.journal_gap_timeout_s, settings.rollover_size)
     if not run:

@@ -26,7 +26,14 @@ from .catalog import Sums
 from .index import build_terms
 from .layout import TABLE, JournalRef
 from .parquet_io import encode_events_file, encode_index
-from .rollover import RolloverResult, contiguous_run, delete_run, file_stats, list_journals
+from .rollover import (
+    RolloverResult,
+    Verify,
+    contiguous_run,
+    delete_run,
+    file_stats,
+    list_journals,
+)
 from .settings import ProvenanceSettings
 from .table import MergedFile, ProvenanceTable, write_merged_file
 
@@ -93,13 +100,15 @@ def rollover_with_spark(
     store: ObjectStore,
     table: ProvenanceTable,
     settings: ProvenanceSettings,
+    verify: Verify | None = None,
 ) -> RolloverResult | None:
     """Merge the whole journal backlog with Spark; one instant for all files written."""
     started = time.monotonic()
     high = table.committed(fresh=True).high_water
-    run = contiguous_run(
-        list_journals(store, high), high, settings.journal_gap_timeout_s, max_bytes=2**62
-    )
+    journals = list_journals(store, high)
+    if verify is not None:
+        verify(high, [ref for ref, _ in journals])
+    run = contiguous_run(journals, high, settings.journal_gap_timeout_s, max_bytes=2**62)
     if not run:
         return None
     root_settings: StoreSettings = getattr(root, "settings", StoreSettings())

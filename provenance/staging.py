@@ -25,13 +25,23 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 
-from storage import Conflict, NotFound, ObjectStore, UnknownOutcome, open_json, seal_json
+from storage import (
+    Conflict,
+    EndpointUnreachable,
+    NotFound,
+    ObjectStore,
+    StorageError,
+    UnknownOutcome,
+    open_json,
+    seal_json,
+)
 
 from . import crash
-from .errors import ProvenanceConflict, ProvenanceUnknownOutcome
+from .errors import ProvenanceConflict, ProvenanceError, ProvenanceUnknownOutcome
 from .ids import IdAllocator
 from .layout import JOURNALS, WIDTH, JournalRef
 from .parquet_io import decode_journal, encode_journal
@@ -62,19 +72,23 @@ _EXPANDED: OrderedDict[tuple[str, str], list[JournalRef]] = OrderedDict()
 
 def expand(store: ObjectStore, key: str) -> list[JournalRef]:
     """The parts of a committed manifest, as journals (one GET, then cached)."""
-    cache_key = (store.uri, key)
-    parts = _EXPANDED.get(cache_key)
+    parts = _EXPANDED.get((store.uri, key))
     if parts is None:
-        doc = open_json(store.get(key), store.url(key))
-        parts, first = [], int(doc["first_id"])
-        for part in doc["parts"]:
-            rows = int(part["rows"])
-            parts.append(JournalRef(first, first + rows, str(part["key"]), int(part["size"]), key))
-            first += rows
-        _EXPANDED[cache_key] = parts
-        while len(_EXPANDED) > 1024:
-            _EXPANDED.popitem(last=False)
+        parts = _remember(store, key, open_json(store.get(key), store.url(key)))
     return list(parts)
+
+
+def _remember(store: ObjectStore, key: str, doc: dict[str, Any]) -> list[JournalRef]:
+    """The manifest `doc` (stored at `key`) as journals, cached for `expand`."""
+    parts, first = [], int(doc["first_id"])
+    for part in doc["parts"]:
+        rows = int(part["rows"])
+        parts.append(JournalRef(first, first + rows, str(part["key"]), int(part["size"]), key))
+        first += rows
+    _EXPANDED[(store.uri, key)] = parts
+    while len(_EXPANDED) > 1024:
+        _EXPANDED.popitem(last=False)
+    return parts
 
 
 def load(store: ObjectStore, ref: JournalRef) -> pa.Table:
@@ -110,13 +124,21 @@ class Committed:
 
 
 class StagedIngest:
-    """Stage parts, then commit them in one manifest (see the module docstring)."""
+    """Stage parts, then commit them in one manifest (see the module docstring).
+
+    `abort` deletes the staged parts only while it knows that no manifest names them: before
+    the manifest PUT, or after a failure that proves it did not land. Once the PUT may have
+    landed (sent and unanswered, interrupted, unreadable) the parts stay; recovery deletes
+    them later only if no manifest it lists names them."""
 
     def __init__(self, store: ObjectStore, compression: str) -> None:
         self._store = store
         self._compression = compression
         self.ingest_id = uuid.uuid4().hex
         self._parts: list[tuple[str, int, int]] = []  # (key, rows, bytes)
+        #: staging -> sending -> committed; or not-committed (it proved not to land) or
+        #: unknown (it may have landed).
+        self.state = "staging"
 
     def stage(self, table: pa.Table) -> None:
         key = f"{STAGING}{self.ingest_id}/{len(self._parts):06d}.arrow"
@@ -129,7 +151,15 @@ class StagedIngest:
         if rows == 0:
             return Committed(-1, -1, ())
         crash.point("provenance.ingest.parts_staged")
-        first = allocator.allocate(rows)
+        try:
+            first = allocator.allocate(rows)
+        except ProvenanceUnknownOutcome as exc:
+            # Ids may be taken (a hole rollover skips), but no manifest was sent: the
+            # ingest did not commit, which is known, so not "unknown".
+            raise ProvenanceError(
+                f"the ingest of {rows} events did not commit (nothing is visible; ingesting "
+                f"again is safe): {exc}"
+            ) from exc
         doc = {
             "ingest": self.ingest_id,
             "first_id": first,
@@ -138,21 +168,54 @@ class StagedIngest:
             "parts": [{"key": k, "rows": n, "size": s} for k, n, s in self._parts],
         }
         key, body = manifest_key(first, first + rows), seal_json(doc)
+        what = f"committing the ingest of {rows} events (ids {first}..{first + rows - 1})"
+        self.state = "sending"
         try:
             self._store.put_if_absent(key, body)
-        except Conflict as exc:  # our ids are ours alone: only our own earlier attempt
-            if self._store.get(key) != body:
-                raise ProvenanceConflict(f"staged ingest {key} exists with other contents") from exc
-        except UnknownOutcome as exc:
-            raise ProvenanceUnknownOutcome(
-                f"committing the ingest of {rows} events (ids {first}..{first + rows - 1}): "
-                f"{exc}; they are all visible or none is (`provenance events --first {first}`)"
+        except Conflict as exc:
+            # Our ids are ours alone and the store read back what a retried request left:
+            # another manifest is there, ours never lands, no manifest names our parts.
+            self.state = "not-committed"
+            raise ProvenanceConflict(
+                f"{what}: {self._store.url(key)} exists with other contents"
             ) from exc
+        except EndpointUnreachable:
+            self.state = "not-committed"  # the store sent nothing (else: UnknownOutcome)
+            raise
+        except StorageError as exc:
+            self.state = self._look(key, body, exc)
+            if self.state == "not-committed":
+                raise
+            if self.state == "unknown":
+                raise ProvenanceUnknownOutcome(
+                    f"{what}: {exc}; they are all visible or none is: check with "
+                    f"`provenance events --first {first}` once the store answers, before "
+                    "ingesting the file again"
+                ) from exc
+        self.state = "committed"
         crash.point("provenance.ingest.committed")
-        return Committed(first, first + rows, tuple(expand(self._store, key)))
+        # Known without reading it back: a failed read here must not turn a committed
+        # ingest into a failed one (whose cleanup would then delete committed parts).
+        return Committed(first, first + rows, tuple(_remember(self._store, key, doc)))
+
+    def _look(self, key: str, body: bytes, failure: StorageError) -> str:
+        """After a failed manifest PUT: read it back once. committed (our bytes are there),
+        not-committed (another's; or absent after an answer that says it was not applied),
+        or unknown (unreadable, or absent after an unanswered request: it could still
+        land late)."""
+        try:
+            found = self._store.get(key)
+        except NotFound:
+            return "unknown" if isinstance(failure, UnknownOutcome) else "not-committed"
+        except StorageError:
+            return "unknown"
+        return "committed" if found == body else "not-committed"
 
     def abort(self) -> None:
-        """Best effort: recovery deletes what is left after `staging_timeout_s`."""
+        """Best effort: recovery deletes what is left after `staging_timeout_s`. Deletes
+        nothing once the manifest may have landed (see the class docstring)."""
+        if self.state not in ("staging", "not-committed"):
+            return
         with contextlib.suppress(Exception):  # cleanup must not hide the original error
             self._store.delete_many([k for k, _, _ in self._parts])
 

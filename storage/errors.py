@@ -86,13 +86,26 @@ class BackendError(StorageError):
     """Any other failure reported by the backend."""
 
 
-def translate_os(exc: OSError, uri: str, op: str) -> StorageError:
-    """Map a local filesystem error to a flowledger storage error."""
+class StorageFull(BackendError):
+    """The local filesystem holding the repository has no space left (ENOSPC) or the user's
+    quota on it is used up (EDQUOT). The message names the folder; the write left nothing."""
+
+
+_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
+
+
+def translate_os(exc: OSError, uri: str, op: str, folder: str = "") -> StorageError:
+    """Map a local filesystem error to a flowledger storage error. `folder`: the repository
+    folder the write went to, named when the filesystem under it is full."""
     where = f"{op} {uri}"
     if isinstance(exc, FileNotFoundError):
         return NotFound(f"{where}: object not found", uri)
     if isinstance(exc, PermissionError):
         return AccessDenied(f"{where}: permission denied; check the directory's owner", uri)
-    if exc.errno == errno.ENOSPC:
-        return BackendError(f"{where}: no space left on device", uri)
+    if exc.errno in _FULL:
+        return StorageFull(
+            f"{where}: {_FULL[exc.errno]} holding {folder or uri}; free space there or move "
+            "the repository to a larger disk, then retry (the partial write was removed)",
+            uri,
+        )
     return BackendError(f"{where}: {exc.strerror or exc}", uri)

@@ -10,6 +10,10 @@
   need that, and such a write fails with a clear error.
 * etags are (inode, mtime in ns, size); each write stamps a fresh nanosecond mtime with
   random low digits, so a recycled inode cannot make an old etag match again (ABA).
+* a write that fails (a full disk above all) removes its temp file before raising, and the
+  error names the repository folder (`StorageFull`). Temp files of writers that died are
+  removed by the first write of a later process into the same folder once they are older
+  than `multipart_purge_age` (a temp file is never an object: no committed object names it).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import itertools
 import os
 import random
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -49,6 +54,10 @@ from .settings import StoreSettings
 
 TMP_DIR = RESERVED_PREFIX + "tmp"
 LOCK_DIR = RESERVED_PREFIX + "locks"
+
+# Temp folders this process has swept for stale temp files (once each, at its first write).
+_SWEPT: set[Path] = set()
+_SWEPT_LOCK = threading.Lock()
 
 
 def key_path(root: Path, key: str) -> Path:
@@ -80,21 +89,35 @@ class _LocalWriter(ObjectWriter):
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._fh is None:
             raise StorageError(f"write to {self._store.url(self._key)} after commit/abort")
-        return self._fh.write(data)
+        with self._store._os_errors(self._key, "put"):
+            return self._fh.write(data)
 
     def commit(self) -> ObjectInfo:
         if self._fh is None:
             raise StorageError(f"commit of {self._store.url(self._key)} after commit/abort")
         fh, self._fh = self._fh, None
-        self._store._finish_tmp(fh)
+        try:
+            with self._store._os_errors(self._key, "put"):
+                self._store._finish_tmp(fh)
+        except BaseException:
+            _discard(fh, self._tmp)
+            raise
         return self._store._publish(self._key, self._tmp, self._if_none_match)
 
     def abort(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._tmp)
+        """Never raises: closing may flush buffered bytes into a full disk, and the temp
+        file must go whatever happens."""
+        fh, self._fh = self._fh, None
+        _discard(fh, self._tmp)
+
+
+def _discard(fh: BinaryIO | None, tmp: Path) -> None:
+    """Close and remove a temp file this process wrote and will not publish."""
+    if fh is not None:
+        with contextlib.suppress(OSError):
+            fh.close()  # closes the descriptor even when the final flush fails
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
 
 
 class LocalObjectStore(ObjectStore):
@@ -125,8 +148,17 @@ class LocalObjectStore(ObjectStore):
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise translate_os(exc, self.uri, "open") from exc
+            raise translate_os(exc, self.uri, "open", str(self.base)) from exc
         return path
+
+    @contextlib.contextmanager
+    def _os_errors(self, key: str, op: str) -> Iterator[None]:
+        """Translate the filesystem errors of a write to `key` (a full disk names the
+        repository folder: temp files and objects live on its filesystem)."""
+        try:
+            yield
+        except OSError as exc:
+            raise translate_os(exc, self.url(key), op, str(self.base)) from exc
 
     def scoped(self, prefix: str) -> LocalObjectStore:
         validate_prefix(prefix)
@@ -138,7 +170,18 @@ class LocalObjectStore(ObjectStore):
         return key_path(self.root, self._key(key))
 
     def _new_tmp(self) -> Path:
-        return self._ensure_dir(self.base / TMP_DIR) / uuid.uuid4().hex
+        folder = self._ensure_dir(self.base / TMP_DIR)
+        with _SWEPT_LOCK:
+            first = folder not in _SWEPT
+            _SWEPT.add(folder)
+        if first:
+            self.abort_stale_uploads()
+        return folder / uuid.uuid4().hex
+
+    def _open_tmp(self, key: str) -> tuple[Path, BinaryIO]:
+        tmp = self._new_tmp()
+        with self._os_errors(key, "put"):
+            return tmp, open(tmp, "wb")  # closed by the caller
 
     def _finish_tmp(self, fh: BinaryIO, durable: bool = True) -> None:
         """Stamp a unique mtime (see module doc), flush to disk and close."""
@@ -149,11 +192,16 @@ class LocalObjectStore(ObjectStore):
         os.utime(fh.fileno(), ns=(stamp, stamp))
         fh.close()
 
-    def _write_tmp(self, data: bytes, durable: bool = True) -> Path:
-        tmp = self._new_tmp()
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            self._finish_tmp(fh, durable)
+    def _write_tmp(self, key: str, data: bytes, durable: bool = True) -> Path:
+        """A finished temp file holding `data`; on any failure the temp file is gone."""
+        tmp, fh = self._open_tmp(key)
+        try:
+            with self._os_errors(key, "put"):
+                fh.write(data)
+                self._finish_tmp(fh, durable)
+        except BaseException:
+            _discard(fh, tmp)
+            raise
         return tmp
 
     def _sync_dir(self, path: Path, durable: bool = True) -> None:
@@ -171,6 +219,9 @@ class LocalObjectStore(ObjectStore):
         """Move a finished temp file into place: link (create-only) or rename (overwrite)."""
         path = self._path(key)
         self.stats.add("PUT")
+        # The etag is the temp file's own: once published, `path` may already name a later
+        # version (a concurrent compare-and-swap), whose etag must not be paired with our body.
+        published = os.stat(tmp)
         try:
             for _ in range(10):  # a concurrent delete may prune the parent directory
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -185,7 +236,7 @@ class LocalObjectStore(ObjectStore):
             else:
                 raise NotFound(f"put {self.url(key)}: parent directory keeps vanishing", key)
             self._sync_dir(path.parent, durable)
-            return _info(key, os.stat(path))
+            return _info(key, published)
         except NotADirectoryError as exc:
             raise InvalidKey(
                 f"put {self.url(key)}: a parent of this key is itself an object; a key cannot "
@@ -198,7 +249,7 @@ class LocalObjectStore(ObjectStore):
                 self.url(key),
             ) from exc
         except OSError as exc:
-            raise translate_os(exc, self.url(key), "put") from exc
+            raise translate_os(exc, self.url(key), "put", str(self.base)) from exc
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -206,7 +257,9 @@ class LocalObjectStore(ObjectStore):
     @contextlib.contextmanager
     def _key_lock(self, key: str) -> Iterator[None]:
         name = hashlib.sha1(str(self._path(key)).encode()).hexdigest()
-        with open(self._ensure_dir(self.base / LOCK_DIR) / name, "a+b") as fh:
+        with self._os_errors(key, "lock"):
+            fh = open(self._ensure_dir(self.base / LOCK_DIR) / name, "a+b")  # noqa: SIM115
+        with fh:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
             try:
                 yield
@@ -216,16 +269,22 @@ class LocalObjectStore(ObjectStore):
     # -- writes -----------------------------------------------------------------------------
     def put(self, key: str, data: bytes) -> ObjectInfo:
         self._key(key)
-        with self._key_lock(key):  # serialise with compare-and-swap on the same key
-            return self._publish(key, self._write_tmp(data), False)
+        # The bytes go to disk before the lock is taken: the lock only orders the rename.
+        tmp = self._write_tmp(key, data)
+        try:
+            with self._key_lock(key):  # serialise with compare-and-swap on the same key
+                return self._publish(key, tmp, False)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
     def put_if_absent(self, key: str, data: bytes) -> ObjectInfo:
         self._key(key)
-        return self._publish(key, self._write_tmp(data), True)
+        return self._publish(key, self._write_tmp(key, data), True)
 
     def put_if_match(self, key: str, data: bytes, etag: str, *, durable: bool = True) -> ObjectInfo:
         self._key(key)
-        tmp = self._write_tmp(data, durable)
+        tmp = self._write_tmp(key, data, durable)
         try:
             with self._key_lock(key):
                 try:
@@ -245,8 +304,7 @@ class LocalObjectStore(ObjectStore):
 
     def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
         self._key(key)
-        tmp = self._new_tmp()
-        fh = open(tmp, "wb")  # noqa: SIM115 - closed by the writer's commit/abort
+        tmp, fh = self._open_tmp(key)  # closed by the writer's commit/abort
         return _LocalWriter(self, key, if_none_match, tmp, fh)
 
     def compose(

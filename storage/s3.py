@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -14,10 +15,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from . import capability
 from .compose import MIN_PART, plan_compose
-from .errors import Conflict, NotFound, StorageError, UnknownOutcome
+from .errors import Conflict, EndpointUnreachable, NotFound, StorageError, UnknownOutcome
 from .keys import validate_prefix
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
-from .s3_calls import S3Calls, S3Object, make_client
+from .s3_calls import S3Calls, S3Object, make_client, read_back
 from .s3_fast import FastReads
 from .s3_writer import S3Writer
 from .settings import StoreSettings
@@ -116,49 +117,86 @@ class S3ObjectStore(ObjectStore):
     def _conditional_put(self, key: str, data: bytes, cond: dict[str, str], op: str) -> ObjectInfo:
         obj = self._object(key)
         self._require_conditional_put()
-        try:
-            return self._calls.call(
-                "PUT",
-                op,
-                obj.uri,
-                lambda: ObjectInfo(
-                    key,
-                    len(data),
-                    self.client.put_object(
-                        Bucket=self.bucket,
-                        Key=obj.s3_key,
-                        Body=data,
-                        **cond,  # type: ignore[arg-type]
-                    )["ETag"],
-                ),
-                # A retried request can lose to its own first attempt: read back (DESIGN §1.6).
-                landed=lambda: self._read_back(key, data),
-            )
-        except NotFound as exc:
-            if "IfMatch" not in cond:
-                raise
-            raise Conflict(
-                f"{op} {obj.uri}: object does not exist; another writer won", obj.uri
-            ) from exc
-        except Conflict as exc:
-            raise Conflict(
-                f"{op} {obj.uri}: precondition failed; another writer won", obj.uri
-            ) from exc
-        except UnknownOutcome as exc:
-            raise UnknownOutcome(
-                f"{op} {obj.uri}: the connection to {self.endpoint} failed after the "
-                "request was sent and reading back could not confirm it; retry the operation "
-                "(it is idempotent) once the endpoint is healthy",
-                obj.uri,
-            ) from exc
+        create_only = "IfNoneMatch" in cond
+        deadline = 0.0  # of reading back: set when the first failure asks to
+        found = ""  # what the last read-back found: "absent", "other" bytes, "" unread
 
-    def _read_back(self, key: str, data: bytes) -> ObjectInfo | None:
-        """The object if it holds exactly `data` (our write landed), else None."""
-        try:
-            body, info = self.get_object(key)
-        except NotFound:
-            return None
-        return info if body == data else None
+        def landed() -> ObjectInfo | None:
+            """Ours if the object holds exactly `data` (bodies are unique per writer)."""
+            nonlocal found, deadline
+            found = ""
+            deadline = deadline or time.monotonic() + self.settings.read_back_timeout
+            try:
+                body, info = read_back(lambda: self.get_object(key), deadline)
+            except NotFound:
+                found = "absent"
+                return None
+            found = "" if body == data else "other"
+            return info if body == data else None
+
+        def send() -> ObjectInfo:
+            etag = self.client.put_object(
+                Bucket=self.bucket,
+                Key=obj.s3_key,
+                Body=data,
+                **cond,  # type: ignore[arg-type]
+            )["ETag"]
+            return ObjectInfo(key, len(data), etag)
+
+        resent, pause = False, 0.2
+        while True:
+            try:
+                # A retried request can lose to its own first attempt: read back (DESIGN §1.6).
+                return self._calls.call("PUT", op, obj.uri, send, landed=landed)
+            except NotFound as exc:
+                if "IfMatch" not in cond:
+                    raise
+                raise Conflict(
+                    f"{op} {obj.uri}: object does not exist; another writer won", obj.uri
+                ) from exc
+            except Conflict as exc:
+                if not create_only and found == "other":
+                    # A compare-and-swap that may have landed, and the object holds other
+                    # bytes now: ours may have landed and been swapped over since. Calling
+                    # that a conflict would let the caller undo what others now build on.
+                    raise self._unknown(op, obj.uri) from exc
+                if resent:  # a late first attempt may have won against the re-send
+                    try:
+                        mine = landed()
+                    except StorageError as err:
+                        raise self._unknown(op, obj.uri) from err
+                    if mine is not None:
+                        return mine
+                raise Conflict(
+                    f"{op} {obj.uri}: precondition failed; another writer won", obj.uri
+                ) from exc
+            except (UnknownOutcome, EndpointUnreachable) as exc:
+                if not (resent or isinstance(exc, UnknownOutcome)):
+                    raise  # nothing was ever sent
+                if create_only and found == "other":
+                    # Someone else's object: a create-only write of ours can never land now.
+                    raise Conflict(
+                        f"{op} {obj.uri}: object exists with other contents; another writer won",
+                        obj.uri,
+                    ) from exc
+                if create_only and found == "absent" and time.monotonic() + pause < deadline:
+                    # Not there (yet): sending the create-only PUT again is safe, and settles
+                    # it: a first attempt landing late makes this one answer 412, read back.
+                    # (A re-send that reached nobody leaves `absent` as it was: try again.)
+                    if not isinstance(exc, UnknownOutcome):
+                        time.sleep(pause)
+                        pause = min(pause * 2, 2.0)
+                    resent = True
+                    continue
+                raise self._unknown(op, obj.uri) from exc
+
+    def _unknown(self, op: str, uri: str) -> UnknownOutcome:
+        return UnknownOutcome(
+            f"{op} {uri}: the connection to {self.endpoint} failed after the request was sent "
+            f"and reading back for {self.settings.read_back_timeout:g} s could not confirm "
+            "it; the write may or may not have been applied",
+            uri,
+        )
 
     def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
         return self._writer(key, if_none_match)

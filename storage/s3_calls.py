@@ -5,6 +5,8 @@ conditional write asks "did my write land?" there, once, with the check passed i
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,9 +16,15 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
-from .errors import StorageError
+from .errors import BackendError, EndpointUnreachable, StorageError
 from .objectstore import ObjectInfo, RequestStats
-from .s3_errors import is_outcome_unknown, is_transport_failure, may_have_landed, translate_s3
+from .s3_errors import (
+    is_outcome_unknown,
+    is_transport_failure,
+    may_have_landed,
+    translate_s3,
+    unresolved,
+)
 from .settings import StoreSettings
 
 if TYPE_CHECKING:
@@ -57,6 +65,23 @@ def make_client(settings: StoreSettings) -> S3Client:
     return client
 
 
+class _Attempts(threading.local):
+    """What the attempts of the request this thread is sending met. botocore sends every
+    attempt (and runs its retry hooks) on the caller's thread, and the final exception it
+    raises tells only about the last attempt: a write whose first attempt reached the server
+    and whose retry was refused would otherwise read as "never sent"."""
+
+    sent_unanswered: bool = False
+
+
+_ATTEMPTS = _Attempts()
+
+
+def _note_attempt(caught_exception: BaseException | None = None, **_: Any) -> None:
+    if caught_exception is not None and is_outcome_unknown(caught_exception):
+        _ATTEMPTS.sent_unanswered = True
+
+
 def _transport_retries(limit: int) -> Callable[..., Any]:
     def veto(
         attempts: int = 1, caught_exception: BaseException | None = None, **_: Any
@@ -68,6 +93,22 @@ def _transport_retries(limit: int) -> Callable[..., Any]:
         return None  # botocore decides (throttling, 5xx)
 
     return veto
+
+
+def read_back(read: Callable[[], T], deadline: float) -> T:
+    """`read()` of a write's object to learn whether the write landed, sent again with backoff
+    while the endpoint does not answer (refused, hung, dropped, 5xx: a server restarting)
+    until `deadline` (`time.monotonic()`); then its last error. A read changes nothing, so
+    sending it again is always safe."""
+    delay = 0.2
+    while True:
+        try:
+            return read()
+        except (EndpointUnreachable, BackendError):
+            if time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 @dataclass(frozen=True)
@@ -92,6 +133,10 @@ class S3Calls:
         self.stats = stats
         self.pool = pool
         self.endpoint: str = client.meta.endpoint_url
+        # Once per client (unique_id): a store's scoped views share its client.
+        client.meta.events.register_first(
+            "needs-retry.s3", _note_attempt, unique_id="flowledger-note-attempt"
+        )
 
     def call(
         self,
@@ -108,24 +153,31 @@ class S3Calls:
         `kind` None: not a request of its own (reading a response body) or a best-effort
         cleanup that was never counted. `landed`, for a conditional write: when the failure
         leaves open whether the write was ours (`may_have_landed`), the result of reading
-        back, None when the object is not (or not yet) ours."""
+        back, None when the object is not (or not yet) ours.
+
+        A write any attempt of which was sent and not answered never fails as "unreachable"
+        (or as any other answer of a later attempt): it is ours by reading back, a conflict,
+        or `UnknownOutcome`."""
         if kind is not None:
             self.stats.add(kind)
+        _ATTEMPTS.sent_unanswered = False
         try:
             return send()
         except AWS_ERRORS as exc:
-            if landed is not None and may_have_landed(exc):
+            sent = _ATTEMPTS.sent_unanswered  # read now: `landed` sends requests of its own
+            if landed is not None and may_have_landed(exc, sent):
                 try:
                     mine = landed()
-                except StorageError:
-                    # After a transport failure a read that fails too leaves the unknown
-                    # outcome raised below; after a 412 the read's own error is the answer.
-                    if not is_outcome_unknown(exc):
+                except StorageError as err:
+                    # After a transport failure a read that fails too leaves the outcome
+                    # unknown (whatever the last attempt answered, a 412 included); after a
+                    # plain retried 412 the read's own error is the answer.
+                    if not (sent or is_outcome_unknown(exc)):
                         raise
-                    mine = None
+                    raise unresolved(uri, self.endpoint, op) from err
                 if mine is not None:
                     return mine
-            raise translate_s3(exc, uri, self.endpoint, op) from exc
+            raise translate_s3(exc, uri, self.endpoint, op, earlier_attempt_sent=sent) from exc
 
     def head(self, obj: S3Object) -> ObjectInfo:
         resp = self.call(

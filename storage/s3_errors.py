@@ -14,6 +14,7 @@ from botocore.exceptions import (
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    HTTPClientError,
     NoCredentialsError,
     PartialCredentialsError,
     ReadTimeoutError,
@@ -49,6 +50,12 @@ def _code(exc: ClientError) -> str:
     return str(err.get("Code", ""))
 
 
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, ClientError):
+        return f"S3 error {_code(exc)}"
+    return type(exc).__name__
+
+
 def retry_attempts(exc: ClientError) -> int:
     """How many times botocore re-sent the request before this answer."""
     meta: Any = exc.response.get("ResponseMetadata", {})
@@ -65,29 +72,54 @@ READ_OPS = frozenset({"get", "head", "list", "capability check", "list multipart
 
 def is_transport_failure(exc: BaseException) -> bool:
     """Refused, timed out or dropped connections (not an answer from the server)."""
-    return isinstance(
-        exc,
-        EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError | ConnectionClosedError,
-    )
+    return isinstance(exc, EndpointConnectionError | ConnectTimeoutError | HTTPClientError)
 
 
 def is_outcome_unknown(exc: BaseException) -> bool:
-    """True for transport failures after which a sent write may have been applied."""
-    return isinstance(exc, ReadTimeoutError | ConnectionClosedError)
+    """True for transport failures after which a sent write may have been applied: the
+    connection was open (read timeout, reset, closed before the answer), so the request may
+    have reached the server. A refused connection or a connect timeout sent nothing."""
+    return isinstance(exc, HTTPClientError | ReadTimeoutError | ConnectionClosedError)
 
 
-def may_have_landed(exc: BaseException) -> bool:
-    """Whether a failed conditional write may still be ours, so reading back must decide
-    (DESIGN §1.6): a 412 answering a re-sent request (it can lose to its own first attempt),
-    or a transport failure after the request was sent."""
+def may_have_landed(exc: BaseException, earlier_attempt_sent: bool = False) -> bool:
+    """Whether a failed write may still be ours, so reading back must decide (DESIGN §1.6):
+    a 412 answering a re-sent request (it can lose to its own first attempt), a transport
+    failure after the request was sent, or any failure of a request one of whose earlier
+    attempts (botocore retries) was sent and not answered."""
+    if earlier_attempt_sent:
+        return True
     if is_conflict(exc):
         return isinstance(exc, ClientError) and retry_attempts(exc) > 0
     return is_outcome_unknown(exc)
 
 
-def translate_s3(exc: BaseException, uri: str, endpoint: str, op: str) -> StorageError:
-    """Map a botocore exception to a flowledger storage error. The only such mapping."""
+def unresolved(uri: str, endpoint: str, op: str) -> UnknownOutcome:
+    """A write that was sent and not answered, and whose object could not be read back."""
+    return UnknownOutcome(
+        f"{op} {uri}: the connection to {endpoint} failed after the request was sent and "
+        "reading back could not tell whether it landed; the write may or may not have been "
+        "applied",
+        uri,
+    )
+
+
+def translate_s3(
+    exc: BaseException, uri: str, endpoint: str, op: str, *, earlier_attempt_sent: bool = False
+) -> StorageError:
+    """Map a botocore exception to a flowledger storage error. The only such mapping.
+
+    `earlier_attempt_sent`: an earlier attempt of this request (botocore retries it) was
+    sent and never answered. For a write that attempt may have been applied, so whatever the
+    last attempt met (a refused connection, a 5xx) the outcome is unknown; only a conflict,
+    which the caller resolved by reading back, stays a conflict."""
     where = f"{op} {uri}"
+    if earlier_attempt_sent and op not in READ_OPS and not is_conflict(exc):
+        return UnknownOutcome(
+            f"{where}: an attempt reached {endpoint} but its answer was lost, and the retry "
+            f"failed ({_short(exc)}); the write may or may not have been applied",
+            uri,
+        )
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):
         return AccessDenied(
             f"{where}: no S3 credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",

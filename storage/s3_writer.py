@@ -6,13 +6,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 from .errors import Conflict, EndpointUnreachable, StorageError, UnknownOutcome
 from .objectstore import ObjectInfo, ObjectWriter
-from .s3_calls import S3Calls, S3Object
+from .s3_calls import S3Calls, S3Object, read_back
 from .settings import StoreSettings
 
 
@@ -42,6 +43,7 @@ class S3Writer(ObjectWriter):
         self._if_none_match = if_none_match
         self._put_whole = put_whole
         self._part_size = settings.multipart_size
+        self._read_back_timeout = settings.read_back_timeout
         self._buf = bytearray()
         self._upload_id: str | None = None
         self._parts: list[Future[str]] = []
@@ -168,9 +170,11 @@ class S3Writer(ObjectWriter):
             raise
 
     def _landed(self, etags: Sequence[str]) -> ObjectInfo | None:
-        """The object if it is the one these parts make, else None (also when unreadable)."""
+        """The object if it is the one these parts make, else None (also when unreadable
+        for `read_back_timeout`)."""
+        deadline = time.monotonic() + self._read_back_timeout
         try:
-            info = self._calls.head(self._obj)
+            info = read_back(lambda: self._calls.head(self._obj), deadline)
         except StorageError:
             return None
         return info if info.etag == _multipart_etag(etags) else None

@@ -39,6 +39,12 @@ class StoreSettings:
     #: s3a `fs.s3a.retry.limit`: retries after a refused or dropped connection (a read timeout
     #: is never retried: a hung endpoint fails after one `connection_timeout`).
     retry_limit: int = 1
+    #: Seconds a write whose answer was lost keeps reading its object back (with backoff)
+    #: while the endpoint does not answer, to learn whether it landed before reporting an
+    #: unknown outcome (docs/faults.md).
+    read_back_timeout: float = field(
+        default_factory=lambda: float(os.environ.get("FLOWLEDGER_READ_BACK_TIMEOUT") or 30.0)
+    )
     #: s3a `fs.s3a.connection.establish.timeout` (seconds).
     connection_establish_timeout: float = 5.0
     #: s3a `fs.s3a.connection.timeout` (seconds) for reading a response.
@@ -70,3 +76,5 @@ class StoreSettings:
             raise ValueError("fast_upload_active_blocks and attempts_maximum must be >= 1")
         if self.retry_limit < 0:
             raise ValueError("retry_limit must be >= 0")
+        if self.read_back_timeout < 0:
+            raise ValueError("read_back_timeout must be >= 0")

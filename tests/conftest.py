@@ -1,8 +1,9 @@
 """Test tiers and the servers they run against.
 
 Tiers are pytest markers: unit (local filesystem), s3 (moto's threaded HTTP server), minio
-(a real MinIO built from its Go module), spark. `FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio`
-(set by `make test` and CI) turns a skipped test or an empty tier into a failed run.
+(a real MinIO built from its Go module), spark, faults (fault injection in front of MinIO).
+`FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio,...` (set by `make test` and CI) turns a skipped test
+or an empty tier into a failed run.
 """
 
 from __future__ import annotations

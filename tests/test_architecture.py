@@ -1,9 +1,11 @@
-"""Issue 14's acceptance as a test: seams are public, packages have no import circles."""
+"""The package structure as a test: seams are public, packages have no import circles, and no
+text in the repository cites the project's bookkeeping (issue, session or round numbers)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -116,3 +118,74 @@ def test_timeline_reach_scan_finds_submodules_and_unexported_names(tmp_path: Pat
         "job.py:2: from timeline.parquet_io",
         "job.py:3: timeline.parquet_io",
     ]
+
+
+#: A citation of the project's own bookkeeping: the word issue, session or round (singular or
+#: plural, any case) followed by a number, with at most a space, a hyphen and a "#" between.
+#: Such numbers mean nothing to a reader of the repository; the text should say what a thing is
+#: or why it exists. The words alone ("a Spark session", "a provenance session", "per round")
+#: are fine: only a number after them makes a citation.
+CITATION = re.compile(r"\b(?:issues?|sessions?|rounds?)[ -]?#?\d", re.IGNORECASE)
+CITATION_SCANNED = (".py", ".md", ".toml", ".sh", ".yml", ".yaml", ".cfg", ".txt", ".ini")
+
+
+def _repository_text_files() -> list[Path]:
+    """The files of the checkout: git's list when there is one, else a walk without hidden and
+    environment folders."""
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", "-z"],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout.decode()
+        paths = [ROOT / p for p in listed.split("\0") if p]
+    except (OSError, subprocess.SubprocessError):
+        paths = [
+            p
+            for p in ROOT.rglob("*")
+            if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+        ]
+    return [
+        p
+        for p in paths
+        if p.is_file() and (p.suffix in CITATION_SCANNED or p.name in ("Makefile", "run"))
+    ]
+
+
+def citations(text: str) -> list[str]:
+    """Each line of `text` that cites an issue, a session or a round by number."""
+    return [line.strip() for line in text.splitlines() if CITATION.search(line)]
+
+
+def test_citation_check_tells_citations_from_plain_words() -> None:
+    """The check itself: numbered references are found, the everyday words are not."""
+    planted = "\n".join(
+        [
+            "Fixed as asked in iss" + "ue 12.",
+            "See Iss" + "ue #14's acceptance.",
+            "measured in sess" + "ion 4 at load 3",
+            "the harness's rou" + "nds 1-2 and the next rou" + "nd-3",
+        ]
+    )
+    assert len(citations(planted)) == 4
+    plain = "\n".join(
+        [
+            "spark = SparkSession.builder.getOrCreate()  # one Spark session for the run",
+            "a provenance session commits its events at once",
+            "per round: one cold lookup, then 20 warm ones; value = round(x, 2)",
+            "issue a request; 2 sessions; 3 rounds; the round-robin order",
+        ]
+    )
+    assert citations(plain) == []
+
+
+def test_no_issue_session_or_round_numbers_in_the_repository() -> None:
+    """Code, tests and docs say what a thing is or why it exists, never which issue, work
+    session or round it came from."""
+    found = [
+        f"{path.relative_to(ROOT)}: {line}"
+        for path in _repository_text_files()
+        for line in citations(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert found == [], "citations of issues, sessions or rounds:\n" + "\n".join(found)

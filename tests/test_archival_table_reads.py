@@ -4,10 +4,12 @@ exactly what they were: archived commits are found through the archive, not lost
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from tests.support.backends import Backend
 from timeline import Table, TableSettings
-from timeline.archive import ArchivalSettings, Archiver, read_manifest
+from timeline.archive import ArchivalSettings, Archiver, MissingArchiveManifest, read_manifest
+from timeline.archive.layout import MANIFEST
 
 
 def test_reads_after_archival_see_every_commit(tbackend: Backend) -> None:
@@ -26,3 +28,29 @@ def test_reads_after_archival_see_every_commit(tbackend: Backend) -> None:
     assert sorted(Table.open(store, TableSettings()).read().column("id").to_pylist()) == list(
         range(9)
     )
+
+
+def test_a_deleted_archive_manifest_is_reported_not_read_as_active(tbackend: Backend) -> None:
+    """Without its manifest the archived instants' log positions would pass for active
+    completions; the archive files archival wrote show it ran, so the loss is reported."""
+    store = tbackend.open().scoped("tables/lost")
+    table = Table.open(store, TableSettings())
+    for k in range(8):
+        table.write(pa.table({"id": [k]}))
+    Archiver(table, ArchivalSettings(keep_min_commits=4, keep_max_commits=5)).run()
+    store.delete(MANIFEST)
+    fresh = Table.open(tbackend.open().scoped("tables/lost"), TableSettings())
+    with pytest.raises(MissingArchiveManifest, match=r"archive\.manifest is missing") as err:
+        fresh.timeline()
+    assert err.value.uri.endswith(MANIFEST)
+    with pytest.raises(MissingArchiveManifest):
+        fresh.read()
+    with pytest.raises(MissingArchiveManifest):
+        read_manifest(store)
+
+
+def test_a_table_never_archived_reads_without_a_manifest(tbackend: Backend) -> None:
+    store = tbackend.open().scoped("tables/plain")
+    table = Table.open(store, TableSettings())
+    table.write(pa.table({"id": [1]}))
+    assert read_manifest(store).archived_seqs == ()

@@ -1,4 +1,4 @@
-"""No intermittent abort at exit (issue 12.10): `flowledger table read T --json | cat` used to
+"""No intermittent abort at exit: `flowledger table read T --json | cat` used to
 die with SIGABRT ("terminate called without an active exception") about once in 20 runs, when
 an Arrow thread-pool worker was still alive as the interpreter exited."""
 

@@ -1,5 +1,5 @@
-"""Everything a user types gets one line on stderr and a non-zero exit, never a traceback
-(issue 12.7). The CLI's real entry point (`flowledger.cli.main`) runs in process."""
+"""Everything a user types gets one line on stderr and a non-zero exit, never a traceback.
+The CLI's real entry point (`flowledger.cli.main`) runs in process."""
 
 from __future__ import annotations
 
@@ -114,6 +114,41 @@ def test_csv_type_clash(
     line = _fails(monkeypatch, capsys, "table", "write", uri, str(a), str(b))
     assert "id: table has int64, file has string" in line
     assert not Path(uri).exists()  # nothing written
+
+
+@pytest.mark.unit
+def test_a_parquet_file_that_is_not_parquet_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad, good = tmp_path / "bad.parquet", tmp_path / "a.csv"
+    bad.write_text("id\n1\n")
+    good.write_text("id\n1\n")
+    uri = str(tmp_path / "t")
+    for files in ([bad], [good, bad]):  # stored as it is / read with the CSV
+        line = _fails(monkeypatch, capsys, "table", "write", uri, *map(str, files))
+        assert f"{bad}: not a Parquet file" in line
+    line = _fails(monkeypatch, capsys, "table", "write", uri, str(bad), "--partition-by", "id")
+    assert f"{bad}: not a Parquet file" in line
+    assert not (Path(uri) / "data").exists()  # nothing written
+
+
+@pytest.mark.unit
+def test_a_negative_claim_offset_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "c.txt"
+    src.write_text("hello")
+    repo = str(tmp_path / "repo")
+    rc, out, err = _cli(monkeypatch, capsys, "content", "put", str(src), "--repo", repo)
+    assert rc == 0, err
+    claim = json.loads(out)
+    for field, value in (("offset", -3), ("length", -6)):
+        bad = json.dumps(claim | {field: value})
+        line = _fails(
+            monkeypatch, capsys, "content", "get", bad, "-o", str(tmp_path / "o"), "--repo", repo
+        )
+        assert f"{field} {value} is negative" in line, line
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.unit

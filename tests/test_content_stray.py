@@ -1,4 +1,4 @@
-"""Nothing stray after a crash or an error (issue 12.9): `content get` never leaves a partial
+"""Nothing stray after a crash or an error: `content get` never leaves a partial
 file; a `content put` killed mid-upload leaves no temp file and no incomplete multipart upload
 once `content cleanup` (or the next start) has run."""
 

@@ -1,4 +1,4 @@
-"""storage.documents: JSON documents replaced by compare-and-swap (issue 14, item 3), on every
+"""storage.documents: JSON documents replaced by compare-and-swap, on every
 backend (the `store` fixture marks each with its tier): create-only, replace-if-match, the
 losing writer's Conflict, damage detected."""
 

@@ -1,4 +1,4 @@
-"""Endpoints fail fast and say what happened (issue 12.8): a closed port and a hung endpoint,
+"""Endpoints fail fast and say what happened: a closed port and a hung endpoint,
 on plain sockets of this machine (no S3 server needed)."""
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def _store(port: int) -> ObjectStore:
         secret_access_key="test",
         connection_establish_timeout=2,
         connection_timeout=1,
+        read_back_timeout=2,
     )
     return open_store("s3://bucket/repo", settings)
 

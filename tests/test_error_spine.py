@@ -1,4 +1,4 @@
-"""One error spine (issue 14): every package's errors descend from one root, and every
+"""One error spine: every package's errors descend from one root, and every
 package's conflict / unknown outcome subclasses the one shared pair, never both."""
 
 from __future__ import annotations
@@ -66,3 +66,37 @@ def test_each_package_has_its_conflict_and_unknown_outcome() -> None:
     # The shared pair is not a storage error: catching StorageError still catches only storage.
     assert not issubclass(prov.ProvenanceConflict, st.StorageError)
     assert not issubclass(tl.CommitOutcomeUnknown, st.StorageError)
+
+
+def test_cli_exits_3_on_every_unknown_outcome_and_1_on_a_conflict(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A write that may have landed is never reported like one that failed (docs/faults.md)."""
+    from flowledger import cli
+    from provenance import errors as prov
+    from storage import errors as st
+    from storage.content import errors as content
+    from timeline import errors as tl
+    from timeline.archive import errors as arch
+
+    cases: list[tuple[BaseException, int]] = [
+        (st.UnknownOutcome("put x: may or may not"), 3),
+        (tl.CommitOutcomeUnknown("commit of instant 1"), 3),
+        (prov.ProvenanceUnknownOutcome("ingest"), 3),
+        (content.ContentUnknownOutcome("ledger"), 3),
+        (arch.ArchiveOutcomeUnknown("manifest"), 3),
+        (tl.CommitConflict("lost"), 1),
+        (st.EndpointUnreachable("cannot reach S3 endpoint"), 1),
+    ]
+    for exc, code in cases:
+
+        def boom(*args: object, exc: BaseException = exc, **kwargs: object) -> None:
+            raise exc
+
+        monkeypatch.setattr(cli, "app", boom)
+        with pytest.raises(SystemExit) as done:
+            cli.main()
+        assert done.value.code == code, exc
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert err.startswith("flowledger: error: unknown outcome: ") == (code == 3), err

@@ -1,6 +1,7 @@
-"""Checksums on every committed object (issue 12, item 2): a flipped bit or a truncation in
+"""Checksums on every committed object : a flipped bit or a truncation in
 one object of each kind is an IntegrityError naming that object, never wrong rows, a changed
-count or a crash in native code. Also the allocator check at start-up (item 3)."""
+count or a crash in native code. Also the event-id allocator's check
+against the data at start-up."""
 
 from __future__ import annotations
 

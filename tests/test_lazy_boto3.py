@@ -1,5 +1,6 @@
 """Importing the core packages loads no boto3/botocore: the S3 backend is imported on first
-use of `S3ObjectStore` or of an s3:// URI (issue 14)."""
+use of `S3ObjectStore` or of an s3:// URI, so local-only
+use and CLI start-up do not pay for it."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def test_lost_response_of_cas_is_resolved_by_reading_back(
 
 @pytest.mark.s3
 def test_unknown_outcome_when_nothing_can_be_confirmed(moto: S3Endpoint, proxy: FaultProxy) -> None:
-    store = _via_proxy(moto, proxy)
+    store = _via_proxy(moto, proxy, read_back_timeout=2)
     store.capabilities()
     proxy.rule = lambda m, p, h: DROP_RESPONSE if p.split("?")[0].endswith("/x") else FORWARD
     with pytest.raises(UnknownOutcome) as err:

@@ -1,6 +1,6 @@
 """`provenance ingest` integrity: strict types (line and field named), all or nothing,
-streaming through a staged commit, re-ingest detected, NiFi fields kept, concurrent ingests
-(issue 12, items 4, 5, 7 and 11)."""
+streaming through a staged commit, re-ingest detected, NiFi fields kept, concurrent ingests,
+dicts accepted through the same validation."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_string_where_list_expected_is_not_split() -> None:
         list(read_events(io.StringIO(text)))
 
 
-# -- the library accepts dicts through the same validation (item 11) --------------------------
+# -- the library accepts dicts through the same validation ------------------------------------
 @pytest.mark.unit
 def test_register_events_accepts_dicts(tmp_path: Path) -> None:
     repo = repo_for(tmp_path)
@@ -168,7 +168,7 @@ def test_nifi_fields_without_a_column_are_kept(tmp_path: Path) -> None:
     repo.close()
 
 
-# -- all or nothing, streaming, re-ingest (item 4) --------------------------------------------
+# -- all or nothing, streaming, re-ingest ---------------------------------------------------
 @pytest.mark.unit
 def test_removed_attribute_null_is_kept(tmp_path: Path) -> None:
     src = tmp_path / "e.jsonl"
@@ -364,7 +364,7 @@ def test_cli_type_error_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     assert json.loads(p.stdout) == [{"n": 3}]
 
 
-# -- concurrent ingests while unmerged journals exist (item 5) --------------------------------
+# -- concurrent ingests while unmerged journals exist ---------------------------------------
 @pytest.mark.parametrize(
     "where",
     [pytest.param("local", marks=pytest.mark.unit), pytest.param("moto", marks=pytest.mark.s3)],
@@ -422,3 +422,24 @@ def test_nifi_json_array_is_decoded_record_by_record() -> None:
     assert list(_array_items(stream, chunk=7)) == records  # chunks smaller than a record
     with pytest.raises(IngestError, match="no closing"):
         list(_array_items(io.StringIO(json.dumps(records[0])), chunk=7))
+
+
+@pytest.mark.unit
+def test_lone_surrogate_names_line_and_field(tmp_path: Path) -> None:
+    """`\\ud800` alone is legal JSON but not text: named by line (or record) and field, not
+    a bare codec error from the writer; a surrogate pair (an emoji) is accepted."""
+    src = tmp_path / "s.jsonl"
+    good = json.dumps(ours(0, details="\U0001f600"), ensure_ascii=True)
+    bad = json.dumps(ours(1)).replace('"ff-1"', '"ff-\\ud800"')
+    src.write_text(good + "\n" + bad + "\n")
+    repo = repo_for(tmp_path)
+    with pytest.raises(IngestError, match=r"^line 2: flowfile_uuid: .*surrogate \(\\ud800\)"):
+        ingest_file(repo, src)
+    arr = tmp_path / "s.json"
+    arr.write_text("[" + good + "," + bad + "]")
+    with pytest.raises(IngestError, match=r"^record 2: flowfile_uuid: .*surrogate"):
+        ingest_file(repo, arr)
+    src.write_text(good + "\n")
+    ingest_file(repo, src)
+    assert repo.sql("SELECT details FROM provenance")[1] == [("\U0001f600",)]
+    repo.close()

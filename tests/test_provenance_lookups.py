@@ -1,6 +1,7 @@
-"""Cheap lookups (issue 11 item 7, issue 13 goal 3): a reused snapshot costs no request, yet
-a reader sees another writer's events and survives its rollover; lookups from memory agree
-with lookups that read; the index's binary search agrees with a full comparison."""
+"""Cheap lookups, which the service's event route and lookups among 10M events rely on: a
+reused snapshot costs no request, yet a reader sees another writer's events and survives its
+rollover; lookups from memory agree with lookups that read; the index's binary search agrees
+with a full comparison."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A table's schema: recorded in every write's commit metadata, enforced, evolved (issue 12.6)."""
+"""A table's schema: recorded in every write's commit metadata, enforced, evolved."""
 
 from __future__ import annotations
 

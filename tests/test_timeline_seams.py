@@ -1,4 +1,4 @@
-"""Issue 14: the timeline's public seams (post-commit hooks chosen at open, the commit log's
+"""The timeline's public seams (post-commit hooks chosen at open, the commit log's
 `changed_since`) and the import structure (no cycles, no private reach-ins)."""
 
 from __future__ import annotations

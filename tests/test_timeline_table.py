@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage import ObjectStore
+from storage import BackendError, ObjectStore
 from tests.support.backends import Backend
 from timeline import (
     CLEAN,
@@ -19,6 +19,7 @@ from timeline import (
     RESTORE,
     ROLLBACK,
     DataFile,
+    Instant,
     PlanError,
     State,
     Table,
@@ -121,6 +122,40 @@ def test_abort_deletes_files_and_pending_states(tstore: ObjectStore) -> None:
         tstore.put(t2.data_key(name="y"), b"y")
         raise ValueError("writer failed")
     assert list(tstore.list("data/")) == [] and table.timeline().empty()
+
+
+@pytest.mark.parametrize("step", ["failed-writes check", "inflight", "heartbeat"])
+def test_a_write_failing_before_its_transaction_rolls_back_at_once(
+    tstore: ObjectStore, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """A write that fails after creating `requested` but before it has a transaction (no
+    data yet) knows it failed: nothing stays pending for a heartbeat expiry to find."""
+    table = Table.open(tstore)
+    first = table.write(pa.table({"id": [1]}))
+
+    def fail(*_: object, **__: object) -> None:
+        raise BackendError(f"{step}: the endpoint refused the request")
+
+    if step == "failed-writes check":
+        monkeypatch.setattr(table, "_check_failed_writes", fail)
+    elif step == "inflight":
+        real = table.tl.states.create
+
+        def create(inst: Instant, body: bytes) -> None:
+            if inst.state is State.INFLIGHT:
+                fail()
+            real(inst, body)
+
+        monkeypatch.setattr(table.tl.states, "create", create)
+    else:
+        monkeypatch.setattr("timeline.txn.Heartbeat.start", fail)
+    with pytest.raises(BackendError, match=step):
+        table.write(pa.table({"id": [2]}))
+    monkeypatch.undo()
+    fresh = Table.open(tstore)
+    assert fresh.timeline().pending().empty()
+    assert {i.time for i, _ in fresh.tl.states.list_states()} == {first.time}
+    assert fresh.read().column("id").to_pylist() == [1]
 
 
 def test_overwrite_and_delete_partition(tstore: ObjectStore) -> None:

@@ -1,4 +1,4 @@
-"""Times are UTC whatever the process's TZ (issue 12, item 1): the conversion helper, event
+"""Times are UTC whatever the process's TZ: the conversion helper, event
 times before and after rollover, and TIMESTAMPTZ values in SQL, run in a child process whose
 TZ is not UTC (a whole-hour offset and a half-hour one)."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-from storage import Conflict, NotFound, ObjectStore, UnknownOutcome
+from storage import Conflict, NotFound, ObjectStore, StorageError, UnknownOutcome
 
 from .errors import CommitOutcomeUnknown
 from .layout import LOG, log_key, log_seq
@@ -102,18 +102,29 @@ class ObjectStoreLog:
                 self.remember(entry)
                 return True
             except Conflict:
+                # Not ours (the store read back what a retried request left): the winner's.
                 return self._owned(key, body, entry)  # the winner's entry is now cached
             except UnknownOutcome:
+                # The store read back for as long as its settings allow; one more look,
+                # and whatever fails now leaves the outcome unknown (never "unreachable").
                 try:
                     return self._owned(key, body, entry)
                 except NotFound:
                     continue  # it did not land: a create-only retry is safe
-                except UnknownOutcome:
-                    continue
-        raise CommitOutcomeUnknown(
-            f"commit of instant {entry.time} at {self.store.url(key)}: the write's outcome is "
-            "unknown and reading back failed; reopen the table to see whether it completed",
-            entry.time,
+                except StorageError as err:
+                    raise self._unknown(entry, key) from err
+        raise self._unknown(entry, key)
+
+    def _unknown(self, entry: Entry, key: str) -> CommitOutcomeUnknown:
+        t = entry.time
+        return CommitOutcomeUnknown(
+            f"commit of instant {t} ({entry.action}) at {self.store.url(key)}: the write was "
+            "sent but its answer was lost and reading it back failed (the endpoint did not "
+            "answer); it may or may not have completed. Once the endpoint answers, the "
+            f"table's timeline tells (`timeline show`): instant {t} completed, or it stays "
+            "pending and is rolled back when its heartbeat expires. Check before writing the "
+            "same data again",
+            t,
         )
 
     def _owned(self, key: str, body: bytes, entry: Entry) -> bool:

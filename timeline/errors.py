@@ -67,3 +67,8 @@ class RangeNotReadable(TimelineError):
     def __init__(self, message: str, earliest: str = "") -> None:
         super().__init__(message)
         self.earliest = earliest
+
+
+class InvalidDataFile(TimelineError, ValueError):
+    """A file given to be written is not what its name says (e.g. a `.parquet` file that is
+    not Parquet); the message names the file."""

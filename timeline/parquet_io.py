@@ -5,6 +5,7 @@ Statistics come from the footer (file_stats.py); partition naming is in partitio
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -13,8 +14,18 @@ import pyarrow.parquet as pq
 
 from storage import IntegrityError, ObjectStore, checksum_of, verify
 
+from .errors import InvalidDataFile
 from .metadata import DataFile
 from .schema import conform
+
+
+def local_parquet(path: str | os.PathLike[str]) -> pq.ParquetFile:
+    """A local Parquet file to be written, opened; `InvalidDataFile` naming it if it is not
+    Parquet (pyarrow's own message names no file)."""
+    try:
+        return pq.ParquetFile(path)
+    except pa.ArrowInvalid as exc:
+        raise InvalidDataFile(f"{path}: not a Parquet file ({exc})") from None
 
 
 def to_parquet_bytes(table: pa.Table) -> bytes:

@@ -9,6 +9,7 @@ is opened; nothing below it (loader, transaction, commit) imports the archive pa
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 import uuid
@@ -55,6 +56,8 @@ from .store import Listing, TimelineStore
 from .table_schema import latest_schema
 from .txn import Transaction
 from .writes import delete_partition, write
+
+log = logging.getLogger("flowledger.timeline")
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -358,11 +361,15 @@ class Table:
                 t = self.times.after(t)
                 continue
             crash.point(f"{action}.{first_state.value}")
-            clash = [
-                i
-                for i in self.tl.states.of_time(t)  # a short LIST of this instant time's objects
-                if i.action != action and SAVEPOINT not in (i.action, action)
-            ]
+            try:
+                clash = [
+                    i
+                    for i in self.tl.states.of_time(t)  # a short LIST of this instant time's
+                    if i.action != action and SAVEPOINT not in (i.action, action)
+                ]
+            except BaseException:
+                self._discard_unstarted(inst)
+                raise
             if not clash:
                 break
             self.tl.states.delete([inst])  # same time, other action: take the next time
@@ -371,15 +378,29 @@ class Table:
             t = self.times.after(t)
         else:
             raise TimelineError(f"could not find a free instant time in {self.uri}")
-        if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
-            self._check_failed_writes(exclude=t)
-        self._listed_at = 0.0  # the listing predates this instant: not fresh for the next begin
-        self._begun.add(t)
-        if first_state is State.REQUESTED:
-            with contextlib.suppress(Conflict):  # someone finishing our plan got there first
-                self.tl.states.create(Instant(t, action, State.INFLIGHT), body)
-            crash.point(f"{action}.inflight")
-        return Transaction(self, t, action, base, operation or _default_operation(action))
+        try:
+            if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
+                self._check_failed_writes(exclude=t)
+            self._listed_at = 0.0  # the listing predates this instant: not fresh for next begin
+            self._begun.add(t)
+            if first_state is State.REQUESTED:
+                with contextlib.suppress(Conflict):  # someone finishing our plan got there first
+                    self.tl.states.create(Instant(t, action, State.INFLIGHT), body)
+                crash.point(f"{action}.inflight")
+            return Transaction(self, t, action, base, operation or _default_operation(action))
+        except BaseException:
+            self._discard_unstarted(inst)
+            raise
+
+    def _discard_unstarted(self, inst: Instant) -> None:
+        """A write that failed before it had a transaction (nothing written but its states):
+        roll it back at once, rather than leave it pending until its heartbeat expires. Best
+        effort: what a failing store keeps is rolled back by that expiry as before."""
+        self._begun.discard(inst.time)
+        try:
+            self.tl.states.delete_pending(inst)
+        except Exception as exc:  # the original error is the one to report
+            log.warning("timeline: could not roll back %s at once: %s", inst, exc)
 
     def _check_failed_writes(self, exclude: str) -> None:
         """EAGER: at every write start. LAZY: at most once per heartbeat interval per table

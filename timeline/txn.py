@@ -38,6 +38,8 @@ class Transaction(Finishing):
         self._replaced: dict[str, DataFile] = {}
         self._replaced_partitions: set[str] = set()
         self._done = False
+        #: The completing log write was attempted: from here on a failure may have landed.
+        self.completing = False
         #: The table's schema after this write (see schema.check_schema); recorded at commit.
         self.schema: pa.Schema | None = None
         self._heartbeat = Heartbeat(
@@ -133,6 +135,7 @@ class Transaction(Finishing):
         intent = Entry(
             -1, self.instant_time, self.action, self.table.settings.writer_id, dict(metadata)
         )
+        self.completing = True
         try:
             entry = complete(
                 self.table.tl.log,

@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from storage import UnknownOutcomeError
+
+from .errors import TimelineError
 from .file_stats import describe_bytes
 from .instant import COMMIT, REPLACE_COMMIT, Instant
 from .metadata import DataFile
-from .parquet_io import to_parquet_bytes
+from .parquet_io import local_parquet, to_parquet_bytes
 from .partitioning import split_partitions
 from .schema import merge_schemas
 from .table_schema import latest_schema
@@ -59,7 +61,8 @@ def write(
     else:
         incoming = None
         for path in data:
-            incoming = merge_schemas(incoming, pq.read_schema(path), f"{table.uri} from {path}")
+            schema = local_parquet(path).schema_arrow
+            incoming = merge_schemas(incoming, schema, f"{table.uri} from {path}")
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"
@@ -88,6 +91,16 @@ def write(
             current = {f.partition for f in table.snapshot().files}
             txn.replace_partitions(written if parts else current | written)
         return txn.commit(extra_metadata)
+    except UnknownOutcomeError as exc:
+        if txn.completing:
+            raise  # the completion itself: it may have landed
+        # A data file's write had an unknown outcome, but the instant never reached its log
+        # write: it did not complete, whatever that file did. Known, so not "unknown".
+        txn.abort()
+        raise TimelineError(
+            f"instant {txn.instant_time} on {table.uri} did not complete and was rolled back "
+            f"(nothing was committed; writing again is safe): {exc}"
+        ) from exc
     except BaseException:
         txn.abort()
         raise

@@ -1,4 +1,5 @@
-"""`flowledger timeline show --archived` and `flowledger timeline archive` (issue 4).
+"""`flowledger timeline show --archived` and `flowledger timeline archive`: the
+archived history and the archiver that keeps the active timeline short.
 
 Plain functions with typer annotations; `commands/timeline.py` registers them."""
 

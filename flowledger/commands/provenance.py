@@ -238,6 +238,22 @@ def rollover(
         )
 
 
+@app.command("accept-missing")
+def accept_missing(
+    first: Annotated[int, typer.Argument(min=0, max=MAX_ID, help="First missing event id")],
+    end: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="Id after the last missing one")],
+    repo: RepoOption = None,
+) -> None:
+    """Accept the loss of events FIRST..END-1 that an error reported as missing (a deleted
+    journal or ingest manifest no backup will restore): rollover then skips the hole."""
+    repo_ = _open(repo, recover=False)  # recovery would stop at the hole
+    try:
+        repo_.accept_missing(first, end)
+    finally:
+        repo_.close()
+    print(f"events {first}..{end - 1} recorded as lost; the next rollover skips them")
+
+
 def _local_spark() -> Any:
     """A local SparkSession whose Python workers run this interpreter (flowledger's venv)."""
     import os

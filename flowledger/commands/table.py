@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import Instant, Table, conform, merge_schemas
+from timeline import Instant, Table, conform, local_parquet, merge_schemas
 from timeline.keyed import (
     COMMIT_TIME,
     COPY_ON_WRITE,
@@ -43,9 +43,7 @@ def _load(files: list[Path]) -> pa.Table | list[str]:
         if f.suffix.lower() == ".csv":
             tables.append(pacsv.read_csv(f))
         elif f.suffix.lower() == ".parquet":
-            import pyarrow.parquet as pq
-
-            tables.append(pq.ParquetFile(f).read(use_threads=False))
+            tables.append(local_parquet(f).read(use_threads=False))
         else:
             raise ValueError(f"{f}: only .parquet and .csv files can be written")
     # Files of one write must agree like writes of one table do (same evolution rules).
@@ -143,10 +141,8 @@ def write(
         raise ValueError("no FILE given to write")
     data = _load(files)
     if partition_by and isinstance(data, list):
-        import pyarrow.parquet as pq
-
         data = pa.concat_tables(
-            [pq.ParquetFile(p).read(use_threads=False) for p in data], promote_options="default"
+            [local_parquet(p).read(use_threads=False) for p in data], promote_options="default"
         )
     table = Table.open(open_store(table_uri), table_settings())
     done = table.write(data, mode=mode, partition_by=partition_by or None)

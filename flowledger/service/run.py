@@ -20,7 +20,7 @@ from .settings import ServiceSettings
 #: asyncio's loop, not uvloop: uvloop (libuv) accepts one connection per loop iteration, so
 #: when 50 clients connect at once while earlier ones keep the loop busy, the last waits for
 #: ~50 iterations (150-280 ms measured); asyncio accepts all pending connections at once.
-#: uvloop saved ~7 % of CPU per lookup; see docs/benchmarks.md, "Service lookup tail, session 4".
+#: uvloop saved ~7 % of CPU per lookup; see docs/benchmarks.md, "The service".
 LOOP = "asyncio"
 
 #: How `serve --workers N` hands the repository and settings to its worker processes

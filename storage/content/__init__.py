@@ -16,6 +16,7 @@ from .errors import (
     ContentNotFound,
     ContentRepositoryError,
     ContentUnknownOutcome,
+    InvalidClaim,
 )
 from .ledger import ClaimLedger, ClaimRecord, LedgerBatch
 from .repository import ContentRepository
@@ -41,6 +42,7 @@ __all__ = [
     "ContentState",
     "ContentUnknownOutcome",
     "ContentWriter",
+    "InvalidClaim",
     "LedgerBatch",
     "ResourceClaim",
     "WriterHost",

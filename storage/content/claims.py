@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import InvalidClaim
+
 
 @dataclass(frozen=True, order=True)
 class ResourceClaim:
@@ -51,6 +53,13 @@ class ContentClaim:
     length: int = -1
     checksum: str = ""
 
+    def __post_init__(self) -> None:
+        # Checked here so no read reaches a backend with them (a negative seek is EINVAL).
+        if self.offset < 0:
+            raise InvalidClaim(f"content claim {self}: offset {self.offset} is negative")
+        if self.length < -1:
+            raise InvalidClaim(f"content claim {self}: length {self.length} is negative")
+
     @property
     def written(self) -> bool:
         return self.length >= 0 and bool(self.checksum)
@@ -74,6 +83,8 @@ class ContentClaim:
         try:
             rc = ResourceClaim(str(d["container"]), str(d["section"]), str(d["identifier"]))
             return cls(rc, int(d["offset"]), int(d.get("length", -1)), str(d.get("checksum", "")))
+        except InvalidClaim:
+            raise
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a content claim: {d!r} ({exc})") from exc
 

@@ -44,6 +44,11 @@ class ClaimNotWritable(ContentRepositoryError):
     """A write to a content claim that is already written, or whose resource claim is sealed."""
 
 
+class InvalidClaim(ContentRepositoryError, ValueError):
+    """A content claim that cannot name any content (e.g. a negative offset): refused before
+    any read, with the field named."""
+
+
 def translate(exc: StorageError, what: str) -> ContentRepositoryError:
     """Map a storage error met while doing `what` to a content-repository error."""
     text = f"{what}: {exc}"

@@ -93,12 +93,19 @@ class ContentWriter(Finishing):
         wc = self._wc
         assert wc is not None
         rc, container = self._host.new_own_claim()
+        big: ObjectWriter | None = None
         try:
             big = container.store.open_writer(rc.key)
-            with memoryview(wc.buf) as view:
-                big.write(view[self._offset :])
-        except StorageError as exc:
-            raise translate(exc, f"start streaming content into {rc}") from exc
+            # Both views are released even when the write fails (a traceback would otherwise
+            # keep the buffer exported, and `abort` could not truncate it).
+            with memoryview(wc.buf) as view, view[self._offset :] as tail:
+                big.write(tail)
+        except BaseException as exc:
+            if big is not None:
+                big.abort()
+            if isinstance(exc, StorageError):
+                raise translate(exc, f"start streaming content into {rc}") from exc
+            raise
         del wc.buf[self._offset :]
         self._host.moved(wc, rc)
         self._wc, self._big, self._big_rc = None, big, rc
@@ -114,9 +121,11 @@ class ContentWriter(Finishing):
             assert self._big_rc is not None
             try:
                 self._big.commit()
-            except StorageError as exc:
-                self._host.aborted(None, self._big_rc)
-                raise translate(exc, f"upload content {self._big_rc}") from exc
+            except BaseException as exc:
+                self._host.aborted(None, self._big_rc)  # a commit waits for this writer
+                if isinstance(exc, StorageError):
+                    raise translate(exc, f"upload content {self._big_rc}") from exc
+                raise
             self._host.own_closed(self._big_rc, self._length)
             self.claim = ContentClaim(self._big_rc, 0, self._length, sum_text)
         else:
@@ -126,16 +135,21 @@ class ContentWriter(Finishing):
         return self.claim
 
     def abort(self) -> None:
-        """Discard what was written: nothing will reference it."""
+        """Discard what was written: nothing will reference it. The session hears of it
+        whatever the discarding raises: its commit and rollback wait for open writers."""
         if self._done:
             return
         self._done = True
-        if self._big is not None:
-            self._big.abort()
-            self._host.aborted(None, self._big_rc)
-        elif self._wc is not None:
-            del self._wc.buf[self._offset :]
-            self._host.aborted(self._wc, None)
+        try:
+            if self._big is not None:
+                self._big.abort()
+            elif self._wc is not None:
+                del self._wc.buf[self._offset :]
+        finally:
+            if self._big is not None:
+                self._host.aborted(None, self._big_rc)
+            elif self._wc is not None:
+                self._host.aborted(self._wc, None)
 
     def exit_ok(self) -> None:
         self.close()

@@ -7,7 +7,7 @@ from typing import NoReturn
 
 import pytest
 
-TIERS = ("unit", "s3", "minio", "spark")
+TIERS = ("unit", "s3", "minio", "spark", "faults")
 
 
 def required_tiers() -> set[str]:

@@ -6,7 +6,13 @@ See docs/archival.md for the rules, the archive file format and the crash-safety
 from ..loader import ActiveView
 from ..settings import ArchivalSettings
 from .archiver import Archiver, ArchiveResult
-from .errors import ArchiveConflict, ArchiveError, ArchiveOutcomeUnknown, CorruptArchive
+from .errors import (
+    ArchiveConflict,
+    ArchiveError,
+    ArchiveOutcomeUnknown,
+    CorruptArchive,
+    MissingArchiveManifest,
+)
 from .format import SCHEMA, ArchivedInstant, decode_archive, encode_archive
 from .hook import AutoArchive, auto_archive_of, may_archive, post_commit_hooks
 from .manifest import ArchiveFile, Manifest, read_manifest
@@ -37,6 +43,7 @@ __all__ = [
     "AutoArchive",
     "CorruptArchive",
     "Manifest",
+    "MissingArchiveManifest",
     "archived_log",
     "auto_archive_of",
     "combined_timeline",

@@ -29,3 +29,9 @@ class CorruptArchive(ArchiveError, IntegrityError):
     def __init__(self, message: str, key: str = "") -> None:
         super().__init__(message, key)
         self.key = key
+
+
+class MissingArchiveManifest(CorruptArchive):
+    """The archive manifest is gone although archival ran (its archive files or checkpoints
+    exist): archived instants cannot be told from active ones, so nothing is read as if the
+    table had never been archived. Names the manifest and one object archival wrote."""

@@ -28,8 +28,8 @@ from storage import (
     write_document,
 )
 
-from .errors import ArchiveConflict, ArchiveOutcomeUnknown, CorruptArchive
-from .layout import MANIFEST
+from .errors import ArchiveConflict, ArchiveOutcomeUnknown, CorruptArchive, MissingArchiveManifest
+from .layout import ARCHIVE, CHECKPOINTS, MANIFEST, parse_archive_key
 
 FORMAT = "flowledger.archive-manifest/1"
 _MAX = 1 << 62
@@ -203,10 +203,31 @@ class Manifest:
         return replace(self, version=self.version + 1, **changes)
 
 
+def archival_trace(store: ObjectStore) -> str | None:
+    """An archive file or checkpoint, if any: objects written only after a run claimed the
+    manifest (plans come before the claim and do not count). One LIST, whose prefix covers
+    `archive/` and `archive_checkpoints/`, stopped at the first such key."""
+    for info in store.list(ARCHIVE.rstrip("/")):
+        if parse_archive_key(info.key) is not None or info.key.startswith(CHECKPOINTS):
+            return info.key
+    return None
+
+
 def read_manifest(store: ObjectStore) -> Manifest:
+    """The manifest; an empty one if archival never ran. `MissingArchiveManifest` if it ran
+    and the manifest is gone: the loader would otherwise take every archived instant for an
+    active completion (their log positions stay), silently."""
     try:
         doc = read_document(store, MANIFEST)
     except NotFound:
+        trace = archival_trace(store)
+        if trace is not None:
+            raise MissingArchiveManifest(
+                f"the archive manifest {store.url(MANIFEST)} is missing, but archival ran "
+                f"(it wrote {store.url(trace)}): archived instants cannot be told from "
+                "active ones; restore the manifest from a backup",
+                store.url(MANIFEST),
+            ) from None
         return Manifest()
     except IntegrityError as exc:
         raise CorruptArchive(str(exc), store.url(MANIFEST)) from exc
