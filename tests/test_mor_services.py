@@ -14,8 +14,8 @@ from storage import StoreSettings, open_store
 from tests.support.backends import Backend
 from timeline import Table, TableSettings
 from timeline.archive import ArchivalSettings, Archiver
-from timeline.instant import COMPACTION
 from timeline.keyed import KeyedProperties
+from timeline.keyed.compaction import completed_compactions
 from timeline.keyed.slices import live_logs
 
 PROPS = KeyedProperties.of("id", table_type="merge_on_read")
@@ -115,4 +115,4 @@ def test_pending_compaction_blocks_archival_until_it_completes(tbackend: Backend
     result = archiver.run()
     assert any(i.time >= planned for i in result.archived)
     assert _values(t.read()) == {1: "4"}
-    assert len(t.timeline().completed().actions(COMPACTION)) >= 1
+    assert len(completed_compactions(t.state())) >= 1

@@ -19,7 +19,7 @@ from timeline import Table, TableSettings
 from timeline.errors import CommitConflict
 from timeline.instant import COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties
-from timeline.keyed.compaction import wait_async
+from timeline.keyed.compaction import completed_compactions, wait_async
 from timeline.keyed.logfile import LOG_FILES, LogFile, read_log
 from timeline.keyed.mor_write import delta_write
 from timeline.metadata import decode_plan
@@ -110,7 +110,7 @@ def test_inline_compaction_after_five_delta_commits(tmp_path: Path) -> None:
     t.upsert(_rows([1, 2], "v0"))  # delta commit 1 (inserts)
     for k in range(1, 5):
         t.upsert(_rows([1], f"v{k}"))  # 2..5: the fifth fires Hudi's default trigger
-    done = t.timeline().completed().actions(COMPACTION)
+    done = completed_compactions(t.state())
     assert len(done) == 1
     assert _values(t.read(read_optimized=True)) == {1: "v4", 2: "v0"}
 
@@ -227,7 +227,7 @@ def test_compaction_beside_writer_threads_matches_the_model(tmp_path: Path) -> N
     for step, when in enumerate(times):
         assert table_rows(t.read(as_of=when)) == model.snapshot(step, times), step
     assert table_rows(t.read()) == model.snapshot(len(times) - 1, times)
-    assert len(t.timeline().completed().actions(COMPACTION)) >= 1
+    assert len(completed_compactions(t.state())) >= 1
 
 
 @pytest.mark.unit
@@ -237,7 +237,7 @@ def test_async_compaction_in_the_writing_process(tmp_path: Path) -> None:
     t.upsert(_rows([1, 2], "a"))
     t.upsert(_rows([1], "b"))  # the second delta commit fires the trigger
     wait_async(t)
-    assert len(t.timeline().completed().actions(COMPACTION)) == 1
+    assert len(completed_compactions(t.state())) == 1
     assert _values(t.read(read_optimized=True)) == {1: "b", 2: "a"}
 
 

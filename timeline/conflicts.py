@@ -43,7 +43,7 @@ def _write_write(mine: Entry, theirs: Entry) -> str | None:
     if changed:
         return changed
     groups = mine.file_groups & theirs.file_groups
-    if COMPACTION not in (mine.action, theirs.action):
+    if not (_is_compaction(mine) or _is_compaction(theirs)):
         # Log files of merge-on-read delta commits count as writes to their file group, except
         # against a compaction: logs completing after its plan belong to the slice it writes.
         groups |= (mine.file_groups | _log_groups(mine)) & _log_groups(theirs)
@@ -56,6 +56,11 @@ def _write_write(mine: Entry, theirs: Entry) -> str | None:
     if hit:
         return f"partition {sorted(hit)[0]!r} was overwritten concurrently"
     return None
+
+
+def _is_compaction(e: Entry) -> bool:
+    """A compaction completes as a `commit` whose metadata carries its plan's anchor."""
+    return e.action == COMPACTION or "compaction" in e.metadata
 
 
 def _log_groups(e: Entry) -> frozenset[str]:

@@ -19,7 +19,17 @@ from storage import Conflict
 from .commit import materialize
 from .errors import CommitConflict, TimelineError
 from .heartbeat import expired, last_beat
-from .instant import CLEAN, COMPACTION, RESTORE, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, Instant, State
+from .instant import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    State,
+)
 from .layout import instant_key
 from .metadata import Entry, decode_plan
 from .settings import EAGER
@@ -68,6 +78,8 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
         for inst in failed:
             try:
                 entry = logged.get((inst.time, inst.action))
+                if entry is None and inst.action == COMPACTION:  # it completes as a commit
+                    entry = logged.get((inst.time, COMMIT))
                 if entry is not None:
                     materialize(table.tl, entry)  # roll forward: it did complete
                     done.append(f"completed {inst.time}.{inst.action}")

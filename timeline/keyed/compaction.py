@@ -8,9 +8,10 @@ base file, planned in `compaction.requested` and executed later, by anyone, idem
   `compaction_log_file_size_threshold`.
 - **Execute**: `compaction.inflight`, then one new base file per planned group at a name
   fixed by the plan (`<group>_<compaction instant>.parquet`), so running the plan again after
-  a crash writes the same objects; completion is a `commit` of action `compaction` whose
-  metadata carries the anchor. Until it completes its base files are in no commit, so a
-  half-written one is never read.
+  a crash writes the same objects; it completes as a `commit` of the compaction's instant
+  time (Hudi's `t.compaction.requested`, `t.compaction.inflight`, `t.commit`) whose metadata
+  carries the anchor and the operation `compact`. Until it completes its base files are in
+  no commit, so a half-written one is never read.
 - It never conflicts with delta commits: their logs completing after the anchor belong to
   the new slice (slices.py). A pending compaction is never rolled back as a failed write: a
   process that finds one whose heartbeat expired (or that was only scheduled) executes it.
@@ -26,10 +27,19 @@ from typing import TYPE_CHECKING, Any
 from storage import Conflict
 
 from .. import crash
+from ..commit import materialize
 from ..errors import CommitConflict, TimelineError
 from ..file_stats import describe_bytes
 from ..heartbeat import last_beat
-from ..instant import COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, TIME_FORMAT, Instant, State
+from ..instant import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    TIME_FORMAT,
+    Instant,
+    State,
+)
 from ..layout import data_prefix, heartbeat_key, instant_key
 from ..metadata import Entry, decode_plan, encode_plan
 from ..parquet_io import to_parquet_bytes
@@ -37,7 +47,7 @@ from ..txn import Transaction
 from .index import WRITE_STATS, bloom_ref
 from .keys import RECORD_KEY_COL, key_range
 from .mor_read import read_slice
-from .slices import COMPACTION_DETAIL, MorSlice, live_logs, mor_slices
+from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_slices
 
 if TYPE_CHECKING:
     from ..snapshot import TableState
@@ -74,9 +84,9 @@ def trigger_fires(table: Table, st: TableState, now: datetime | None = None) -> 
     """Hudi's inline trigger: delta commits since the latest compaction (pending or done)
     reach `compaction_max_delta_commits`, and/or `compaction_max_delta_seconds` passed."""
     s = table.settings
-    last = ""
-    for i in table.timeline(refresh=False).actions(COMPACTION):
-        last = max(last, i.time)
+    last = max(
+        [*completed_compactions(st), *(i.time for i in pending(table, refresh=False))], default=""
+    )
     deltas = [e for e in st.ordered_writes() if e.action == DELTA_COMMIT and e.time > last]
     by_num = len(deltas) >= s.compaction_max_delta_commits
     since = last or (deltas[0].time if deltas else "")
@@ -195,15 +205,13 @@ def execute(table: Table, t: str) -> Instant | None:
     """Run a scheduled compaction (again, after a crash: the same objects are written).
     None when it was already completed, or its plan no longer fits and was dropped."""
     table.refresh()
-    done = table.timeline(refresh=False).completed().get(t, COMPACTION)
-    if done is not None:
-        return None
     for e in table.log_entries:  # completed in the log, completed object not written yet
-        if e.time == t and e.action == COMPACTION:
-            from ..commit import materialize
-
+        if e.time == t and e.action == COMMIT:
             materialize(table.tl, e)
             return None
+    done = table.timeline(refresh=False).completed().get(t, COMMIT)
+    if done is not None:
+        return None
     req = Instant(t, COMPACTION, State.REQUESTED)
     plan = decode_plan(table.tl.states.read(req), table.store.url(instant_key(req)))
     detail = plan[COMPACTION_DETAIL]
@@ -216,7 +224,7 @@ def execute(table: Table, t: str) -> Instant | None:
     with contextlib.suppress(Conflict):
         table.tl.states.create(Instant(t, COMPACTION, State.INFLIGHT), b"{}")
     crash.point(f"{COMPACTION}.inflight")
-    txn = _CompactionTxn(table, t, COMPACTION, anchor, "compact")
+    txn = _CompactionTxn(table, t, COMMIT, anchor, "compact")  # completes as a commit
     schema = st.schema(anchor)
     stats = []
     fpp = table.settings.bloom_index_fpp
@@ -263,8 +271,14 @@ def execute(table: Table, t: str) -> Instant | None:
         txn.detach()  # stop heartbeating: done, or left pending for the next run
 
 
-def pending(table: Table) -> list[Instant]:
-    return list(table.timeline().pending().actions(COMPACTION))
+def pending(table: Table, *, refresh: bool = True) -> list[Instant]:
+    """Compactions planned and not completed (requested or inflight)."""
+    return list(table.timeline(refresh=refresh).pending().actions(COMPACTION))
+
+
+def completed_compactions(st: TableState) -> list[str]:
+    """Instant times of the live completed compactions, in completion order."""
+    return [e.time for e in st.ordered_writes() if is_compaction(e)]
 
 
 def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
@@ -328,6 +342,7 @@ __all__ = [
     "TRIGGERS",
     "Entry",
     "compact",
+    "completed_compactions",
     "execute",
     "run_pending",
     "schedule",

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..instant import COMPACTION
 from ..metadata import Entry
 from .changes import DELETE, INSERT, UPDATE, ChangeRange, cdc_schema, change_row
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .logfile import logs_of
 from .mor_read import read_slices
 from .properties import PARTITION, KeyedProperties
-from .slices import MorSlice, mor_slices
+from .slices import MorSlice, is_compaction, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -47,7 +46,7 @@ def incremental(
         r.check_readable(cdc=False)
         touched: set[str] = set()
         for e in r.in_range:
-            if e.action != COMPACTION:
+            if not is_compaction(e):
                 touched |= {f.group for f in e.added} | {
                     lf.file_group for lf in logs_of(e.metadata)
                 }
@@ -81,7 +80,7 @@ def cdc(
     r.check_readable(cdc=True)
     out: list[dict[str, Any]] = []
     for e in r.in_range:
-        if e.action == COMPACTION:
+        if is_compaction(e):
             continue
         before_slices = mor_slices(r.st, e.seq - 1)
         after_slices = mor_slices(r.st, e.seq)

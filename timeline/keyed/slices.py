@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..instant import COMPACTION, DELTA_COMMIT
+from ..instant import DELTA_COMMIT
 from ..metadata import DataFile, Entry
 from ..snapshot import TableState
 from .logfile import LOG_FILES, LogFile, logs_of
@@ -45,15 +45,19 @@ class MorSlice:
 def is_merge_on_read(st: TableState) -> bool:
     """Whether any write of the state is a delta commit or a compaction (reads then merge)."""
     return any(
-        e.action in (DELTA_COMMIT, COMPACTION) or e.metadata.get(LOG_FILES)
+        e.action == DELTA_COMMIT or is_compaction(e) or e.metadata.get(LOG_FILES)
         for e in st.writes.values()
     )
 
 
+def is_compaction(e: Entry) -> bool:
+    """A completed compaction: a `commit` (Hudi's name for it) carrying its plan's anchor."""
+    return isinstance(e.metadata.get(COMPACTION_DETAIL), dict)
+
+
 def anchor_of(e: Entry) -> int:
-    detail = e.metadata.get(COMPACTION_DETAIL)
-    if e.action == COMPACTION and isinstance(detail, dict):
-        return int(detail["log_anchor_seq"])
+    if is_compaction(e):
+        return int(e.metadata[COMPACTION_DETAIL]["log_anchor_seq"])
     return e.seq
 
 
