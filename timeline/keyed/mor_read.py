@@ -10,6 +10,7 @@ pyarrow sorts and numpy masks, one file group at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,9 @@ from ..schema import conform
 from .keys import RECORD_KEY_COL
 from .logfile import DELETE, OP_COL, read_log
 from .slices import MorSlice
+
+#: File groups read at once by a snapshot read (GETs in flight).
+READ_PARALLELISM = 8
 
 
 def merge(base: pa.Table, logs: Sequence[pa.Table]) -> pa.Table:
@@ -86,7 +90,11 @@ def read_slices(
     schema: pa.Schema | None,
     columns: Sequence[str] | None = None,
 ) -> pa.Table | None:
-    tables = [read_slice(store, sl, schema, columns) for sl in slices]
+    if len(slices) <= 1:
+        tables = [read_slice(store, sl, schema, columns) for sl in slices]
+    else:  # one file group per task: object-store latency overlaps, memory stays per group
+        with ThreadPoolExecutor(min(READ_PARALLELISM, len(slices))) as pool:
+            tables = list(pool.map(lambda sl: read_slice(store, sl, schema, columns), slices))
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="default")
