@@ -65,8 +65,13 @@ case_st = st.fixed_dictionaries(
         "ops": st.lists(op_st, min_size=1, max_size=7),
     }
 )
+# Merge-on-read sequences start from stored records and compact more often (a compaction
+# needs logs, which only updates and deletes of stored records write).
+mor_op_st = st.one_of(op_st, st.tuples(st.just("upsert"), rows_st), st.just(("compact", None)))
 mor_case_st = case_st.flatmap(
-    lambda c: st.lists(op_st, min_size=4, max_size=12).map(lambda ops: {**c, "ops": ops})
+    lambda c: st.tuples(rows_st, st.lists(mor_op_st, min_size=4, max_size=12)).map(
+        lambda first_ops: {**c, "ops": [("upsert", first_ops[0]), *first_ops[1]]}
+    )
 )
 
 
