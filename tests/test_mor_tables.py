@@ -252,3 +252,28 @@ def test_a_plan_whose_delta_commit_was_rolled_back_is_dropped(tmp_path: Path) ->
     assert t.run_compaction() == []
     assert t.timeline().pending().empty()
     assert _values(t.read()) == {1: "a"}
+
+
+@pytest.mark.unit
+def test_two_executors_of_one_plan_complete_it_once(tmp_path: Path) -> None:
+    """Executing a plan is idempotent: base files have names and bytes the plan fixes, the
+    later completion is told the plan already completed, and nothing is deleted."""
+    t = _table(tmp_path)
+    t.upsert(_rows([1, 2, 3], "a"))
+    t.upsert(_rows([1, 2], "b"))
+    planned = t.schedule_compaction()
+    assert planned is not None
+    results: list[list[str]] = []
+
+    def run(writer: str) -> None:
+        results.append(Table.open(t.store, replace(OFF, writer_id=writer)).run_compaction(planned))
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in ("one", "two")]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(len(r) for r in results) == [0, 1]
+    assert completed_compactions(t.state()) == [planned]
+    assert t.timeline().pending().empty()
+    assert _values(t.read(read_optimized=True)) == {1: "b", 2: "b", 3: "a"} == _values(t.read())
