@@ -59,6 +59,8 @@ def test_updates_go_to_logs_and_new_keys_to_new_base_files(tmp_path: Path) -> No
     assert [f.rows for f in e.added] == [1]  # id 3: a new base file
     assert _values(t.read()) == {1: "y", 2: "x", 3: "z"}
     assert _values(t.read(read_optimized=True)) == {1: "x", 2: "x", 3: "z"}
+    projected = t.read(columns=["id", "v"])
+    assert projected.column_names == ["id", "v"] and _values(projected) == _values(t.read())
     t.delete([2])
     assert _values(t.read()) == {1: "y", 3: "z"}
     t.compact()
