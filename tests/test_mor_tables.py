@@ -279,3 +279,16 @@ def test_two_executors_of_one_plan_complete_it_once(tmp_path: Path) -> None:
     assert completed_compactions(t.state()) == [planned]
     assert t.timeline().pending().empty()
     assert _values(t.read(read_optimized=True)) == {1: "b", 2: "b", 3: "a"} == _values(t.read())
+
+
+@pytest.mark.unit
+def test_a_rollback_that_leaves_the_plan_intact_does_not_stop_it(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.upsert(_rows([1], "a"))
+    t.upsert(_rows([1], "b"))
+    planned = t.schedule_compaction()
+    assert planned is not None
+    late = t.upsert(_rows([1], "late"))  # after the plan: not in it
+    t.rollback(late.time)
+    assert t.run_compaction() == [planned]
+    assert _values(t.read()) == {1: "b"} == _values(t.read(read_optimized=True))

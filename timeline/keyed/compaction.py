@@ -228,7 +228,11 @@ def execute(table: Table, t: str) -> Instant | None:
     with contextlib.suppress(Conflict):
         table.tl.states.create(Instant(t, COMPACTION, State.INFLIGHT), b"{}")
     crash.point(f"{COMPACTION}.inflight")
-    txn = _CompactionTxn(table, t, COMMIT, anchor, "compact")  # completes as a commit
+    # The plan was just checked against this state (`_slice_of`: its base files current, its
+    # logs live), so only completions after it are validated: a rollback or restore that left
+    # the plan intact does not stop it. Completes as a commit.
+    seen = max([anchor, *(e.seq for e in st.entries)])
+    txn = _CompactionTxn(table, t, COMMIT, seen, "compact")
     schema = st.schema(anchor)
     fpp = table.settings.bloom_index_fpp
 
@@ -300,7 +304,10 @@ def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
 
             if not expired(last_beat(table.store, i.time), table.settings.heartbeat_expiry_s):
                 continue
-        got = execute(table, i.time)
+        try:
+            got = execute(table, i.time)
+        except CommitConflict:
+            continue  # something that changed its file groups completed meanwhile: dropped
         if got is not None:
             ran.append(i.time)
     return ran
