@@ -80,3 +80,24 @@ def test_unkeyed_table_refuses_keyed_operations(tmp_path: Path) -> None:
     _ok("table", "write", uri, a)
     result = runner.invoke(app, ["table", "write", uri, a, "--operation", "upsert"])
     assert result.exit_code != 0 and "needs a keyed table" in str(result.exception)
+
+
+def test_merge_on_read_table_from_the_command_line(tmp_path: Path, monkeypatch: Any) -> None:
+    uri = str(tmp_path / "mor")
+    monkeypatch.setenv("FLOWLEDGER_AUTO_ARCHIVE", "0")
+    _json("table", "create", uri, "--record-key", "id", "--table-type", "merge_on_read")
+    a = _csv(tmp_path / "a.csv", "id,v\n1,x\n2,y\n")
+    _json("table", "write", uri, a, "--operation", "upsert")
+    b = _csv(tmp_path / "b.csv", "id,v\n1,x2\n")
+    done = _json("table", "write", uri, b, "--operation", "upsert")
+    assert done["action"] == "deltacommit"
+    rows = _json("table", "read", uri)
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x2"), (2, "y")]
+    ro = _json("table", "read", uri, "--read-optimized")
+    assert sorted((r["id"], r["v"]) for r in ro) == [(1, "x"), (2, "y")]
+    assert _json("timeline", "compact", "--table", uri, "--schedule-only")["scheduled"]
+    assert len(_json("timeline", "compact", "--table", uri)["compacted"]) == 1
+    ro = _json("table", "read", uri, "--read-optimized")
+    assert sorted((r["id"], r["v"]) for r in ro) == [(1, "x2"), (2, "y")]
+    shown = [(r["action"], r.get("operation")) for r in _json("timeline", "show", "--table", uri)]
+    assert ("commit", "compact") in shown

@@ -1,7 +1,10 @@
 """Differential test of keyed tables: random insert/upsert/delete sequences applied to a
-table and to a plain reference model (tests/support/keyed_model.py). After every step the
-snapshot equals the model and time travel to every earlier instant equals the model then;
-at the end, incremental and CDC reads between any two instants equal the model's difference.
+copy-on-write table, a merge-on-read table and a plain reference model
+(tests/support/keyed_model.py). After every step the snapshot equals the model and time
+travel to every earlier instant equals the model then; at the end, incremental and CDC reads
+between any two instants equal the model's difference. Merge-on-read tables also plan
+compactions at random points and execute them later, with delta commits completing in
+between (a completed compaction is a step that changes no record).
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ op_st = st.one_of(
     st.tuples(st.just("cluster"), st.none()),  # replacecommit: new file groups, same records
     st.tuples(st.just("cluster"), st.none()),  # (listed twice: it often has nothing to do)
     st.tuples(st.just("rollback_last"), st.none()),  # undo the newest keyed commit
+    # merge-on-read: plan a compaction now (writes go on while it is pending), and execute
+    # the oldest pending plan, or plan and execute one
+    st.tuples(st.just("schedule"), st.none()),
+    st.tuples(st.just("compact"), st.none()),
 )
 case_st = st.fixed_dictionaries(
     {
@@ -58,20 +65,30 @@ case_st = st.fixed_dictionaries(
         "ops": st.lists(op_st, min_size=1, max_size=7),
     }
 )
+# Merge-on-read sequences start from stored records and compact more often (a compaction
+# needs logs, which only updates and deletes of stored records write).
+mor_op_st = st.one_of(op_st, st.tuples(st.just("upsert"), rows_st), st.just(("compact", None)))
+mor_case_st = case_st.flatmap(
+    lambda c: st.tuples(rows_st, st.lists(mor_op_st, min_size=4, max_size=12)).map(
+        lambda first_ops: {**c, "ops": [("upsert", first_ops[0]), *first_ops[1]]}
+    )
+)
 
 
-def _run(store: ObjectStore, case: dict[str, Any]) -> None:
+def _run(store: ObjectStore, case: dict[str, Any], table_type: str = "copy_on_write") -> None:
     props = KeyedProperties.of(
         "id",
         ordering_field="ts",
         partition_by="p",
         merge_mode=case["merge_mode"],
         key_scope=case["key_scope"],
+        table_type=table_type,
     )
     ts = TableSettings(
         small_file_limit=case["small_file_limit"],
         parquet_max_file_size=case["max_file_size"],
         local_entry_cache=False,
+        compaction_mode="off",  # compactions happen where the sequence says
     )
     table = Table.create(store, props, ts)
     model = KeyedModel(case["merge_mode"], case["key_scope"])
@@ -88,6 +105,25 @@ def _run(store: ObjectStore, case: dict[str, Any]) -> None:
             event("rolled back")
             model.states.pop()
             done = None
+        elif kind == "schedule":
+            if table_type == "merge_on_read" and table.schedule_compaction() is not None:
+                event("compaction scheduled")
+            continue  # nothing completes yet
+        elif kind == "compact":
+            if table_type != "merge_on_read":
+                continue
+            ran = table.run_compaction()  # pending plans first (some no longer fit: dropped)
+            if not ran:
+                now = table.compact()
+                ran = [now.time] if now is not None else []
+            if not ran:
+                continue  # no file group has logs
+            for earlier in ran[:-1]:  # each completed compaction is a step
+                times.append(earlier)
+                model.states.append(model.states[-1])
+            model.states.append(model.states[-1])
+            done = table.entry(ran[-1])
+            event("compacted")
         elif kind == "cluster":
             done = table.cluster()
             if done is None:
@@ -156,5 +192,29 @@ def test_keyed_table_matches_model_minio(minio: S3Endpoint, case: dict[str, Any]
     store = open_store(f"s3://{minio.new_bucket()}/repo", minio.settings())
     try:
         _run(store, case)
+    finally:
+        store.close()
+
+
+@pytest.mark.unit
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=mor_case_st)
+def test_merge_on_read_table_matches_model_local(case: dict[str, Any]) -> None:
+    root = tempfile.mkdtemp(prefix="mor-diff-")
+    store = open_store("file://" + root, StoreSettings(fsync=False))
+    _run(store, case, "merge_on_read")
+
+
+@pytest.mark.minio
+@settings(
+    max_examples=max(3, EXAMPLES // 6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=mor_case_st)
+def test_merge_on_read_table_matches_model_minio(minio: S3Endpoint, case: dict[str, Any]) -> None:
+    store = open_store(f"s3://{minio.new_bucket()}/repo", minio.settings())
+    try:
+        _run(store, case, "merge_on_read")
     finally:
         store.close()

@@ -60,8 +60,8 @@ def test_an_unkeyed_table_with_commits_cannot_become_keyed(tmp_path: Path) -> No
 def test_invalid_properties(tmp_path: Path) -> None:
     with pytest.raises(PropertiesError, match="needs an ordering field"):
         KeyedProperties.of("id", merge_mode="event_time")
-    with pytest.raises(PropertiesError, match="merge_on_read is not supported yet"):
-        KeyedProperties.of("id", table_type="merge_on_read")
+    with pytest.raises(PropertiesError, match="table type must be one of"):
+        KeyedProperties.of("id", table_type="merge_on_write")
     with pytest.raises(PropertiesError, match="at least one record key"):
         KeyedProperties.of("")
 

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from .instant import COMMIT_ACTIONS, COMPACTION, WRITE_ACTIONS, Instant, State
+from .instant import COMMIT, COMMIT_ACTIONS, COMPACTION, WRITE_ACTIONS, Instant, State
 
 
 def latest_states(instants: Iterable[Instant]) -> list[Instant]:
-    """Collapse the state objects of each instant to its most advanced state, sorted."""
+    """Collapse the state objects of each instant to its most advanced state, sorted. A
+    compaction completes as a `commit` of its instant time (Hudi's `t.compaction.requested`,
+    `t.compaction.inflight`, `t.commit`): then it is that commit, no longer pending."""
     best: dict[tuple[str, str], Instant] = {}
     for i in instants:
         cur = best.get((i.time, i.action))
         if cur is None or i.state.rank > cur.state.rank:
             best[(i.time, i.action)] = i
+    for (t, action), i in list(best.items()):
+        if action == COMPACTION and i.is_pending:
+            done = best.get((t, COMMIT))
+            if done is not None and done.is_completed:
+                del best[(t, action)]
     return sorted(best.values(), key=lambda i: i.sort_key)
 
 

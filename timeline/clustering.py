@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .instant import REPLACE_COMMIT, Instant
+from .keyed.slices import is_merge_on_read, mor_slices
 from .metadata import DataFile
 from .parquet_io import read_files
 from .writes import put_table
@@ -16,11 +17,20 @@ if TYPE_CHECKING:
 
 def plan_clustering(table: Table, partition: str | None) -> list[list[DataFile]]:
     s = table.settings
+    st = table.state()
+    # Merge-on-read: a file group whose slice has log files is compaction's to rewrite (its
+    # base alone is not its records); clustering takes the groups without logs.
+    with_logs = (
+        {sl.base.path for sl in mor_slices(st).values() if sl.logs}
+        if is_merge_on_read(st)
+        else set()
+    )
     small = [
         f
-        for f in table.snapshot().files
+        for f in st.snapshot().files
         if f.size < s.clustering_small_file_limit
         and (partition is None or f.partition == partition)
+        and f.path not in with_logs
     ]
     groups: list[list[DataFile]] = []
     by_partition: dict[str, list[DataFile]] = {}

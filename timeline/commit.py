@@ -18,7 +18,7 @@ from . import crash
 from .commit_log import CommitLog
 from .conflicts import conflict
 from .errors import CommitConflict, TimelineError
-from .instant import CLEAN, RESTORE, ROLLBACK, parse_name
+from .instant import CLEAN, COMMIT, COMPACTION, RESTORE, ROLLBACK, parse_name
 from .layout import data_prefix, heartbeat_key, instant_key
 from .metadata import Entry
 from .store import TimelineStore
@@ -96,5 +96,7 @@ def materialize(tl: TimelineStore, e: Entry) -> None:
             gone = parse_name(name)
             store.delete(instant_key(gone))
             _delete_pending_states(tl, gone.time, gone.action)
+            if gone.action == COMMIT:  # a compaction's plan completes as a commit
+                _delete_pending_states(tl, gone.time, COMPACTION)
             crash.point(f"{e.action}.undone")  # some later commits undone, not all
     tl.write_completed(e)

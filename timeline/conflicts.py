@@ -10,7 +10,7 @@ make the other's plan wrong (see docs/timeline-protocol.md, "Conflict rules").
 from __future__ import annotations
 
 from .errors import SchemaMismatch
-from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT
+from .instant import CLEAN, COMPACTION, RESTORE, ROLLBACK, SAVEPOINT
 from .metadata import Entry
 from .schema import SCHEMA_KEY, entry_schema, merge_schemas
 
@@ -43,6 +43,11 @@ def _write_write(mine: Entry, theirs: Entry) -> str | None:
     if changed:
         return changed
     groups = mine.file_groups & theirs.file_groups
+    if not (_is_compaction(mine) or _is_compaction(theirs)):
+        # Log files of merge-on-read delta commits count as writes to their file group, except
+        # against a compaction: logs completing after its plan belong to the slice it writes.
+        groups |= (mine.file_groups | _log_groups(mine)) & _log_groups(theirs)
+        groups |= _log_groups(mine) & theirs.file_groups
     if groups:
         return f"both wrote file group {sorted(groups)[0]!r}"
     mine_parts = mine.partitions_written | mine.replaced_partitions
@@ -51,6 +56,15 @@ def _write_write(mine: Entry, theirs: Entry) -> str | None:
     if hit:
         return f"partition {sorted(hit)[0]!r} was overwritten concurrently"
     return None
+
+
+def _is_compaction(e: Entry) -> bool:
+    """A compaction completes as a `commit` whose metadata carries its plan's anchor."""
+    return e.action == COMPACTION or "compaction" in e.metadata
+
+
+def _log_groups(e: Entry) -> frozenset[str]:
+    return frozenset(str(d["file_group"]) for d in e.metadata.get("log_files", ()))
 
 
 def conflict(mine: Entry, theirs: Entry) -> str | None:

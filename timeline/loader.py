@@ -18,7 +18,7 @@ from typing import Protocol
 
 from storage import NotFound, ObjectStore
 
-from .active import Timeline
+from .active import Timeline, latest_states
 from .instant import Instant, parse_name
 from .metadata import Entry
 from .snapshot import TableState
@@ -95,7 +95,7 @@ def _merge(
         if (i.time, i.action) not in gone and not (archived and archived.is_archived(i.seq))
     }
     merged.update({(e.time, e.action): tl.completed_instant(e) for e in entries})
-    return Timeline(merged.values())
+    return Timeline(latest_states(merged.values()))  # a logged compaction commit ends its plan
 
 
 def _scan_from(listing: Listing, archived: ArchivedLog) -> int:

@@ -3,7 +3,9 @@
 LAZY (several writers): a pending write whose state objects and heartbeat were not touched
 for the heartbeat expiry is rolled back. EAGER (single writer): every other pending write is.
 A pending clean, rollback, restore or savepoint is finished from the plan in its first state
-object (plans are idempotent), never half-undone.
+object (plans are idempotent), never half-undone. A pending compaction is never rolled back
+(only rolled forward when it reached the log): its plan is executed again by
+`Table.run_compaction` (keyed/compaction.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,17 @@ from storage import Conflict
 from .commit import materialize
 from .errors import CommitConflict, TimelineError
 from .heartbeat import expired, last_beat
-from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, Instant, State
+from .instant import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    State,
+)
 from .layout import instant_key
 from .metadata import Entry, decode_plan
 from .settings import EAGER
@@ -54,7 +66,7 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
             for i in listing.timeline.pending()
             if i.time != exclude
             and (
-                (i.action in WRITE_ACTIONS and eager)
+                (i.action in WRITE_ACTIONS and i.action != COMPACTION and eager)
                 or (i.action in (*WRITE_ACTIONS, *SERVICES) and is_expired(table, listing, i))
             )
         ]
@@ -66,11 +78,15 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
         for inst in failed:
             try:
                 entry = logged.get((inst.time, inst.action))
+                if entry is None and inst.action == COMPACTION:  # it completes as a commit
+                    entry = logged.get((inst.time, COMMIT))
                 if entry is not None:
                     materialize(table.tl, entry)  # roll forward: it did complete
                     done.append(f"completed {inst.time}.{inst.action}")
                 elif completed.get(inst.time, inst.action) is not None:
                     continue  # completed since `listing` was made (a reused listing): done
+                elif inst.action == COMPACTION:
+                    continue  # never rolled back: its plan is executed again (compaction.py)
                 elif inst.action in WRITE_ACTIONS:
                     table.rollback(inst.time)
                     done.append(f"rolled back {inst.time}.{inst.action}")

@@ -20,7 +20,10 @@ from .instant import (
     Instant,
     format_name,
 )
+from .keyed import mor_clean
 from .keyed.index import WRITE_STATS, sidecars
+from .keyed.logfile import logs_of
+from .keyed.slices import is_merge_on_read
 from .layout import data_prefix
 from .recovery import finish_service, read_plan
 from .settings import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
@@ -90,7 +93,7 @@ def rollback(table: Table, instant_time: str) -> Instant:
         "target_time": instant_time,
         "target_action": target.action,
         "target_state": "completed",
-        "deleted": [f.path for f in entry.added],
+        "deleted": [f.path for f in entry.added] + [lf.path for lf in logs_of(entry.metadata)],
         "rolled_back": [format_name(target)],
     }
     return run_service(table, ROLLBACK, metadata, base)
@@ -103,14 +106,27 @@ def plan_clean(table: Table, policy: str, retained: int) -> dict[str, Any] | Non
     protected = {p for sp in st.savepoints.values() for p in sp.metadata.get("files", ())}
     cleaned = st.cleaned()
     candidates = {p for p in st.all_files() if p not in cleaned}
+    mor = is_merge_on_read(st)
+    if mor:  # log files too; a slice is kept or cleaned whole (keyed/mor_clean.py)
+        candidates |= mor_clean.log_candidates(st)
+        protected |= mor_clean.pending_compaction_paths(table)
+        protected |= mor_clean.slice_paths(
+            st, (int(sp.metadata.get("savepointed_seq", 0)) for sp in st.savepoints.values())
+        )
     if policy == KEEP_LATEST_COMMITS:
         if len(writes) <= retained:
             return None
         kept = writes[-retained:]
-        needed = {f.path for e in kept for f in st.snapshot(e.seq).files}
+        if mor:
+            needed = mor_clean.slice_paths(st, (e.seq for e in kept))
+        else:
+            needed = {f.path for e in kept for f in st.snapshot(e.seq).files}
         retain_from = kept[0].seq
     elif policy == KEEP_LATEST_FILE_VERSIONS:
-        needed = {f.path for fs in st.file_slices().values() for f in fs[-retained:]}
+        if mor:
+            needed = mor_clean.newest_versions(st, retained)
+        else:
+            needed = {f.path for fs in st.file_slices().values() for f in fs[-retained:]}
         retain_from = writes[-1].seq if writes else 0
     else:
         raise PlanError(f"unknown cleaner policy {policy!r}")
@@ -183,9 +199,11 @@ def restore(table: Table, instant_time: str) -> Instant:
         ),
         key=lambda i: -(i.seq or 0),
     )
-    deleted = [
-        f.path for i in later if i.action in WRITE_ACTIONS for f in table.tl.entry_of(i).added
-    ]
+    deleted = []
+    for i in later:
+        if i.action in WRITE_ACTIONS:
+            e = table.tl.entry_of(i)
+            deleted += [f.path for f in e.added] + [lf.path for lf in logs_of(e.metadata)]
     metadata = {
         "target_time": instant_time,
         "rolled_back": [format_name(i) for i in later],

@@ -95,6 +95,26 @@ class TableSettings:
     #: keys (bigger than Hudi's 1e-9 because the filter sits in the commit metadata; it is
     #: capped at 64 KiB per file, see timeline/keyed/bloom.py).
     bloom_index_fpp: float = 0.01
+    #: When a merge-on-read table compacts after a delta commit: `inline` (schedule and
+    #: execute in the writer when the trigger fires, Hudi's hoodie.compact.inline), `async`
+    #: (execute on a thread of the writing process), `off` (only `flowledger timeline compact`
+    #: or `Table.compact`).
+    compaction_mode: str = "inline"
+    #: hoodie.compact.inline.trigger.strategy: NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME or
+    #: NUM_AND_TIME.
+    compaction_trigger: str = "NUM_COMMITS"
+    #: hoodie.compact.inline.max.delta.commits: delta commits since the latest compaction
+    #: that fire the NUM_* triggers.
+    compaction_max_delta_commits: int = 5
+    #: hoodie.compact.inline.max.delta.seconds: seconds since the latest compaction (or the
+    #: first delta commit after it) that fire the TIME_* triggers.
+    compaction_max_delta_seconds: int = 3600
+    #: hoodie.compaction.strategy: `log_size` (LogFileSizeBasedCompactionStrategy: file
+    #: groups with the most log bytes first).
+    compaction_strategy: str = "log_size"
+    #: hoodie.compaction.logfile.size.threshold: file groups with fewer log bytes are left
+    #: out of a plan (0: every group with a log).
+    compaction_log_file_size_threshold: int = 0
     #: Optimistic-concurrency retries of the completing log write before giving up
     #: (each retry first re-validates against the commits that won in between).
     commit_max_attempts: int = 1000
@@ -121,6 +141,21 @@ class TableSettings:
             raise ValueError("small_file_limit must be >= 0 and parquet_max_file_size > 0")
         if not 0 < self.bloom_index_fpp < 1 or self.copy_on_write_record_size_estimate <= 0:
             raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
+        if self.compaction_mode not in ("inline", "async", "off"):
+            raise ValueError("compaction_mode must be inline, async or off")
+        if self.compaction_trigger not in (
+            "NUM_COMMITS",
+            "TIME_ELAPSED",
+            "NUM_OR_TIME",
+            "NUM_AND_TIME",
+        ):
+            raise ValueError(
+                "compaction_trigger must be NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME or NUM_AND_TIME"
+            )
+        if self.compaction_strategy != "log_size":
+            raise ValueError("compaction_strategy must be log_size")
+        if self.compaction_max_delta_commits < 1 or self.compaction_max_delta_seconds < 0:
+            raise ValueError("compaction_max_delta_commits >= 1, max_delta_seconds >= 0")
         if self.cleaner_commits_retained < 1 or self.cleaner_fileversions_retained < 1:
             raise ValueError("cleaner retention must keep at least 1")
 

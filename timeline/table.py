@@ -38,8 +38,11 @@ from .instant import (
     State,
     parse_as_of,
 )
+from .keyed import compaction as keyed_compaction
 from .keyed import operations as keyed_ops
+from .keyed.mor_read import read_slices
 from .keyed.properties import KeyedProperties, load_properties
+from .keyed.slices import is_merge_on_read, mor_slices
 from .keyed.write import Filter
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
@@ -297,12 +300,25 @@ class Table:
             )
         return st.snapshot(seq)
 
-    def read(self, as_of: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+    def read(
+        self,
+        as_of: str | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        read_optimized: bool = False,
+    ) -> pa.Table:
         """The snapshot's rows in the table's schema as of that snapshot (older files are
-        widened and get nulls for columns added after them)."""
+        widened and get nulls for columns added after them). On a merge-on-read table the
+        base files are merged with their logs, unless `read_optimized` (Hudi's
+        read-optimized query: base files only, changes still in logs are not seen)."""
         st = self.state()
         snap = self._snapshot(st, as_of)
         schema = st.schema(snap.seq) if snap.seq else None
+        if not read_optimized and is_merge_on_read(st):
+            slices = mor_slices(st, snap.seq)
+            ordered = sorted(slices.values(), key=lambda sl: sl.base.path)
+            merged = read_slices(self.store, ordered, schema, columns)
+            return merged if merged is not None else pa.table({})
         table = read_files(self.store, snap.files, columns, schema)
         return table if table is not None else pa.table({})
 
@@ -484,6 +500,24 @@ class Table:
 
     def cluster(self, partition: str | None = None) -> Instant | None:
         return cluster(self, partition)
+
+    def compact(self, *, force: bool = True) -> Instant | None:
+        """Merge-on-read: schedule (always with `force`, else when the trigger fires) and
+        execute one compaction; None when no file group has logs to fold."""
+        self._keyed("compact")
+        return keyed_compaction.compact(self, force=force)
+
+    def schedule_compaction(self, *, force: bool = True) -> str | None:
+        """Write a compaction plan (`compaction.requested`) to execute later; its time."""
+        self._keyed("compact")
+        return keyed_compaction.schedule(self, force=force)
+
+    def run_compaction(self, instant_time: str | None = None) -> list[str]:
+        """Execute one scheduled compaction, or every pending one nobody is running."""
+        if instant_time is not None:
+            done = keyed_compaction.execute(self, instant_time)
+            return [instant_time] if done is not None else []
+        return keyed_compaction.run_pending(self)
 
     def recover(self) -> list[str]:
         """Roll back failed writes (heartbeat expired) and finish pending table services."""

@@ -87,7 +87,7 @@ def create(
         str, typer.Option("--merge-mode", help=f"{' or '.join(MERGE_MODES)}")
     ] = COMMIT_TIME,
     table_type: Annotated[
-        str, typer.Option("--table-type", help=f"{' or '.join(TABLE_TYPES)} (reserved)")
+        str, typer.Option("--table-type", help=f"{' or '.join(TABLE_TYPES)}")
     ] = COPY_ON_WRITE,
     key_scope: Annotated[
         str,
@@ -233,7 +233,8 @@ def read(
         bool,
         typer.Option(
             "--read-optimized",
-            help="Base files only (Hudi's read-optimized query); copy-on-write reads the same",
+            help="Base files only (Hudi's read-optimized query): merge-on-read changes still "
+            "in log files are not seen; copy-on-write reads the same",
         ),
     ] = False,
     changes_since: Annotated[
@@ -256,8 +257,6 @@ def read(
 ) -> None:
     """Read the table's snapshot (optionally as of an instant), or its changes."""
     table = open_table(table_uri)
-    # Every table is copy-on-write (no log files): a read-optimized read is the snapshot.
-    del read_optimized
     if changes_since is None and (cdc or full_scan):
         raise ValueError("--cdc and --full-scan apply to --changes-since")
     if changes_since is not None:
@@ -270,7 +269,9 @@ def read(
             return
         _print_rows(data, limit, as_json, table.uri)
         return
-    if count:
+    if read_optimized and changes_since is not None:
+        raise ValueError("--read-optimized reads a snapshot, not --changes-since")
+    if count and not read_optimized and not _has_logs(table):
         snap = table.snapshot(as_of)
         if as_json:
             emit_json(
@@ -279,7 +280,19 @@ def read(
         else:
             print(snap.rows)
         return
-    _print_rows(table.read(as_of), limit, as_json, table.uri)
+    data = table.read(as_of, read_optimized=read_optimized)
+    if count:  # merged rows of a merge-on-read table are only known by reading them
+        if as_json:
+            emit_json({"rows": data.num_rows})
+        else:
+            print(data.num_rows)
+        return
+    _print_rows(data, limit, as_json, table.uri)
+
+
+def _has_logs(table: Table) -> bool:
+    props = table.properties
+    return props is not None and props.table_type == "merge_on_read"
 
 
 def _print_rows(data: pa.Table, limit: int, as_json: bool, uri: str) -> None:

@@ -40,12 +40,15 @@ def describe(table: Table) -> list[dict[str, Any]]:
     rows = []
     for i in timeline:
         row: dict[str, Any] = instant_json(i)
-        if i.is_completed and i.action in ("commit", "deltacommit", "replacecommit"):
+        if i.is_completed and i.action in ("commit", "deltacommit", "replacecommit", "compaction"):
             e = table.tl.entry_of(i)
             row["operation"] = e.metadata.get("operation", "")
             row["files_added"] = len(e.added)
             row["files_replaced"] = len(e.replaced)
             row["rows"] = sum(f.rows for f in e.added)
+            logs = e.metadata.get("log_files", ())
+            if logs:
+                row["log_files"] = len(logs)
         elif i.is_completed and i.action in ("clean", "rollback", "restore"):
             e = table.tl.entry_of(i)
             row["files_deleted"] = len(e.deleted)
@@ -145,6 +148,37 @@ def clean(
             print("nothing to clean")
     else:
         _print(done, "cleaned by", as_json)
+
+
+@app.command()
+def compact(
+    table: TableOption = None,
+    schedule_only: Annotated[
+        bool, typer.Option("--schedule-only", help="Only write the plan (compaction.requested)")
+    ] = False,
+    instant: Annotated[
+        str | None, typer.Option("--instant", help="Execute this scheduled compaction")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Merge-on-read tables: execute pending compactions nobody is running (scheduled ones,
+    and crashed ones whose heartbeat expired), else plan and execute a new one."""
+    t = open_table(table)
+    if schedule_only:
+        planned = t.schedule_compaction()
+        if as_json:
+            emit_json({"scheduled": planned})
+        else:
+            print(f"scheduled compaction {planned}" if planned else "nothing to compact")
+        return
+    ran = t.run_compaction(instant)
+    if not ran and instant is None:
+        done = t.compact()
+        ran = [done.time] if done is not None else []
+    if as_json:
+        emit_json({"compacted": ran})
+    else:
+        print("\n".join(f"compacted {r}" for r in ran) if ran else "nothing to compact")
 
 
 @app.command()

@@ -69,7 +69,7 @@ def _apply(e: Entry, groups: dict[str, list[DataFile]]) -> None:
         groups.setdefault(f.group, []).append(f)
 
 
-class _Range:
+class ChangeRange:
     def __init__(self, table: Table, begin: str | None, end: str | None) -> None:
         self.table = table
         self.st = table.state()
@@ -105,6 +105,7 @@ class _Range:
         if e.time not in active:
             return False
         needed = [f.path for f in e.added]
+        needed += [str(d["path"]) for d in e.metadata.get("log_files", ())]  # merge-on-read
         if cdc:
             needed += [f.path for f in e.replaced]
             stats = e.metadata.get(WRITE_STATS, ())
@@ -129,7 +130,7 @@ class _Range:
 def incremental(
     table: Table, begin: str | None, end: str | None = None, *, full_scan: bool = False
 ) -> pa.Table:
-    r = _Range(table, begin, end)
+    r = ChangeRange(table, begin, end)
     times = pa.array(sorted({e.time for e in r.in_range}), pa.string())
     if full_scan:
         files: Iterable[DataFile] = r.st.snapshot(r.end_seq).files
@@ -153,7 +154,7 @@ def _identity(f: DataFile, key: str, props: KeyedProperties) -> str:
 
 
 def _rows_by_id(
-    r: _Range, files: Sequence[DataFile], props: KeyedProperties
+    r: ChangeRange, files: Sequence[DataFile], props: KeyedProperties
 ) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for f in files:
@@ -179,7 +180,7 @@ def cdc_schema(schema: pa.Schema | None) -> pa.Schema:
 def cdc(
     table: Table, props: KeyedProperties, begin: str | None, end: str | None = None
 ) -> pa.Table:
-    r = _Range(table, begin, end)
+    r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
     out: list[dict[str, Any]] = []
     groups: dict[str, list[DataFile]] = {}
@@ -199,15 +200,15 @@ def cdc(
                 continue  # copied unchanged into the new slice
             old = before.get(ident)
             op = UPDATE if old is not None else INSERT
-            changes.append(_change(op, e.time, row, old, row))
+            changes.append(change_row(op, e.time, row, old, row))
         for ident, old in before.items():
             if ident not in after:
-                changes.append(_change(DELETE, e.time, old, old, None))
+                changes.append(change_row(DELETE, e.time, old, old, None))
         out += sorted(changes, key=lambda c: (c["record_key"], c["op"]))
     return pa.Table.from_pylist(out, schema=cdc_schema(r.schema))
 
 
-def _change(
+def change_row(
     op: str,
     instant: str,
     row: dict[str, Any],

@@ -13,10 +13,18 @@ from ..instant import COMMIT, REPLACE_COMMIT, Instant
 from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..writes import put_table
+from . import compaction, mor_changes
 from .changes import cdc, incremental
 from .index import WRITE_STATS, bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
-from .properties import KeyedProperties, PropertiesError, create_properties, load_properties
+from .mor_write import delta_write
+from .properties import (
+    MERGE_ON_READ,
+    KeyedProperties,
+    PropertiesError,
+    create_properties,
+    load_properties,
+)
 from .write import keyed_write, prepare_batch
 
 if TYPE_CHECKING:
@@ -85,10 +93,20 @@ def write(
     return upsert(table, props, data, extra)
 
 
+def _keyed_write(table: Table, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
+    """Copy-on-write rewrites file slices (write.py); merge-on-read appends log blocks in a
+    delta commit (mor_write.py), then compacts as the settings say (compaction.py)."""
+    if props.table_type != MERGE_ON_READ:
+        return keyed_write(table, props, operation, **kw)
+    done = delta_write(table, props, operation, **kw)
+    compaction.after_write(table)
+    return done
+
+
 def upsert(
     table: Table, props: KeyedProperties, data: pa.Table, extra: Mapping[str, str] | None = None
 ) -> Instant:
-    return keyed_write(table, props, "upsert", data=data, metadata=dict(extra or {}))
+    return _keyed_write(table, props, "upsert", data=data, metadata=dict(extra or {}))
 
 
 def insert(
@@ -100,7 +118,7 @@ def insert(
 ) -> Instant:
     if on_duplicate not in ("fail", "drop"):
         raise ValueError("on_duplicate must be 'fail' or 'drop'")
-    return keyed_write(
+    return _keyed_write(
         table, props, "insert", data=data, on_duplicate=on_duplicate, metadata=dict(extra or {})
     )
 
@@ -129,7 +147,7 @@ def delete(
     if (keys is None) == (where is None):
         raise ValueError("delete takes keys or a filter (where=), exactly one of them")
     deletes = _keys_table(keys, props) if keys is not None else None
-    return keyed_write(
+    return _keyed_write(
         table, props, "delete", deletes=deletes, where=where, metadata=dict(extra or {})
     )
 
@@ -186,10 +204,13 @@ def changes(
     cdc_rows: bool = False,
     full_scan: bool = False,
 ) -> pa.Table:
+    mor = props.table_type == MERGE_ON_READ
     if cdc_rows:
         if full_scan:
             raise ValueError("full_scan applies to incremental reads: CDC needs every slice")
-        return cdc(table, props, begin, end)
+        return (mor_changes.cdc if mor else cdc)(table, props, begin, end)
+    if mor:
+        return mor_changes.incremental(table, begin, end, full_scan=full_scan)
     return incremental(table, begin, end, full_scan=full_scan)
 
 

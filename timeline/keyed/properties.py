@@ -22,7 +22,7 @@ COMMIT_TIME = "commit_time"  # the latest write wins (Hudi 1.x COMMIT_TIME_ORDER
 EVENT_TIME = "event_time"  # the highest ordering value wins, ties by commit order
 MERGE_MODES = (COMMIT_TIME, EVENT_TIME)
 COPY_ON_WRITE = "copy_on_write"
-MERGE_ON_READ = "merge_on_read"  # reserved: accepted by name, refused until implemented
+MERGE_ON_READ = "merge_on_read"  # delta commits to log files, merged on read, compacted
 TABLE_TYPES = (COPY_ON_WRITE, MERGE_ON_READ)
 GLOBAL = "global"  # a key is unique in the whole table; a record may move partitions
 PARTITION = "partition"  # a key is unique within its partition (key + partition = record)
@@ -62,10 +62,6 @@ class KeyedProperties:
         if self.table_type not in TABLE_TYPES:
             raise PropertiesError(
                 f"table type must be one of {TABLE_TYPES}, not {self.table_type!r}"
-            )
-        if self.table_type == MERGE_ON_READ:
-            raise PropertiesError(
-                "table type merge_on_read is not supported yet; use copy_on_write"
             )
         if self.key_scope not in KEY_SCOPES:
             raise PropertiesError(f"key scope must be one of {KEY_SCOPES}, not {self.key_scope!r}")

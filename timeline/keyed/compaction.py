@@ -1,0 +1,366 @@
+"""Compaction of merge-on-read tables: a file group's base file and logs folded into a new
+base file, planned in `compaction.requested` and executed later, by anyone, idempotently.
+
+- **Schedule** (when a trigger fires, settings.py): the plan names, per file group, the base
+  file and the log files of its slice, and the log position it was made at
+  (`log_anchor_seq`). File groups in a pending compaction or clustering are left out; the
+  log-size strategy orders groups by log bytes and keeps those above
+  `compaction_log_file_size_threshold`.
+- **Execute**: `compaction.inflight`, then one new base file per planned group at a name
+  fixed by the plan (`<group>_<compaction instant>.parquet`), so running the plan again after
+  a crash writes the same objects; it completes as a `commit` of the compaction's instant
+  time (Hudi's `t.compaction.requested`, `t.compaction.inflight`, `t.commit`) whose metadata
+  carries the anchor and the operation `compact`. Until it completes its base files are in
+  no commit, so a half-written one is never read.
+- It never conflicts with delta commits: their logs completing after the anchor belong to
+  the new slice (slices.py). A pending compaction is never rolled back as a failed write: a
+  process that finds one whose heartbeat expired (or that was only scheduled) executes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from storage import Conflict
+
+from .. import crash
+from ..commit import materialize
+from ..errors import CommitConflict, TimelineError
+from ..file_stats import describe_bytes
+from ..heartbeat import last_beat
+from ..instant import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    TIME_FORMAT,
+    Instant,
+    State,
+)
+from ..layout import data_prefix, heartbeat_key, instant_key
+from ..metadata import DataFile, Entry, decode_plan, encode_plan
+from ..parquet_io import to_parquet_bytes
+from ..txn import Transaction
+from .index import WRITE_STATS, bloom_ref
+from .keys import RECORD_KEY_COL, key_range
+from .mor_read import read_slice
+from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_slices
+
+if TYPE_CHECKING:
+    from ..snapshot import TableState
+    from ..table import Table
+
+NUM_COMMITS = "NUM_COMMITS"
+TIME_ELAPSED = "TIME_ELAPSED"
+NUM_OR_TIME = "NUM_OR_TIME"
+NUM_AND_TIME = "NUM_AND_TIME"
+TRIGGERS = (NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME, NUM_AND_TIME)
+#: File groups a compaction rewrites at once (reads and PUTs overlap; one group in memory
+#: per task).
+COMPACTION_PARALLELISM = 4
+LOG_SIZE = "log_size"  # Hudi's LogFileSizeBasedCompactionStrategy
+STRATEGIES = (LOG_SIZE,)
+
+
+def _parse_time(t: str) -> datetime:
+    return datetime.strptime(t + "000", TIME_FORMAT).replace(tzinfo=UTC)
+
+
+def _pending_plans(table: Table) -> list[tuple[Instant, dict[str, Any]]]:
+    out = []
+    for i in table.timeline(refresh=False).pending():
+        if i.action not in (COMPACTION, REPLACE_COMMIT):
+            continue
+        state = Instant(i.time, i.action, State.REQUESTED)
+        try:
+            body = table.tl.states.read(state)
+        except Exception:
+            continue
+        out.append((i, decode_plan(body, table.store.url(instant_key(state)))))
+    return out
+
+
+def trigger_fires(table: Table, st: TableState, now: datetime | None = None) -> bool:
+    """Hudi's inline trigger: delta commits since the latest compaction (pending or done)
+    reach `compaction_max_delta_commits`, and/or `compaction_max_delta_seconds` passed."""
+    s = table.settings
+    last = max(
+        [*completed_compactions(st), *(i.time for i in pending(table, refresh=False))], default=""
+    )
+    deltas = [e for e in st.ordered_writes() if e.action == DELTA_COMMIT and e.time > last]
+    by_num = len(deltas) >= s.compaction_max_delta_commits
+    since = last or (deltas[0].time if deltas else "")
+    now = now or datetime.now(UTC)
+    by_time = bool(since) and (now - _parse_time(since)).total_seconds() >= (
+        s.compaction_max_delta_seconds
+    )
+    trig = s.compaction_trigger
+    if trig == NUM_COMMITS:
+        return by_num
+    if trig == TIME_ELAPSED:
+        return by_time
+    if trig == NUM_OR_TIME:
+        return by_num or by_time
+    return by_num and by_time
+
+
+def plan_compaction(table: Table, st: TableState) -> list[dict[str, Any]]:
+    """The operations of a plan: every slice with logs, not in a pending compaction or
+    clustering, with at least the threshold of log bytes; most log bytes first."""
+    busy: set[str] = set()
+    paths: set[str] = set()
+    for _, plan in _pending_plans(table):
+        for op in plan.get(COMPACTION_DETAIL, {}).get("operations", ()):
+            busy.add(str(op["file_group"]))
+        for group in plan.get("groups", ()):
+            paths.update(str(p) for p in group)
+    threshold = table.settings.compaction_log_file_size_threshold
+    ops: list[dict[str, Any]] = []
+    for sl in mor_slices(st).values():
+        if not sl.logs or sl.group in busy or sl.base.path in paths:
+            continue
+        if sl.log_bytes < threshold:
+            continue
+        ops.append(
+            {
+                "file_group": sl.group,
+                "partition": sl.partition,
+                "base_path": sl.base.path,
+                "log_paths": [lf.path for _, lf in sl.logs],
+                "log_bytes": sl.log_bytes,
+            }
+        )
+    ops.sort(key=lambda op: (-int(op["log_bytes"]), str(op["file_group"])))
+    return ops
+
+
+def schedule(table: Table, *, force: bool = False) -> str | None:
+    """Write `compaction.requested` with a plan when the trigger fires (or `force`); its
+    instant time, or None when there is nothing to compact."""
+    st = table.state()
+    if not force and not trigger_fires(table, st):
+        return None
+    ops = plan_compaction(table, st)
+    if not ops:
+        return None
+    anchor = max((e.seq for e in st.entries), default=0)
+    body = {
+        "writer": table.settings.writer_id,
+        "base": anchor,
+        "operation": "compact",
+        COMPACTION_DETAIL: {"log_anchor_seq": anchor, "operations": ops},
+    }
+    t = table.times.new()
+    for _ in range(1000):
+        try:
+            table.tl.states.create(Instant(t, COMPACTION, State.REQUESTED), encode_plan(body))
+        except Conflict:
+            t = table.times.after(t)
+            continue
+        if any(i.action != COMPACTION for i in table.tl.states.of_time(t)):
+            table.tl.states.delete([Instant(t, COMPACTION, State.REQUESTED)])
+            t = table.times.after(t)
+            continue
+        break
+    else:  # pragma: no cover
+        raise TimelineError(f"could not find a free instant time in {table.uri}")
+    crash.point(f"{COMPACTION}.requested")
+    table.load_instants()  # the listing now shows it pending (the trigger counts it)
+    return t
+
+
+def _slice_of(st: TableState, op: dict[str, Any]) -> MorSlice | None:
+    """The planned slice, or None when the plan no longer fits the table (a planned log's
+    delta commit was rolled back, or the base was replaced)."""
+    files = st.all_files()
+    base = files.get(str(op["base_path"]))
+    logs = live_logs(st)
+    if base is None or any(p not in logs for p in op["log_paths"]):
+        return None
+    current = st.file_slices().get(str(op["file_group"]))
+    if not current or base not in current:
+        return None
+    picked = sorted((logs[p] for p in op["log_paths"]), key=lambda x: x[0])
+    return MorSlice(str(op["file_group"]), str(op["partition"]), base, 0, tuple(picked))
+
+
+def _discard(table: Table, t: str) -> None:
+    """Drop a plan the table no longer fits: its files, heartbeat and pending states."""
+    store = table.store
+    store.delete_many([o.key for o in store.list(data_prefix(t))])
+    store.delete(heartbeat_key(t))
+    mine = [i for i in table.tl.states.of_time(t) if i.is_pending]
+    table.tl.states.delete(sorted(mine, key=lambda i: -i.state.rank))
+
+
+class _CompactionTxn(Transaction):
+    def abort(self) -> None:
+        """A conflicting completion is handled by `execute` (the plan may have completed
+        under another executor, whose files share this prefix): never delete here."""
+        self._done = True
+        self._heartbeat.stop()
+
+
+def execute(table: Table, t: str) -> Instant | None:
+    """Run a scheduled compaction (again, after a crash: the same objects are written).
+    None when it was already completed, or its plan no longer fits and was dropped."""
+    table.refresh()
+    for e in table.log_entries:  # completed in the log, completed object not written yet
+        if e.time == t and e.action == COMMIT:
+            materialize(table.tl, e)
+            return None
+    done = table.timeline(refresh=False).completed().get(t, COMMIT)
+    if done is not None:
+        return None
+    req = Instant(t, COMPACTION, State.REQUESTED)
+    plan = decode_plan(table.tl.states.read(req), table.store.url(instant_key(req)))
+    detail = plan[COMPACTION_DETAIL]
+    anchor = int(detail["log_anchor_seq"])
+    st = table.state(refresh=False)
+    slices = [_slice_of(st, op) for op in detail["operations"]]
+    if any(sl is None for sl in slices):
+        _discard(table, t)
+        return None
+    with contextlib.suppress(Conflict):
+        table.tl.states.create(Instant(t, COMPACTION, State.INFLIGHT), b"{}")
+    crash.point(f"{COMPACTION}.inflight")
+    # The plan was just checked against this state (`_slice_of`: its base files current, its
+    # logs live), so only completions after it are validated: a rollback or restore that left
+    # the plan intact does not stop it. Completes as a commit.
+    seen = max([anchor, *(e.seq for e in st.entries)])
+    txn = _CompactionTxn(table, t, COMMIT, seen, "compact")
+    schema = st.schema(anchor)
+    fpp = table.settings.bloom_index_fpp
+
+    def one(sl: MorSlice | None) -> tuple[DataFile, dict[str, Any]]:
+        """One file group's new base file (a name the plan fixes: a rerun writes it again)."""
+        assert sl is not None
+        rows = read_slice(table.store, sl, schema)
+        key = txn.data_key(sl.partition, f"{sl.group}_{t}.parquet")
+        body = to_parquet_bytes(rows)
+        table.store.put(key, body)
+        lo, hi = key_range(rows)
+        stat = {
+            "path": key,
+            "file_group": sl.group,
+            "partition": sl.partition,
+            "prev_commit": None,
+            "prev_path": sl.base.path,
+            "inserts": 0,
+            "updates": 0,
+            "deletes": 0,
+            "rows": rows.num_rows,
+            "bytes": len(body),
+            "min_key": lo,
+            "max_key": hi,
+            "log_files": len(sl.logs),
+            "log_bytes": sl.log_bytes,
+            **bloom_ref(table.store, key, rows.column(RECORD_KEY_COL).to_pylist(), fpp),
+        }
+        crash.point(f"{COMPACTION}.base_written")
+        return describe_bytes(key, body, sl.partition, sl.group), stat
+
+    try:
+        with ThreadPoolExecutor(max(1, min(COMPACTION_PARALLELISM, len(slices)))) as pool:
+            written = list(pool.map(one, slices))
+        for f, _ in written:
+            txn.add(f)
+        stats = [stat for _, stat in written]
+        details = {
+            WRITE_STATS: stats,
+            COMPACTION_DETAIL: {"log_anchor_seq": anchor, "operations": len(slices)},
+        }
+        return txn.commit({}, details)
+    except CommitConflict as exc:
+        if exc.winner == t:
+            return None  # another executor completed this plan
+        _discard(table, t)  # e.g. clustering or a rollback of a planned delta commit won
+        raise
+    finally:
+        txn.detach()  # stop heartbeating: done, or left pending for the next run
+
+
+def pending(table: Table, *, refresh: bool = True) -> list[Instant]:
+    """Compactions planned and not completed (requested or inflight)."""
+    return list(table.timeline(refresh=refresh).pending().actions(COMPACTION))
+
+
+def completed_compactions(st: TableState) -> list[str]:
+    """Instant times of the live completed compactions, in completion order."""
+    return [e.time for e in st.ordered_writes() if is_compaction(e)]
+
+
+def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
+    """Execute pending compactions, oldest first: those only scheduled, and (with
+    `only_abandoned`) inflight ones whose executor's heartbeat expired; returns their times."""
+    ran = []
+    for i in pending(table):
+        if only_abandoned and i.state is State.INFLIGHT:
+            from ..heartbeat import expired
+
+            if not expired(last_beat(table.store, i.time), table.settings.heartbeat_expiry_s):
+                continue
+        try:
+            got = execute(table, i.time)
+        except CommitConflict:
+            continue  # something that changed its file groups completed meanwhile: dropped
+        if got is not None:
+            ran.append(i.time)
+    return ran
+
+
+def compact(table: Table, *, force: bool = True) -> Instant | None:
+    """Schedule (when `force` or the trigger fires) and execute one compaction."""
+    t = schedule(table, force=force)
+    return execute(table, t) if t is not None else None
+
+
+def after_write(table: Table) -> None:
+    """What a delta commit runs after completing, by `compaction_mode`: `inline` schedules
+    and executes when the trigger fires; `async` executes on a thread of this process
+    (`wait_async` joins it); `off` leaves it to `flowledger timeline compact`."""
+    mode = table.settings.compaction_mode
+    if mode == "off":
+        return
+    t = schedule(table)
+    if t is None:
+        return
+    if mode == "inline":
+        execute(table, t)
+        return
+    thread = threading.Thread(target=_run_quietly, args=(table, t), daemon=False)
+    _ASYNC.setdefault(id(table), []).append(thread)
+    thread.start()
+
+
+_ASYNC: dict[int, list[threading.Thread]] = {}
+
+
+def _run_quietly(table: Table, t: str) -> None:
+    with contextlib.suppress(Exception):  # left pending: the next run executes it again
+        execute(table, t)
+
+
+def wait_async(table: Table) -> None:
+    for thread in _ASYNC.pop(id(table), []):
+        thread.join()
+
+
+__all__ = [
+    "NUM_AND_TIME",
+    "NUM_COMMITS",
+    "NUM_OR_TIME",
+    "TIME_ELAPSED",
+    "TRIGGERS",
+    "Entry",
+    "compact",
+    "completed_compactions",
+    "execute",
+    "run_pending",
+    "schedule",
+    "wait_async",
+]

@@ -1,0 +1,66 @@
+"""What the cleaner must keep of a merge-on-read table, and which log files it may delete.
+
+A slice is its base file and its log files (slices.py), so whatever keeps a slice keeps both:
+- KEEP_LATEST_COMMITS: every slice a snapshot of the retained commits reads (time travel and
+  incremental readers within the retention window);
+- KEEP_LATEST_FILE_VERSIONS: the newest N slices of each file group;
+- always: the slices a savepointed snapshot reads, and the base and logs a pending
+  compaction's plan names (its executor reads them; it may run again after a crash).
+Logs of older slices go with their base files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..instant import COMPACTION, Instant, State
+from ..metadata import decode_plan
+from ..snapshot import TableState
+from .slices import COMPACTION_DETAIL, anchor_of, live_logs, mor_slices
+
+if TYPE_CHECKING:
+    from ..table import Table
+
+
+def slice_paths(st: TableState, seqs: Iterable[int]) -> set[str]:
+    """Base and log files of every slice the snapshots at these log positions read."""
+    out: set[str] = set()
+    for seq in set(seqs):
+        for sl in mor_slices(st, seq).values():
+            out.add(sl.base.path)
+            out.update(lf.path for _, lf in sl.logs)
+    return out
+
+
+def newest_versions(st: TableState, retained: int) -> set[str]:
+    """Base and log files of the newest `retained` slices of each file group."""
+    anchors = {f.path: anchor_of(e) for e in st.ordered_writes() for f in e.added}
+    logs: dict[str, list[tuple[int, str]]] = {}
+    for path, (seq, lf) in live_logs(st).items():
+        logs.setdefault(lf.file_group, []).append((seq, path))
+    out: set[str] = set()
+    for group, files in st.file_slices().items():
+        kept = files[-retained:]
+        out.update(f.path for f in kept)
+        oldest = anchors.get(kept[0].path, 0)
+        out.update(p for s, p in logs.get(group, ()) if s > oldest)
+    return out
+
+
+def pending_compaction_paths(table: Table) -> set[str]:
+    out: set[str] = set()
+    for i in table.timeline(refresh=False).pending().actions(COMPACTION):
+        req = Instant(i.time, COMPACTION, State.REQUESTED)
+        try:
+            plan: dict[str, Any] = decode_plan(table.tl.states.read(req))
+        except Exception:
+            continue
+        for op in plan.get(COMPACTION_DETAIL, {}).get("operations", ()):
+            out.add(str(op["base_path"]))
+            out.update(str(p) for p in op["log_paths"])
+    return out
+
+
+def log_candidates(st: TableState) -> set[str]:
+    return set(live_logs(st)) - st.cleaned()
