@@ -32,6 +32,7 @@ from storage import IntegrityError, ObjectStore
 from storage.checksum import format_checksum
 from storage.local import LocalObjectStore
 from timeline import DataFile, Table
+from timeline.keyed import MERGE_ON_READ
 
 from .table_settings import provenance_settings
 
@@ -103,6 +104,10 @@ def table_source(table: Table, read: TableRead, cache: Path | None = None) -> Vi
     """The table's rows for a view: local files of the snapshot, or an Arrow table."""
     if read.changes_since is not None:
         return table.changes(read.changes_since, read.as_of, cdc=read.cdc, full_scan=read.full_scan)
+    props = table.properties
+    if props is not None and props.table_type == MERGE_ON_READ:
+        # Base files alone would miss the changes still in logs: DuckDB gets the merged rows.
+        return table.read(read.as_of)
     snap = table.snapshot(read.as_of)
     if not snap.files:
         schema = table.schema(read.as_of) if snap.seq else None

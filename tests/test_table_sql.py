@@ -213,3 +213,16 @@ def test_table_sql_on_minio_reads_through_the_verified_cache(
             gets.append(table.store.stats.snapshot().get("GET", 0) - before)
     files = len(table.snapshot(first).files)
     assert files and gets[1] <= gets[0] - files, gets  # no data file fetched again
+
+
+@pytest.mark.unit
+def test_merge_on_read_sql_sees_the_changes_still_in_logs(tmp_path: Path) -> None:
+    uri = str(tmp_path / "tables" / "mor")
+    t = Table.create(open_store(uri), KeyedProperties.of("id", table_type="merge_on_read"))
+    t.upsert(pa.table({"id": [1, 2], "delay": [5, 7]}))
+    t.upsert(pa.table({"id": [2], "delay": [70]}))  # a delta commit: a log block, no new base
+    t.delete([1])
+    base_only = t.read(read_optimized=True).sort_by("id").column("delay").to_pylist()
+    assert base_only == [5, 7]  # the changes are still in logs, not compacted
+    rows = _rows("table", "sql", uri, "SELECT id, delay FROM t ORDER BY id")
+    assert rows == [{"id": 2, "delay": 70}]
