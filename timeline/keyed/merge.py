@@ -14,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from .properties import EVENT_TIME, KeyedProperties
 
 
@@ -39,6 +43,31 @@ def combine(
         if _ordering_key(ordering[i]) >= _ordering_key(ordering[j]):
             best[ident] = i
     return sorted(best.values())
+
+
+def combine_rows(ids: pa.Array, ordering: pa.Array | None, props: KeyedProperties) -> np.ndarray:
+    """`combine` over Arrow arrays (vectorized): the surviving row positions, ascending."""
+    n = len(ids)
+    if n == 0 or pc.count_distinct(ids).as_py() == n:
+        return np.arange(n, dtype=np.int64)
+    pos = pa.array(np.arange(n, dtype=np.int64))
+    if props.merge_mode != EVENT_TIME or ordering is None:
+        t = pa.table({"id": ids, "pos": pos})  # commit_time: the later row wins
+        kept = t.group_by("id").aggregate([("pos", "max")]).column("pos_max")
+        return np.sort(kept.to_numpy())
+    # event_time: the highest ordering value (null lowest), ties to the later row: the
+    # last row of each id once sorted by (id, ordering, position).
+    t = pa.table({"id": ids, "ord": ordering, "pos": pos})
+    order = pc.sort_indices(
+        t,
+        sort_keys=[("id", "ascending"), ("ord", "ascending", "at_start"), ("pos", "ascending")],
+    )
+    t = t.take(order)
+    sid = t.column("id").combine_chunks()
+    last = np.ones(n, dtype=bool)
+    if n > 1:
+        last[:-1] = pc.not_equal(sid.slice(0, n - 1), sid.slice(1)).to_numpy(zero_copy_only=False)
+    return np.sort(t.column("pos").to_numpy()[last])
 
 
 def incoming_wins(
