@@ -1,6 +1,7 @@
 """Keyed tables on the timeline (Hudi's data model, copy-on-write): properties fixed at
 creation, insert/upsert/delete that rewrite only the file groups holding changed keys, an
-index from per-file key ranges and bloom filters or a record-level index (`indexing`), row meta columns, incremental and CDC reads.
+index from per-file key ranges and bloom filters or a record-level index (`indexing`),
+row meta columns, incremental and CDC reads.
 
 See docs/tables.md.
 """

@@ -101,8 +101,9 @@ def catch_up(
             continue
         d = w.metadata.get(RECORD_INDEX_DELTA)
         if d is not None:
-            delta, _ = read_shard(table.store, ShardRef.from_json(d))
-            mapping = apply_delta(mapping, delta, props)
+            if int(d.get("rows", 0)):
+                delta, _ = read_shard(table.store, ShardRef.from_json(d))
+                mapping = apply_delta(mapping, delta, props)
         elif w.added or w.replaced or w.replaced_partitions:
             untracked |= touched_groups(w, st)
     live = st.file_slices(end)

@@ -132,7 +132,8 @@ def index_view(st: TableState) -> IndexView | None:
             continue
         d = w.metadata.get(RECORD_INDEX_DELTA)
         if d is not None:
-            deltas.append(ShardRef.from_json(d))
+            if int(d.get("rows", 0)):  # an empty delta (updates in place) has no object
+                deltas.append(ShardRef.from_json(d))
         elif w.added or w.replaced or w.replaced_partitions:
             untracked |= touched_groups(w, st)
     shards = tuple(ShardRef.from_json(s) for s in meta["shards"])

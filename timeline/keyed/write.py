@@ -358,7 +358,8 @@ def _by_file(found: pa.Table, mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
     order = np.argsort(files, kind="stable")
     sel, files = sel[order], files[order]
     cuts = np.flatnonzero(np.diff(files)) + 1
-    return [(int(files[c[0]]), c) for c in np.split(sel, cuts)]
+    starts = np.r_[0, cuts]
+    return [(int(files[s]), c) for s, c in zip(starts, np.split(sel, cuts), strict=True)]
 
 
 def _apply_upserts(
@@ -514,6 +515,7 @@ def keyed_write(
                     g.deletes += len(set(hits) - g.drop)
                     g.drop.update(hits)
                     gone = rows.column(RECORD_KEY_COL).take(pa.array(hits, pa.int64()))
+                    gone = gone.combine_chunks().cast(pa.string())
                     tombstones.append((gone, pa.array([f.partition] * len(hits), pa.string())))
         new_groups = _place_inserts(plan, pending)
         if on_plan is not None:
