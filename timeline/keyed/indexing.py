@@ -172,6 +172,7 @@ def _run(table: Table, props: KeyedProperties) -> Instant:
         st = table.state()
         mapping, start = _start(table, st, plan)
         crash.point("indexing.built")
+        st = table.state()  # what completed while the build ran is caught up below
         end = max((e.seq for e in st.entries), default=0)
         mapping = catch_up(table, st, props, mapping, start, end)
         crash.point("indexing.caught_up")
@@ -224,11 +225,16 @@ def build_index(table: Table, attempts: int = 3) -> Instant:
     raise AssertionError("unreachable")
 
 
-def merge_if_due(table: Table) -> Instant | None:
-    """After a keyed commit: merge the deltas into base shards once there are more than
-    `record_index_max_deltas` of them (an `indexing` run that starts from the index)."""
-    view = index_view(table.state(refresh=False))
-    if view is None or len(view.deltas) < table.settings.record_index_max_deltas:
+def merge_if_due(table: Table, deltas: int | None = None) -> Instant | None:
+    """After a keyed commit: merge the deltas into base shards once there are
+    `record_index_max_deltas` of them (an `indexing` run that starts from the index).
+    `deltas`: their number, when the committer knows it (else the table is read)."""
+    if deltas is None:
+        view = index_view(table.state())
+        if view is None:
+            return None
+        deltas = len(view.deltas)
+    if deltas < table.settings.record_index_max_deltas:
         return None
     try:
         return build_index(table)

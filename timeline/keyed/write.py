@@ -146,8 +146,8 @@ class _Planner:
         self.schema = st.schema()
         factory = index or choose_index(table.settings.keyed_index)
         self.index: KeyIndex = factory(table.store, st, props)
-        #: Whether a record-level index exists: this write then records its key changes.
-        self.keeps_record_index = index_view(st) is not None
+        #: The record-level index, if one exists: this write then records its key changes.
+        self.record_index = index_view(st)
         self.groups: dict[str, _Group] = {}
         self.files_read = 0  # files whose keys were read to find the batch's records
 
@@ -532,14 +532,16 @@ def keyed_write(
             WRITE_STATS: stats,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
         }
-        if plan.keeps_record_index:
+        deltas = 0
+        if plan.record_index is not None:
             written = [*plan.groups.values(), *new_groups]
             delta = _record_index_delta(txn, plan, batch, written, tombstones)
             details[RECORD_INDEX_DELTA] = delta
+            deltas = len(plan.record_index.deltas) + (1 if delta["rows"] else 0)
         done = txn.commit(metadata, details)
     except BaseException:
         txn.abort()
         raise
-    if plan.keeps_record_index:
-        merge_if_due(table)
+    if plan.record_index is not None:
+        merge_if_due(table, deltas)  # counted as of the plan: a concurrent commit may add one
     return done
