@@ -10,7 +10,16 @@ import importlib
 import inspect
 import sys
 
-ALL = ["objectstore", "timeline", "archival", "content", "provenance", "service", "pipeline"]
+ALL = [
+    "objectstore",
+    "timeline",
+    "archival",
+    "content",
+    "provenance",
+    "service",
+    "pipeline",
+    "keyed_index",
+]
 
 
 def split_args(args: list[str]) -> tuple[list[str], list[str]]:

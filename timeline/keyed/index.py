@@ -13,13 +13,14 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 
 from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ..metadata import DataFile
 from ..snapshot import TableState
-from .bloom import INLINE_MAX_BYTES, BloomFilter
+from .bloom import INLINE_MAX_BYTES, BloomFilter, key_hashes
 from .keys import RECORD_KEY_COL
 from .properties import KeyedProperties
 
@@ -96,6 +97,7 @@ class RangeBloomIndex:
             order = sorted(range(len(keys)), key=keys.__getitem__)
             ordered = [keys[i] for i in order]
         out: dict[str, list[int]] = {}
+        hashes: tuple[np.ndarray, np.ndarray] | None = None  # each key hashed once, if at all
         for f in files:
             lo, hi = self._range(f)
             if lo is None or hi is None:
@@ -111,8 +113,11 @@ class RangeBloomIndex:
             positions = order[first:last]
             bloom = self._bloom(f)
             if bloom is not None:
-                maybe = bloom.might_contain([keys[i] for i in positions])
-                positions = [p for p, m in zip(positions, maybe, strict=True) if m]
+                if hashes is None:
+                    hashes = key_hashes(keys)
+                pos = np.asarray(positions, dtype=np.int64)
+                maybe = bloom.might_contain_hashed(hashes[0][pos], hashes[1][pos])
+                positions = pos[maybe].tolist()
             if positions:
                 out[f.path] = positions
         return out
