@@ -170,7 +170,9 @@ def main(argv: list[str] | None = None) -> None:
                 data = _batch(kind, keys, args.rows, args.batch, new_only)
                 for index in indexes:
                     got = _lookup(t, data, index)
-                    up = "" if args.no_upsert else f"{_upsert(root, data, index, args.file_mib):.2f}"
+                    up = ""
+                    if not args.no_upsert:
+                        up = f"{_upsert(root, data, index, args.file_mib):.2f}"
                     out.add_row(
                         kind,
                         label,

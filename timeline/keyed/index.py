@@ -122,6 +122,34 @@ class RangeBloomIndex:
                 out[f.path] = positions
         return out
 
+    def in_some_range(self, files: Sequence[DataFile], keys: Sequence[str]) -> np.ndarray:
+        """Per key: whether some file's key range holds it (a file without a range holds
+        anything). A key outside every range is in no file: no index needs to look it up."""
+        n = len(keys)
+        if self.integer_key is not None:
+            values: np.ndarray = np.array([int(k) for k in keys], dtype=object)
+        else:
+            values = np.array(keys, dtype=object)
+        order = np.argsort(values, kind="stable")
+        ordered = values[order]
+        marks = np.zeros(n + 1, dtype=np.int64)
+        for f in files:
+            lo, hi = self._range(f)
+            if lo is None or hi is None:
+                if f.rows == 0:
+                    continue
+                first, last = 0, n
+            else:
+                first = int(np.searchsorted(ordered, lo, "left"))
+                last = int(np.searchsorted(ordered, hi, "right"))
+            if first < last:
+                marks[first] += 1
+                marks[last] -= 1
+        inside = np.cumsum(marks[:n]) > 0
+        out = np.zeros(n, dtype=bool)
+        out[order] = inside
+        return out
+
     def _bloom(self, f: DataFile) -> BloomFilter | None:
         s = self.stats.get(f.path, {})
         if s.get("bloom"):

@@ -35,7 +35,7 @@ from storage import ObjectStore, checksum_of, verify
 from ..instant import INDEXING, RESTORE, ROLLBACK, parse_name
 from ..metadata import DataFile, Entry
 from ..snapshot import TableState
-from .index import KeyIndex, range_bloom_index
+from .index import KeyIndex, RangeBloomIndex, range_bloom_index
 from .properties import GLOBAL, KeyedProperties
 
 #: Commit-metadata field of an indexing entry (the base) and of a keyed commit (its delta).
@@ -260,9 +260,18 @@ class RecordLevelIndex:
             return out
         untracked = [f for f in files if f.group in self.view.untracked]
         tracked = {f.group: f for f in files if f.group not in self.view.untracked}
-        if tracked:
-            probe = pa.table({"key": pa.array(list(keys), pa.string())})
-            probe = probe.append_column("pos", pa.array(np.arange(len(keys), dtype=np.int64)))
+        if tracked and len(keys):
+            # Keys outside every file's key range are in no file (time-ordered new keys):
+            # only the others are looked up in the shards.
+            pos = np.arange(len(keys), dtype=np.int64)
+            if isinstance(self.fallback, RangeBloomIndex):
+                pos = pos[self.fallback.in_some_range(list(tracked.values()), keys)]
+            probe = pa.table(
+                {
+                    "key": pa.array([keys[i] for i in pos.tolist()], pa.string()),
+                    "pos": pa.array(pos),
+                }
+            )
             found = self.lookup(probe.column("key").combine_chunks())
             groups = pa.array(list(tracked), pa.string())
             found = found.filter(pc.is_in(found.column("file_group"), value_set=groups))
@@ -278,8 +287,8 @@ class RecordLevelIndex:
                     out[f.path] = sorted(set(p[s:e].tolist()))
             self.probed_files += len(out)
         if untracked:
-            for path, pos in self.fallback.candidates(untracked, keys).items():
-                out[path] = sorted(set(out.get(path, [])) | set(pos))
+            for path, more in self.fallback.candidates(untracked, keys).items():
+                out[path] = sorted(set(out.get(path, [])) | set(more))
         return out
 
 
