@@ -105,7 +105,8 @@ def _lookup(t: Table, data: pa.Table, index: str) -> dict[str, Any]:
     st = t.state()
     start = time.perf_counter()
     factory = choose_index(index) if choose_index is not None else None
-    plan = kw._Planner(t, PROPS, st, factory)
+    planner = getattr(kw, "Planner", None) or kw.__dict__["_Planner"]  # older trees
+    plan = planner(t, PROPS, st, factory)
     batch = kw.prepare_batch(data, PROPS, "20990101000000000", upsert=True)
     found = plan.locate(batch)
     took = time.perf_counter() - start

@@ -78,3 +78,23 @@ def incoming_wins(
     if props.merge_mode != EVENT_TIME or not has_ordering:
         return True
     return _ordering_key(incoming) >= _ordering_key(stored)
+
+
+def wins(
+    stored: pa.Array, incoming: pa.Array | None, props: KeyedProperties, has: bool
+) -> np.ndarray:
+    """`incoming_wins` over aligned arrays (vectorized): which incoming versions replace
+    the stored ones."""
+    n = len(stored)
+    if props.merge_mode != EVENT_TIME or not has or incoming is None:
+        return np.ones(n, dtype=bool)
+    try:
+        inc = incoming if incoming.type == stored.type else pc.cast(incoming, stored.type)
+        ge = pc.fill_null(pc.greater_equal(inc, stored), False)
+        won = pc.or_(pc.is_null(stored), pc.and_(pc.is_valid(inc), ge))
+        return np.asarray(pc.fill_null(won, False).to_numpy(zero_copy_only=False), dtype=bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pairs = zip(stored.to_pylist(), incoming.to_pylist(), strict=True)
+        return np.array(
+            [incoming_wins(a, b, props, has_ordering=True) for a, b in pairs], dtype=bool
+        )

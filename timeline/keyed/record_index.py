@@ -34,6 +34,7 @@ from storage import ObjectStore, checksum_of, verify
 
 from ..instant import INDEXING, RESTORE, ROLLBACK, parse_name
 from ..metadata import DataFile, Entry
+from ..settings import TableSettings
 from ..snapshot import TableState
 from .index import KeyIndex, RangeBloomIndex, range_bloom_index
 from .properties import GLOBAL, KeyedProperties
@@ -163,6 +164,26 @@ def put_shard(store: ObjectStore, path: str, rows: pa.Table, row_group_keys: int
     else:
         lo = hi = None
     return ShardRef(path, checksum_of(body), rows.num_rows, lo, hi)
+
+
+def write_delta(
+    store: ObjectStore,
+    path: str,
+    changes: Sequence[tuple[pa.Array, pa.Array, pa.Array]],
+    settings: TableSettings,
+) -> dict[str, Any]:
+    """A commit's delta shard from its (keys, partitions, file groups) changes (file group
+    null: deleted); what the commit metadata names (`{"rows": 0}` when nothing changed)."""
+    if not sum(len(k) for k, _, _ in changes):
+        return {"rows": 0}  # only records in place changed: still known to the index
+    rows = pa.table(
+        {
+            "key": pa.concat_arrays([k.cast(pa.string()) for k, _, _ in changes]),
+            "partition": pa.concat_arrays([p for _, p, _ in changes]),
+            "file_group": pa.concat_arrays([g for _, _, g in changes]),
+        }
+    ).sort_by([("key", "ascending"), ("partition", "ascending")])
+    return put_shard(store, path, rows, settings.record_index_row_group_keys).to_json()
 
 
 def read_shard(
@@ -324,4 +345,5 @@ __all__ = [
     "index_view",
     "put_shard",
     "read_shard",
+    "write_delta",
 ]

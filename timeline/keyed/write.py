@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CommitConflict, DuplicateKeys
+from ..errors import CommitConflict
 from ..file_stats import describe_bytes
 from ..instant import COMMIT, ROLLBACK, Instant
 from ..layout import data_instant_time
@@ -34,12 +34,13 @@ from ..metadata import DataFile
 from ..parquet_io import read_files, to_parquet_bytes
 from ..schema import conform, merge_schemas
 from ..snapshot import TableState
+from .apply import apply_deletes, apply_upserts
 from .index import WRITE_STATS, IndexFactory, KeyIndex, bloom_ref
 from .indexing import merge_if_due
 from .keys import RECORD_KEY_COL, key_range, partition_paths, record_keys, with_meta
-from .merge import combine_rows, incoming_wins
+from .merge import combine_rows
 from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
-from .record_index import RECORD_INDEX_DELTA, choose_index, index_view, put_shard
+from .record_index import RECORD_INDEX_DELTA, choose_index, index_view, write_delta
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -114,26 +115,7 @@ def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upser
     return Batch(rows, keys, ids, parts, ordering)
 
 
-def _wins(
-    stored: pa.Array, incoming: pa.Array | None, props: KeyedProperties, has: bool
-) -> np.ndarray:
-    """`incoming_wins` over aligned arrays: which incoming versions replace the stored."""
-    n = len(stored)
-    if props.merge_mode != EVENT_TIME or not has or incoming is None:
-        return np.ones(n, dtype=bool)
-    try:
-        inc = incoming if incoming.type == stored.type else pc.cast(incoming, stored.type)
-        ge = pc.fill_null(pc.greater_equal(inc, stored), False)
-        won = pc.or_(pc.is_null(stored), pc.and_(pc.is_valid(inc), ge))
-        return np.asarray(pc.fill_null(won, False).to_numpy(zero_copy_only=False), dtype=bool)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        pairs = zip(stored.to_pylist(), incoming.to_pylist(), strict=True)
-        return np.array(
-            [incoming_wins(a, b, props, has_ordering=True) for a, b in pairs], dtype=bool
-        )
-
-
-class _Planner:
+class Planner:
     """The state one write plans on, and the file groups it rewrites."""
 
     def __init__(
@@ -231,7 +213,7 @@ def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
     return max(1, size // rows) if rows else default
 
 
-def _place_inserts(plan: _Planner, pending: dict[str, list[int]]) -> list[_Group]:
+def _place_inserts(plan: Planner, pending: dict[str, list[int]]) -> list[_Group]:
     """New records go into small files of their partition first, then new file groups."""
     s = plan.table.settings
     record_size = _avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
@@ -271,7 +253,7 @@ def _place_inserts(plan: _Planner, pending: dict[str, list[int]]) -> list[_Group
 
 def _write_group(
     txn: Transaction,
-    plan: _Planner,
+    plan: Planner,
     g: _Group,
     incoming: pa.Table | None,
     schema: pa.Schema,
@@ -349,125 +331,30 @@ def _plan_on(txn: Transaction, st: TableState) -> None:
     txn.base = max([txn.base, *(e.seq for e in st.entries)])
 
 
-def _by_file(found: pa.Table, mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """(file index, positions in `found` of its rows) for the rows `mask` selects, by file."""
-    sel = np.flatnonzero(mask)
-    if not len(sel):
-        return []
-    files = found.column("file").to_numpy()[sel]
-    order = np.argsort(files, kind="stable")
-    sel, files = sel[order], files[order]
-    cuts = np.flatnonzero(np.diff(files)) + 1
-    starts = np.r_[0, cuts]
-    return [(int(files[s]), c) for s, c in zip(starts, np.split(sel, cuts), strict=True)]
-
-
-def _apply_upserts(
-    plan: _Planner, batch: Batch, operation: str, on_duplicate: str, pending: dict[str, list[int]]
-) -> None:
-    """Mark the rows the batch updates or moves, and collect new records by partition."""
-    found = plan.locate(batch)
-    n = len(batch.ids)
-    pos = found.column("pos").to_numpy()
-    is_new = np.ones(n, dtype=bool)
-    is_new[pos] = False
-    moved = np.zeros(n, dtype=bool)
-    if operation == "insert":
-        if len(pos) and on_duplicate == FAIL:
-            dupes = sorted(batch.keys.take(pa.array(pos)).to_pylist())
-            raise DuplicateKeys(
-                f"insert into {plan.table.uri}: {len(dupes)} key(s) already in the table, "
-                f"e.g. {', '.join(dupes[:5])} (upsert them, or insert with "
-                "on_duplicate='drop')",
-                dupes,
-            )
-    elif len(pos):
-        stored = (
-            found.column("stored").combine_chunks()
-            if "stored" in found.column_names
-            else pa.nulls(len(pos))
-        )
-        incoming = batch.ordering.take(pa.array(pos)) if batch.ordering is not None else None
-        won = _wins(stored, incoming, plan.props, True)
-        file_part = np.array([f.partition for f in plan.files], dtype=object)
-        batch_part = np.asarray(batch.partitions.to_numpy(zero_copy_only=False), dtype=object)
-        rows = found.column("row").to_numpy()
-        same = file_part[found.column("file").to_numpy()] == batch_part[pos]
-        for k, sel in _by_file(found, won):
-            g = plan.group_of(plan.files[k])
-            g.drop.update(rows[sel].tolist())
-            stay = sel[same[sel]]
-            g.new.extend(pos[stay].tolist())
-            g.updates += len(stay)
-            g.deletes += len(sel) - len(stay)  # a global key moved partition: deleted here
-        moved[pos[won & ~same]] = True  # ... and inserted into its new partition
-    todo = np.flatnonzero(is_new | moved)
-    parts = batch.partitions.take(pa.array(todo)).to_pylist()
-    for i, p in zip(todo.tolist(), parts, strict=True):
-        pending.setdefault(p, []).append(i)
-
-
-def _apply_deletes(plan: _Planner, dbatch: Batch) -> tuple[pa.Array, pa.Array]:
-    """Mark the stored rows the deletes win over; returns their (keys, partitions)."""
-    found = plan.locate(dbatch)
-    if found.num_rows == 0:
-        return pa.array([], pa.string()), pa.array([], pa.string())
-    pos = found.column("pos").to_numpy()
-    has = dbatch.ordering is not None
-    stored = (
-        found.column("stored").combine_chunks()
-        if "stored" in found.column_names
-        else pa.nulls(len(pos))
-    )
-    incoming = dbatch.ordering.take(pa.array(pos)) if dbatch.ordering is not None else None
-    won = _wins(stored, incoming, plan.props, has)
-    rows = found.column("row").to_numpy()
-    for k, sel in _by_file(found, won):
-        g = plan.group_of(plan.files[k])
-        fresh = set(rows[sel].tolist()) - g.drop
-        g.drop |= fresh
-        g.deletes += len(fresh)
-    idx = pa.array(np.flatnonzero(won))
-    keys = dbatch.keys.take(pa.array(pos)).take(idx)
-    file_part = [plan.files[k].partition for k in found.column("file").to_numpy()[won].tolist()]
-    return keys, pa.array(file_part, pa.string())
-
-
 def _record_index_delta(
     txn: Transaction,
-    plan: _Planner,
+    plan: Planner,
     batch: Batch | None,
     groups: Sequence[_Group],
     tombstones: Sequence[tuple[pa.Array, pa.Array]],
 ) -> dict[str, Any]:
     """The commit's key changes for the record-level index: new and moved records with their
     file group, deleted ones with none (docs/tables.md, "Record-level index")."""
-    keys: list[pa.Array] = []
-    parts: list[pa.Array] = []
-    fgs: list[pa.Array] = []
+    changes: list[tuple[pa.Array, pa.Array, pa.Array]] = []
     if batch is not None:
         for g in groups:
             if g.placed:
-                keys.append(batch.keys.take(pa.array(g.placed, pa.int64())))
-                parts.append(pa.array([g.partition] * len(g.placed), pa.string()))
-                fgs.append(pa.array([g.group] * len(g.placed), pa.string()))
-    for k, p in tombstones:
-        keys.append(k)
-        parts.append(p)
-        fgs.append(pa.nulls(len(k), pa.string()))
-    n = sum(len(k) for k in keys)
-    if n == 0:
-        return {"rows": 0}  # nothing moved: the commit is still known to the index
-    rows = pa.table(
-        {
-            "key": pa.concat_arrays([a.cast(pa.string()) for a in keys]),
-            "partition": pa.concat_arrays(parts),
-            "file_group": pa.concat_arrays(fgs),
-        }
-    ).sort_by([("key", "ascending"), ("partition", "ascending")])
+                n = len(g.placed)
+                changes.append(
+                    (
+                        batch.keys.take(pa.array(g.placed, pa.int64())),
+                        pa.array([g.partition] * n, pa.string()),
+                        pa.array([g.group] * n, pa.string()),
+                    )
+                )
+    changes += [(k, p, pa.nulls(len(k), pa.string())) for k, p in tombstones]
     path = txn.data_key("", "_record_index_delta.parquet")
-    ref = put_shard(txn.table.store, path, rows, plan.table.settings.record_index_row_group_keys)
-    return ref.to_json()
+    return write_delta(txn.table.store, path, changes, plan.table.settings)
 
 
 def keyed_write(
@@ -480,7 +367,7 @@ def keyed_write(
     where: Filter | None = None,
     on_duplicate: str = FAIL,
     metadata: dict[str, str] | None = None,
-    on_plan: Callable[[_Planner], None] | None = None,
+    on_plan: Callable[[Planner], None] | None = None,
     index: IndexFactory | None = None,
 ) -> Instant:
     """One keyed commit: upsert or insert `data`, or delete `deletes` (keys) / `where`.
@@ -490,7 +377,7 @@ def keyed_write(
     try:
         st = table.state()  # read after begin: whatever it misses is validated at commit
         _plan_on(txn, st)
-        plan = _Planner(table, props, st, index)
+        plan = Planner(table, props, st, index)
         s = table.settings
         batch = (
             prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
@@ -502,10 +389,10 @@ def keyed_write(
         pending: dict[str, list[int]] = {}
         tombstones: list[tuple[pa.Array, pa.Array]] = []  # (keys, partitions) deleted
         if batch is not None:
-            _apply_upserts(plan, batch, operation, on_duplicate, pending)
+            apply_upserts(plan, batch, operation, on_duplicate, pending)
         if deletes is not None:
             dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
-            tombstones.append(_apply_deletes(plan, dbatch))
+            tombstones.append(apply_deletes(plan, dbatch))
         if where is not None:
             for f in plan.files:
                 rows = plan.rows_of(f)
