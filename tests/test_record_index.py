@@ -275,3 +275,26 @@ def test_timeline_index_command(tmp_path: Path) -> None:
     assert done["action"] == "indexing" and done["state"] == "completed"
     refused = CliRunner().invoke(app, ["timeline", "index", "--table", str(tmp_path / "none")])
     assert refused.exit_code != 0
+
+
+@pytest.mark.unit
+def test_two_runs_of_one_plan_race(tmp_path: Path, monkeypatch: Any) -> None:
+    """A rerun resumes a run that is still alive and completes first: the slower run finds
+    the instant completed and leaves the winner's shards in place."""
+    t = _table(open_store("file://" + str(tmp_path / "t")))
+    rerun = Table.open(t.store, SETTINGS)
+    real = crash_mod.point
+    raced: list[str] = []
+
+    def race(name: str) -> None:
+        if name == "indexing.shards_written" and not raced:
+            raced.append("")  # once: the rerun passes here too
+            raced[0] = build_index(rerun).time  # resumes the same pending instant
+        real(name)
+
+    monkeypatch.setattr(crash_mod, "point", race)
+    done = build_index(t)
+    monkeypatch.setattr(crash_mod, "point", real)
+    assert raced == [done.time]
+    assert len([i for i in t.timeline().completed() if i.action == INDEXING]) == 1
+    _agrees(t)  # every shard still there, checksums verified

@@ -32,7 +32,7 @@ from .. import crash
 from ..commit import materialize
 from ..errors import CommitConflict, PlanError
 from ..instant import INDEXING, Instant, State
-from ..layout import data_key
+from ..layout import data_key, heartbeat_key
 from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..recovery import read_plan
@@ -131,12 +131,35 @@ def _shards(
     return refs
 
 
+class _IndexingTransaction(Transaction):
+    """An indexing run's transaction. Two runs of one plan may race (a rerun while the
+    first still runs): the loser must not delete the winner's shards, so an abort removes
+    only the shards this run wrote, and nothing once the instant completed."""
+
+    written: tuple[str, ...] = ()
+
+    def abort(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._heartbeat.stop()
+        self.table.refresh()
+        if self.table.timeline(refresh=False).completed().get(self.instant_time, INDEXING):
+            return  # another run of this plan completed it: its shards are the index
+        store = self.table.store
+        store.delete_many(list(self.written))
+        store.delete(heartbeat_key(self.instant_time))
+        tl = self.table.tl
+        mine = [i for i in tl.states.of_time(self.instant_time) if i.is_pending]
+        tl.states.delete(sorted(mine, key=lambda i: -i.state.rank))
+
+
 def _pending(table: Table) -> Instant | None:
     found = [i for i in table.timeline().pending() if i.action == INDEXING]
     return min(found, key=lambda i: i.time) if found else None
 
 
-def _resume(table: Table, inst: Instant) -> tuple[Transaction, dict[str, Any]] | Instant:
+def _resume(table: Table, inst: Instant) -> tuple[_IndexingTransaction, dict[str, Any]] | Instant:
     """The transaction of an interrupted run (its plan), or its completion if it landed."""
     table.refresh()
     for e in table.log_entries:
@@ -148,7 +171,7 @@ def _resume(table: Table, inst: Instant) -> tuple[Transaction, dict[str, Any]] |
         with contextlib.suppress(Conflict):
             table.tl.states.create(Instant(inst.time, INDEXING, State.INFLIGHT), b"{}")
     base = int(str(plan.get("base", 0)))
-    return Transaction(table, inst.time, INDEXING, base, OPERATION), plan
+    return _IndexingTransaction(table, inst.time, INDEXING, base, OPERATION), plan
 
 
 def _run(table: Table, props: KeyedProperties) -> Instant:
@@ -167,7 +190,9 @@ def _run(table: Table, props: KeyedProperties) -> Instant:
             "source": view.instant if view is not None else None,
             "start_seq": start_seq,
         }
-        txn = table.begin(INDEXING, operation=OPERATION, plan=plan)
+        begun = table.begin(INDEXING, operation=OPERATION, plan=plan)
+        begun.detach()  # carried on by an indexing transaction (its abort spares other runs)
+        txn = _IndexingTransaction(table, begun.instant_time, INDEXING, begun.base, OPERATION)
     try:
         st = table.state()
         mapping, start = _start(table, st, plan)
@@ -177,6 +202,7 @@ def _run(table: Table, props: KeyedProperties) -> Instant:
         mapping = catch_up(table, st, props, mapping, start, end)
         crash.point("indexing.caught_up")
         shards = _shards(table, txn.instant_time, mapping, end)
+        txn.written = tuple(str(r["path"]) for r in shards)
         crash.point("indexing.shards_written")
         txn.base = max(txn.base, end)  # validated against what completes after `end`
         metadata = {
@@ -219,7 +245,7 @@ def build_index(table: Table, attempts: int = 3) -> Instant:
             # A file of the planned snapshot was cleaned meanwhile: give this plan up.
             pending = _pending(table)
             if pending is not None:
-                Transaction(table, pending.time, INDEXING, 0, OPERATION).abort()
+                _IndexingTransaction(table, pending.time, INDEXING, 0, OPERATION).abort()
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
