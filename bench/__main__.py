@@ -19,6 +19,7 @@ ALL = [
     "service",
     "pipeline",
     "merge_on_read",
+    "keyed_index",
 ]
 
 

@@ -24,7 +24,7 @@ from tests.support.keyed_model import KeyedModel, cdc_rows, table_rows
 from tests.support.servers import S3Endpoint
 from timeline import Table, TableSettings
 from timeline.errors import DuplicateKeys
-from timeline.keyed import KeyedProperties
+from timeline.keyed import KeyedProperties, build_index
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("p", pa.string()), ("v", pa.string())])
 
@@ -56,14 +56,17 @@ op_st = st.one_of(
     st.tuples(st.just("schedule"), st.none()),
     st.tuples(st.just("compact"), st.none()),
 )
-case_st = st.fixed_dictionaries(
-    {
-        "merge_mode": st.sampled_from(["commit_time", "event_time"]),
-        "key_scope": st.sampled_from(["global", "partition"]),
-        "small_file_limit": st.sampled_from([0, 0, 4000, 100 * 1024 * 1024]),
-        "max_file_size": st.sampled_from([2500, 120 * 1024 * 1024]),
-        "ops": st.lists(op_st, min_size=1, max_size=7),
-    }
+CASE = {
+    "merge_mode": st.sampled_from(["commit_time", "event_time"]),
+    "key_scope": st.sampled_from(["global", "partition"]),
+    "small_file_limit": st.sampled_from([0, 0, 4000, 100 * 1024 * 1024]),
+    "max_file_size": st.sampled_from([2500, 120 * 1024 * 1024]),
+}
+case_st = st.fixed_dictionaries({**CASE, "ops": st.lists(op_st, min_size=1, max_size=7)})
+# With the record-level index: built at creation, rebuilt (merged) by `index` steps, and
+# merged by commits once 3 deltas pile up; tiny shards and row groups so lookups span several.
+indexed_case_st = st.fixed_dictionaries(
+    {**CASE, "ops": st.lists(st.one_of(op_st, st.just(("index", None))), min_size=1, max_size=8)}
 )
 # Merge-on-read sequences start from stored records and compact more often (a compaction
 # needs logs, which only updates and deletes of stored records write).
@@ -75,7 +78,20 @@ mor_case_st = case_st.flatmap(
 )
 
 
-def _run(store: ObjectStore, case: dict[str, Any], table_type: str = "copy_on_write") -> None:
+RECORD_INDEX_SETTINGS = {
+    "keyed_index": "record_level",
+    "record_index_shard_keys": 3,
+    "record_index_row_group_keys": 2,
+    "record_index_max_deltas": 3,
+}
+
+
+def _run(
+    store: ObjectStore,
+    case: dict[str, Any],
+    table_type: str = "copy_on_write",
+    record_index: bool = False,
+) -> None:
     props = KeyedProperties.of(
         "id",
         ordering_field="ts",
@@ -89,8 +105,11 @@ def _run(store: ObjectStore, case: dict[str, Any], table_type: str = "copy_on_wr
         parquet_max_file_size=case["max_file_size"],
         local_entry_cache=False,
         compaction_mode="off",  # compactions happen where the sequence says
+        **(RECORD_INDEX_SETTINGS if record_index else {}),  # type: ignore[arg-type]
     )
     table = Table.create(store, props, ts)
+    if record_index:
+        build_index(table)
     model = KeyedModel(case["merge_mode"], case["key_scope"])
     times = [table.timeline().completed().last().time]  # the creation commit: step 0
     for kind, arg in case["ops"]:
@@ -98,6 +117,10 @@ def _run(store: ObjectStore, case: dict[str, Any], table_type: str = "copy_on_wr
             with pytest.raises(DuplicateKeys):
                 table.insert(pa.Table.from_pylist(arg, SCHEMA))
             continue  # nothing committed
+        if kind == "index":
+            build_index(table)  # no commit: the snapshot is unchanged
+            event("indexed")
+            continue
         if kind == "rollback_last":
             if len(times) == 1:
                 continue  # never the creation commit
@@ -205,6 +228,17 @@ def test_merge_on_read_table_matches_model_local(case: dict[str, Any]) -> None:
     _run(store, case, "merge_on_read")
 
 
+@pytest.mark.unit
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=indexed_case_st)
+def test_keyed_table_with_record_index_matches_model_local(case: dict[str, Any]) -> None:
+    """The same, with every lookup answered by the record-level index (its deltas, merges,
+    and the fallback for writes that left no delta: clustering, rollbacks)."""
+    root = tempfile.mkdtemp(prefix="keyed-diff-rli-")
+    store = open_store("file://" + root, StoreSettings(fsync=False))
+    _run(store, case, record_index=True)
+
+
 @pytest.mark.minio
 @settings(
     max_examples=max(3, EXAMPLES // 6),
@@ -216,5 +250,22 @@ def test_merge_on_read_table_matches_model_minio(minio: S3Endpoint, case: dict[s
     store = open_store(f"s3://{minio.new_bucket()}/repo", minio.settings())
     try:
         _run(store, case, "merge_on_read")
+    finally:
+        store.close()
+
+
+@pytest.mark.minio
+@settings(
+    max_examples=max(3, EXAMPLES // 6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=indexed_case_st)
+def test_keyed_table_with_record_index_matches_model_minio(
+    minio: S3Endpoint, case: dict[str, Any]
+) -> None:
+    store = open_store(f"s3://{minio.new_bucket()}/repo", minio.settings())
+    try:
+        _run(store, case, record_index=True)
     finally:
         store.close()

@@ -115,6 +115,18 @@ class TableSettings:
     #: hoodie.compaction.logfile.size.threshold: file groups with fewer log bytes are left
     #: out of a plan (0: every group with a log).
     compaction_log_file_size_threshold: int = 0
+    #: hoodie.index.type: which index a keyed write asks. `auto` (and `record_level`) use
+    #: the record-level index once an `indexing` run built it (RECORD_INDEX), else key ranges
+    #: and bloom filters (BLOOM); `range_bloom` never reads the record-level index (it is
+    #: still kept current). See docs/tables.md, "Index".
+    keyed_index: str = "auto"
+    #: Keys per record-level index shard (shards are key ranges, sorted by key).
+    record_index_shard_keys: int = 1_000_000
+    #: Keys per row group of a shard: the block a lookup decodes.
+    record_index_row_group_keys: int = 65_536
+    #: Delta shards (one per keyed commit) after which a commit merges them into new base
+    #: shards (an `indexing` run starting from the index).
+    record_index_max_deltas: int = 20
     #: Optimistic-concurrency retries of the completing log write before giving up
     #: (each retry first re-validates against the commits that won in between).
     commit_max_attempts: int = 1000
@@ -156,6 +168,12 @@ class TableSettings:
             raise ValueError("compaction_strategy must be log_size")
         if self.compaction_max_delta_commits < 1 or self.compaction_max_delta_seconds < 0:
             raise ValueError("compaction_max_delta_commits >= 1, max_delta_seconds >= 0")
+        if self.keyed_index not in ("auto", "range_bloom", "record_level"):
+            raise ValueError("keyed_index must be auto, range_bloom or record_level")
+        if min(self.record_index_shard_keys, self.record_index_row_group_keys) < 1:
+            raise ValueError("record index shard and row group sizes must be >= 1")
+        if self.record_index_max_deltas < 1:
+            raise ValueError("record_index_max_deltas must be >= 1")
         if self.cleaner_commits_retained < 1 or self.cleaner_fileversions_retained < 1:
             raise ValueError("cleaner retention must keep at least 1")
 

@@ -182,6 +182,15 @@ def compact(
 
 
 @app.command()
+def index(table: TableOption = None, as_json: JsonOption = False) -> None:
+    """Build the record-level index of a keyed table (the `indexing` action), or merge its
+    deltas into new shards; resumes an interrupted run."""
+    from timeline.keyed import build_index
+
+    _print(build_index(open_table(table)), "indexed by", as_json)
+
+
+@app.command()
 def recover(table: TableOption = None) -> None:
     """Roll back failed writes (expired heartbeats) and finish interrupted table services."""
     for line in open_table(table).recover() or ["nothing to recover"]:

@@ -1,12 +1,14 @@
 """Keyed tables on the timeline (Hudi's data model, copy-on-write): properties fixed at
 creation, insert/upsert/delete that rewrite only the file groups holding changed keys, an
-index from per-file key ranges and bloom filters, row meta columns, incremental and CDC reads.
+index from per-file key ranges and bloom filters or a record-level index (`indexing`),
+row meta columns, incremental and CDC reads.
 
 See docs/tables.md.
 """
 
 from .bloom import BloomFilter
 from .index import KeyIndex, RangeBloomIndex
+from .indexing import build_index
 from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 from .properties import (
     COMMIT_TIME,
@@ -22,6 +24,7 @@ from .properties import (
     PropertiesError,
     load_properties,
 )
+from .record_index import RecordLevelIndex, choose_index, index_view
 
 __all__ = [
     "COMMIT_TIME",
@@ -41,5 +44,9 @@ __all__ = [
     "KeyedProperties",
     "PropertiesError",
     "RangeBloomIndex",
+    "RecordLevelIndex",
+    "build_index",
+    "choose_index",
+    "index_view",
     "load_properties",
 ]

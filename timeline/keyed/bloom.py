@@ -50,10 +50,19 @@ class BloomFilter:
         """One bool per key: False = certainly absent."""
         if not keys:
             return np.zeros(0, dtype=bool)
+        return self.might_contain_hashed(*key_hashes(keys))
+
+    def might_contain_hashed(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        """`might_contain` for keys hashed once by `key_hashes` (an index probing many
+        files with one batch hashes it once)."""
+        if not len(h1):
+            return np.zeros(0, dtype=bool)
         array = np.unpackbits(
             np.frombuffer(self.bits, dtype=np.uint8), bitorder="little", count=self.num_bits
         ).astype(bool)
-        result: np.ndarray = array[_positions(keys, self.num_bits, self.num_hashes)].all(axis=1)
+        result: np.ndarray = array[_hashed_positions(h1, h2, self.num_bits, self.num_hashes)].all(
+            axis=1
+        )
         return result
 
     def to_json(self) -> dict[str, object]:
@@ -70,8 +79,16 @@ class BloomFilter:
         )
 
 
+def key_hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The two hash words of each key (double hashing)."""
+    return _hashes(keys)
+
+
 def _positions(keys: Sequence[str], m: int, k: int) -> np.ndarray:
-    h1, h2 = _hashes(keys)
+    return _hashed_positions(*_hashes(keys), m, k)
+
+
+def _hashed_positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> np.ndarray:
     i = np.arange(k, dtype=np.uint64)
     with np.errstate(over="ignore"):
         combined = h1[:, None] + i[None, :] * h2[:, None]

@@ -13,13 +13,14 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 
 from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ..metadata import DataFile
 from ..snapshot import TableState
-from .bloom import INLINE_MAX_BYTES, BloomFilter
+from .bloom import INLINE_MAX_BYTES, BloomFilter, key_hashes
 from .keys import RECORD_KEY_COL
 from .properties import KeyedProperties
 
@@ -96,6 +97,7 @@ class RangeBloomIndex:
             order = sorted(range(len(keys)), key=keys.__getitem__)
             ordered = [keys[i] for i in order]
         out: dict[str, list[int]] = {}
+        hashes: tuple[np.ndarray, np.ndarray] | None = None  # each key hashed once, if at all
         for f in files:
             lo, hi = self._range(f)
             if lo is None or hi is None:
@@ -111,10 +113,41 @@ class RangeBloomIndex:
             positions = order[first:last]
             bloom = self._bloom(f)
             if bloom is not None:
-                maybe = bloom.might_contain([keys[i] for i in positions])
-                positions = [p for p, m in zip(positions, maybe, strict=True) if m]
+                if hashes is None:
+                    hashes = key_hashes(keys)
+                pos = np.asarray(positions, dtype=np.int64)
+                maybe = bloom.might_contain_hashed(hashes[0][pos], hashes[1][pos])
+                positions = pos[maybe].tolist()
             if positions:
                 out[f.path] = positions
+        return out
+
+    def in_some_range(self, files: Sequence[DataFile], keys: Sequence[str]) -> np.ndarray:
+        """Per key: whether some file's key range holds it (a file without a range holds
+        anything). A key outside every range is in no file: no index needs to look it up."""
+        n = len(keys)
+        if self.integer_key is not None:
+            values: np.ndarray = np.array([int(k) for k in keys], dtype=object)
+        else:
+            values = np.array(keys, dtype=object)
+        order = np.argsort(values, kind="stable")
+        ordered = values[order]
+        marks = np.zeros(n + 1, dtype=np.int64)
+        for f in files:
+            lo, hi = self._range(f)
+            if lo is None or hi is None:
+                if f.rows == 0:
+                    continue
+                first, last = 0, n
+            else:
+                first = int(np.searchsorted(ordered, lo, "left"))
+                last = int(np.searchsorted(ordered, hi, "right"))
+            if first < last:
+                marks[first] += 1
+                marks[last] -= 1
+        inside = np.cumsum(marks[:n]) > 0
+        out = np.zeros(n, dtype=bool)
+        out[order] = inside
         return out
 
     def _bloom(self, f: DataFile) -> BloomFilter | None:

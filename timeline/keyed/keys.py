@@ -78,14 +78,16 @@ def identities(keys: Sequence[str], partitions: Sequence[str], props: KeyedPrope
     return list(keys)
 
 
-def with_meta(data: pa.Table, instant_time: str, keys: Sequence[str]) -> pa.Table:
+def with_meta(data: pa.Table, instant_time: str, keys: Sequence[str] | pa.Array) -> pa.Table:
     """`data` with the meta columns first (replacing any the input carried)."""
     body = data.drop_columns([c for c in META_COLUMNS if c in data.column_names])
     n = body.num_rows
     meta = pa.table(
         {
             COMMIT_TIME_COL: pa.array([instant_time] * n, pa.string()),
-            RECORD_KEY_COL: pa.array(list(keys), pa.string()),
+            RECORD_KEY_COL: keys
+            if isinstance(keys, pa.Array)
+            else pa.array(list(keys), pa.string()),
         }
     )
     return pa.Table.from_arrays(

@@ -14,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from .properties import EVENT_TIME, KeyedProperties
 
 
@@ -41,6 +45,31 @@ def combine(
     return sorted(best.values())
 
 
+def combine_rows(ids: pa.Array, ordering: pa.Array | None, props: KeyedProperties) -> np.ndarray:
+    """`combine` over Arrow arrays (vectorized): the surviving row positions, ascending."""
+    n = len(ids)
+    if n == 0 or pc.count_distinct(ids).as_py() == n:
+        return np.arange(n, dtype=np.int64)
+    pos = pa.array(np.arange(n, dtype=np.int64))
+    if props.merge_mode != EVENT_TIME or ordering is None:
+        t = pa.table({"id": ids, "pos": pos})  # commit_time: the later row wins
+        kept = t.group_by("id").aggregate([("pos", "max")]).column("pos_max")
+        return np.sort(kept.to_numpy())
+    # event_time: the highest ordering value (null lowest), ties to the later row: the
+    # last row of each id once sorted by (id, ordering, position).
+    t = pa.table({"id": ids, "ord": ordering, "pos": pos})
+    order = pc.sort_indices(
+        t,
+        sort_keys=[("id", "ascending"), ("ord", "ascending", "at_start"), ("pos", "ascending")],
+    )
+    t = t.take(order)
+    sid = t.column("id").combine_chunks()
+    last = np.ones(n, dtype=bool)
+    if n > 1:
+        last[:-1] = pc.not_equal(sid.slice(0, n - 1), sid.slice(1)).to_numpy(zero_copy_only=False)
+    return np.sort(t.column("pos").to_numpy()[last])
+
+
 def incoming_wins(
     stored: Any, incoming: Any, props: KeyedProperties, *, has_ordering: bool
 ) -> bool:
@@ -49,3 +78,23 @@ def incoming_wins(
     if props.merge_mode != EVENT_TIME or not has_ordering:
         return True
     return _ordering_key(incoming) >= _ordering_key(stored)
+
+
+def wins(
+    stored: pa.Array, incoming: pa.Array | None, props: KeyedProperties, has: bool
+) -> np.ndarray:
+    """`incoming_wins` over aligned arrays (vectorized): which incoming versions replace
+    the stored ones."""
+    n = len(stored)
+    if props.merge_mode != EVENT_TIME or not has or incoming is None:
+        return np.ones(n, dtype=bool)
+    try:
+        inc = incoming if incoming.type == stored.type else pc.cast(incoming, stored.type)
+        ge = pc.fill_null(pc.greater_equal(inc, stored), False)
+        won = pc.or_(pc.is_null(stored), pc.and_(pc.is_valid(inc), ge))
+        return np.asarray(pc.fill_null(won, False).to_numpy(zero_copy_only=False), dtype=bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pairs = zip(stored.to_pylist(), incoming.to_pylist(), strict=True)
+        return np.array(
+            [incoming_wins(a, b, props, has_ordering=True) for a, b in pairs], dtype=bool
+        )

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CommitConflict, DuplicateKeys
+from ..errors import CommitConflict
 from ..file_stats import describe_bytes
 from ..instant import COMMIT, ROLLBACK, Instant
 from ..layout import data_instant_time
@@ -34,17 +34,13 @@ from ..metadata import DataFile
 from ..parquet_io import read_files, to_parquet_bytes
 from ..schema import conform, merge_schemas
 from ..snapshot import TableState
-from .index import WRITE_STATS, IndexFactory, KeyIndex, bloom_ref, range_bloom_index
-from .keys import (
-    RECORD_KEY_COL,
-    identities,
-    key_range,
-    partition_paths,
-    record_keys,
-    with_meta,
-)
-from .merge import combine, incoming_wins
+from .apply import apply_deletes, apply_upserts
+from .index import WRITE_STATS, IndexFactory, KeyIndex, bloom_ref
+from .indexing import merge_if_due
+from .keys import RECORD_KEY_COL, key_range, partition_paths, record_keys, with_meta
+from .merge import combine_rows
 from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
+from .record_index import RECORD_INDEX_DELTA, choose_index, index_view, write_delta
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -58,12 +54,13 @@ DROP = "drop"
 
 @dataclass
 class Batch:
-    """Incoming records after combining duplicates."""
+    """Incoming records after combining duplicates (arrays aligned with `rows`)."""
 
     rows: pa.Table  # upserts: with meta columns; deletes: the given columns
-    ids: list[str]
-    partitions: list[str]
-    ordering: list[Any] | None
+    keys: pa.Array  # record keys as text
+    ids: pa.Array  # record identities (key, or partition and key)
+    partitions: pa.Array
+    ordering: pa.Array | None
 
 
 @dataclass
@@ -76,39 +73,49 @@ class _Group:
     # the new slice is written, so one file group's rows are in memory at a time
     drop: set[int] = field(default_factory=set)  # base rows removed (updated or deleted)
     new: list[int] = field(default_factory=list)  # batch rows written into this group
+    placed: list[int] = field(default_factory=list)  # of which new or moved records
     inserts: int = 0
     updates: int = 0
     deletes: int = 0
 
 
+def _key_array(data: pa.Table, props: KeyedProperties) -> pa.Array:
+    if len(props.record_key) == 1:
+        (c,) = props.record_key
+        if c in data.column_names:
+            col = data.column(c)
+            plain = pa.types.is_integer(col.type) or pa.types.is_string(col.type)
+            if plain and not col.null_count:
+                return pc.cast(col, pa.string()).combine_chunks()  # as record_keys words it
+    return pa.array(record_keys(data, props), pa.string())
+
+
 def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bool) -> Batch:
-    keys = record_keys(data, props)
+    keys = _key_array(data, props)
     if props.key_scope == GLOBAL and not upsert:
-        parts = [""] * data.num_rows  # a global key names its record wherever it lives
-    else:
-        parts = partition_paths(data, props)
+        parts = pa.array([""] * data.num_rows, pa.string())  # a global key names its record
+    else:  # wherever it lives
+        parts = pa.array(partition_paths(data, props), pa.string())
     ordering = None
     if props.ordering_field and props.ordering_field in data.column_names:
-        ordering = data.column(props.ordering_field).to_pylist()
+        ordering = data.column(props.ordering_field).combine_chunks()
     elif upsert and props.merge_mode == EVENT_TIME:
         raise PropertiesError(
             f"merge mode event_time needs the ordering field {props.ordering_field!r} "
             "in the written data"
         )
-    ids = identities(keys, parts, props)
-    keep = combine(ids, ordering, props)
+    ids = keys if props.key_scope == GLOBAL else pc.binary_join_element_wise(parts, keys, "\x00")
+    keep = combine_rows(ids, ordering, props)
     if len(keep) != data.num_rows:
         idx = pa.array(keep, pa.int64())
         data = data.take(idx)
-        keys = [keys[i] for i in keep]
-        parts = [parts[i] for i in keep]
-        ids = [ids[i] for i in keep]
-        ordering = [ordering[i] for i in keep] if ordering is not None else None
+        keys, parts, ids = keys.take(idx), parts.take(idx), ids.take(idx)
+        ordering = ordering.take(idx) if ordering is not None else None
     rows = with_meta(data, instant, keys) if upsert else data
-    return Batch(rows, ids, parts, ordering)
+    return Batch(rows, keys, ids, parts, ordering)
 
 
-class _Planner:
+class Planner:
     """The state one write plans on, and the file groups it rewrites."""
 
     def __init__(
@@ -119,7 +126,10 @@ class _Planner:
         self.st = st
         self.files = st.snapshot().files
         self.schema = st.schema()
-        self.index: KeyIndex = (index or range_bloom_index)(table.store, st, props)
+        factory = index or choose_index(table.settings.keyed_index)
+        self.index: KeyIndex = factory(table.store, st, props)
+        #: The record-level index, if one exists: this write then records its key changes.
+        self.record_index = index_view(st)
         self.groups: dict[str, _Group] = {}
         self.files_read = 0  # files whose keys were read to find the batch's records
 
@@ -134,53 +144,67 @@ class _Planner:
             self.groups[f.group] = g
         return g
 
-    def _identity(self, f: DataFile, key: str) -> str:
-        return key if self.props.key_scope == GLOBAL else f"{f.partition}\x00{key}"
-
-    def locate(self, batch: Batch) -> dict[str, tuple[DataFile, int, Any]]:
-        """Record identity -> (file, row, ordering value) for the batch's records the table
-        holds. Candidate files are read for their key (and ordering) column only, one at a
-        time: memory holds the hits, never the files."""
-        wanted = set(batch.ids)
-        keys = [i.split("\x00", 1)[-1] for i in batch.ids]
+    def locate(self, batch: Batch) -> pa.Table:
+        """The batch's records the table holds: a table of `pos` (batch row), `file` (index
+        into `self.files`), `row` and `stored` (ordering value). Candidate files are read for
+        their key (and ordering) column only, one at a time: memory holds the hits."""
+        n = len(batch.ids)
         if self.props.key_scope == GLOBAL:
-            scopes = [(list(self.files), list(range(len(keys))))]
+            scopes = [(list(range(len(self.files))), np.arange(n, dtype=np.int64))]
         else:
-            by_part: dict[str, list[int]] = {}
-            for i, p in enumerate(batch.partitions):
-                by_part.setdefault(p, []).append(i)
-            scopes = [
-                ([f for f in self.files if f.partition == p], pos) for p, pos in by_part.items()
-            ]
-        found: dict[str, tuple[DataFile, int, Any]] = {}
-        by_path = {f.path: f for f in self.files}
+            enc = pc.dictionary_encode(batch.partitions)
+            codes = enc.indices.to_numpy(zero_copy_only=False)
+            scopes = []
+            for c, p in enumerate(enc.dictionary.to_pylist()):
+                pos = np.flatnonzero(codes == c).astype(np.int64)
+                fidx = [k for k, f in enumerate(self.files) if f.partition == p]
+                scopes.append((fidx, pos))
+        index_of = {f.path: k for k, f in enumerate(self.files)}
         order_col = self.props.ordering_field
         columns = [RECORD_KEY_COL]
         if order_col and self.schema is not None and order_col in self.schema.names:
             columns.append(order_col)
-        for files, positions in scopes:
-            if not files or not positions:
+        pieces = []
+        for fidx, positions in scopes:
+            if not fidx or not len(positions):
                 continue
-            for path, hits in self.index.candidates(files, [keys[i] for i in positions]).items():
-                f = by_path[path]
-                data = self.rows_of(f, columns)
+            scope_keys = batch.keys.take(pa.array(positions))
+            files = [self.files[k] for k in fidx]
+            for path, hits in self.index.candidates(files, scope_keys.to_pylist()).items():
+                k = index_of[path]
+                data = self.rows_of(self.files[k], columns)
                 self.files_read += 1
                 if data.num_rows == 0:
                     continue
                 stored = data.column(RECORD_KEY_COL)
-                probe = pa.array([keys[positions[h]] for h in hits], pa.string())
-                rows = pc.indices_nonzero(pc.is_in(stored, value_set=probe))
-                hit_keys = stored.take(rows).to_pylist()
-                hit_order = (
-                    data.column(order_col).take(rows).to_pylist()
-                    if len(columns) > 1 and order_col
-                    else [None] * len(hit_keys)
+                probe_pos = positions[np.asarray(hits, dtype=np.int64)]
+                probe = pa.table(
+                    {"key": batch.keys.take(pa.array(probe_pos)), "pos": pa.array(probe_pos)}
                 )
-                for row, key, value in zip(rows.to_pylist(), hit_keys, hit_order, strict=True):
-                    ident = self._identity(f, key)
-                    if ident in wanted:
-                        found[ident] = (f, row, value)
-        return found
+                rows = pc.indices_nonzero(pc.is_in(stored, value_set=probe.column("key")))
+                if not len(rows):
+                    continue
+                got = {
+                    "key": stored.take(rows),
+                    "row": pc.cast(rows, pa.int64()),
+                    "file": pa.array(np.full(len(rows), k, dtype=np.int64)),
+                }
+                if len(columns) > 1:
+                    got["stored"] = data.column(order_col).take(rows)
+                pieces.append(pa.table(got).join(probe, "key", join_type="inner").sort_by("row"))
+        if not pieces:
+            return pa.table(
+                {
+                    "pos": pa.array([], pa.int64()),
+                    "file": pa.array([], pa.int64()),
+                    "row": pa.array([], pa.int64()),
+                }
+            )
+        found = pa.concat_tables(pieces, promote_options="default")
+        # A key held twice (two writers inserted it concurrently): the last file read wins.
+        found = found.append_column("seq", pa.array(np.arange(found.num_rows, dtype=np.int64)))
+        last = found.group_by("pos").aggregate([("seq", "max")]).column("seq_max")
+        return found.take(last).sort_by("pos")
 
 
 def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
@@ -189,7 +213,7 @@ def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
     return max(1, size // rows) if rows else default
 
 
-def _place_inserts(plan: _Planner, pending: dict[str, list[int]]) -> list[_Group]:
+def _place_inserts(plan: Planner, pending: dict[str, list[int]]) -> list[_Group]:
     """New records go into small files of their partition first, then new file groups."""
     s = plan.table.settings
     record_size = _avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
@@ -211,17 +235,25 @@ def _place_inserts(plan: _Planner, pending: dict[str, list[int]]) -> list[_Group
             g = plan.group_of(f)
             taken, todo = todo[:room], todo[room:]
             g.new += taken
+            g.placed += taken
             g.inserts += len(taken)
         while todo:
             taken, todo = todo[:per_file], todo[per_file:]
-            g = _Group(f"{uuid.uuid4()}-0", partition, None, new=taken, inserts=len(taken))
+            g = _Group(
+                f"{uuid.uuid4()}-0",
+                partition,
+                None,
+                new=taken,
+                placed=list(taken),
+                inserts=len(taken),
+            )
             new_groups.append(g)
     return new_groups
 
 
 def _write_group(
     txn: Transaction,
-    plan: _Planner,
+    plan: Planner,
     g: _Group,
     incoming: pa.Table | None,
     schema: pa.Schema,
@@ -299,6 +331,32 @@ def _plan_on(txn: Transaction, st: TableState) -> None:
     txn.base = max([txn.base, *(e.seq for e in st.entries)])
 
 
+def _record_index_delta(
+    txn: Transaction,
+    plan: Planner,
+    batch: Batch | None,
+    groups: Sequence[_Group],
+    tombstones: Sequence[tuple[pa.Array, pa.Array]],
+) -> dict[str, Any]:
+    """The commit's key changes for the record-level index: new and moved records with their
+    file group, deleted ones with none (docs/tables.md, "Record-level index")."""
+    changes: list[tuple[pa.Array, pa.Array, pa.Array]] = []
+    if batch is not None:
+        for g in groups:
+            if g.placed:
+                n = len(g.placed)
+                changes.append(
+                    (
+                        batch.keys.take(pa.array(g.placed, pa.int64())),
+                        pa.array([g.partition] * n, pa.string()),
+                        pa.array([g.group] * n, pa.string()),
+                    )
+                )
+    changes += [(k, p, pa.nulls(len(k), pa.string())) for k, p in tombstones]
+    path = txn.data_key("", "_record_index_delta.parquet")
+    return write_delta(txn.table.store, path, changes, plan.table.settings)
+
+
 def keyed_write(
     table: Table,
     props: KeyedProperties,
@@ -309,7 +367,7 @@ def keyed_write(
     where: Filter | None = None,
     on_duplicate: str = FAIL,
     metadata: dict[str, str] | None = None,
-    on_plan: Callable[[_Planner], None] | None = None,
+    on_plan: Callable[[Planner], None] | None = None,
     index: IndexFactory | None = None,
 ) -> Instant:
     """One keyed commit: upsert or insert `data`, or delete `deletes` (keys) / `where`.
@@ -319,7 +377,7 @@ def keyed_write(
     try:
         st = table.state()  # read after begin: whatever it misses is validated at commit
         _plan_on(txn, st)
-        plan = _Planner(table, props, st, index)
+        plan = Planner(table, props, st, index)
         s = table.settings
         batch = (
             prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
@@ -329,48 +387,12 @@ def keyed_write(
             schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
         txn.schema = schema
         pending: dict[str, list[int]] = {}
+        tombstones: list[tuple[pa.Array, pa.Array]] = []  # (keys, partitions) deleted
         if batch is not None:
-            found = plan.locate(batch)
-            dupes = []
-            for i, ident in enumerate(batch.ids):
-                hit = found.get(ident)
-                if hit is None:
-                    pending.setdefault(batch.partitions[i], []).append(i)
-                    continue
-                if operation == "insert":
-                    dupes.append(ident.split("\x00", 1)[-1])
-                    continue
-                f, row, stored = hit
-                incoming = batch.ordering[i] if batch.ordering is not None else None
-                if not incoming_wins(stored, incoming, props, has_ordering=True):
-                    continue  # an older version than the table's: Hudi keeps the stored one
-                g = plan.group_of(f)
-                g.drop.add(row)
-                if f.partition == batch.partitions[i]:
-                    g.new.append(i)
-                    g.updates += 1
-                else:  # a global key moved partition: deleted there, inserted here
-                    g.deletes += 1
-                    pending.setdefault(batch.partitions[i], []).append(i)
-            if dupes and on_duplicate == FAIL:
-                raise DuplicateKeys(
-                    f"insert into {table.uri}: {len(dupes)} key(s) already in the table, e.g. "
-                    f"{', '.join(sorted(dupes)[:5])} (upsert them, or insert with "
-                    "on_duplicate='drop')",
-                    sorted(dupes),
-                )
+            apply_upserts(plan, batch, operation, on_duplicate, pending)
         if deletes is not None:
             dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
-            position = {ident: i for i, ident in enumerate(dbatch.ids)}
-            for ident, (f, row, stored) in plan.locate(dbatch).items():
-                i = position[ident]
-                has = dbatch.ordering is not None
-                incoming = dbatch.ordering[i] if dbatch.ordering is not None else None
-                if incoming_wins(stored, incoming, props, has_ordering=has):
-                    g = plan.group_of(f)
-                    if row not in g.drop:
-                        g.drop.add(row)
-                        g.deletes += 1
+            tombstones.append(apply_deletes(plan, dbatch))
         if where is not None:
             for f in plan.files:
                 rows = plan.rows_of(f)
@@ -379,6 +401,9 @@ def keyed_write(
                     g = plan.group_of(f)
                     g.deletes += len(set(hits) - g.drop)
                     g.drop.update(hits)
+                    gone = rows.column(RECORD_KEY_COL).take(pa.array(hits, pa.int64()))
+                    gone = gone.combine_chunks().cast(pa.string())
+                    tombstones.append((gone, pa.array([f.partition] * len(hits), pa.string())))
         new_groups = _place_inserts(plan, pending)
         if on_plan is not None:
             on_plan(plan)
@@ -390,11 +415,20 @@ def keyed_write(
         ]
         fpp = s.bloom_index_fpp
         stats += [_write_group(txn, plan, g, incoming_rows, schema, fpp) for g in new_groups]
-        details = {
+        details: dict[str, Any] = {
             WRITE_STATS: stats,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
         }
-        return txn.commit(metadata, details)
+        deltas = 0
+        if plan.record_index is not None:
+            written = [*plan.groups.values(), *new_groups]
+            delta = _record_index_delta(txn, plan, batch, written, tombstones)
+            details[RECORD_INDEX_DELTA] = delta
+            deltas = len(plan.record_index.deltas) + (1 if delta["rows"] else 0)
+        done = txn.commit(metadata, details)
     except BaseException:
         txn.abort()
         raise
+    if plan.record_index is not None:
+        merge_if_due(table, deltas)  # counted as of the plan: a concurrent commit may add one
+    return done
