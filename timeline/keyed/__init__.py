@@ -6,6 +6,24 @@ See docs/tables.md.
 """
 
 from .bloom import BloomFilter
+from .engine import (
+    Hit,
+    KeyedWritePlan,
+    Placement,
+    commit_keyed,
+    locate_in_file,
+    place_inserts,
+    plan_write,
+    record_columns,
+    write_slice,
+)
+from .engine_reads import (
+    ChangesPlan,
+    CommitUnit,
+    plan_changes,
+    read_changed_file,
+    read_commit_changes,
+)
 from .index import KeyIndex, RangeBloomIndex
 from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 from .properties import (
@@ -37,9 +55,23 @@ __all__ = [
     "RECORD_KEY_COL",
     "TABLE_TYPES",
     "BloomFilter",
+    "ChangesPlan",
+    "CommitUnit",
+    "Hit",
     "KeyIndex",
     "KeyedProperties",
+    "KeyedWritePlan",
+    "Placement",
     "PropertiesError",
     "RangeBloomIndex",
+    "commit_keyed",
     "load_properties",
+    "locate_in_file",
+    "place_inserts",
+    "plan_changes",
+    "plan_write",
+    "read_changed_file",
+    "read_commit_changes",
+    "record_columns",
+    "write_slice",
 ]
