@@ -45,7 +45,9 @@ from timeline import (
     read_verified,
     split_partitions,
 )
+from timeline.keyed import RECORD_KEY_COL
 
+from .changes_reader import changes_reader, changes_request, changes_schema
 from .commit_info import WRITE_ID_METADATA_KEY, CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
     commit_info,
@@ -56,6 +58,7 @@ from .committing import (
 )
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
+from .keyed_options import keyed_options, requested_properties
 from .native import arrow_schema
 from .paths import TablePath, resolve_repo_uri, table_path
 
@@ -82,6 +85,8 @@ class FilesWritten(WriterCommitMessage):
 
     files: list[DataFile] = field(default_factory=list)
     job: str = ""
+    #: Write stats of the files (keyed writes: one per rewritten file group).
+    stats: list[dict[str, Any]] = field(default_factory=list)
     beat: bool = False
 
 
@@ -99,6 +104,16 @@ INPUT_FILES_OPTION = "inputFiles"
 
 #: Writer option: an id recorded in the commit metadata (`flowledger.spark.save` sets it).
 WRITE_ID_OPTION = "flowledgerWriteId"
+
+#: Writer option carrying a keyed write `flowledger.spark.save` planned (keyed_writers.py).
+KEYED_TASK_OPTION = "flowledgerKeyedTask"
+
+BARE_KEYED = (
+    "a keyed write (upsert, insert, delete) needs Spark to bring each file group's records "
+    "together, which a Python data source cannot ask for: write with "
+    "flowledger.spark.save(df, uri, options={'operation': 'upsert', 'recordKey': ...}) "
+    "(the data source, planned by the driver) or flowledger.spark.write(df, uri, options=...)"
+)
 
 
 def input_files_option(options: Mapping[str, str]) -> tuple[str, ...]:
@@ -131,6 +146,9 @@ class FlowledgerDataSource(DataSource):
 
         path = self._path()
         table = self._table(path)
+        changes = changes_request(self.options)
+        if changes is not None:
+            return changes_schema(table, changes)
         files = table.snapshot(_option(self.options, "asOf")).files
         if not files:
             raise SparkWriteError(f"table {path.given} has no committed data to read")
@@ -142,20 +160,39 @@ class FlowledgerDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         path = self._path()
+        changes = changes_request(self.options)
+        if changes is not None:
+            return changes_reader(self._table(path), path, self.facts.store, changes)
         snap = self._table(path).snapshot(_option(self.options, "asOf"))
         return SnapshotReader(self.facts.store, path, list(snap.files), schema)
 
-    def writer(self, schema: StructType, overwrite: bool) -> TimelineWriter:
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         path = self._path()
+        planned = _option(self.options, KEYED_TASK_OPTION)
+        if planned:  # a keyed write `flowledger.spark.save` planned and began
+            from .keyed_writers import KeyedTask, KeyedTimelineWriter
+
+            return KeyedTimelineWriter(
+                facts=self.facts,
+                path=path,
+                task=KeyedTask.decode(planned),
+                repo_uri=resolve_repo_uri(_option(self.options, "repo"), self.facts.conf),
+                options={str(k): str(v) for k, v in self.options.items()},
+            )
+        if keyed_options(self.options) is not None or requested_properties(self.options):
+            raise SparkWriteError(BARE_KEYED)
         parts = partition_columns(_option(self.options, "partitionBy"))
         missing = [c for c in parts if c not in schema.names]
         if missing:
             raise SparkWriteError(f"partition column(s) {missing} not in {schema.names}")
         action, operation = plan_write("overwrite" if overwrite else "append", parts)
         table = self._table(path)
+        current = latest_schema(table, refresh=False)
+        if current is not None and RECORD_KEY_COL in current.names:
+            raise SparkWriteError(f"{path.given} is a keyed table: {BARE_KEYED}")
         txn = table.begin(action, operation=operation)
         try:  # fail before any task runs if the data does not fit the table's schema
-            txn.schema = check_schema(latest_schema(table, refresh=False), arrow_schema(schema))
+            txn.schema = check_schema(current, arrow_schema(schema))
         except BaseException:
             txn.abort()
             raise

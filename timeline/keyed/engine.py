@@ -31,7 +31,15 @@ from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..schema import conform, merge_schemas
 from .index import WRITE_STATS, RangeBloomIndex, bloom_ref, range_bloom_index, write_stats_by_path
-from .keys import META_COLUMNS, RECORD_KEY_COL, identities, key_range, partition_paths, record_keys
+from .keys import (
+    META_COLUMNS,
+    RECORD_KEY_COL,
+    identities,
+    key_range,
+    partition_paths,
+    record_keys,
+    with_meta,
+)
 from .merge import incoming_wins
 from .properties import GLOBAL, KeyedProperties
 from .write import _avg_record_size, _plan_on
@@ -220,13 +228,16 @@ def write_slice(
     group: str,
     partition: str,
     drop: Iterable[int],
-    incoming: pa.Table | None,
+    body: pa.Table | None,
+    keys: Sequence[str],
     counts: tuple[int, int, int],
 ) -> tuple[DataFile, dict[str, Any]] | None:
-    """Write file group `group`'s new slice: its base slice's rows less `drop`, then
-    `incoming` (rows with meta columns); returns the file and its write stats (None when
-    the write was finished meanwhile, see `TaskWriter`). `counts`: inserts, updates, deletes."""
+    """Write file group `group`'s new slice: its base slice's rows less `drop`, then the
+    incoming records `body` (their columns, no meta columns) with record keys `keys`;
+    returns the file and its write stats (None when the write was finished meanwhile, see
+    `TaskWriter`). `counts`: inserts, updates, deletes."""
     base = plan.base(group)
+    incoming = with_meta(body, plan.instant_time, keys) if body is not None else None
     pieces = []
     if base is not None:
         kept = read_files(writer.store, [base], None, plan.table_schema) or pa.table({})
