@@ -110,11 +110,13 @@ def test_bare_format_keyed_write_is_refused_with_the_way_to_do_it(
     spark = registered
     uri = str(tmp_path / "t")
     Table.create(open_store(uri), KeyedProperties.of("id"))
-    w = spark_frame(spark, [(1, 0, 1, 1)]).write.format("flowledger").mode("append")
-    with pytest.raises(Exception, match="flowledger.spark.save"):
+    df = spark_frame(spark, [(1, 0, 1, 1)])
+    w = df.write.format("flowledger").mode("append")
+    with pytest.raises(Exception, match=r"flowledger\.spark\.save"):
         w.option("operation", "upsert").option("recordKey", "id").save(uri)
-    with pytest.raises(Exception, match="keyed table"):
-        w.save(uri)  # a plain append would escape every key lookup
+    with pytest.raises(Exception, match="is a keyed table"):
+        # A plain append would escape every key lookup.
+        df.write.format("flowledger").mode("append").save(uri)
 
 
 def test_keyed_options_follow_hudi_names() -> None:

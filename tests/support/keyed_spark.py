@@ -81,7 +81,7 @@ def apply_python(root: Path) -> tuple[Table, list[str]]:
             data = pa.table(
                 {
                     n: pa.array([r[k] for r in rows], pa.int64())
-                    for k, n in enumerate("id p v ts".split())
+                    for k, n in enumerate(["id", "p", "v", "ts"])
                 }
             )
             if op == "upsert":
