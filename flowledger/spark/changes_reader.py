@@ -20,10 +20,10 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from storage import StoreSettings, open_store
-from timeline import Table
-from timeline.keyed import (
+from timeline import (
     ChangesPlan,
     KeyedProperties,
+    Table,
     plan_changes,
     read_changed_file,
     read_commit_changes,

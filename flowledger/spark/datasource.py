@@ -15,10 +15,9 @@ captured by `register(spark)` into the registered class, which Spark pickles to 
 from __future__ import annotations
 
 import io
-import json
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +33,7 @@ from pyspark.sql.types import StructType
 
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import (
+    RECORD_KEY_COL,
     DataFile,
     PendingWrite,
     Table,
@@ -45,8 +45,8 @@ from timeline import (
     read_verified,
     split_partitions,
 )
-from timeline.keyed import RECORD_KEY_COL
 
+from .arrow import arrow_schema
 from .changes_reader import changes_reader, changes_request, changes_schema
 from .commit_info import WRITE_ID_METADATA_KEY, CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
@@ -59,10 +59,17 @@ from .committing import (
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
 from .keyed_options import keyed_options, requested_properties
-from .native import arrow_schema
 from .paths import TablePath, resolve_repo_uri, table_path
+from .writer_options import (
+    BARE_KEYED,
+    KEYED_TASK_OPTION,
+    NAME,
+    WRITE_ID_OPTION,
+    FilesWritten,
+    input_files_option,
+)
+from .writer_options import get_option as _option
 
-NAME = "flowledger"
 #: Rows per data file a task writes before it starts the next one.
 FILE_ROWS = 4_000_000
 
@@ -77,51 +84,6 @@ class DriverFacts:
     app_name: str = ""
     user: str = ""
     hooks: tuple[CommitHook, ...] = ()
-
-
-@dataclass
-class FilesWritten(WriterCommitMessage):
-    """A task's add actions: the data files it wrote (picklable `DataFile`s)."""
-
-    files: list[DataFile] = field(default_factory=list)
-    job: str = ""
-    #: Write stats of the files (keyed writes: one per rewritten file group).
-    stats: list[dict[str, Any]] = field(default_factory=list)
-    beat: bool = False
-
-
-def _option(options: Mapping[str, str], name: str) -> str | None:
-    for key in (name, name.lower()):
-        if key in options:
-            return str(options[key])
-    return None
-
-
-#: Writer option naming the files the job read: a JSON array (what `flowledger.spark.save`
-#: passes) or a comma-separated list.
-INPUT_FILES_OPTION = "inputFiles"
-
-
-#: Writer option: an id recorded in the commit metadata (`flowledger.spark.save` sets it).
-WRITE_ID_OPTION = "flowledgerWriteId"
-
-#: Writer option carrying a keyed write `flowledger.spark.save` planned (keyed_writers.py).
-KEYED_TASK_OPTION = "flowledgerKeyedTask"
-
-BARE_KEYED = (
-    "a keyed write (upsert, insert, delete) needs Spark to bring each file group's records "
-    "together, which a Python data source cannot ask for: write with "
-    "flowledger.spark.save(df, uri, options={'operation': 'upsert', 'recordKey': ...}) "
-    "(the data source, planned by the driver) or flowledger.spark.write(df, uri, options=...)"
-)
-
-
-def input_files_option(options: Mapping[str, str]) -> tuple[str, ...]:
-    """The `inputFiles` writer option: the files the job read."""
-    raw = (_option(options, INPUT_FILES_OPTION) or "").strip()
-    if raw.startswith("["):
-        return tuple(str(p) for p in json.loads(raw))
-    return tuple(p.strip() for p in raw.split(",") if p.strip())
 
 
 class FlowledgerDataSource(DataSource):
@@ -170,7 +132,8 @@ class FlowledgerDataSource(DataSource):
         path = self._path()
         planned = _option(self.options, KEYED_TASK_OPTION)
         if planned:  # a keyed write `flowledger.spark.save` planned and began
-            from .keyed_writers import KeyedTask, KeyedTimelineWriter
+            from .keyed_datasource import KeyedTimelineWriter
+            from .keyed_writers import KeyedTask
 
             return KeyedTimelineWriter(
                 facts=self.facts,

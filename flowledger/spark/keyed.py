@@ -1,7 +1,7 @@
 """Keyed writes (upsert, insert, delete) run by Spark: the tagging and the file-group
 rewrite happen on the executors; the driver plans from commit metadata and commits.
 
-The driver begins the instant and plans it (`timeline.keyed.plan_write`: the snapshot's
+The driver begins the instant and plans it (`timeline.plan_keyed_write`: the snapshot's
 file list and the index's key ranges and bloom filters, small). Then, as Spark jobs:
 
 1. each row gets its record key, partition and identity (`record_columns`, in tasks);
@@ -34,13 +34,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage import StoreSettings, open_store
-from timeline import DataFile, DuplicateKeys, TaskWriter, WriteTarget
-from timeline.keyed import (
-    EVENT_TIME,
-    GLOBAL,
+from timeline import (
     META_COLUMNS,
+    DataFile,
+    DuplicateKeys,
     KeyedWritePlan,
     PropertiesError,
+    TaskWriter,
+    WriteTarget,
     locate_in_file,
     place_inserts,
     record_columns,
@@ -54,6 +55,8 @@ SEQ, KEY, PART, ID = P + "seq", P + "key", P + "part", P + "id"
 FILE, GROUP, FPART, ROW, WINS = P + "file", P + "group", P + "fpart", P + "row", P + "wins"
 TARGET, KIND, RANK = P + "target", P + "kind", P + "rank"
 INSERT, UPDATE, DROP = "i", "u", "d"
+#: Property values (docs/tables.md, "Properties").
+GLOBAL_KEYS, EVENT_TIME_MODE = "global", "event_time"
 #: The rows one rewrite task returns to the driver: a written file and its write stats.
 RESULT_SCHEMA = "file string, stat string, beat boolean"
 
@@ -88,7 +91,7 @@ def _candidates(s: Shipped, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Re
         keys, parts = t.column(KEY).to_pylist(), t.column(PART).to_pylist()
         scopes: dict[str, list[int]] = {}
         for i, p in enumerate(parts):
-            scopes.setdefault("" if s.plan.props.key_scope == GLOBAL else p, []).append(i)
+            scopes.setdefault("" if s.plan.props.key_scope == GLOBAL_KEYS else p, []).append(i)
         take: list[int] = []
         paths: list[str] = []
         for part, positions in scopes.items():
@@ -213,7 +216,7 @@ def plan_job(
     props = plan.props
     user = tuple(c for c in df.columns if c not in META_COLUMNS)
     order_col = props.ordering_field if props.ordering_field in user else None
-    if kopts.upsert and props.merge_mode == EVENT_TIME and order_col is None:
+    if kopts.upsert and props.merge_mode == EVENT_TIME_MODE and order_col is None:
         raise PropertiesError(
             f"merge mode event_time needs the ordering field {props.ordering_field!r} "
             "in the written data"
@@ -227,7 +230,9 @@ def plan_job(
     keyed = src.mapInArrow(partial(_with_keys, s), StructType([*src.schema.fields, *text]))
     # Duplicates of a record: Hudi's precombine, the rule of timeline.keyed.merge.combine.
     order = (
-        [F.col(order_col).desc_nulls_last()] if props.merge_mode == EVENT_TIME and order_col else []
+        [F.col(order_col).desc_nulls_last()]
+        if props.merge_mode == EVENT_TIME_MODE and order_col
+        else []
     )
     w = Window.partitionBy(ID).orderBy(*order, F.col(SEQ).desc())
     combined = (

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from timeline import Table
-from timeline.keyed import COMMIT_TIME, EVENT_TIME, GLOBAL, PARTITION, KeyedProperties
+from timeline import KeyedProperties, Table
 
 from .errors import SparkWriteError
 
@@ -33,6 +32,8 @@ HUDI_NAMES: dict[str, tuple[str, ...]] = {
     "onDuplicate": ("hoodie.datasource.insert.dup.policy",),
 }
 OPERATIONS = ("upsert", "insert", "delete")
+#: Property values (docs/tables.md, "Properties").
+COMMIT_TIME, EVENT_TIME, GLOBAL, PARTITION = "commit_time", "event_time", "global", "partition"
 #: Hudi's merge-mode names (1.x) -> flowledger's.
 MERGE_MODES = {
     "commit_time": COMMIT_TIME,

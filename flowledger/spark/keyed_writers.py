@@ -19,25 +19,31 @@ from __future__ import annotations
 import base64
 import contextlib
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import pyarrow as pa
-from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
-
 from storage import open_store
-from timeline import COMMIT, PendingWrite, Table, Transaction, WriteTarget
-from timeline.keyed import KeyedProperties, commit_keyed, plan_write
+from timeline import (
+    COMMIT,
+    KeyedProperties,
+    PendingWrite,
+    Table,
+    Transaction,
+    WriteTarget,
+    commit_keyed,
+    plan_keyed_write,
+)
 
-from .commit_info import WRITE_ID_METADATA_KEY, CommitHook, CommitInfo, SparkJobInfo
+from .arrow import arrow_schema
+from .commit_info import CommitHook, CommitInfo
 from .committing import commit_info, extra_metadata, job_info, run_hooks
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
-from .keyed import KeyedJob, Shipped, iter_groups, plan_job, rewrite_group, sorted_by_group
+from .keyed import KeyedJob, Shipped, plan_job, sorted_by_group
 from .keyed_options import KeyedOptions, keyed_options, resolve_properties
-from .native import arrow_schema
 from .paths import TablePath, resolve_repo_uri, table_path
+from .writer_options import KEYED_TASK_OPTION, NAME, WRITE_ID_OPTION
 
 
 def _begin(
@@ -53,7 +59,9 @@ def _begin(
     kopts = keyed_options(options) or KeyedOptions("upsert")
     txn = table.begin(COMMIT, operation=kopts.operation)
     try:
-        plan = plan_write(table, txn, props, arrow_schema(df.schema) if kopts.upsert else None)
+        plan = plan_keyed_write(
+            table, txn, props, arrow_schema(df.schema) if kopts.upsert else None
+        )
         job = plan_job(df, plan, kopts, path.store_uri, settings, WriteTarget.of(txn))
     except BaseException:
         txn.abort()
@@ -120,7 +128,6 @@ class KeyedTask:
 def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
     """The data source's keyed write: plan on the driver, rewrite in the data source's
     tasks, complete in its commit worker (the caller finds the commit by `write_id`)."""
-    from .datasource import KEYED_TASK_OPTION, NAME, WRITE_ID_OPTION
 
     _, txn, _, kopts, job = _begin(df, uri, mode, options)
     try:
@@ -145,67 +152,3 @@ def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_i
         raise
     finally:
         job.release()
-
-
-@dataclass
-class KeyedTimelineWriter(DataSourceArrowWriter):
-    """The data source's writer for a keyed write `save` planned: each task rewrites the
-    file groups whose change rows it holds; the commit worker completes the instant."""
-
-    facts: Any  # datasource.DriverFacts
-    path: TablePath
-    task: KeyedTask
-    repo_uri: str
-    options: dict[str, str]
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        from pyspark import TaskContext
-
-        from .datasource import FilesWritten
-        from .keyed import task_writer
-
-        ctx = TaskContext.get()
-        job = (ctx.getLocalProperty("spark.job.description") or "") if ctx else ""
-        writer = task_writer(self.task.shipped)
-        out = FilesWritten(job=job)
-        for group in iter_groups(iterator):
-            got = rewrite_group(self.task.shipped, writer, group)
-            if got is not None:
-                out.files.append(got[0])
-                out.stats.append(got[1])
-        out.beat = writer.beat
-        return out
-
-    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        from .datasource import WRITE_ID_OPTION, FilesWritten, _option, input_files_option
-
-        written = [m for m in messages if isinstance(m, FilesWritten)]
-        files = [f for m in written for f in m.files]
-        stats = [s for m in written for s in m.stats]
-        job = SparkJobInfo(
-            app_id=self.facts.app_id,
-            app_name=self.facts.app_name,
-            job=next((m.job for m in written if m.job), "") or "flowledger.datasource",
-            user=self.facts.user,
-            input_files=input_files_option(self.options),
-        )
-        store = open_store(self.path.store_uri, self.facts.store)
-        txn = self.task.pending.resume(store, table_settings(self.facts.conf, self.options))
-        write_id = _option(self.options, WRITE_ID_OPTION)
-        more = {WRITE_ID_METADATA_KEY: write_id} if write_id else None
-        instant = commit_keyed(
-            txn,
-            self.task.shipped.plan,
-            files,
-            stats,
-            files_read=self.task.files_read,
-            extra_metadata=extra_metadata(job, more),
-            sweep=True,
-            heartbeat_written=any(m.beat for m in written),
-        )
-        info = commit_info(self.path, instant, self.task.operation, files, job, self.repo_uri)
-        run_hooks(info, self.facts.hooks)
-
-    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        store = open_store(self.path.store_uri, self.facts.store)
-        self.task.pending.abort(store, table_settings(self.facts.conf, self.options))

@@ -22,6 +22,7 @@ from urllib.parse import unquote
 from storage import ObjectInfo, ObjectStore, open_store
 from timeline import (
     NULL_PARTITION,
+    RECORD_KEY_COL,
     DataFile,
     Table,
     check_schema,
@@ -33,8 +34,8 @@ from timeline import (
     partition_from_stats,
     partition_path,
 )
-from timeline.keyed import RECORD_KEY_COL
 
+from .arrow import arrow_schema
 from .commit_info import CommitHook, CommitInfo
 from .committing import (
     commit_info,
@@ -95,16 +96,6 @@ def collect_written(store: ObjectStore, prefix: str) -> list[ObjectInfo]:
     data = [o for o in objects if is_data_file(o.key[len(prefix) :])]
     store.delete_many([o.key for o in objects if o not in data])
     return data
-
-
-def arrow_schema(spark_schema: Any) -> Any:
-    """The Arrow schema of a Spark schema as the table records it: every column nullable, as
-    Spark's Parquet writer makes them (so both write paths record the same schema)."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow = to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False)
-    return pa.schema([f.with_nullable(True) for f in arrow])
 
 
 def write(

@@ -57,7 +57,8 @@ def save(
     every data-source write."""
     if mode not in MODES:
         raise SparkWriteError(f"mode must be one of {MODES}, not {mode!r}")
-    from .datasource import INPUT_FILES_OPTION, NAME, WRITE_ID_OPTION, ensure_registered
+    from .datasource import ensure_registered
+    from .writer_options import INPUT_FILES_OPTION, NAME, WRITE_ID_OPTION
 
     spark = df.sparkSession
     ensure_registered(spark)

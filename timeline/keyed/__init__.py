@@ -13,7 +13,7 @@ from .engine import (
     commit_keyed,
     locate_in_file,
     place_inserts,
-    plan_write,
+    plan_keyed_write,
     record_columns,
     write_slice,
 )
@@ -69,7 +69,7 @@ __all__ = [
     "locate_in_file",
     "place_inserts",
     "plan_changes",
-    "plan_write",
+    "plan_keyed_write",
     "read_changed_file",
     "read_commit_changes",
     "record_columns",

@@ -49,7 +49,7 @@ def _seq_of(st: TableState, time: str | None, default: int, what: str, uri: str)
     return seq
 
 
-def _touched(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
+def touched_groups(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
     out = {f.group for f in (*e.added, *e.replaced)}
     gone = e.replaced_partitions
     if gone:
@@ -57,7 +57,7 @@ def _touched(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
     return out
 
 
-def _apply(e: Entry, groups: dict[str, list[DataFile]]) -> None:
+def apply_write(e: Entry, groups: dict[str, list[DataFile]]) -> None:
     """One write folded into file group -> slices (as TableState.file_slices does)."""
     for f in e.replaced:
         groups.pop(f.group, None)
@@ -69,7 +69,7 @@ def _apply(e: Entry, groups: dict[str, list[DataFile]]) -> None:
         groups.setdefault(f.group, []).append(f)
 
 
-class _Range:
+class ChangeRange:
     def __init__(self, table: Table, begin: str | None, end: str | None) -> None:
         self.table = table
         self.st = table.state()
@@ -129,7 +129,7 @@ class _Range:
 def incremental(
     table: Table, begin: str | None, end: str | None = None, *, full_scan: bool = False
 ) -> pa.Table:
-    r = _Range(table, begin, end)
+    r = ChangeRange(table, begin, end)
     times = pa.array(sorted({e.time for e in r.in_range}), pa.string())
     if full_scan:
         files: Iterable[DataFile] = r.st.snapshot(r.end_seq).files
@@ -138,7 +138,7 @@ def incremental(
         groups: dict[str, list[DataFile]] = {}
         touched: set[str] = set()
         for e in r.writes:
-            _apply(e, groups)
+            apply_write(e, groups)
             if e.seq > r.begin_seq:
                 touched |= {f.group for f in e.added}
         files = [groups[g][-1] for g in touched if g in groups]
@@ -148,18 +148,18 @@ def incremental(
     return data.filter(pc.is_in(data.column(COMMIT_TIME_COL), value_set=times))
 
 
-def _identity(f: DataFile, key: str, props: KeyedProperties) -> str:
+def record_identity(f: DataFile, key: str, props: KeyedProperties) -> str:
     return f"{f.partition}\x00{key}" if props.key_scope == PARTITION else key
 
 
 def _rows_by_id(
-    r: _Range, files: Sequence[DataFile], props: KeyedProperties
+    r: ChangeRange, files: Sequence[DataFile], props: KeyedProperties
 ) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for f in files:
         data = r.read([f])
         for row in data.to_pylist():
-            out[_identity(f, str(row[RECORD_KEY_COL]), props)] = row
+            out[record_identity(f, str(row[RECORD_KEY_COL]), props)] = row
     return out
 
 
@@ -179,17 +179,17 @@ def cdc_schema(schema: pa.Schema | None) -> pa.Schema:
 def cdc(
     table: Table, props: KeyedProperties, begin: str | None, end: str | None = None
 ) -> pa.Table:
-    r = _Range(table, begin, end)
+    r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
     out: list[dict[str, Any]] = []
     groups: dict[str, list[DataFile]] = {}
     for e in r.writes:
         if e.seq <= r.begin_seq:
-            _apply(e, groups)
+            apply_write(e, groups)
             continue
-        touched = _touched(e, groups)
+        touched = touched_groups(e, groups)
         before_files = [groups[g][-1] for g in touched if g in groups]
-        _apply(e, groups)
+        apply_write(e, groups)
         after_files = [groups[g][-1] for g in touched if g in groups]
         before = _rows_by_id(r, before_files, props)
         after = _rows_by_id(r, after_files, props)
@@ -199,15 +199,15 @@ def cdc(
                 continue  # copied unchanged into the new slice
             old = before.get(ident)
             op = UPDATE if old is not None else INSERT
-            changes.append(_change(op, e.time, row, old, row))
+            changes.append(change_row(op, e.time, row, old, row))
         for ident, old in before.items():
             if ident not in after:
-                changes.append(_change(DELETE, e.time, old, old, None))
+                changes.append(change_row(DELETE, e.time, old, old, None))
         out += sorted(changes, key=lambda c: (c["record_key"], c["op"]))
     return pa.Table.from_pylist(out, schema=cdc_schema(r.schema))
 
 
-def _change(
+def change_row(
     op: str,
     instant: str,
     row: dict[str, Any],

@@ -1,7 +1,7 @@
 """The copy-on-write writer's steps for an engine that distributes them (Spark).
 
 `keyed_write` runs a keyed commit in one process. An engine splits the same steps over its
-tasks: the driver plans (`plan_write`: the state the write reads, the index inputs and the
+tasks: the driver plans (`plan_keyed_write`: the state the write reads, the index inputs and the
 target schema, all picklable and small), tasks compute each record's key
 (`record_columns`), ask the index for candidate files (`KeyedWritePlan.index`), read each
 candidate file's keys once (`locate_in_file`), and rewrite each touched file group as a new
@@ -42,7 +42,7 @@ from .keys import (
 )
 from .merge import incoming_wins
 from .properties import GLOBAL, KeyedProperties
-from .write import _avg_record_size, _plan_on
+from .write import avg_record_size, plan_on
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -86,14 +86,14 @@ class KeyedWritePlan:
         return self.by_group.get(group)
 
 
-def plan_write(
+def plan_keyed_write(
     table: Table, txn: Transaction, props: KeyedProperties, incoming: pa.Schema | None
 ) -> KeyedWritePlan:
     """Plan a keyed write after `begin`: the state it reads (completions it does not see are
     validated at commit, as for `keyed_write`), and the schema of the new slices
     (`incoming`: the batch's columns, without meta columns; None for a delete)."""
     st = table.state()
-    _plan_on(txn, st)
+    plan_on(txn, st)
     schema = st.schema()
     target = schema
     if incoming is not None:
@@ -197,7 +197,7 @@ def place_inserts(plan: KeyedWritePlan, counts: Mapping[str, int]) -> list[Place
     """Where new records go (Hudi's small files first, then new file groups of about
     `parquet_max_file_size`), from the number of new records per partition; the same rule
     as `keyed_write`."""
-    record_size = _avg_record_size(plan.files, plan.record_size_estimate)
+    record_size = avg_record_size(plan.files, plan.record_size_estimate)
     per_file = max(1, plan.parquet_max_file_size // record_size)
     out: list[Placement] = []
     for partition, count in sorted(counts.items()):
@@ -209,7 +209,7 @@ def place_inserts(plan: KeyedWritePlan, counts: Mapping[str, int]) -> list[Place
         for f in small:
             if done >= count:
                 break
-            room = (plan.small_file_limit - f.size) // _avg_record_size([f], record_size)
+            room = (plan.small_file_limit - f.size) // avg_record_size([f], record_size)
             if room <= 0:
                 continue
             take = min(room, count - done)
@@ -324,7 +324,7 @@ __all__ = [
     "commit_keyed",
     "locate_in_file",
     "place_inserts",
-    "plan_write",
+    "plan_keyed_write",
     "record_columns",
     "write_slice",
 ]

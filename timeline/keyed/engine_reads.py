@@ -23,12 +23,12 @@ from .changes import (
     DELETE,
     INSERT,
     UPDATE,
-    _apply,
-    _change,
-    _identity,
-    _Range,
-    _touched,
+    ChangeRange,
+    apply_write,
     cdc_schema,
+    change_row,
+    record_identity,
+    touched_groups,
 )
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .properties import KeyedProperties
@@ -76,7 +76,7 @@ def plan_changes(
     `RangeNotReadable` as it does."""
     if cdc and full_scan:
         raise ValueError("full_scan applies to incremental reads: CDC needs every slice")
-    r = _Range(table, begin, end)
+    r = ChangeRange(table, begin, end)
     times = tuple(sorted({e.time for e in r.in_range}))
     groups: dict[str, list[DataFile]] = {}
     if not cdc:
@@ -86,7 +86,7 @@ def plan_changes(
             r.check_readable(cdc=False)
             touched: set[str] = set()
             for e in r.writes:
-                _apply(e, groups)
+                apply_write(e, groups)
                 if e.seq > r.begin_seq:
                     touched |= {f.group for f in e.added}
             files = [groups[g][-1] for g in touched if g in groups]
@@ -96,11 +96,11 @@ def plan_changes(
     units = []
     for e in r.writes:
         if e.seq <= r.begin_seq:
-            _apply(e, groups)
+            apply_write(e, groups)
             continue
-        touched = _touched(e, groups)
+        touched = touched_groups(e, groups)
         before = tuple(groups[g][-1] for g in sorted(touched) if g in groups)
-        _apply(e, groups)
+        apply_write(e, groups)
         after = tuple(groups[g][-1] for g in sorted(touched) if g in groups)
         units.append(CommitUnit(e.time, before, after))
     return ChangesPlan(r.schema, times, commits=tuple(units), cdc=True)
@@ -131,7 +131,7 @@ def read_commit_changes(
         out: dict[str, dict[str, Any]] = {}
         for f in files:
             for row in _read(store, plan, [f]).to_pylist():
-                out[_identity(f, str(row[RECORD_KEY_COL]), props)] = row
+                out[record_identity(f, str(row[RECORD_KEY_COL]), props)] = row
         return out
 
     before, after = by_id(unit.before), by_id(unit.after)
@@ -140,10 +140,12 @@ def read_commit_changes(
         if row.get(COMMIT_TIME_COL) != unit.instant:
             continue  # copied unchanged into the new slice
         old = before.get(ident)
-        changes.append(_change(UPDATE if old is not None else INSERT, unit.instant, row, old, row))
+        changes.append(
+            change_row(UPDATE if old is not None else INSERT, unit.instant, row, old, row)
+        )
     for ident, old in before.items():
         if ident not in after:
-            changes.append(_change(DELETE, unit.instant, old, old, None))
+            changes.append(change_row(DELETE, unit.instant, old, old, None))
     changes.sort(key=lambda c: (c["record_key"], c["op"]))
     return pa.Table.from_pylist(changes, schema=plan.output_schema)
 

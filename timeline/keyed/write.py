@@ -183,7 +183,7 @@ class _Planner:
         return found
 
 
-def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
+def avg_record_size(files: Sequence[DataFile], default: int) -> int:
     rows = sum(f.rows for f in files)
     size = sum(f.size for f in files if f.rows)
     return max(1, size // rows) if rows else default
@@ -192,7 +192,7 @@ def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
 def _place_inserts(plan: _Planner, pending: dict[str, list[int]]) -> list[_Group]:
     """New records go into small files of their partition first, then new file groups."""
     s = plan.table.settings
-    record_size = _avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
+    record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     per_file = max(1, s.parquet_max_file_size // record_size)
     new_groups: list[_Group] = []
     for partition, rows in sorted(pending.items()):
@@ -204,7 +204,7 @@ def _place_inserts(plan: _Planner, pending: dict[str, list[int]]) -> list[_Group
         for f in small:
             if not todo:
                 break
-            size = _avg_record_size([f], record_size)
+            size = avg_record_size([f], record_size)
             room = (s.small_file_limit - f.size) // size
             if room <= 0:
                 continue
@@ -281,7 +281,7 @@ def _filter_matches(data: pa.Table, where: Filter) -> list[int]:
     return [int(v) for v in marked.filter(where).column("__flowledger_pos").to_pylist()]
 
 
-def _plan_on(txn: Transaction, st: TableState) -> None:
+def plan_on(txn: Transaction, st: TableState) -> None:
     """Validate the commit only against completions this plan did not see: the state read
     after `begin` may be newer than the transaction's base, and a write planned on it must
     not conflict with what it already merged. Only a rollback fencing this very instant off
@@ -318,7 +318,7 @@ def keyed_write(
     txn = table.begin(COMMIT, operation=operation)
     try:
         st = table.state()  # read after begin: whatever it misses is validated at commit
-        _plan_on(txn, st)
+        plan_on(txn, st)
         plan = _Planner(table, props, st, index)
         s = table.settings
         batch = (
