@@ -15,7 +15,15 @@ import flowledger.spark as fs
 from flowledger.spark.commit_info import REPO_CONF_KEY
 from flowledger.spark.errors import SparkWriteError
 from storage import open_store
-from tests.support.keyed_spark import STEPS, apply_python, apply_spark, comparable, spark_frame
+from tests.support.keyed_spark import (
+    PARTITION_PROPS,
+    PARTITION_STEPS,
+    STEPS,
+    apply_python,
+    apply_spark,
+    comparable,
+    spark_frame,
+)
 from tests.support.servers import S3Endpoint
 from timeline import DuplicateKeys, Table
 from timeline.keyed import KeyedProperties
@@ -55,6 +63,20 @@ def test_keyed_writes_equal_the_python_path(
     assert sum(s["updates"] for s in stats) >= 1 and sum(s["inserts"] for s in stats) >= 1
     # The updates went into new slices of existing file groups, not new groups.
     assert any(s["prev_commit"] for s in stats)
+
+
+@pytest.mark.parametrize("writer", ["native", "datasource"])
+def test_partition_scoped_keys_and_commit_time_equal_the_python_path(
+    registered: Any, writer: str, tmp_path: Path
+) -> None:
+    spark = registered
+    uri = str(tmp_path / "spark")
+    instants = apply_spark(spark, uri, writer, PARTITION_STEPS, PARTITION_PROPS)
+    props = KeyedProperties.of("id", partition_by="p", key_scope="partition")
+    reference = apply_python(tmp_path / "python", PARTITION_STEPS, props)
+    got = comparable(Table.open(open_store(uri)), instants)
+    assert got == comparable(reference[0], reference[1])
+    assert [r[:3] for r in got if r[0] == 4] == [(4, 1, 44)]  # (4, p=0) deleted, p=1 kept
 
 
 def test_change_reads_run_on_spark(registered: Any, where: tuple[str, Any]) -> None:

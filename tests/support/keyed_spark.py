@@ -44,20 +44,39 @@ STEPS: list[tuple[str, list[Any]]] = [
 ]
 
 
+#: Keys unique per partition (Hudi's non-global index), the latest write wins: the same key
+#: in two partitions is two records, duplicates of a batch keep the later row, and a delete
+#: names the partition.
+PARTITION_PROPS = {"recordKey": "id", "partitionBy": "p", "keyScope": "partition"}
+PARTITION_STEPS: list[tuple[str, list[Any]]] = [
+    ("upsert", [(i, i % 2, i, 0) for i in range(20)]),
+    ("upsert", [(3, 1, 33, 0), (4, 1, 44, 0), (5, 1, 50, 0), (5, 1, 51, 0), (40, 0, 40, 0)]),
+    ("delete", [(4, 0), (3, 0)]),  # (4, p=0) exists; (3, p=0) does not (3 is in p=1)
+]
+
+
 def spark_frame(spark: Any, rows: list[Row]) -> Any:
     return spark.createDataFrame(rows, "id long, p long, v long, ts long")
 
 
-def apply_spark(spark: Any, uri: str, writer: str) -> list[str]:
-    """Apply STEPS through one Spark writer; the instant of each step."""
+def apply_spark(
+    spark: Any,
+    uri: str,
+    writer: str,
+    steps: list[tuple[str, list[Any]]] = STEPS,
+    props: dict[str, str] = PROPS,
+) -> list[str]:
+    """Apply `steps` through one Spark writer; the instant of each step."""
     import flowledger.spark as fs
 
     instants = []
-    for op, rows in STEPS:
-        opts = {**PROPS, "operation": op}
+    for op, rows in steps:
+        opts = {**props, "operation": op}
         if op == "insert":
             opts["onDuplicate"] = "drop"
-        if op == "delete":
+        if op == "delete" and isinstance(rows[0], tuple):
+            df = spark.createDataFrame(rows, "id long, p long")
+        elif op == "delete":
             df = spark.createDataFrame([(k,) for k in rows], "id long")
         else:
             df = spark_frame(spark, rows)
@@ -69,13 +88,23 @@ def apply_spark(spark: Any, uri: str, writer: str) -> list[str]:
     return instants
 
 
-def apply_python(root: Path) -> tuple[Table, list[str]]:
-    """Apply STEPS with `Table.upsert/delete/insert`; the table and each step's instant."""
-    props = KeyedProperties.of("id", ordering_field="ts", partition_by="p", merge_mode="event_time")
+def apply_python(
+    root: Path,
+    steps: list[tuple[str, list[Any]]] = STEPS,
+    props: KeyedProperties | None = None,
+) -> tuple[Table, list[str]]:
+    """Apply `steps` with `Table.upsert/delete/insert`; the table and each step's instant."""
+    if props is None:
+        props = KeyedProperties.of(
+            "id", ordering_field="ts", partition_by="p", merge_mode="event_time"
+        )
     table = Table.create(open_store(str(root)), props)
     instants = []
-    for op, rows in STEPS:
-        if op == "delete":
+    for op, rows in steps:
+        if op == "delete" and isinstance(rows[0], tuple):
+            keys = pa.table({"id": [r[0] for r in rows], "p": [r[1] for r in rows]})
+            instant = table.delete(keys)
+        elif op == "delete":
             instant = table.delete(list(rows))
         else:
             data = pa.table(
