@@ -41,9 +41,9 @@ from .instant import (
 from .keyed import compaction as keyed_compaction
 from .keyed import operations as keyed_ops
 from .keyed.mor_read import read_slices
+from .keyed.planning import Filter
 from .keyed.properties import KeyedProperties, load_properties
 from .keyed.slices import is_merge_on_read, mor_slices
-from .keyed.write import Filter
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan

@@ -15,10 +15,9 @@ captured by `register(spark)` into the registered class, which Spark pickles to 
 from __future__ import annotations
 
 import io
-import json
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +33,7 @@ from pyspark.sql.types import StructType
 
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import (
+    RECORD_KEY_COL,
     DataFile,
     PendingWrite,
     Table,
@@ -46,6 +46,8 @@ from timeline import (
     split_partitions,
 )
 
+from .arrow import arrow_schema
+from .changes_reader import changes_reader, changes_request, changes_schema
 from .commit_info import WRITE_ID_METADATA_KEY, CommitHook, SparkJobInfo, commit_hooks
 from .committing import (
     commit_info,
@@ -56,10 +58,18 @@ from .committing import (
 )
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
-from .native import arrow_schema
+from .keyed_options import keyed_options, requested_properties
 from .paths import TablePath, resolve_repo_uri, table_path
+from .writer_options import (
+    BARE_KEYED,
+    KEYED_TASK_OPTION,
+    NAME,
+    WRITE_ID_OPTION,
+    FilesWritten,
+    input_files_option,
+)
+from .writer_options import get_option as _option
 
-NAME = "flowledger"
 #: Rows per data file a task writes before it starts the next one.
 FILE_ROWS = 4_000_000
 
@@ -74,39 +84,6 @@ class DriverFacts:
     app_name: str = ""
     user: str = ""
     hooks: tuple[CommitHook, ...] = ()
-
-
-@dataclass
-class FilesWritten(WriterCommitMessage):
-    """A task's add actions: the data files it wrote (picklable `DataFile`s)."""
-
-    files: list[DataFile] = field(default_factory=list)
-    job: str = ""
-    beat: bool = False
-
-
-def _option(options: Mapping[str, str], name: str) -> str | None:
-    for key in (name, name.lower()):
-        if key in options:
-            return str(options[key])
-    return None
-
-
-#: Writer option naming the files the job read: a JSON array (what `flowledger.spark.save`
-#: passes) or a comma-separated list.
-INPUT_FILES_OPTION = "inputFiles"
-
-
-#: Writer option: an id recorded in the commit metadata (`flowledger.spark.save` sets it).
-WRITE_ID_OPTION = "flowledgerWriteId"
-
-
-def input_files_option(options: Mapping[str, str]) -> tuple[str, ...]:
-    """The `inputFiles` writer option: the files the job read."""
-    raw = (_option(options, INPUT_FILES_OPTION) or "").strip()
-    if raw.startswith("["):
-        return tuple(str(p) for p in json.loads(raw))
-    return tuple(p.strip() for p in raw.split(",") if p.strip())
 
 
 class FlowledgerDataSource(DataSource):
@@ -131,6 +108,9 @@ class FlowledgerDataSource(DataSource):
 
         path = self._path()
         table = self._table(path)
+        changes = changes_request(self.options)
+        if changes is not None:
+            return changes_schema(table, changes)
         files = table.snapshot(_option(self.options, "asOf")).files
         if not files:
             raise SparkWriteError(f"table {path.given} has no committed data to read")
@@ -142,20 +122,40 @@ class FlowledgerDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         path = self._path()
+        changes = changes_request(self.options)
+        if changes is not None:
+            return changes_reader(self._table(path), path, self.facts.store, changes)
         snap = self._table(path).snapshot(_option(self.options, "asOf"))
         return SnapshotReader(self.facts.store, path, list(snap.files), schema)
 
-    def writer(self, schema: StructType, overwrite: bool) -> TimelineWriter:
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         path = self._path()
+        planned = _option(self.options, KEYED_TASK_OPTION)
+        if planned:  # a keyed write `flowledger.spark.save` planned and began
+            from .keyed_datasource import KeyedTimelineWriter
+            from .keyed_writers import KeyedTask
+
+            return KeyedTimelineWriter(
+                facts=self.facts,
+                path=path,
+                task=KeyedTask.decode(planned),
+                repo_uri=resolve_repo_uri(_option(self.options, "repo"), self.facts.conf),
+                options={str(k): str(v) for k, v in self.options.items()},
+            )
+        if keyed_options(self.options) is not None or requested_properties(self.options):
+            raise SparkWriteError(BARE_KEYED)
         parts = partition_columns(_option(self.options, "partitionBy"))
         missing = [c for c in parts if c not in schema.names]
         if missing:
             raise SparkWriteError(f"partition column(s) {missing} not in {schema.names}")
         action, operation = plan_write("overwrite" if overwrite else "append", parts)
         table = self._table(path)
+        current = latest_schema(table, refresh=False)
+        if current is not None and RECORD_KEY_COL in current.names:
+            raise SparkWriteError(f"{path.given} is a keyed table: {BARE_KEYED}")
         txn = table.begin(action, operation=operation)
         try:  # fail before any task runs if the data does not fit the table's schema
-            txn.schema = check_schema(latest_schema(table, refresh=False), arrow_schema(schema))
+            txn.schema = check_schema(current, arrow_schema(schema))
         except BaseException:
             txn.abort()
             raise

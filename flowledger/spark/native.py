@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
@@ -22,6 +22,7 @@ from urllib.parse import unquote
 from storage import ObjectInfo, ObjectStore, open_store
 from timeline import (
     NULL_PARTITION,
+    RECORD_KEY_COL,
     DataFile,
     Table,
     check_schema,
@@ -34,6 +35,7 @@ from timeline import (
     partition_path,
 )
 
+from .arrow import arrow_schema
 from .commit_info import CommitHook, CommitInfo
 from .committing import (
     commit_info,
@@ -45,6 +47,7 @@ from .committing import (
 )
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
+from .keyed_options import keyed_options, requested_properties
 from .paths import resolve_repo_uri, table_path
 
 #: Spark drops partition columns from the files it writes; partitioning by a copy of each
@@ -95,16 +98,6 @@ def collect_written(store: ObjectStore, prefix: str) -> list[ObjectInfo]:
     return data
 
 
-def arrow_schema(spark_schema: Any) -> Any:
-    """The Arrow schema of a Spark schema as the table records it: every column nullable, as
-    Spark's Parquet writer makes them (so both write paths record the same schema)."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow = to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False)
-    return pa.schema([f.with_nullable(True) for f in arrow])
-
-
 def write(
     df: Any,
     uri: str,
@@ -112,12 +105,23 @@ def write(
     partition_by: Sequence[str] | str | None = None,
     *,
     hooks: Sequence[CommitHook] | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> CommitInfo:
     """Write `df` with Spark's Parquet writer as one commit (append) or replacecommit.
 
     `hooks`: what runs after the commit; default every registered hook (the provenance
     recorder among them). A job that records its own, richer provenance for the files (the
-    pipeline's sessions keep each file's bytes for replay) passes `hooks=()`."""
+    pipeline's sessions keep each file's bytes for replay) passes `hooks=()`.
+    `options`: a keyed write's options, as the data source takes them (`operation`:
+    upsert, insert or delete; `recordKey`, `orderingField`, ... or Hudi's names; see
+    docs/spark.md, "Keyed tables"); an append to a keyed table is an upsert."""
+    opts = {str(k): str(v) for k, v in (options or {}).items()}
+    if partition_by is not None and "partitionBy" not in opts:
+        opts["partitionBy"] = ",".join(partition_columns(partition_by))
+    if keyed_options(opts) is not None or requested_properties(opts) is not None:
+        from .keyed_writers import write_keyed
+
+        return write_keyed(df, uri, mode, opts, hooks)
     parts = partition_columns(partition_by)
     missing = [c for c in parts if c not in df.columns]
     if missing:
@@ -131,11 +135,16 @@ def write(
     path = table_path(uri)
     store = open_store(path.store_uri, store_settings(conf))
     table = Table.open(store, table_settings(conf))
+    current = latest_schema(table, refresh=False)
+    if mode == "append" and current is not None and RECORD_KEY_COL in current.names:
+        from .keyed_writers import write_keyed  # Hudi's default operation on a keyed table
+
+        return write_keyed(df, uri, mode, {**opts, "operation": "upsert"}, hooks)
     job = job_info(spark, df)  # inputs are known before the write runs
     txn = table.begin(action, operation=operation)
     try:
         # Fail before any file is written if the DataFrame does not fit the table's schema.
-        txn.schema = check_schema(latest_schema(table, refresh=False), arrow_schema(df.schema))
+        txn.schema = check_schema(current, arrow_schema(df.schema))
         prefix = data_prefix(txn.instant_time)
         out = df
         writer_cols = [PART_PREFIX + c for c in parts]

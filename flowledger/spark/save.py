@@ -24,6 +24,7 @@ from .commit_info import WRITE_ID_METADATA_KEY, CommitInfo
 from .committing import MODES, entry_commit_info, partition_columns
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
+from .keyed_options import keyed_options, requested_properties
 from .paths import resolve_repo_uri, table_path
 
 #: How many of the newest writes `save` looks through for its own commit (concurrent writers
@@ -50,12 +51,14 @@ def save(
     table when unpartitioned), recording the job's input files; returns what it committed.
 
     `repo`: the provenance repository (default the session's `spark.flowledger.repo`);
-    `options`: further writer options (e.g. `hoodie.*` table settings). An `inputFiles` option
+    `options`: further writer options (e.g. `hoodie.*` table settings; a keyed write's
+    `operation`, `recordKey`, ...: docs/spark.md, "Keyed tables"). An `inputFiles` option
     given here wins over the plan's. The commit hooks run in Spark's commit worker, as for
     every data-source write."""
     if mode not in MODES:
         raise SparkWriteError(f"mode must be one of {MODES}, not {mode!r}")
-    from .datasource import INPUT_FILES_OPTION, NAME, WRITE_ID_OPTION, ensure_registered
+    from .datasource import ensure_registered
+    from .writer_options import INPUT_FILES_OPTION, NAME, WRITE_ID_OPTION
 
     spark = df.sparkSession
     ensure_registered(spark)
@@ -70,7 +73,12 @@ def save(
     if repo:
         opts["repo"] = repo
     opts.update({str(k): str(v) for k, v in (options or {}).items()})
-    df.write.format(NAME).mode(mode).options(**opts).save(uri)
+    if keyed_options(opts) is not None or requested_properties(opts) is not None:
+        from .keyed_writers import save_keyed
+
+        save_keyed(df, uri, mode, opts, write_id)
+    else:
+        df.write.format(NAME).mode(mode).options(**opts).save(uri)
     return committed(spark, uri, write_id, resolve_repo_uri(repo, conf_of(spark)))
 
 

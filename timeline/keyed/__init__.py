@@ -7,6 +7,24 @@ See docs/tables.md.
 """
 
 from .bloom import BloomFilter
+from .engine import (
+    Hit,
+    KeyedWritePlan,
+    Placement,
+    commit_keyed,
+    locate_in_file,
+    place_inserts,
+    plan_keyed_write,
+    record_columns,
+    write_slice,
+)
+from .engine_reads import (
+    ChangesPlan,
+    CommitUnit,
+    plan_changes,
+    read_changed_file,
+    read_commit_changes,
+)
 from .index import KeyIndex, RangeBloomIndex
 from .indexing import build_index
 from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
@@ -40,13 +58,27 @@ __all__ = [
     "RECORD_KEY_COL",
     "TABLE_TYPES",
     "BloomFilter",
+    "ChangesPlan",
+    "CommitUnit",
+    "Hit",
     "KeyIndex",
     "KeyedProperties",
+    "KeyedWritePlan",
+    "Placement",
     "PropertiesError",
     "RangeBloomIndex",
     "RecordLevelIndex",
     "build_index",
     "choose_index",
+    "commit_keyed",
     "index_view",
     "load_properties",
+    "locate_in_file",
+    "place_inserts",
+    "plan_changes",
+    "plan_keyed_write",
+    "read_changed_file",
+    "read_commit_changes",
+    "record_columns",
+    "write_slice",
 ]

@@ -49,7 +49,7 @@ def _seq_of(st: TableState, time: str | None, default: int, what: str, uri: str)
     return seq
 
 
-def _touched(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
+def touched_groups(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
     out = {f.group for f in (*e.added, *e.replaced)}
     gone = e.replaced_partitions
     if gone:
@@ -57,7 +57,7 @@ def _touched(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
     return out
 
 
-def _apply(e: Entry, groups: dict[str, list[DataFile]]) -> None:
+def apply_write(e: Entry, groups: dict[str, list[DataFile]]) -> None:
     """One write folded into file group -> slices (as TableState.file_slices does)."""
     for f in e.replaced:
         groups.pop(f.group, None)
@@ -139,7 +139,7 @@ def incremental(
         groups: dict[str, list[DataFile]] = {}
         touched: set[str] = set()
         for e in r.writes:
-            _apply(e, groups)
+            apply_write(e, groups)
             if e.seq > r.begin_seq:
                 touched |= {f.group for f in e.added}
         files = [groups[g][-1] for g in touched if g in groups]
@@ -149,7 +149,7 @@ def incremental(
     return data.filter(pc.is_in(data.column(COMMIT_TIME_COL), value_set=times))
 
 
-def _identity(f: DataFile, key: str, props: KeyedProperties) -> str:
+def record_identity(f: DataFile, key: str, props: KeyedProperties) -> str:
     return f"{f.partition}\x00{key}" if props.key_scope == PARTITION else key
 
 
@@ -160,7 +160,7 @@ def _rows_by_id(
     for f in files:
         data = r.read([f])
         for row in data.to_pylist():
-            out[_identity(f, str(row[RECORD_KEY_COL]), props)] = row
+            out[record_identity(f, str(row[RECORD_KEY_COL]), props)] = row
     return out
 
 
@@ -186,11 +186,11 @@ def cdc(
     groups: dict[str, list[DataFile]] = {}
     for e in r.writes:
         if e.seq <= r.begin_seq:
-            _apply(e, groups)
+            apply_write(e, groups)
             continue
-        touched = _touched(e, groups)
+        touched = touched_groups(e, groups)
         before_files = [groups[g][-1] for g in touched if g in groups]
-        _apply(e, groups)
+        apply_write(e, groups)
         after_files = [groups[g][-1] for g in touched if g in groups]
         before = _rows_by_id(r, before_files, props)
         after = _rows_by_id(r, after_files, props)

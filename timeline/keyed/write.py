@@ -19,16 +19,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CommitConflict
 from ..file_stats import describe_bytes
-from ..instant import COMMIT, ROLLBACK, Instant
+from ..instant import COMMIT, Instant
 from ..layout import data_instant_time
 from ..metadata import DataFile
 from ..parquet_io import read_files, to_parquet_bytes
@@ -39,6 +37,7 @@ from .index import WRITE_STATS, IndexFactory, KeyIndex, bloom_ref
 from .indexing import merge_if_due
 from .keys import RECORD_KEY_COL, key_range, partition_paths, record_keys, with_meta
 from .merge import combine_rows
+from .planning import Filter, filter_matches, plan_on
 from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
 from .record_index import RECORD_INDEX_DELTA, choose_index, index_view, write_delta
 
@@ -46,8 +45,6 @@ if TYPE_CHECKING:
     from ..table import Table
     from ..txn import Transaction
 
-#: A filter for `delete`: a pyarrow compute expression or a SQL predicate (DuckDB).
-Filter: TypeAlias = pc.Expression | str
 FAIL = "fail"
 DROP = "drop"
 
@@ -207,7 +204,7 @@ class Planner:
         return found.take(last).sort_by("pos")
 
 
-def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
+def avg_record_size(files: Sequence[DataFile], default: int) -> int:
     rows = sum(f.rows for f in files)
     size = sum(f.size for f in files if f.rows)
     return max(1, size // rows) if rows else default
@@ -216,7 +213,7 @@ def _avg_record_size(files: Sequence[DataFile], default: int) -> int:
 def _place_inserts(plan: Planner, pending: dict[str, list[int]]) -> list[_Group]:
     """New records go into small files of their partition first, then new file groups."""
     s = plan.table.settings
-    record_size = _avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
+    record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     per_file = max(1, s.parquet_max_file_size // record_size)
     new_groups: list[_Group] = []
     for partition, rows in sorted(pending.items()):
@@ -228,7 +225,7 @@ def _place_inserts(plan: Planner, pending: dict[str, list[int]]) -> list[_Group]
         for f in small:
             if not todo:
                 break
-            size = _avg_record_size([f], record_size)
+            size = avg_record_size([f], record_size)
             room = (s.small_file_limit - f.size) // size
             if room <= 0:
                 continue
@@ -298,39 +295,6 @@ def _write_group(
     }
 
 
-def _filter_matches(data: pa.Table, where: Filter) -> list[int]:
-    """Row positions of `data` the filter selects."""
-    pos = pa.array(range(data.num_rows), pa.int64())
-    marked = data.append_column("__flowledger_pos", pos)
-    if isinstance(where, str):
-        con = duckdb.connect()
-        try:
-            con.register("t", marked)
-            got = con.execute(f"SELECT __flowledger_pos FROM t WHERE {where}").fetchall()
-        finally:
-            con.close()
-        return sorted(int(r[0]) for r in got)
-    return [int(v) for v in marked.filter(where).column("__flowledger_pos").to_pylist()]
-
-
-def _plan_on(txn: Transaction, st: TableState) -> None:
-    """Validate the commit only against completions this plan did not see: the state read
-    after `begin` may be newer than the transaction's base, and a write planned on it must
-    not conflict with what it already merged. Only a rollback fencing this very instant off
-    (it could only have started after `begin`) must still stop it."""
-    for e in st.entries:
-        if (
-            e.seq > txn.base
-            and e.action == ROLLBACK
-            and e.metadata.get("target_state") == "pending"
-            and e.target == txn.instant_time
-        ):
-            raise CommitConflict(
-                f"instant {txn.instant_time} was rolled back by {e.time}", e.time, e.action
-            )
-    txn.base = max([txn.base, *(e.seq for e in st.entries)])
-
-
 def _record_index_delta(
     txn: Transaction,
     plan: Planner,
@@ -376,7 +340,7 @@ def keyed_write(
     txn = table.begin(COMMIT, operation=operation)
     try:
         st = table.state()  # read after begin: whatever it misses is validated at commit
-        _plan_on(txn, st)
+        plan_on(txn, st)
         plan = Planner(table, props, st, index)
         s = table.settings
         batch = (
@@ -396,7 +360,7 @@ def keyed_write(
         if where is not None:
             for f in plan.files:
                 rows = plan.rows_of(f)
-                hits = _filter_matches(rows, where) if rows.num_rows else []
+                hits = filter_matches(rows, where) if rows.num_rows else []
                 if hits:
                     g = plan.group_of(f)
                     g.deletes += len(set(hits) - g.drop)

@@ -1,0 +1,154 @@
+"""Both Spark writers' keyed paths (upsert, insert, delete; see keyed.py for the jobs).
+
+- native (`flowledger.spark.write(df, uri, options={"operation": "upsert", ...})`): the
+  driver plans, Spark rewrites every touched file group in a grouped Arrow function, the
+  driver commits the returned descriptions (`timeline.keyed.commit_keyed`);
+- data source (`flowledger.spark.save(df, uri, options={...})`): the driver plans the same
+  jobs, detaches the instant (`timeline.PendingWrite`) and writes the change rows, sorted by
+  file group, through `format("flowledger")`: its tasks rewrite the groups with a
+  `TaskWriter`, its commit worker completes the instant.
+
+A bare `df.write.format("flowledger").option("operation", "upsert")` cannot take this path:
+PySpark's Python Data Source API gives a writer its rows as they come, with no way to ask
+Spark for the shuffle that brings a file group's records together, so the data source
+refuses it with a pointer to `flowledger.spark.save`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import pickle
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from storage import open_store
+from timeline import (
+    COMMIT,
+    KeyedProperties,
+    PendingWrite,
+    Table,
+    Transaction,
+    WriteTarget,
+    commit_keyed,
+    plan_keyed_write,
+)
+
+from .arrow import arrow_schema
+from .commit_info import CommitHook, CommitInfo
+from .committing import commit_info, extra_metadata, job_info, run_hooks
+from .conf import conf_of, store_settings, table_settings
+from .errors import SparkWriteError
+from .keyed import KeyedJob, Shipped, plan_job, sorted_by_group
+from .keyed_options import KeyedOptions, keyed_options, resolve_properties
+from .paths import TablePath, resolve_repo_uri, table_path
+from .writer_options import KEYED_TASK_OPTION, NAME, WRITE_ID_OPTION
+
+
+def _begin(
+    df: Any, uri: str, mode: str, options: Mapping[str, str]
+) -> tuple[TablePath, Transaction, KeyedProperties, KeyedOptions, KeyedJob]:
+    if mode != "append":
+        raise SparkWriteError(f"a keyed write (upsert, insert, delete) appends, not {mode!r}")
+    conf = conf_of(df.sparkSession)
+    path = table_path(uri)
+    settings = store_settings(conf)
+    table = Table.open(open_store(path.store_uri, settings), table_settings(conf, options))
+    table, props = resolve_properties(table, options)
+    kopts = keyed_options(options) or KeyedOptions("upsert")
+    txn = table.begin(COMMIT, operation=kopts.operation)
+    try:
+        plan = plan_keyed_write(
+            table, txn, props, arrow_schema(df.schema) if kopts.upsert else None
+        )
+        job = plan_job(df, plan, kopts, path.store_uri, settings, WriteTarget.of(txn))
+    except BaseException:
+        txn.abort()
+        raise
+    return path, txn, props, kopts, job
+
+
+def write_keyed(
+    df: Any,
+    uri: str,
+    mode: str,
+    options: Mapping[str, str],
+    hooks: Sequence[CommitHook] | None = None,
+) -> CommitInfo:
+    """The native writer's keyed write: one commit of the rewritten file groups."""
+    from .keyed import rewrite_natively
+
+    spark = df.sparkSession
+    job_meta = job_info(spark, df)
+    path, txn, _, kopts, job = _begin(df, uri, mode, options)
+    try:
+        files, stats, beat = rewrite_natively(job)
+        files_read = job.files_read()
+    except BaseException:
+        txn.abort()
+        raise
+    finally:
+        job.release()
+    instant = commit_keyed(
+        txn,
+        job.shipped.plan,
+        files,
+        stats,
+        files_read=files_read,
+        extra_metadata=extra_metadata(job_meta),
+        sweep=True,
+        heartbeat_written=beat,
+    )
+    repo = resolve_repo_uri(None, conf_of(spark))
+    info = commit_info(path, instant, kopts.operation, files, job_meta, repo)
+    run_hooks(info, hooks)
+    return info
+
+
+@dataclass(frozen=True)
+class KeyedTask:
+    """A keyed write planned by the driver, for the data source's tasks and commit worker."""
+
+    shipped: Shipped
+    pending: PendingWrite
+    operation: str
+    files_read: int
+
+    def encode(self) -> str:
+        return base64.b64encode(pickle.dumps(self)).decode()
+
+    @staticmethod
+    def decode(text: str) -> KeyedTask:
+        task = pickle.loads(base64.b64decode(text))  # written by this job's own driver
+        assert isinstance(task, KeyedTask)
+        return task
+
+
+def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
+    """The data source's keyed write: plan on the driver, rewrite in the data source's
+    tasks, complete in its commit worker (the caller finds the commit by `write_id`)."""
+
+    _, txn, _, kopts, job = _begin(df, uri, mode, options)
+    try:
+        files_read = job.files_read()
+        # The tasks need the snapshot's files, not the index's filters.
+        shipped = replace(job.shipped, plan=replace(job.shipped.plan, stats={}))
+    except BaseException:
+        job.release()
+        txn.abort()
+        raise
+    pending = PendingWrite.detach(txn)
+    task = KeyedTask(shipped, pending, kopts.operation, files_read)
+    opts = {**options, KEYED_TASK_OPTION: task.encode(), WRITE_ID_OPTION: write_id}
+    try:
+        sorted_by_group(job).write.format(NAME).mode("append").options(**opts).save(uri)
+    except BaseException:
+        # The data source aborts what it began; this covers a failure before its writer ran.
+        conf = conf_of(df.sparkSession)
+        store = open_store(table_path(uri).store_uri, store_settings(conf))
+        with contextlib.suppress(Exception):
+            pending.abort(store, table_settings(conf, options))
+        raise
+    finally:
+        job.release()

@@ -1,0 +1,60 @@
+"""The data source's writer options and its tasks' commit message (shared by the plain and
+the keyed data-source writers)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import WriterCommitMessage
+
+from timeline import DataFile
+
+NAME = "flowledger"
+
+
+def get_option(options: Mapping[str, str], name: str) -> str | None:
+    for key in (name, name.lower()):
+        if key in options:
+            return str(options[key])
+    return None
+
+
+#: Writer option naming the files the job read: a JSON array (what `flowledger.spark.save`
+#: passes) or a comma-separated list.
+INPUT_FILES_OPTION = "inputFiles"
+
+
+#: Writer option: an id recorded in the commit metadata (`flowledger.spark.save` sets it).
+WRITE_ID_OPTION = "flowledgerWriteId"
+
+#: Writer option carrying a keyed write `flowledger.spark.save` planned (keyed_writers.py).
+KEYED_TASK_OPTION = "flowledgerKeyedTask"
+
+BARE_KEYED = (
+    "a keyed write (upsert, insert, delete) needs Spark to bring each file group's records "
+    "together, which a Python data source cannot ask for: write with "
+    "flowledger.spark.save(df, uri, options={'operation': 'upsert', 'recordKey': ...}) "
+    "(the data source, planned by the driver) or flowledger.spark.write(df, uri, options=...)"
+)
+
+
+def input_files_option(options: Mapping[str, str]) -> tuple[str, ...]:
+    """The `inputFiles` writer option: the files the job read."""
+    raw = (get_option(options, INPUT_FILES_OPTION) or "").strip()
+    if raw.startswith("["):
+        return tuple(str(p) for p in json.loads(raw))
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+@dataclass
+class FilesWritten(WriterCommitMessage):
+    """A task's add actions: the data files it wrote (picklable `DataFile`s)."""
+
+    files: list[DataFile] = field(default_factory=list)
+    job: str = ""
+    #: Write stats of the files (keyed writes: one per rewritten file group).
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    beat: bool = False

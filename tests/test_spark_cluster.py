@@ -1,0 +1,76 @@
+"""Keyed writes on a real Spark standalone cluster (a master and two workers on loopback,
+executors in their own JVMs and Python workers): upsert, insert and delete through both
+Spark writers leave the same table as the Python path. S3 and the s3a jars reach the
+executors only through the application's conf; the table lives on MinIO."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storage import open_store
+from storage.s3a import s3a_conf
+from tests.support.keyed_spark import apply_python, comparable
+from tests.support.servers import S3Endpoint
+from tests.support.spark_cluster import Cluster, standalone_cluster
+from timeline import Table
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    try:
+        from infra import spark as infra_spark
+
+        infra_spark.jar_paths()
+    except Exception as exc:
+        pytest.skip(f"s3a jars missing: {exc}; run `make spark-jars`")
+    with standalone_cluster(tmp_path_factory.mktemp("cluster"), str(ROOT)) as c:
+        yield c
+
+
+def test_keyed_writes_on_a_standalone_cluster_equal_the_python_path(
+    cluster: Cluster, minio: S3Endpoint, tmp_path: Path
+) -> None:
+    from infra import spark as infra_spark
+
+    bucket = minio.new_bucket()
+    tables = {w: f"s3a://{bucket}/tables/{w}" for w in ("native", "datasource")}
+    args = {
+        "master": cluster.master_url,
+        "repo": str(tmp_path / "repo"),
+        "jars": [str(j) for j in infra_spark.jar_paths()],
+        "s3a": s3a_conf(minio.settings()),
+        "tables": tables,
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env["PYSPARK_PYTHON"] = sys.executable
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.support.keyed_cluster_driver", json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=1200,
+    )
+    assert run.returncode == 0, run.stderr[-5000:] + cluster.log_tail()
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["master"] == cluster.master_url and got["executors"] == 2
+    # Tasks ran in Python workers of the executors, not in the driver's process.
+    assert got["driver_pid"] not in got["python_workers"]
+    reference, ref_instants = apply_python(tmp_path / "python")
+    want = comparable(reference, ref_instants)
+    for writer, uri in tables.items():
+        instants = got["instants"][writer]
+        table = Table.open(open_store(uri, minio.settings()))
+        assert comparable(table, instants) == want, writer
