@@ -161,3 +161,26 @@ def test_keyed_options_follow_hudi_names() -> None:
     with pytest.raises(SparkWriteError):
         keyed_options({"operation": "merge"})
     assert pa is not None
+
+
+def test_merge_on_read_snapshot_is_merged_on_spark(registered: Any, where: tuple[str, Any]) -> None:
+    """Changes still in log files are seen by Spark (each slice merged by an executor), not
+    only the base files; time travel to before them shows the older rows."""
+    spark, (uri, settings) = registered, where
+    t = Table.create(
+        open_store(uri, settings), KeyedProperties.of("id", table_type="merge_on_read")
+    )
+    first = t.upsert(pa.table({"id": [1, 2, 3], "delay": [5, 7, 9]}))
+    t.upsert(pa.table({"id": [2], "delay": [70]}))  # a delta commit: a log block
+    t.delete([3])
+    assert t.merge_on_read_slices() is not None  # the changes are still in logs
+    want = sorted(t.read().select(["id", "delay"]).to_pylist(), key=lambda r: r["id"])
+    assert want == [{"id": 1, "delay": 5}, {"id": 2, "delay": 70}]
+    for df in (spark.read.format("flowledger").load(uri), fs.read(spark, uri)):
+        got = sorted(
+            ({"id": r["id"], "delay": r["delay"]} for r in df.select("id", "delay").collect()),
+            key=lambda r: r["id"],
+        )
+        assert got == want
+    old = fs.read(spark, uri, as_of=first.time).select("id", "delay").collect()
+    assert sorted((r["id"], r["delay"]) for r in old) == [(1, 5), (2, 7), (3, 9)]

@@ -70,6 +70,8 @@ from .keyed import (
     record_columns,
     write_slice,
 )
+from .keyed.mor_read import read_slice
+from .keyed.slices import MorSlice
 from .layout import TIMELINE, data_instant_time, data_prefix
 from .metadata import DataFile, Entry
 from .parquet_io import (
@@ -132,6 +134,7 @@ __all__ = [
     "InvalidInstant",
     "KeyedProperties",
     "KeyedWritePlan",
+    "MorSlice",
     "PendingWrite",
     "PlanError",
     "PropertiesError",
@@ -178,6 +181,7 @@ __all__ = [
     "read_changed_file",
     "read_commit_changes",
     "read_footer",
+    "read_slice",
     "read_verified",
     "record_columns",
     "row_group_spans",

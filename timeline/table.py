@@ -43,7 +43,7 @@ from .keyed import operations as keyed_ops
 from .keyed.mor_read import read_slices
 from .keyed.planning import Filter
 from .keyed.properties import KeyedProperties, load_properties
-from .keyed.slices import is_merge_on_read, mor_slices
+from .keyed.slices import MorSlice, is_merge_on_read, mor_slices
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
@@ -321,6 +321,16 @@ class Table:
             return merged if merged is not None else pa.table({})
         table = read_files(self.store, snap.files, columns, schema)
         return table if table is not None else pa.table({})
+
+    def merge_on_read_slices(self, as_of: str | None = None) -> list[MorSlice] | None:
+        """The file slices (base plus logs) a merged snapshot read covers, one per file group,
+        for an engine that merges them in its own tasks (`read_slice`); None when the table
+        has no delta commits (its snapshot files are the whole answer)."""
+        st = self.state()
+        if not is_merge_on_read(st):
+            return None
+        snap = self._snapshot(st, as_of)
+        return sorted(mor_slices(st, snap.seq).values(), key=lambda sl: sl.base.path)
 
     def schema(self, as_of: str | None = None) -> pa.Schema | None:
         """The table's schema (as of an instant) as its commits state it; None if none does."""

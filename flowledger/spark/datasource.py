@@ -35,6 +35,7 @@ from storage import ObjectStore, StoreSettings, open_store
 from timeline import (
     RECORD_KEY_COL,
     DataFile,
+    MorSlice,
     PendingWrite,
     Table,
     TaskWriter,
@@ -42,6 +43,7 @@ from timeline import (
     commit_files,
     latest_schema,
     read_footer,
+    read_slice,
     read_verified,
     split_partitions,
 )
@@ -111,11 +113,15 @@ class FlowledgerDataSource(DataSource):
         changes = changes_request(self.options)
         if changes is not None:
             return changes_schema(table, changes)
-        files = table.snapshot(_option(self.options, "asOf")).files
+        as_of = _option(self.options, "asOf")
+        files = table.snapshot(as_of).files
         if not files:
             raise SparkWriteError(f"table {path.given} has no committed data to read")
-        md = read_footer(table.store, files[0].path, files[0].size)
-        arrow = md.schema.to_arrow_schema()
+        merged = table.schema(as_of) if table.merge_on_read_slices(as_of) is not None else None
+        if merged is not None:  # logs may hold columns the first base file lacks
+            arrow = merged
+        else:
+            arrow = read_footer(table.store, files[0].path, files[0].size).schema.to_arrow_schema()
         # Nullable everywhere: other files of the snapshot may hold nulls where this one has none.
         arrow = pa.schema([f.with_nullable(True) for f in arrow])
         return from_arrow_schema(arrow, prefer_timestamp_ntz=False)
@@ -125,7 +131,13 @@ class FlowledgerDataSource(DataSource):
         changes = changes_request(self.options)
         if changes is not None:
             return changes_reader(self._table(path), path, self.facts.store, changes)
-        snap = self._table(path).snapshot(_option(self.options, "asOf"))
+        table = self._table(path)
+        slices = table.merge_on_read_slices(_option(self.options, "asOf"))
+        if slices is not None:  # base files alone would miss the changes still in logs
+            return MergedSliceReader(
+                self.facts.store, path, slices, schema, table.schema(_option(self.options, "asOf"))
+            )
+        snap = table.snapshot(_option(self.options, "asOf"))
         return SnapshotReader(self.facts.store, path, list(snap.files), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
@@ -273,6 +285,38 @@ class SnapshotReader(DataSourceReader):
         store = open_store(self.path.store_uri, self.store)
         f = DataFile.from_json(partition.value)
         data = pq.read_table(io.BytesIO(read_verified(store, f)))
+        columns = [
+            data.column(n) if n in data.column_names else pa.nulls(data.num_rows)
+            for n in self.names
+        ]
+        yield from pa.table(columns, names=self.names).to_batches()
+
+
+class MergedSliceReader(DataSourceReader):
+    """A merge-on-read snapshot: one partition per file slice, whose base and logs are
+    merged by the executor that reads it (the timeline's `read_slice`: checksums verified,
+    the table's merge mode applied), never on the driver."""
+
+    def __init__(
+        self,
+        store: StoreSettings,
+        path: TablePath,
+        slices: list[MorSlice],
+        schema: StructType,
+        table_schema: pa.Schema | None,
+    ) -> None:
+        self.store = store
+        self.path = path
+        self.slices = slices
+        self.names = list(schema.names)
+        self.table_schema = table_schema
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(sl) for sl in self.slices]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        store = open_store(self.path.store_uri, self.store)
+        data = read_slice(store, partition.value, self.table_schema)
         columns = [
             data.column(n) if n in data.column_names else pa.nulls(data.num_rows)
             for n in self.names

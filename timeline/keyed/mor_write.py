@@ -59,6 +59,21 @@ class _Delta:
     deletes: dict[str, Any] = field(default_factory=dict)  # record key -> ordering value
 
 
+@dataclass(frozen=True)
+class _Records:
+    """A batch's identities, partitions and ordering values as lists: the merge-on-read
+    planner walks the batch record by record (one log block per touched file group)."""
+
+    ids: list[str]
+    partitions: list[str]
+    ordering: list[Any] | None
+
+
+def _records(batch: Batch) -> _Records:
+    ordering = batch.ordering.to_pylist() if batch.ordering is not None else None
+    return _Records(batch.ids.to_pylist(), batch.partitions.to_pylist(), ordering)
+
+
 class _MorPlanner:
     def __init__(
         self, table: Table, props: KeyedProperties, index: IndexFactory | None, st: Any
@@ -84,14 +99,15 @@ class _MorPlanner:
 
     def locate(self, batch: Batch) -> dict[str, tuple[MorSlice, Any]]:
         """Record identity -> (slice, ordering value now) for the batch's stored records."""
-        keys = [i.split("\x00", 1)[-1] for i in batch.ids]
-        wanted = set(batch.ids)
+        records = _records(batch)
+        keys = batch.keys.to_pylist()
+        wanted = set(records.ids)
         bases = [sl.base for sl in self.slices.values()]
         if self.props.key_scope == GLOBAL:
             scopes: list[tuple[list[DataFile], list[int]]] = [(bases, list(range(len(keys))))]
         else:
             by_part: dict[str, list[int]] = {}
-            for i, p in enumerate(batch.partitions):
+            for i, p in enumerate(records.partitions):
                 by_part.setdefault(p, []).append(i)
             scopes = [([f for f in bases if f.partition == p], pos) for p, pos in by_part.items()]
         order_col = self.props.ordering_field
@@ -202,25 +218,26 @@ def delta_write(
         new_rows: dict[str, list[int]] = {}
         if batch is not None:
             found = plan.locate(batch)
+            records = _records(batch)
             dupes = []
-            for i, ident in enumerate(batch.ids):
+            for i, ident in enumerate(records.ids):
                 hit = found.get(ident)
                 if hit is None:
-                    new_rows.setdefault(batch.partitions[i], []).append(i)
+                    new_rows.setdefault(records.partitions[i], []).append(i)
                     continue
                 if operation == "insert":
                     dupes.append(ident.split("\x00", 1)[-1])
                     continue
                 sl, stored = hit
-                incoming = batch.ordering[i] if batch.ordering is not None else None
+                incoming = records.ordering[i] if records.ordering is not None else None
                 if not incoming_wins(stored, incoming, props, has_ordering=True):
                     continue
                 d = plan.delta(sl)
-                if sl.partition == batch.partitions[i]:
+                if sl.partition == records.partitions[i]:
                     d.upserts.append(i)
                 else:  # a global key moved partition: deleted there, a new record here
                     d.deletes[ident.split("\x00", 1)[-1]] = incoming
-                    new_rows.setdefault(batch.partitions[i], []).append(i)
+                    new_rows.setdefault(records.partitions[i], []).append(i)
             if dupes and on_duplicate == FAIL:
                 raise DuplicateKeys(
                     f"insert into {table.uri}: {len(dupes)} key(s) already in the table, e.g. "
@@ -230,11 +247,12 @@ def delta_write(
                 )
         if deletes is not None:
             dbatch = prepare_batch(deletes, props, t, upsert=False)
-            position = {ident: i for i, ident in enumerate(dbatch.ids)}
+            drecords = _records(dbatch)
+            position = {ident: i for i, ident in enumerate(drecords.ids)}
             for ident, (sl, stored) in plan.locate(dbatch).items():
                 i = position[ident]
-                has = dbatch.ordering is not None
-                incoming = dbatch.ordering[i] if dbatch.ordering is not None else None
+                has = drecords.ordering is not None
+                incoming = drecords.ordering[i] if drecords.ordering is not None else None
                 if incoming_wins(stored, incoming, props, has_ordering=has):
                     plan.delta(sl).deletes[ident.split("\x00", 1)[-1]] = incoming if has else stored
         if where is not None:
