@@ -17,13 +17,14 @@ import pytest
 from storage import open_store
 from storage.s3a import s3a_conf
 from tests.support.keyed_spark import apply_python, comparable
+from tests.support.paths import REPO_ROOT
 from tests.support.servers import S3Endpoint
 from tests.support.spark_cluster import Cluster, standalone_cluster
 from timeline import Table
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from storage import (
     UnsafeBackend,
 )
 from tests.support.backends import Backend
+from tests.support.paths import REPO_ROOT
 
 MiB = 1024 * 1024
 
@@ -299,7 +300,7 @@ def test_multipart_256mib_bounded_memory(backend: Backend, tmp_path: Path) -> No
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=REPO_ROOT,
         timeout=600,
     ).stdout.split()
     growth, size = int(out[0]), int(out[1])

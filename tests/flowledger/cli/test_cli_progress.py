@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from flowledger import progress as progress_mod
 from flowledger.cli import app
 from flowledger.progress import CountingReader, progress
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -57,7 +58,7 @@ def test_a_quick_operation_prints_nothing_when_not_a_terminal() -> None:
 def test_content_put_and_get_round_trip_with_progress(tmp_path: Path) -> None:
     src = tmp_path / "in.bin"
     src.write_bytes(os.urandom(3 * 2**20))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     repo = str(tmp_path / "repo")
     put = subprocess.run(
         [sys.executable, "-m", "flowledger", "content", "put", str(src), "--repo", repo],
@@ -221,7 +222,7 @@ def test_rollover_expire_and_archive_draw_bars_that_reach_their_total_on_a_termi
 ) -> None:
     env = {
         **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(REPO_ROOT),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
     repo = str(tmp_path / "repo")

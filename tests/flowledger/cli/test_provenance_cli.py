@@ -11,9 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _events_file(path: Path) -> Path:

@@ -16,6 +16,7 @@ from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
 from storage.content import ContentClaim, ContentRepository
 from tests.support.demo_repo import demo_like_repo
+from tests.support.paths import REPO_ROOT
 from tests.support.service import TOKEN, ServiceProcess
 from timeline import Table
 
@@ -220,7 +221,7 @@ def test_lineage_page_search_graph_details_timeline(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "lineage.png"
     assert d.save_screenshot(str(shot))
-    docs = Path(__file__).resolve().parents[1] / "docs" / "img"
+    docs = REPO_ROOT / "docs" / "img"
     if os.environ.get("FLOWLEDGER_UPDATE_SCREENSHOT"):
         docs.mkdir(exist_ok=True)
         shutil.copy(shot, docs / "lineage.png")
@@ -295,7 +296,7 @@ def test_lineage_page_reaches_the_raw_inputs_in_one_click(
     d.set_window_size(1600, 1100)
     assert d.save_screenshot(str(shot))
     if os.environ.get("FLOWLEDGER_UPDATE_SCREENSHOT"):
-        docs = Path(__file__).resolve().parents[1] / "docs" / "img"
+        docs = REPO_ROOT / "docs" / "img"
         docs.mkdir(exist_ok=True)
         shutil.copy(shot, docs / "lineage-full.png")
 

@@ -16,13 +16,14 @@ import pyarrow as pa
 import pytest
 
 from storage import open_store
+from tests.support.paths import REPO_ROOT
 from tests.support.servers import S3Endpoint
 from timeline import ArchivalSettings, Table, TableSettings
 from timeline.archive import read_manifest
 
 pytestmark = pytest.mark.s3
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _cli_commit(moto: S3Endpoint, tmp_path: Path, uri: str, *flags: str) -> dict[str, int]:

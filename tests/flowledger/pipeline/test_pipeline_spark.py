@@ -27,6 +27,7 @@ from flowledger.pipeline import (
 from flowledger.pipeline import tables as tbl
 from flowledger.pipeline.sources import parse_csv
 from storage import open_store
+from tests.support.paths import REPO_ROOT
 from tests.support.servers import S3Endpoint
 from timeline import Table
 
@@ -201,7 +202,7 @@ def test_flowledger_demo_command_on_minio(minio: S3Endpoint, tmp_path: Path) -> 
         AWS_ACCESS_KEY_ID=minio.access_key,
         AWS_SECRET_ACCESS_KEY=minio.secret_key,
         AWS_REGION=minio.region,
-        PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+        PYTHONPATH=str(REPO_ROOT),
         COLUMNS="200",
     )
     proc = subprocess.run(

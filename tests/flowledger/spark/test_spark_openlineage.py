@@ -14,10 +14,11 @@ from provenance import ProvenanceRepository
 from provenance.ancestry import input_files
 from provenance.openlineage import ingest
 from storage import StoreSettings, open_store
+from tests.support.paths import REPO_ROOT
 from tests.support.tiers import unavailable
 
 pytestmark = pytest.mark.spark
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _listener_jar() -> Path:

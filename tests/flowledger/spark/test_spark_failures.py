@@ -19,12 +19,13 @@ import pytest
 import flowledger.spark as fs
 from flowledger.spark.commit_info import REPO_CONF_KEY
 from storage import open_store
+from tests.support.paths import REPO_ROOT
 from tests.support.servers import S3Endpoint
 from timeline import Table
 from timeline.layout import data_prefix
 
 pytestmark = pytest.mark.spark
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 
 def _env(minio: S3Endpoint, **extra: str) -> dict[str, str]:

@@ -9,12 +9,13 @@ import pyarrow as pa
 import pytest
 
 from storage import ObjectStore, StoreSettings, open_store
+from tests.support.paths import REPO_ROOT
 from timeline import ArchivalSettings, Table, TableSettings
 from timeline.archive import AutoArchive
 from timeline.metadata import Entry
 
 pytestmark = pytest.mark.unit
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _store(tmp_path: Path) -> ObjectStore:

@@ -18,9 +18,10 @@ from provenance.ingest import ingest_file
 from provenance.staging import manifest_key
 from storage import BackendError, ObjectStore, open_store
 from tests.support.backends import LOCAL, MINIO, make_backend
+from tests.support.paths import REPO_ROOT
 from tests.support.provenance_events import ev, settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _file(tmp_path: Path, name: str, start: int, n: int) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from storage.timeutil import datetime_to_ms, iso_to_ms, ms_to_datetime, ms_to_iso, to_ms
+from tests.support.paths import REPO_ROOT
 
 MS = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 
@@ -52,7 +53,7 @@ CHILD = textwrap.dedent(
 @pytest.mark.unit
 @pytest.mark.parametrize("tz", ["America/New_York", "Asia/Kolkata"])
 def test_event_times_do_not_shift_outside_utc(tz: str, tmp_path: Path) -> None:
-    env = {**os.environ, "TZ": tz, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "TZ": tz, "PYTHONPATH": str(REPO_ROOT)}
     root = "file://" + str(tmp_path / "repo")
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, root, str(tmp_path / "cache"), str(MS)],
@@ -96,7 +97,7 @@ def test_cli_sql_returns_timestamptz_values_in_utc(tmp_path: Path) -> None:
         **os.environ,
         "TZ": "Asia/Kolkata",
         "FLOWLEDGER_REPO": "file://" + str(tmp_path / "repo"),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(REPO_ROOT),
     }
     query = "select now() as n, TIMESTAMPTZ '2023-11-14 22:13:20+00' as t"
     proc = subprocess.run(

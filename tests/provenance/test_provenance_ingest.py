@@ -19,8 +19,9 @@ from provenance.crash import ENV
 from provenance.ingest import ingest_file, read_events
 from storage import open_store
 from tests.support.backends import Backend
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 NIFI_ID = "5d0b2b5e-7c1a-4e0e-9b8c-2f7d3b6c{:04d}"
 
 

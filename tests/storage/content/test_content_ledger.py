@@ -24,6 +24,7 @@ from storage.content import (
 )
 from storage.content.checksum import combine
 from storage.content.ledger import BATCHES, CHECKPOINT
+from tests.support.paths import REPO_ROOT
 
 
 def _batch(deltas: dict[str, int], register: tuple[str, ...] = ()) -> LedgerBatch:
@@ -126,7 +127,7 @@ def test_repository_open_uses_content_prefix(tmp_path: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "FLOWLEDGER_REPO"}
-    cwd = Path(__file__).resolve().parents[1]  # the checkout, as CI runs (paths are absolute)
+    cwd = REPO_ROOT  # the checkout, as CI runs (paths are absolute)
     return subprocess.run(
         [sys.executable, "-c", "from flowledger.cli import main; main()", *args],
         capture_output=True,

@@ -135,7 +135,7 @@ KINDS: dict[str, tuple[Finder, Reader]] = {
         ),
     ),
     # Reading it; a writer instead rebuilds it past the data (it is written without fsync, so
-    # a machine crash may tear it): tests/test_provenance_fsync.py.
+    # a machine crash may tear it): tests/provenance/test_provenance_fsync.py.
     "id allocator": (
         lambda s: f"provenance/{ALLOCATOR_KEY}",
         lambda s, c: _prov(s, c).ids.peek(),
