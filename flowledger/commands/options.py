@@ -45,3 +45,15 @@ TableOption = Annotated[
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Machine-readable output (one JSON document on stdout)")
 ]
+
+# Keyed tables' change reads (`table read` and `table sql`).
+CdcOption = Annotated[
+    bool, typer.Option("--cdc", help="With --changes-since: one row per change (i/u/d)")
+]
+FullScanOption = Annotated[
+    bool,
+    typer.Option(
+        "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
+    ),
+]
+

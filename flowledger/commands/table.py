@@ -36,7 +36,7 @@ from ..slice_provenance import CommitJob, SliceProvenance
 from ..spark.lineage import canonical
 from ..table_settings import provenance_settings, table_settings
 from ..table_sql import TableRead
-from .options import JsonOption, RepoOption
+from .options import CdcOption, FullScanOption, JsonOption, RepoOption
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
@@ -244,15 +244,8 @@ def read(
             help="Keyed tables: records changed after this instant (up to --as-of)",
         ),
     ] = None,
-    cdc: Annotated[
-        bool, typer.Option("--cdc", help="With --changes-since: one row per change (i/u/d)")
-    ] = False,
-    full_scan: Annotated[
-        bool,
-        typer.Option(
-            "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
-        ),
-    ] = False,
+    cdc: CdcOption = False,
+    full_scan: FullScanOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Read the table's snapshot (optionally as of an instant), or its changes."""
@@ -319,15 +312,8 @@ def sql(
             "--changes-since", help="Keyed tables: the view holds the records changed after it"
         ),
     ] = None,
-    cdc: Annotated[
-        bool, typer.Option("--cdc", help="With --changes-since: one row per change (i/u/d)")
-    ] = False,
-    full_scan: Annotated[
-        bool,
-        typer.Option(
-            "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
-        ),
-    ] = False,
+    cdc: CdcOption = False,
+    full_scan: FullScanOption = False,
     repo: RepoOption = None,
     as_json: JsonOption = False,
 ) -> None:
