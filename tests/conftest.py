@@ -53,6 +53,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if not any(item.get_closest_marker(t) for t in TIERS):
             raise pytest.UsageError(f"{item.nodeid} has no tier marker ({', '.join(TIERS)})")
+    # The architecture checks parse every module with `ast`: run them first, in a fresh
+    # interpreter state. CPython 3.11's `ast` can fail ("AST constructor recursion depth
+    # mismatch") once any earlier ast call in the process hit a RecursionError, which
+    # libraries do deep inside other tests' stacks.
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_architecture.py"))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

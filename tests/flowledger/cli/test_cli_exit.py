@@ -34,6 +34,7 @@ def test_table_read_json_into_a_pipe_exits_cleanly_every_time(tmp_path: Path) ->
         res = subprocess.run(cmd, capture_output=True, timeout=120)
         codes.append(res.returncode)
         assert b"terminate called" not in res.stderr, res.stderr
+        assert res.stdout, (res.returncode, res.stderr[-4000:])
         assert len(json.loads(res.stdout)) == 300
     assert codes == [0] * RUNS
 
