@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 import pyarrow.compute as pc
 
 from provenance import ProvenanceRepository
-from timeline import Entry, MorSlice, Table, data_instant_time, parse_name
-from timeline.layout import instant_prefix
+from timeline import Entry, Instant, MorSlice, Table, data_instant_time, format_name
 
 from ..slice_provenance import (
     CommitJob,
@@ -96,20 +95,19 @@ class CompactionResult:
     groups_compacted: int = 0
     snapshot_after: Counts = Counts(0, 0)
     read_optimized_after: Counts = Counts(0, 0)
-    #: The compaction's instant objects in timeline order: (object name, action, state,
-    #: when it was written), e.g. `t.compaction.requested`, `t.compaction.inflight`, `t.commit`.
-    states: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: The compaction's instant objects in timeline order: (object name, action, state), i.e.
+    #: `t.compaction.requested`, `t.compaction.inflight`, `t.commit` (completed).
+    states: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-def instant_states(table: Table, time: str) -> list[tuple[str, str, str, str]]:
+def instant_states(table: Table, time: str) -> list[tuple[str, str, str]]:
     """Every state object of one instant on the active timeline, requested first."""
-    out = []
-    for o in table.store.list(instant_prefix(time)):
-        name = o.key.rsplit("/", 1)[-1]
-        i = parse_name(name)
-        when = o.last_modified.strftime("%H:%M:%S.%f")[:-3] if o.last_modified else ""
-        out.append((i.state.rank, name, i.action, i.state.value, when))
-    return [(n, a, s, w) for _, n, a, s, w in sorted(out)]
+    objs = [i for i in table.load_instants().objects if i.time == time]
+    return [(format_name(i), i.action, i.state.value) for i in sorted(objs, key=_rank)]
+
+
+def _rank(i: Instant) -> int:
+    return i.state.rank
 
 
 def record_compaction(

@@ -119,14 +119,13 @@ def _compaction_instants(m: CompactionResult, console: Console) -> None:
         "instant object",
         "action",
         "state",
-        "written at (UTC)",
         title=f"The compaction {m.instant} on the timeline of flights_enriched",
     )
-    for name, action, state, when in m.states:
-        t.add_row(name, action, state, when)
+    for name, action, state in m.states:
+        t.add_row(name, action, state)
     console.print(t)
     steps = " → ".join(
-        f"{action}.{state}" if state != "completed" else action for _, action, state, _ in m.states
+        f"{action}.{state}" if state != "completed" else action for _, action, state in m.states
     )
     console.print(f"  {steps}")
 

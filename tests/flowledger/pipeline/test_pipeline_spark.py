@@ -117,7 +117,7 @@ def check_run(
     assert m.snapshot_before.rows == kept and m.snapshot_before.corrected == fix.upserted
     assert m.read_optimized_before.rows == flights_in and m.read_optimized_before.corrected == 0
     assert m.snapshot_after == m.read_optimized_after == m.snapshot_before
-    assert [(a, st) for _, a, st, _ in m.states] == [
+    assert [(a, st) for _, a, st in m.states] == [
         ("compaction", "requested"),
         ("compaction", "inflight"),
         ("commit", "completed"),
