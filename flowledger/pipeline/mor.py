@@ -24,7 +24,6 @@ from ..slice_provenance import (
     SliceWrite,
     commit_events,
     is_recorded,
-    record_commit,
     slice_uuid,
     slices_of,
 )
@@ -39,7 +38,7 @@ def log_writes(table: Table, entry: Entry) -> list[SliceWrite]:
     out = []
     for lf in entry.metadata.get("log_files", ()):
         b = base.get(str(lf["file_group"]))
-        counts = {"updates": int(lf.get("upserts", 0)), "deletes": int(lf.get("deletes", 0))}
+        counts = {"upserts": int(lf.get("upserts", 0)), "deletes": int(lf.get("deletes", 0))}
         out.append(
             SliceWrite(
                 uri=table.store.url(str(lf["path"])),
@@ -58,15 +57,15 @@ def log_writes(table: Table, entry: Entry) -> list[SliceWrite]:
 def record_write(
     prov: ProvenanceRepository, table: Table, entry: Entry, job: CommitJob
 ) -> list[str]:
-    """Record a write of the merge-on-read table (its log files, or its base files for any
-    other commit); the FlowFile UUIDs of what it wrote."""
-    logs = log_writes(table, entry)
-    if not logs:
-        record_commit(prov, table, entry, job)
-        return [slice_uuid(table.store.url(f.path)) for f in entry.added]
-    if not is_recorded(prov, table.uri, entry, slice_uuid(logs[0].uri)):
-        prov.register_events(commit_events(table.uri, entry, logs, job), sync=True)
-    return [slice_uuid(s.uri) for s in logs]
+    """Record a write of the merge-on-read table: its log files and any base file it added
+    (new keys, or a full write); the FlowFile UUIDs of what it wrote. Recording a commit
+    twice adds nothing."""
+    writes = [*log_writes(table, entry), *slices_of(table, entry)]
+    if not writes:
+        return []
+    if not is_recorded(prov, table.uri, entry, slice_uuid(writes[0].uri)):
+        prov.register_events(commit_events(table.uri, entry, writes, job), sync=True)
+    return [slice_uuid(w.uri) for w in writes]
 
 
 @dataclass(frozen=True)
