@@ -2,18 +2,19 @@
 
 1. The re-delivered month is applied to `flights_enriched` by key: its corrected flights are
    upserted (the diverted flights' arrival delays, revision 2) and its cancelled flights
-   deleted. Copy-on-write rewrites only the file groups holding those keys: each gets a new
-   file slice (docs/tables.md).
+   deleted. The table is merge-on-read: each is a delta commit appending log files to the file
+   groups holding those keys, no base file is rewritten (docs/tables.md); the pipeline
+   compacts them afterwards (mor.py).
 2. `delays_by_carrier` is recomputed from the *changes* since its last run: a CDC read of
    `flights_enriched` after the instant its rows were computed from (kept in its commits'
    metadata, `SOURCE_INSTANT`) names the carriers whose flights changed (before and after
    images: a deleted flight counts); only their rows are recomputed and upserted.
-3. Each commit's provenance is recorded per written slice (flowledger.slice_provenance), so
+3. Each commit's provenance is recorded per written log file or slice (mor.record_write), so
    one SQL query joins a corrected row (its `_flowledger_commit_time`) to the raw input
-   files it came from, through every earlier slice of its file group.
+   files it came from, through the base slice its log was attached to.
 
-Spark has no keyed writer yet: the writes go through the Python path (`Table.upsert`,
-`Table.delete`) from the DataFrames' Arrow form; Spark computes and reads.
+The writes go through the Python path (`Table.upsert`, `Table.delete`) from the DataFrames'
+Arrow form; Spark computes and reads (merging logs on its executors).
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ import pyarrow.compute as pc
 from provenance import ProvenanceRepository
 from timeline import DataFile, Table, data_instant_time
 
-from ..slice_provenance import CommitJob, record_commit, slice_uuid
+from ..slice_provenance import CommitJob, record_commit
 from ..table_sql import connect
+from . import mor, transform
 from . import tables as tbl
-from . import transform
 from .record import COMPONENT_TYPE
 
 if TYPE_CHECKING:
@@ -62,14 +63,17 @@ ORDER BY input_file
 
 @dataclass(frozen=True)
 class SliceChange:
-    """A file group of `flights_enriched`: its slice before and after the correction."""
+    """A file group of `flights_enriched`: its base slice before and after the correction,
+    and the log files attached to the slice after it (merge-on-read)."""
 
     partition: str
     file_group: str
-    before: str | None  # instant of the slice (None: the group did not exist)
+    before: str | None  # instant of the base slice (None: the group did not exist)
     after: str | None
     rows_before: int
     rows_after: int
+    logs: int = 0  # log files of the slice after
+    log_rows: int = 0  # records in them (upserts and deletes)
 
 
 @dataclass
@@ -79,6 +83,8 @@ class CorrectionResult:
     deleted: int = 0
     upsert_instant: str = ""
     delete_instant: str = ""
+    #: FlowFile UUIDs of what the correction wrote (log files, or slices).
+    written: list[str] = field(default_factory=list)
     slices: list[SliceChange] = field(default_factory=list)
     #: The incremental recomputation of delays_by_carrier.
     changes_since: str = ""
@@ -100,7 +106,9 @@ def slice_changes(table: Table, before: str, after: str) -> list[SliceChange]:
     """Every file group of `table` as of `before` and `after` (instants)."""
     old = {f.group: f for f in table.snapshot(before).files}
     new = {f.group: f for f in table.snapshot(after).files}
+    logs = {sl.group: sl.logs for sl in table.merge_on_read_slices(after) or []}
     out = []
+
     def order(g: str) -> tuple[list[Any], str]:  # month=2 before month=10
         part = (old.get(g) or new[g]).partition
         return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", part)], g
@@ -115,6 +123,8 @@ def slice_changes(table: Table, before: str, after: str) -> list[SliceChange]:
                 after=_slice_of(n) if n else None,
                 rows_before=o.rows if o else 0,
                 rows_after=n.rows if n else 0,
+                logs=len(logs.get(g, ())),
+                log_rows=sum(lf.rows for _, lf in logs.get(g, ())),
             )
         )
     return out
@@ -127,7 +137,7 @@ def apply(
     prov: ProvenanceRepository | None,
     parents: tuple[str, ...],
 ) -> CorrectionResult:
-    """Upsert the month's corrected flights, delete its cancelled ones (two commits)."""
+    """Upsert the month's corrected flights, delete its cancelled ones (two delta commits)."""
     fe = tables.keyed(tbl.FLIGHTS_ENRICHED)
     result = CorrectionResult(month)
     start = fe.snapshot().instant_time
@@ -143,12 +153,12 @@ def apply(
         result.upsert_instant = fe.upsert(corrected).time
         result.upserted = corrected.num_rows
         if prov is not None:
-            record_commit(prov, fe, fe.entry(result.upsert_instant), job)
+            result.written += mor.record_write(prov, fe, fe.entry(result.upsert_instant), job)
     if cancelled.num_rows:
         result.delete_instant = fe.delete(cancelled).time
         result.deleted = cancelled.num_rows
         if prov is not None:
-            record_commit(prov, fe, fe.entry(result.delete_instant), job)
+            result.written += mor.record_write(prov, fe, fe.entry(result.delete_instant), job)
     result.slices = slice_changes(fe, start, fe.snapshot().instant_time)
     return result
 
@@ -197,17 +207,11 @@ def recompute_delays(
     done = delays.upsert(rows, extra_metadata=extra)
     result.delays_instant = done.time
     if prov is not None:
-        # Made from the slices the correction wrote (and what the caller adds: airlines).
-        written = [
-            slice_uuid(fe.store.url(f.path))
-            for t in (result.upsert_instant, result.delete_instant)
-            if t
-            for f in fe.entry(t).added
-        ]
+        # Made from what the correction wrote (and what the caller adds: airlines).
         job = CommitJob(
             component_id="pipeline.delays_by_carrier",
             component_type=COMPONENT_TYPE,
-            parents=(*written, *parents),
+            parents=(*result.written, *parents),
             details=f"delays_by_carrier recomputed from the changes after {since}",
         )
         record_commit(prov, delays, delays.entry(done.time), job)

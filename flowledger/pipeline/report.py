@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from .correction import CorrectionResult
+from .mor import CompactionResult, Counts
 from .run import PipelineResult
 from .trace import TraceNode
 
@@ -28,27 +29,34 @@ def _correction(c: CorrectionResult, console: Console) -> None:
     slices = Table(
         "partition",
         "file group",
-        "slice before",
-        "rows before",
-        "slice after",
-        "rows after",
-        title="File slices of flights_enriched before and after the correction",
+        "base slice",
+        "rows in base",
+        "log files",
+        "records in logs",
+        title="File slices of flights_enriched after the correction (merge-on-read)",
     )
     for s in c.slices:
-        changed = s.before != s.after
+        changed = s.before != s.after or s.logs > 0
         style = "bold yellow" if changed else None
+        base = s.after or "-"
+        if s.before != s.after:
+            base = f"{s.before or '-'} → {base}"
         slices.add_row(
             s.partition,
             s.file_group[:13],
-            s.before or "-",
-            f"{s.rows_before:,}",
-            s.after or "-",
+            base,
             f"{s.rows_after:,}",
+            str(s.logs),
+            f"{s.log_rows:,}",
             style=style,
         )
     console.print(slices)
+    logged = sum(1 for s in c.slices if s.logs)
     rewritten = sum(1 for s in c.slices if s.before != s.after)
-    console.print(f"  {rewritten} of {len(c.slices)} file groups got a new slice")
+    console.print(
+        f"  {logged} of {len(c.slices)} file groups got log files (delta commits); "
+        f"{rewritten} base files rewritten"
+    )
     ops = ", ".join(f"{n:,} {op}" for op, n in sorted(c.ops.items()))
     console.print(
         f"delays_by_carrier recomputed incrementally: the changes of flights_enriched after "
@@ -56,6 +64,9 @@ def _correction(c: CorrectionResult, console: Console) -> None:
         f"{len(c.carriers)} carriers ({', '.join(c.carriers)}); those carriers' rows were "
         f"upserted (commit {c.delays_instant or '-'})"
     )
+
+
+def _row_sql(c: CorrectionResult, console: Console) -> None:
     if c.sql_rows:
         ans = Table(
             *c.sql_columns, title="A corrected row joined to the input files it came from (SQL)"
@@ -67,6 +78,56 @@ def _correction(c: CorrectionResult, console: Console) -> None:
         for line in c.sql.splitlines():
             console.print(f"    {line}", markup=False, highlight=False)
         console.print('  "', markup=False)
+
+
+def _counts(label: str, snap: Counts, ro: Counts) -> Table:
+    t = Table("read", "rows", "corrected rows (revision 2)", title=label)
+    t.add_row("snapshot (base + logs merged)", f"{snap.rows:,}", f"{snap.corrected:,}")
+    t.add_row("read-optimized (base files only)", f"{ro.rows:,}", f"{ro.corrected:,}")
+    return t
+
+
+def _compaction(m: CompactionResult, console: Console) -> None:
+    console.print(
+        _counts(
+            "flights_enriched before compaction: the correction is still in "
+            f"{m.log_files} log file(s) of {m.groups_with_logs} file group(s)",
+            m.snapshot_before,
+            m.read_optimized_before,
+        )
+    )
+    if not m.instant:
+        console.print("  compaction: no file group has logs to fold")
+        return
+    console.print(
+        f"compaction {m.instant} folded the logs of {m.groups_compacted} file group(s) "
+        "into new base files"
+    )
+    same = m.snapshot_after == m.read_optimized_after
+    console.print(
+        _counts(
+            "flights_enriched after compaction: "
+            + ("both reads agree" if same else "the reads still differ"),
+            m.snapshot_after,
+            m.read_optimized_after,
+        )
+    )
+
+
+def _compaction_instants(m: CompactionResult, console: Console) -> None:
+    t = Table(
+        "instant object",
+        "action",
+        "state",
+        title=f"The compaction {m.instant} on the timeline of flights_enriched",
+    )
+    for name, action, state in m.states:
+        t.add_row(name, action, state)
+    console.print(t)
+    steps = " → ".join(
+        f"{action}.{state}" if state != "completed" else action for _, action, state in m.states
+    )
+    console.print(f"  {steps}")
 
 
 def print_result(r: PipelineResult, console: Console) -> None:
@@ -86,6 +147,8 @@ def print_result(r: PipelineResult, console: Console) -> None:
             t.add_row(when, action, state)
         console.print(t)
         console.print(f"  {r.maintenance.get(name, '')}")
+        if name == "flights_enriched" and r.compaction is not None and r.compaction.states:
+            _compaction_instants(r.compaction, console)
 
     if r.event_counts:
         ev = Table("event_type", "events", title="Provenance events by type (SQL)")
@@ -105,6 +168,10 @@ def print_result(r: PipelineResult, console: Console) -> None:
 
     if r.correction is not None:
         _correction(r.correction, console)
+    if r.compaction is not None:
+        _compaction(r.compaction, console)
+    if r.correction is not None:
+        _row_sql(r.correction, console)
 
     ans = Table(
         "carrier",

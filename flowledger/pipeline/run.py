@@ -35,8 +35,8 @@ from timeline.archive import ArchivalSettings, Archiver
 from ..spark import CommitInfo
 from ..table_settings import provenance_settings
 from . import correction as corr
+from . import mor, transform
 from . import tables as tbl
-from . import transform
 from .record import Recorder, file_uuid
 from .sources import RawFile, parse_csv, raw_files, spark_schema
 from .trace import TraceNode, trace
@@ -81,6 +81,9 @@ class PipelineResult:
     #: The late correction (upsert, delete), the slices it rewrote, the incremental
     #: recomputation of delays_by_carrier and the row-to-input SQL answer.
     correction: corr.CorrectionResult | None = None
+    #: flights_enriched read merged and read-optimized around the compaction that follows
+    #: the correction, and the compaction's instant objects.
+    compaction: mor.CompactionResult | None = None
     replay: ReplayResult | None = None
     #: Why no SEND could be replayed (e.g. the Spark hook recorded it, without content).
     replay_problem: str = ""
@@ -240,6 +243,8 @@ def _stages(
     with st.stage("delays_by_carrier from the changes", 1):
         airlines_ff = (landed["airlines"].uuid,) if "airlines" in landed else ()
         corr.recompute_delays(spark, tables, cleaned["airlines"], fix, prov, airlines_ff)
+    with st.stage("compact flights_enriched", 1):
+        result.compaction = mor.compact(tables, prov)
     with st.stage("clean and archive timelines", 2) as step:
         for name in (tbl.FLIGHTS_ENRICHED, tbl.DELAYS_BY_CARRIER):
             t = tables.table(name)

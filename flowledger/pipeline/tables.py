@@ -1,18 +1,23 @@
 """The curated tables: keyed tables on the timeline (docs/tables.md), read by
-`flowledger.spark`. Spark has no keyed writer yet, so the pipeline writes them through the
-Python path (`Table.write` / `upsert` / `delete`) from the Arrow form of its DataFrames."""
+`flowledger.spark`. The pipeline writes them through the Python path (`Table.write` /
+`upsert` / `delete`) from the Arrow form of its DataFrames.
+
+`flights_enriched` is merge-on-read: a correction is a delta commit appending log files to the
+file groups it touches, read merged (snapshot) or without them (read-optimized) until the
+pipeline compacts it explicitly (its writes never compact inline: `compaction_mode="off"`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from storage import ObjectStore
 from storage.s3a import to_spark_path
-from timeline import Entry, Table
-from timeline.keyed import KeyedProperties
+from timeline import Entry, Table, TableSettings
+from timeline.keyed import MERGE_ON_READ, KeyedProperties
 
 from .. import spark as api
 from ..spark import CommitInfo, OutputFile, SparkJobInfo
@@ -25,9 +30,12 @@ FLIGHTS_ENRICHED = "flights_enriched"
 DELAYS_BY_CARRIER = "delays_by_carrier"
 
 #: The curated tables' properties: flights by their surrogate key (transform.FLIGHT_KEY),
-#: partitioned by month; the aggregate by carrier. The latest write wins.
+#: partitioned by month, merge-on-read; the aggregate by carrier (copy-on-write: a few dozen
+#: rows). The latest write wins.
 PROPERTIES = {
-    FLIGHTS_ENRICHED: KeyedProperties.of("flight_id", partition_by="month"),
+    FLIGHTS_ENRICHED: KeyedProperties.of(
+        "flight_id", partition_by="month", table_type=MERGE_ON_READ
+    ),
     DELAYS_BY_CARRIER: KeyedProperties.of("carrier"),
 }
 
@@ -74,13 +82,23 @@ class Tables:
     def uri(self, name: str) -> str:
         return f"{self.spark_root}/tables/{name}"
 
+    def settings(self, name: str) -> TableSettings:
+        """The CLI's table settings; a merge-on-read table's delta commits leave compaction to
+        the pipeline's own compaction stage, so the report can show the logs before it."""
+        s = table_settings()
+        if PROPERTIES[name].table_type == MERGE_ON_READ:
+            return replace(s, compaction_mode="off")
+        return s
+
     def table(self, name: str) -> Table:
-        return Table.open(self.root.scoped(f"tables/{name}"), table_settings())
+        return Table.open(self.root.scoped(f"tables/{name}"), self.settings(name))
 
     def keyed(self, name: str) -> Table:
         """The table, created with its properties (PROPERTIES) on first use; a no-op later.
-        A table an older pipeline wrote unkeyed is refused by the timeline in one line."""
-        return Table.create(self.root.scoped(f"tables/{name}"), PROPERTIES[name], table_settings())
+        A table an older pipeline wrote with other properties (unkeyed, or copy-on-write) is
+        refused by the timeline in one line."""
+        store = self.root.scoped(f"tables/{name}")
+        return Table.create(store, PROPERTIES[name], self.settings(name))
 
     def commit_info(self, name: str, table: Table, entry: Entry, job: str) -> CommitInfo:
         """A commit of the Python path described as the Spark writers describe theirs (the

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
-from flowledger.pipeline import Recorder, file_uuid, raw_files, trace
+from flowledger.pipeline import Recorder, file_uuid, mor, raw_files, trace
+from flowledger.pipeline import tables as tbl
 from flowledger.pipeline.sources import parse_csv
+from flowledger.slice_provenance import CommitJob, slice_uuid
 from flowledger.spark import CommitInfo, OutputFile, SparkJobInfo
-from provenance import ProvenanceSettings
+from provenance import ProvenanceSettings, Query, SearchTerm
 from provenance.session import FlowRepository
 from storage import LocalObjectStore
 from storage.content import ContentRepositorySettings
@@ -105,3 +108,49 @@ def test_cli_has_pipeline_demo_and_tour() -> None:
     assert "pipeline" in out and "demo" in out and "tour" in out
     run_help = CliRunner().invoke(app, ["pipeline", "run", "--help"]).output
     assert "--repo" in run_help and "--spark-master" in run_help
+
+
+def test_merge_on_read_correction_logs_and_compaction_provenance(
+    flow: FlowRepository, tmp_path: Path
+) -> None:
+    """The correction's delta commits write log files (each recorded as a FlowFile joined from
+    its slice's base file); the read-optimized read misses them until the compaction, whose
+    new base file is joined from the logs it folded."""
+    lake = tmp_path / "lake"
+    tables = tbl.Tables(lake.resolve().as_uri(), LocalObjectStore(str(lake)))
+    fe = tables.keyed(tbl.FLIGHTS_ENRICHED)
+    assert fe.settings.compaction_mode == "off"  # the pipeline compacts explicitly
+    rows = pa.table({"flight_id": ["a", "b", "c"], "month": [12, 12, 12], "revision": [1, 1, 1]})
+    prov, job = flow.provenance, CommitJob(component_id="test", parents=("joined",))
+    first = fe.entry(fe.write(rows, mode="overwrite").time)
+    (base,) = mor.record_write(prov, fe, first, job)
+    up = fe.entry(fe.upsert(pa.table({"flight_id": ["a"], "month": [12], "revision": [2]})).time)
+    gone = fe.entry(fe.delete(pa.table({"flight_id": ["b"]})).time)
+    assert up.action == gone.action == "deltacommit" and not up.added  # logs, no base file
+    logs = mor.record_write(prov, fe, up, job) + mor.record_write(prov, fe, gone, job)
+    assert mor.record_write(prov, fe, up, job) == logs[:1]  # recorded once
+
+    def events(uuid: str, kind: str) -> list[Any]:
+        found = prov.query(Query((SearchTerm("flowfile_uuid", uuid),), max_results=10))
+        return [e for e in found if e.event_type == kind]
+
+    uris = [fe.store.url(lf["path"]) for e in (up, gone) for lf in e.metadata["log_files"]]
+    assert logs == [slice_uuid(u) for u in uris]
+    for u, uri in zip(logs, uris, strict=True):
+        assert [e.transit_uri for e in events(u, "SEND")] == [uri]
+        (join,) = events(u, "JOIN")
+        assert set(join.parent_uuids) == {"joined", base}
+
+    m = mor.compact(tables, prov)
+    assert (m.snapshot_before.rows, m.snapshot_before.corrected) == (2, 1)
+    assert (m.read_optimized_before.rows, m.read_optimized_before.corrected) == (3, 0)
+    assert m.groups_with_logs == 1 and m.log_files == 2 and m.groups_compacted == 1
+    assert m.snapshot_after == m.read_optimized_after == m.snapshot_before
+    assert [(a, s) for _, a, s in m.states] == [
+        ("compaction", "requested"),
+        ("compaction", "inflight"),
+        ("commit", "completed"),
+    ]
+    (compacted,) = fe.entry(m.instant).added
+    (join,) = events(slice_uuid(fe.store.url(compacted.path)), "JOIN")
+    assert set(join.parent_uuids) == {*logs, base}

@@ -100,11 +100,29 @@ def check_run(
     delays = tbl.read(spark, r.table_uris[tbl.DELAYS_BY_CARRIER]).toArrow()
     # Recomputed from the changes only, yet equal to a full recomputation.
     assert pc.sum(delays.column("flights")).as_py() == kept
-    # Upsert and delete by key rewrote only the month's file groups, each as a new slice.
-    changed = [s for s in fix.slices if s.before != s.after]
-    assert changed and {s.partition for s in changed} == {f"month={month}"}
-    assert all(s.after == fix.delete_instant for s in changed)
-    assert all(s.after == s.before for s in fix.slices if s.partition != f"month={month}")
+    # Upsert and delete by key appended log files to the month's file group only (delta
+    # commits of a merge-on-read table): no base file was rewritten.
+    logged = [s for s in fix.slices if s.logs]
+    assert logged and {s.partition for s in logged} == {f"month={month}"}
+    assert all(s.logs == 2 for s in logged)  # one per delta commit
+    assert sum(s.log_rows for s in logged) == fix.upserted + fix.deleted
+    assert all(s.after == s.before for s in fix.slices)
+    timeline = {t: (action, state) for t, action, state in r.timelines[tbl.FLIGHTS_ENRICHED]}
+    assert timeline[fix.upsert_instant] == ("deltacommit", "completed")
+    assert timeline[fix.delete_instant] == ("deltacommit", "completed")
+    # Until the compaction the read-optimized read misses the changes still in logs; the
+    # compaction folds them into base files and both reads agree.
+    m = r.compaction
+    assert m is not None and m.instant and m.groups_compacted == len(logged)
+    assert m.snapshot_before.rows == kept and m.snapshot_before.corrected == fix.upserted
+    assert m.read_optimized_before.rows == flights_in and m.read_optimized_before.corrected == 0
+    assert m.snapshot_after == m.read_optimized_after == m.snapshot_before
+    assert [(a, st) for _, a, st in m.states] == [
+        ("compaction", "requested"),
+        ("compaction", "inflight"),
+        ("commit", "completed"),
+    ]
+    assert timeline[m.instant] == ("commit", "completed")
     # The incremental read saw exactly the correction's changes.
     assert fix.changed_rows == fix.upserted + fix.deleted
     assert fix.ops == {"u": fix.upserted, "d": fix.deleted}
@@ -153,7 +171,10 @@ def test_local_output_shows_lineage_and_answer(local: Runs) -> None:
     assert "weather.csv" in local.output and "Worst mean departure delay in rain" in local.output
     assert "replay of a SEND" in local.output
     out = local.output.replace("\n", " ")
-    assert "File slices of flights_enriched before and after the correction" in out
+    assert "File slices of flights_enriched after the correction (merge-on-read)" in out
+    assert "flights_enriched before compaction" in out
+    assert "flights_enriched after compaction: both reads agree" in out
+    assert "compaction.requested → compaction.inflight → commit" in out
     assert "delays_by_carrier recomputed incrementally" in out
     assert "A corrected row joined to the input files it came from (SQL)" in out
 
@@ -164,13 +185,14 @@ def test_rerun_appends_a_commit_and_keeps_time_travel(local: Runs, spark: Any) -
     second_times = {c.instant_time for c in local.second.commits}
     assert first_times.isdisjoint(second_times)
     fe = local.first.table_uris[tbl.FLIGHTS_ENRICHED]
-    writes = [
-        t
-        for t, action, state in local.second.timelines[tbl.FLIGHTS_ENRICHED]
-        if state == "completed" and action in ("commit", "replacecommit")
+    actions = [
+        action
+        for _, action, state in local.second.timelines[tbl.FLIGHTS_ENRICHED]
+        if state == "completed"
     ]
-    # The creation, then per run: the full write, the correction's upsert and its delete.
-    assert len(writes) == 1 + 2 * 3
+    # The creation, then per run: the full write, the correction's upsert and delete (delta
+    # commits) and the compaction (a commit).
+    assert actions == ["commit"] + ["replacecommit", "deltacommit", "deltacommit", "commit"] * 2
     n = local.first.input_rows["flights"]
     assert local.first.correction is not None
     kept = n - local.first.correction.deleted
@@ -219,4 +241,5 @@ def test_flowledger_demo_command_on_minio(minio: S3Endpoint, tmp_path: Path) -> 
     assert f"{flights:,}" in out  # every flight landed and curated
     assert "Lineage of s3a://" in out and "flights.csv" in out and "weather.csv" in out
     assert "replay of a SEND: replayed" in out
+    assert "compaction.requested → compaction.inflight → commit" in out
     assert not (tmp_path / "flowledger-data").exists()  # nothing went to the embedded default
