@@ -86,7 +86,8 @@ class Tables:
         """The CLI's table settings; a merge-on-read table's delta commits leave compaction to
         the pipeline's own compaction stage, so the report can show the logs before it."""
         s = table_settings()
-        if PROPERTIES[name].table_type == MERGE_ON_READ:
+        props = PROPERTIES.get(name)  # tables without properties are unkeyed
+        if props is not None and props.table_type == MERGE_ON_READ:
             return replace(s, compaction_mode="off")
         return s
 
