@@ -1,7 +1,12 @@
 """A bloom filter over record keys (Hudi's per-file bloom index), as compact bytes.
 
-Double hashing over one blake2b digest per key; bits in a numpy array so adding and probing
-a batch of keys is a few vector operations after hashing.
+Double hashing over two 64-bit words per key; bits in a numpy array, so adding and probing a
+batch of keys is a few vector operations.
+
+Keys are hashed straight from their Arrow buffers (`HASH_WORDS`): a rewritten file's millions
+of keys never become Python strings. The hash is part of the stored format (a filter is probed
+by later writers, possibly other versions), so a filter records which one built it; filters
+written before the vectorized hash carry no name and are probed with `HASH_BLAKE2B`.
 """
 
 from __future__ import annotations
@@ -11,8 +16,11 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 #: Bits per filter at most (4 MiB); a file with more keys gets a filter with a higher
 #: false-positive rate (its key range still prunes).
@@ -22,11 +30,98 @@ MAX_BITS = 8 * 4 * 1024 * 1024
 #: stay small for every reader of the timeline.
 INLINE_MAX_BYTES = 4096
 
+#: The UTF-8 bytes of a key as little-endian 64-bit words (zero-padded), folded with murmur3's
+#: 64-bit finalizer, seeded by the key's length so "a" and "a\0" differ.
+HASH_WORDS = "words64"
+#: One blake2b digest per key (filters written before `HASH_WORDS`).
+HASH_BLAKE2B = "blake2b"
 
-def _hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+#: Record keys as the writers hold them: an Arrow string column, or Python strings.
+Keys: TypeAlias = "pa.Array | pa.ChunkedArray | Sequence[str]"
+
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SEED1 = np.uint64(0x9E3779B97F4A7C15)
+_SEED2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_S33 = np.uint64(33)
+#: Key bytes (matrix cells) hashed at once: bounds the index matrix to 16 MiB.
+_CHUNK_CELLS = 1 << 21
+
+
+def _fmix(h: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        h = h ^ (h >> _S33)
+        h = h * _M1
+        h = h ^ (h >> _S33)
+        h = h * _M2
+        return h ^ (h >> _S33)
+
+
+def _binary(keys: Keys) -> pa.Array:
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    elif not isinstance(keys, pa.Array):
+        keys = pa.array(list(keys), pa.string())
+    if keys.null_count:
+        raise ValueError("a record key is null")
+    return pc.cast(keys, pa.large_binary())
+
+
+def _words_hash(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
+    arr = _binary(keys)
+    n = len(arr)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.uint64)
+        return empty, empty
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(1, np.uint8)
+    lengths = np.diff(offsets)
+    out = np.empty(n, dtype=np.uint64)
+    start = 0
+    while start < n:
+        stop = min(n, start + _CHUNK_CELLS // 8)
+        while True:  # shrink the chunk until its widest key fits the budget
+            lens = lengths[start:stop]
+            width = (int(lens.max(initial=0)) + 7) // 8 * 8 or 8
+            if (stop - start) * width <= _CHUNK_CELLS or stop - start == 1:
+                break
+            stop = start + max(1, _CHUNK_CELLS // width)
+        cols = np.arange(width, dtype=np.int64)
+        idx = offsets[start:stop, None] + cols[None, :]
+        mat = np.where(cols[None, :] < lens[:, None], data[np.minimum(idx, len(data) - 1)], 0)
+        words = np.ascontiguousarray(mat.astype(np.uint8)).view("<u8")
+        with np.errstate(over="ignore"):
+            h = lens.astype(np.uint64) * _M1
+            for j in range(words.shape[1]):
+                # Only a key's own words: the hash must not depend on its neighbours' widths.
+                h = np.where(lens > 8 * j, _fmix(h ^ words[:, j]), h)
+        out[start:stop] = h
+        start = stop
+    return _fmix(out ^ _SEED1), _fmix(out ^ _SEED2) | np.uint64(1)
+
+
+def _blake2b_hash(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        keys = [str(k) for k in keys.to_pylist()]
     digests = b"".join(hashlib.blake2b(k.encode(), digest_size=16).digest() for k in keys)
     words = np.frombuffer(digests, dtype="<u8").reshape(-1, 2) if keys else np.zeros((0, 2), "<u8")
     return words[:, 0], words[:, 1] | np.uint64(1)
+
+
+_HASHES = {HASH_WORDS: _words_hash, HASH_BLAKE2B: _blake2b_hash}
+
+
+def key_hashes(keys: Keys, hash_name: str = HASH_WORDS) -> tuple[np.ndarray, np.ndarray]:
+    """The two hash words of each key (double hashing) under the named hash."""
+    try:
+        fn = _HASHES[hash_name]
+    except KeyError:
+        raise ValueError(
+            f"bloom filter hash {hash_name!r} is not known to this version (known: "
+            f"{', '.join(sorted(_HASHES))}); upgrade flowledger to read this table"
+        ) from None
+    return fn(keys)
 
 
 @dataclass(frozen=True)
@@ -34,27 +129,31 @@ class BloomFilter:
     bits: bytes  # little-endian bit order (numpy packbits, bitorder="little")
     num_bits: int
     num_hashes: int
+    hash_name: str = HASH_BLAKE2B
 
     @staticmethod
-    def build(keys: Sequence[str], fpp: float = 0.01) -> BloomFilter:
+    def build(keys: Keys, fpp: float = 0.01) -> BloomFilter:
         n = max(len(keys), 1)
         m = math.ceil(-n * math.log(fpp) / (math.log(2) ** 2))
         m = max(64, min(MAX_BITS, m))
         k = max(1, round(m / n * math.log(2)))
         k = min(k, 16)
         array = np.zeros(m, dtype=bool)
-        array[_positions(keys, m, k).ravel()] = True
-        return BloomFilter(np.packbits(array, bitorder="little").tobytes(), m, k)
+        h1, h2 = key_hashes(keys) if len(keys) else (np.zeros(0, np.uint64),) * 2
+        step = _CHUNK_CELLS // k  # positions are k per key: bound the matrix
+        for i in range(0, len(h1), step):
+            array[_hashed_positions(h1[i : i + step], h2[i : i + step], m, k).ravel()] = True
+        return BloomFilter(np.packbits(array, bitorder="little").tobytes(), m, k, HASH_WORDS)
 
-    def might_contain(self, keys: Sequence[str]) -> np.ndarray:
+    def might_contain(self, keys: Keys) -> np.ndarray:
         """One bool per key: False = certainly absent."""
-        if not keys:
+        if not len(keys):
             return np.zeros(0, dtype=bool)
-        return self.might_contain_hashed(*key_hashes(keys))
+        return self.might_contain_hashed(*key_hashes(keys, self.hash_name))
 
     def might_contain_hashed(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        """`might_contain` for keys hashed once by `key_hashes` (an index probing many
-        files with one batch hashes it once)."""
+        """`might_contain` for keys hashed once by `key_hashes` with this filter's
+        `hash_name` (an index probing many files with one batch hashes it once)."""
         if not len(h1):
             return np.zeros(0, dtype=bool)
         array = np.unpackbits(
@@ -70,22 +169,17 @@ class BloomFilter:
             "bits": base64.b64encode(self.bits).decode(),
             "num_bits": self.num_bits,
             "num_hashes": self.num_hashes,
+            "hash": self.hash_name,
         }
 
     @staticmethod
     def from_json(d: dict[str, object]) -> BloomFilter:
         return BloomFilter(
-            base64.b64decode(str(d["bits"])), int(str(d["num_bits"])), int(str(d["num_hashes"]))
+            base64.b64decode(str(d["bits"])),
+            int(str(d["num_bits"])),
+            int(str(d["num_hashes"])),
+            str(d.get("hash", HASH_BLAKE2B)),
         )
-
-
-def key_hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The two hash words of each key (double hashing)."""
-    return _hashes(keys)
-
-
-def _positions(keys: Sequence[str], m: int, k: int) -> np.ndarray:
-    return _hashed_positions(*_hashes(keys), m, k)
 
 
 def _hashed_positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> np.ndarray:
