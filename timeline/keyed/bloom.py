@@ -44,7 +44,7 @@ _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SEED1 = np.uint64(0x9E3779B97F4A7C15)
 _SEED2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _S33 = np.uint64(33)
-#: Key bytes (matrix cells) hashed at once: bounds the index matrix to 16 MiB.
+#: Hash positions computed at once while building a filter (bounds that matrix to 16 MiB).
 _CHUNK_CELLS = 1 << 21
 
 
@@ -75,29 +75,27 @@ def _words_hash(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
         return empty, empty
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
     data_buf = arr.buffers()[2]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(1, np.uint8)
+    raw = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(0, np.uint8)
+    padded = np.concatenate([raw, np.zeros(8, np.uint8)])  # the last word reads past the end
+    # Element i is the 8 bytes starting at byte i (unaligned loads): one gather per word.
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1]
     lengths = np.diff(offsets)
-    out = np.empty(n, dtype=np.uint64)
-    start = 0
-    while start < n:
-        stop = min(n, start + _CHUNK_CELLS // 8)
-        while True:  # shrink the chunk until its widest key fits the budget
-            lens = lengths[start:stop]
-            width = (int(lens.max(initial=0)) + 7) // 8 * 8 or 8
-            if (stop - start) * width <= _CHUNK_CELLS or stop - start == 1:
-                break
-            stop = start + max(1, _CHUNK_CELLS // width)
-        cols = np.arange(width, dtype=np.int64)
-        idx = offsets[start:stop, None] + cols[None, :]
-        mat = np.where(cols[None, :] < lens[:, None], data[np.minimum(idx, len(data) - 1)], 0)
-        words = np.ascontiguousarray(mat.astype(np.uint8)).view("<u8")
-        with np.errstate(over="ignore"):
-            h = lens.astype(np.uint64) * _M1
-            for j in range(words.shape[1]):
-                # Only a key's own words: the hash must not depend on its neighbours' widths.
-                h = np.where(lens > 8 * j, _fmix(h ^ words[:, j]), h)
-        out[start:stop] = h
-        start = stop
+    with np.errstate(over="ignore"):
+        out = lengths.astype(np.uint64) * _M1
+        j = 0
+        active = np.flatnonzero(lengths > 0)
+        while len(active):
+            rem = lengths[active] - 8 * j
+            word = words[starts[active] + 8 * j]
+            short = rem < 8  # zero the bytes past the key's end
+            if short.any():
+                bits = (rem[short] * 8).astype(np.uint64)
+                word[short] &= (np.uint64(1) << bits) - np.uint64(1)
+            # Only a key's own words: the hash must not depend on its neighbours' lengths.
+            out[active] = _fmix(out[active] ^ word)
+            j += 1
+            active = active[rem > 8]
     return _fmix(out ^ _SEED1), _fmix(out ^ _SEED2) | np.uint64(1)
 
 
@@ -159,9 +157,9 @@ class BloomFilter:
         array = np.unpackbits(
             np.frombuffer(self.bits, dtype=np.uint8), bitorder="little", count=self.num_bits
         ).astype(bool)
-        result: np.ndarray = array[_hashed_positions(h1, h2, self.num_bits, self.num_hashes)].all(
-            axis=1
-        )
+        result: np.ndarray = array[
+            _hashed_positions(h1, h2, self.num_bits, self.num_hashes, self.hash_name)
+        ].all(axis=1)
         return result
 
     def to_json(self) -> dict[str, object]:
@@ -182,9 +180,18 @@ class BloomFilter:
         )
 
 
-def _hashed_positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> np.ndarray:
+def _hashed_positions(
+    h1: np.ndarray, h2: np.ndarray, m: int, k: int, hash_name: str = HASH_WORDS
+) -> np.ndarray:
+    """The k bit positions of each key. `HASH_WORDS` filters map a position's high 32 bits
+    onto [0, m) by multiplication (Lemire's fast range: a third of a modulo's cost; m stays
+    below 2**32 because of `MAX_BITS`); `HASH_BLAKE2B` filters were written with a modulo."""
     i = np.arange(k, dtype=np.uint64)
     with np.errstate(over="ignore"):
         combined = h1[:, None] + i[None, :] * h2[:, None]
-    result: np.ndarray = (combined % np.uint64(m)).astype(np.int64)
+        if hash_name == HASH_BLAKE2B:
+            spread = combined % np.uint64(m)
+        else:
+            spread = ((combined >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)
+    result: np.ndarray = spread.astype(np.int64)
     return result
