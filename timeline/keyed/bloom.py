@@ -54,7 +54,8 @@ def _fmix(h: np.ndarray) -> np.ndarray:
         h = h * _M1
         h = h ^ (h >> _S33)
         h = h * _M2
-        return h ^ (h >> _S33)
+        out: np.ndarray = h ^ (h >> _S33)
+        return out
 
 
 def _binary(keys: Keys) -> pa.Array:

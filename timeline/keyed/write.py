@@ -379,15 +379,15 @@ def keyed_write(
             *new_groups,
         ]
         with ThreadPoolExecutor(max(1, min(s.write_parallelism, len(todo)))) as pool:
-            written = list(
+            slices = list(
                 pool.map(
                     lambda g: _write_group(txn, plan, g, incoming_rows, schema, s.bloom_index_fpp),
                     todo,
                 )
             )
-        for f, _ in written:
+        for f, _ in slices:
             txn.add(f)
-        stats = [stat for _, stat in written]
+        stats = [stat for _, stat in slices]
         details: dict[str, Any] = {
             WRITE_STATS: stats,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
