@@ -59,9 +59,6 @@ TIME_ELAPSED = "TIME_ELAPSED"
 NUM_OR_TIME = "NUM_OR_TIME"
 NUM_AND_TIME = "NUM_AND_TIME"
 TRIGGERS = (NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME, NUM_AND_TIME)
-#: File groups a compaction rewrites at once (reads and PUTs overlap; one group in memory
-#: per task).
-COMPACTION_PARALLELISM = 4
 LOG_SIZE = "log_size"  # Hudi's LogFileSizeBasedCompactionStrategy
 STRATEGIES = (LOG_SIZE,)
 
@@ -259,13 +256,13 @@ def execute(table: Table, t: str) -> Instant | None:
             "max_key": hi,
             "log_files": len(sl.logs),
             "log_bytes": sl.log_bytes,
-            **bloom_ref(table.store, key, rows.column(RECORD_KEY_COL).to_pylist(), fpp),
+            **bloom_ref(table.store, key, rows.column(RECORD_KEY_COL), fpp),
         }
         crash.point(f"{COMPACTION}.base_written")
         return describe_bytes(key, body, sl.partition, sl.group), stat
 
     try:
-        with ThreadPoolExecutor(max(1, min(COMPACTION_PARALLELISM, len(slices)))) as pool:
+        with ThreadPoolExecutor(max(1, min(table.settings.write_parallelism, len(slices)))) as pool:
             written = list(pool.map(one, slices))
         for f, _ in written:
             txn.add(f)
