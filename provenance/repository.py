@@ -14,14 +14,14 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from storage import Closing, ObjectInfo, ObjectStore, ProgressCallback, report_progress
+from storage import Closing, ObjectStore, ProgressCallback
 
 from . import holes, staging
 from . import sql as sqlmod
 from .catalog import Snapshot
 from .errors import EventNotFound
 from .event import ProvenanceEvent
-from .expiry import ExpiryPlan, plan_expiry
+from .expiry import ExpiryPlan, expire, plan_for
 from .freshness import SnapshotCache
 from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
@@ -160,7 +160,7 @@ class ProvenanceRepository(Closing):
         self._check_allocator()
         deleted = delete_merged_journals(self.store, high)
         live = list_journals(self.store, high)
-        self.ids.settle(_object_ranges(live), high)
+        self.ids.settle(holes.object_ranges(live), high)
         self._verify_complete(high, [ref for ref, _ in live], tail=True)
         for ref, _ in live:
             self._flushed(ref)
@@ -182,16 +182,14 @@ class ProvenanceRepository(Closing):
 
     def _verify_complete(self, high: int, refs: Sequence[JournalRef], *, tail: bool) -> None:
         """`MissingEvents` if a committed journal or manifest is gone (see holes.py)."""
-
-        def relist() -> tuple[int, list[JournalRef]]:
-            # Journals before the high-water mark: a rollover commits before it deletes.
-            listed = list_journals(self.store, high)
-            fresh = self.table.committed(fresh=True).high_water
-            if fresh < high:  # the high-water mark moved back (expired history)
-                listed = list_journals(self.store, fresh)
-            return fresh, [ref for ref, _ in listed if ref.first_id >= fresh]
-
-        holes.verify_complete(self.store, self.ids, high, refs, relist, tail=tail)
+        holes.verify_complete(
+            self.store,
+            self.ids,
+            high,
+            refs,
+            lambda: holes.relist(self.store, self.table, high),
+            tail=tail,
+        )
 
     def accept_missing(self, first: int, end: int) -> None:
         """Accept the loss of events [first, end) reported by `MissingEvents` (their object
@@ -489,18 +487,9 @@ class ProvenanceRepository(Closing):
                 self._snapshots.invalidate()
 
     def _rollover_spark(self, spark: Any) -> RolloverResult:
-        from .spark_rollover import rollover_with_spark
+        from .spark_rollover import active_session, rollover_with_spark
 
-        if spark is None:
-            try:
-                from pyspark.sql import SparkSession
-            except ImportError as exc:
-                raise ValueError(
-                    "rollover engine 'spark' needs PySpark: pip install 'flowledger[spark]'"
-                ) from exc
-            spark = SparkSession.getActiveSession()
-            if spark is None:
-                raise ValueError("rollover engine 'spark': no active SparkSession; pass spark=")
+        spark = active_session(spark)
         started = time.monotonic()
         with self._rollover_lock:
             self.journals.flush()
@@ -521,34 +510,14 @@ class ProvenanceRepository(Closing):
         return result
 
     def plan_expiry(self, now_ms: int | None = None) -> ExpiryPlan:
-        files = self.table.committed(fresh=True).files
-        return plan_expiry(
-            files, self.settings.max_storage_size, self.settings.max_storage_time_s, now_ms
-        )
+        return plan_for(self.table, self.settings, now_ms)
 
     def expire(
         self, now_ms: int | None = None, progress: ProgressCallback | None = None
     ) -> ExpiryPlan:
-        """Expire the oldest files over `max_storage_size` / older than `max_storage_time_s`.
-        `progress` counts files: told how many up front, all done once they are replaced (one
-        replacecommit) and deleted (one clean); neither step has a per-file request."""
-        plan = self.plan_expiry(now_ms)
-        report_progress(progress, 0, len(plan.files))
-        if plan.files:
-            committed = self.table.committed(fresh=True)
-            reason = f"{len(plan.by_size)} by size, {len(plan.by_age)} by age"
-            try:
-                self.table.expire(plan.files, committed.high_water, reason)
-            finally:
-                self._snapshots.invalidate()
-            report_progress(progress, len(plan.files))
-        return plan
-
-
-def _object_ranges(listed: Iterable[tuple[JournalRef, ObjectInfo]]) -> set[tuple[int, int]]:
-    """The id ranges of the listed objects: a journal's, or the whole manifest's for a part."""
-    out = set()
-    for ref, _ in listed:
-        span = staging.parse_manifest_key(ref.group) if ref.group else None
-        out.add(span if span is not None else (ref.first_id, ref.end_id))
-    return out
+        """Expire the oldest files over `max_storage_size` / older than `max_storage_time_s`
+        (see expiry.py); readers see them go at once."""
+        try:
+            return expire(self.table, self.settings, now_ms, progress)
+        finally:
+            self._snapshots.invalidate()
