@@ -125,14 +125,24 @@ def events_to_table(events: Sequence[ProvenanceEvent], max_attribute_length: int
     type for its column (callers validate record by record to name the event)."""
     if not events:
         return SCHEMA.empty_table()
-    cols = list(zip(*map(_ROW, events), strict=True))
+    n = len(events)
+    values = list(map(dict.values, map(vars, events)))
+    if set(map(len, values)) == {len(COLUMNS)} and tuple(vars(events[0])) == COLUMNS:
+        # Every event holds its fields in column order (ProvenanceEvent.__init__): one
+        # C-level transposition, no getattr per field.
+        cols = list(zip(*values, strict=True))
+    else:
+        cols = list(zip(*map(_ROW, events), strict=True))
     arrays = []
     for f, col in zip(SCHEMA, cols, strict=True):
         if f.type == _ATTRS:
             arrays.append(_map_array(col, f.name))
             continue
         if f.type == _UUIDS and not any(col):
-            arrays.append(_empty_lists(_UUIDS, len(col)))
+            arrays.append(_empty_lists(_UUIDS, n))
+            continue
+        if f.type != _UUIDS and col.count(None) == n:
+            arrays.append(_filled(None, n, f.type))
             continue
         if not _plain(col, f.name):
             raise InvalidEvent(f"{f.name}: a value of the wrong type")

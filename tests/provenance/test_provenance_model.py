@@ -118,6 +118,33 @@ def test_equality_ignores_parent_child_order() -> None:
     assert a != ev(event_type="FORK", parent_uuids=["1", "2"], child_uuids=["x", "y"])
 
 
+def test_construction_keeps_the_dataclass_contract() -> None:
+    """Events are built with the least work per event, but as a frozen dataclass would be:
+    positional or keyword fields, defaults, private copies of the caller's maps, UUID lists
+    as tuples, a clear error for an unknown field or a field given twice."""
+    attrs = {"uuid": "ff-1"}
+    a = ProvenanceEvent("SEND", "ff-1", "c", "t", 7, 5, -1, None, -1, None, "s3://x",
+                        parent_uuids=["p"], updated_attributes=attrs)  # fmt: skip
+    attrs["uuid"] = "changed"
+    assert a.transit_uri == "s3://x" and a.event_time == 5 and a.parent_uuids == ("p",)
+    assert a.updated_attributes == {"uuid": "ff-1"} and a.previous_attributes == {}
+    assert a == ProvenanceEvent(
+        event_type="SEND", flowfile_uuid="ff-1", component_id="c", component_type="t",
+        file_size=7, event_time=5, transit_uri="s3://x", parent_uuids=("p",),
+        updated_attributes={"uuid": "ff-1"},
+    )  # fmt: skip
+    assert a.with_id(9).event_id == 9 and a.with_id(9).transit_uri == "s3://x"
+    assert a.to_dict()["source_fields"] == {} and isinstance(ev().event_time, int)
+    with pytest.raises(TypeError, match="unexpected fields: colour"):
+        ProvenanceEvent("SEND", "ff-1", "c", "t", 7, colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for event_time"):
+        ProvenanceEvent("SEND", "ff-1", "c", "t", 7, 5, event_time=6)  # type: ignore[misc]
+    with pytest.raises(InvalidEvent, match="got a string"):
+        ev(parent_uuids="abc")
+    with pytest.raises(TypeError):
+        ev().previous_attributes["x"] = "y"  # type: ignore[index]
+
+
 def test_arrow_round_trip_and_truncation() -> None:
     e = ev(
         updated_attributes={"long": "z" * 80, "uuid": "ff-1"},
