@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from storage import timeutil
 
@@ -96,71 +96,96 @@ class ProvenanceEvent:
     #: componentName, processGroupId, ... from its site-to-site export), as strings.
     source_fields: Mapping[str, str] = field(default_factory=dict)
 
-    if TYPE_CHECKING:  # the signature users (and mypy) see; the body below is faster
-
-        def __init__(
+    # Written out rather than generated, and doing the least per event (building events was
+    # half of a per-event ingest's wall time, benchmarks.md): explicit parameters bind
+    # fastest, the maps are copied only when given, and one dict literal sets every field,
+    # in the storage schema's column order (schema.COLUMNS), so a batch transposes into
+    # columns without a getattr per field. Types and NiFi's rules are checked per batch
+    # when the events are registered.
+    def __init__(
+        self,
+        event_type: str,
+        flowfile_uuid: str,
+        component_id: str,
+        component_type: str,
+        file_size: int,
+        event_time: int = _UNSET,
+        event_id: int = UNASSIGNED,
+        lineage_start_date: int | None = None,
+        event_duration_ms: int = -1,
+        previous_file_size: int | None = None,
+        transit_uri: str | None = None,
+        source_system_flowfile_identifier: str | None = None,
+        alternate_identifier_uri: str | None = None,
+        details: str | None = None,
+        relationship: str | None = None,
+        source_queue_identifier: str | None = None,
+        parent_uuids: Iterable[str] = (),
+        child_uuids: Iterable[str] = (),
+        previous_attributes: Mapping[str, str] = _EMPTY,
+        updated_attributes: Mapping[str, str] = _EMPTY,
+        content_claim_container: str | None = None,
+        content_claim_section: str | None = None,
+        content_claim_identifier: str | None = None,
+        content_claim_offset: int | None = None,
+        previous_content_claim_container: str | None = None,
+        previous_content_claim_section: str | None = None,
+        previous_content_claim_identifier: str | None = None,
+        previous_content_claim_offset: int | None = None,
+        content_claim_checksum: str | None = None,
+        previous_content_claim_checksum: str | None = None,
+        source_fields: Mapping[str, str] = _EMPTY,
+    ) -> None:
+        if type(event_type) is not str and isinstance(event_type, EventType):
+            event_type = event_type.value
+        if type(parent_uuids) is not tuple:
+            parent_uuids = _uuids("parent_uuids", parent_uuids)
+        if type(child_uuids) is not tuple:
+            child_uuids = _uuids("child_uuids", child_uuids)
+        # Private copies: the caller's maps may change after the event is built.
+        if previous_attributes is not _EMPTY:
+            previous_attributes = dict(previous_attributes)
+        if updated_attributes is not _EMPTY:
+            updated_attributes = dict(updated_attributes)
+        if source_fields is not _EMPTY:
+            source_fields = dict(source_fields)
+        _set(
             self,
-            event_type: str,
-            flowfile_uuid: str,
-            component_id: str,
-            component_type: str,
-            file_size: int,
-            event_time: int = ...,
-            event_id: int = UNASSIGNED,
-            lineage_start_date: int | None = None,
-            event_duration_ms: int = -1,
-            previous_file_size: int | None = None,
-            transit_uri: str | None = None,
-            source_system_flowfile_identifier: str | None = None,
-            alternate_identifier_uri: str | None = None,
-            details: str | None = None,
-            relationship: str | None = None,
-            source_queue_identifier: str | None = None,
-            parent_uuids: Iterable[str] = (),
-            child_uuids: Iterable[str] = (),
-            previous_attributes: Mapping[str, str] = ...,
-            updated_attributes: Mapping[str, str] = ...,
-            content_claim_container: str | None = None,
-            content_claim_section: str | None = None,
-            content_claim_identifier: str | None = None,
-            content_claim_offset: int | None = None,
-            previous_content_claim_container: str | None = None,
-            previous_content_claim_section: str | None = None,
-            previous_content_claim_identifier: str | None = None,
-            previous_content_claim_offset: int | None = None,
-            content_claim_checksum: str | None = None,
-            previous_content_claim_checksum: str | None = None,
-            source_fields: Mapping[str, str] = ...,
-        ) -> None: ...
-
-    else:
-        # Building events was half of a per-event ingest's wall time (benchmarks.md), so
-        # this does the least per event: the keyword arguments land in one C-level dict
-        # update over a copy of the defaults, which also puts every event's values in one
-        # order (the storage schema's), so a batch transposes into columns without a
-        # getattr per field. Types and NiFi's rules are checked per batch when registered.
-        def __init__(
-            self, event_type, flowfile_uuid, component_id, component_type, file_size, *args, **kw
-        ):
-            values = _DEFAULTS.copy()
-            if args:
-                kw = _positional(args, kw)
-            values.update(kw)
-            if len(values) != _N_FIELDS:
-                unknown = sorted(set(values) - set(_DEFAULTS))
-                raise TypeError(f"ProvenanceEvent got unexpected fields: {', '.join(unknown)}")
-            if type(event_type) is not str and isinstance(event_type, EventType):
-                event_type = event_type.value
-            values["event_type"] = event_type
-            values["flowfile_uuid"] = flowfile_uuid
-            values["component_id"] = component_id
-            values["component_type"] = component_type
-            values["file_size"] = file_size
-            if values["event_time"] is _UNSET:
-                values["event_time"] = now_ms()
-            if kw:
-                _own_copies(values)
-            _set(self, "__dict__", values)
+            "__dict__",
+            {
+                "event_id": event_id,
+                "event_time": now_ms() if event_time is _UNSET else event_time,
+                "event_type": event_type,
+                "flowfile_uuid": flowfile_uuid,
+                "lineage_start_date": lineage_start_date,
+                "event_duration_ms": event_duration_ms,
+                "file_size": file_size,
+                "previous_file_size": previous_file_size,
+                "component_id": component_id,
+                "component_type": component_type,
+                "transit_uri": transit_uri,
+                "source_system_flowfile_identifier": source_system_flowfile_identifier,
+                "alternate_identifier_uri": alternate_identifier_uri,
+                "details": details,
+                "relationship": relationship,
+                "source_queue_identifier": source_queue_identifier,
+                "parent_uuids": parent_uuids,
+                "child_uuids": child_uuids,
+                "previous_attributes": previous_attributes,
+                "updated_attributes": updated_attributes,
+                "content_claim_container": content_claim_container,
+                "content_claim_section": content_claim_section,
+                "content_claim_identifier": content_claim_identifier,
+                "content_claim_offset": content_claim_offset,
+                "previous_content_claim_container": previous_content_claim_container,
+                "previous_content_claim_section": previous_content_claim_section,
+                "previous_content_claim_identifier": previous_content_claim_identifier,
+                "previous_content_claim_offset": previous_content_claim_offset,
+                "content_claim_checksum": content_claim_checksum,
+                "previous_content_claim_checksum": previous_content_claim_checksum,
+                "source_fields": source_fields,
+            },
+        )
 
     # -- NiFi semantics --------------------------------------------------------------------
     @property
@@ -200,69 +225,6 @@ class ProvenanceEvent:
                 list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, Mapping) else v)
             )
         return out
-
-
-#: Every field with its default, in the storage schema's column order (schema.COLUMNS): an
-#: event's __dict__ is a copy of this, updated, so its values are always in that order.
-_DEFAULTS: dict[str, Any] = {
-    "event_id": UNASSIGNED,
-    "event_time": _UNSET,
-    "event_type": "",
-    "flowfile_uuid": "",
-    "lineage_start_date": None,
-    "event_duration_ms": -1,
-    "file_size": 0,
-    "previous_file_size": None,
-    "component_id": "",
-    "component_type": "",
-    "transit_uri": None,
-    "source_system_flowfile_identifier": None,
-    "alternate_identifier_uri": None,
-    "details": None,
-    "relationship": None,
-    "source_queue_identifier": None,
-    "parent_uuids": (),
-    "child_uuids": (),
-    "previous_attributes": _EMPTY,
-    "updated_attributes": _EMPTY,
-    "content_claim_container": None,
-    "content_claim_section": None,
-    "content_claim_identifier": None,
-    "content_claim_offset": None,
-    "previous_content_claim_container": None,
-    "previous_content_claim_section": None,
-    "previous_content_claim_identifier": None,
-    "previous_content_claim_offset": None,
-    "content_claim_checksum": None,
-    "previous_content_claim_checksum": None,
-    "source_fields": _EMPTY,
-}
-_N_FIELDS = len(_DEFAULTS)
-_POSITIONAL = tuple(f.name for f in fields(ProvenanceEvent))[5:]
-assert set(_POSITIONAL) | set(tuple(f.name for f in fields(ProvenanceEvent))[:5]) == set(_DEFAULTS)
-
-
-def _positional(args: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
-    """Positional arguments after the first five, by the dataclass's field order."""
-    if len(args) > len(_POSITIONAL):
-        raise TypeError(f"ProvenanceEvent takes at most {5 + len(_POSITIONAL)} fields")
-    named = dict(zip(_POSITIONAL, args, strict=False))
-    twice = sorted(set(named) & set(kw))
-    if twice:
-        raise TypeError(f"ProvenanceEvent got multiple values for {', '.join(twice)}")
-    return named | kw
-
-
-def _own_copies(values: dict[str, Any]) -> None:
-    """UUID lists become tuples and maps private copies (the caller's may change later)."""
-    for name in ("parent_uuids", "child_uuids"):
-        v = values[name]
-        if type(v) is not tuple:
-            values[name] = _uuids(name, v)
-    for name in ("previous_attributes", "updated_attributes", "source_fields"):
-        v = values[name]
-        if v is not _EMPTY:
-            values[name] = dict(v)
 
 
 def _uuids(name: str, value: Iterable[str]) -> tuple[str, ...]:
