@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from storage import Closing, ObjectStore, ProgressCallback
+from storage import Closing, NotFound, ObjectStore, ProgressCallback
 
 from . import holes, staging
 from . import sql as sqlmod
@@ -25,6 +25,7 @@ from .expiry import ExpiryPlan, expire, plan_for
 from .freshness import SnapshotCache
 from .ids import ALLOCATOR_KEY, IdAllocator
 from .journal import JournalWriter
+from .journal_listing import JournalListing
 from .journal_terms import JournalTerms
 from .layout import JournalRef
 from .lineage import Lineage
@@ -85,6 +86,7 @@ class ProvenanceRepository(Closing):
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
         self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
+        self.listing = JournalListing(self.store)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
         self._snapshots = SnapshotCache(self._load_snapshot)
         self._journal_lock = threading.Lock()
@@ -348,7 +350,11 @@ class ProvenanceRepository(Closing):
         with self._journal_lock:
             t = self._journal_cache.get(ref.key)
         if t is None:
-            t = staging.load(self.store, ref)
+            try:
+                t = staging.load(self.store, ref)
+            except NotFound:
+                self.listing.forget()  # the next snapshot lists again (and sees the hole)
+                raise
             with self._journal_lock:
                 self._journal_cache[ref.key] = t
                 while len(self._journal_cache) > JOURNAL_CACHE:
@@ -365,14 +371,14 @@ class ProvenanceRepository(Closing):
         lookup waits for one round trip, not two (measured: 2 x 9 ms of a 62 ms warm lookup
         on MinIO); journals merged meanwhile are dropped by the fresh high-water mark."""
         known = self.table.known_high_water()
-        listing = None if known is None else self._io.submit(list_journals, self.store, known)
+        listing = None if known is None else self._io.submit(self.listing.list, known)
         committed = self.table.committed()
         high = committed.high_water
         self.journal_terms.forget_below(high)
         if listing is None or known is None or high < known:
             if listing is not None:  # the high-water mark moved back (expired history)
                 listing.result()
-            found = list_journals(self.store, high)
+            found = self.listing.list(high)
         else:
             found = [(ref, info) for ref, info in listing.result() if ref.first_id >= high]
         refs = tuple(ref for ref, _ in found)

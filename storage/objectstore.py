@@ -184,6 +184,13 @@ class ObjectStore(ABC):
             return False
         return True
 
+    def folder_version(self, folder: str) -> str | None:
+        """A token that changes whenever a key directly in `folder` (ending in "/") is
+        added or removed, or None when the backend cannot tell (object stores) or the
+        folder changed too recently for its token to be trusted. Equal tokens from two calls
+        mean the keys directly in the folder are the same, so a listing may be reused."""
+        return None
+
     @abstractmethod
     def list_page(
         self, prefix: str = "", start_after: str | None = None, max_keys: int = 1000
