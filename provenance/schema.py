@@ -92,6 +92,7 @@ _ROW = operator.attrgetter(*COLUMNS)
 _INT_COLUMNS = frozenset(f.name for f in SCHEMA if f.type == pa.int64() or f.type == _TS)
 _STR_COLUMNS = frozenset(f.name for f in SCHEMA if f.type == _S)
 _NONE = type(None)
+_VALUES = operator.methodcaller("values")
 
 
 def _plain(col: tuple[Any, ...], name: str) -> bool:
@@ -111,7 +112,7 @@ def _map_array(col: tuple[Any, ...], name: str) -> pa.Array:
     if not any(col):  # every map empty (never null: events hold a dict)
         return _empty_lists(_ATTRS, n)
     keys = list(itertools.chain.from_iterable(col))
-    values = list(itertools.chain.from_iterable(d.values() for d in col))
+    values = list(itertools.chain.from_iterable(map(_VALUES, col)))
     allowed = {str, _NONE} if name != "source_fields" else {str}
     if not (set(map(type, keys)) <= {str} and set(map(type, values)) <= allowed):
         raise InvalidEvent(f"{name}: a value of the wrong type")
