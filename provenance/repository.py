@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,8 +22,9 @@ from .errors import EventNotFound
 from .event import ProvenanceEvent
 from .expiry import ExpiryPlan, expire, plan_for
 from .freshness import SnapshotCache
-from .ids import ALLOCATOR_KEY, IdAllocator
+from .ids import IdAllocator
 from .journal import JournalWriter
+from .journal_cache import JournalCache
 from .journal_listing import JournalListing
 from .journal_terms import JournalTerms
 from .layout import JournalRef
@@ -43,8 +43,6 @@ from .table import ProvenanceTable
 
 log = logging.getLogger("flowledger.provenance")
 PREFIX = "provenance"
-#: Journals kept decoded in memory (a lookup loads only those its journal filter selects).
-JOURNAL_CACHE = 256
 
 
 class ProvenanceRepository(Closing):
@@ -85,11 +83,10 @@ class ProvenanceRepository(Closing):
             lambda table: self.journal_terms.filter_of(table),
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
-        self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
+        self._journal_cache = JournalCache(self._read_journal)
         self.listing = JournalListing(self.store)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
         self._snapshots = SnapshotCache(self._load_snapshot)
-        self._journal_lock = threading.Lock()
         fields = (
             *self.settings.indexed_fields,
             *(f"attr.{a}" for a in self.settings.indexed_attributes),
@@ -202,19 +199,8 @@ class ProvenanceRepository(Closing):
         self._snapshots.invalidate()
 
     def _check_allocator(self) -> None:
-        """Start-up check: an allocator behind the data (restored from an old copy, edited)
-        would hand out ids that exist already, and events with such ids would be hidden or
-        taken for merged journals. It is repaired forward, never used as it is."""
-        floor = self._recover_next_id()
-        behind = self.ids.repair(floor)
-        if behind is not None:
-            log.warning(
-                "provenance: event id allocator %s was at %d, behind the data (next id %d); "
-                "repaired forward",
-                self.store.url(ALLOCATOR_KEY),
-                behind,
-                floor,
-            )
+        """Start-up check (see IdAllocator.check_against)."""
+        self.ids.check_against(self._recover_next_id())
 
     def _maintain_once(self) -> None:
         """One round of the maintenance thread: NiFi's flush and rollover by time/size."""
@@ -236,25 +222,14 @@ class ProvenanceRepository(Closing):
         self.ids.landed(ref.first_id, ref.end_id)
         if table is not None:
             self.journal_terms.add(ref, table, found)
-            with self._journal_lock:
-                self._journal_cache[ref.key] = table
-                while len(self._journal_cache) > JOURNAL_CACHE:
-                    self._journal_cache.popitem(last=False)
+            self._journal_cache.put(ref, table)
         self._flushed(ref)
 
     def backlog_bytes(self) -> int:
         return self._backlog.bytes()
 
     def _throttle(self) -> None:
-        backlog = self.backlog_bytes()
-        if backlog >= self.settings.max_journal_backlog:
-            log.warning(
-                "provenance: rollover is falling behind (%d journals, %.1f MiB not merged, "
-                "max_journal_backlog=%.1f MiB); slowing writers while it catches up",
-                len(self._backlog),
-                backlog / 2**20,
-                self.settings.max_journal_backlog / 2**20,
-            )
+        if self._backlog.falling_behind(self.settings):
             self.rollover()
 
     def register_event(
@@ -346,20 +321,14 @@ class ProvenanceRepository(Closing):
 
     # -- reading ------------------------------------------------------------------------------
     def _load_journal(self, ref: JournalRef) -> pa.Table:
-        """A journal's events (immutable once written, so cached; readers may be threads)."""
-        with self._journal_lock:
-            t = self._journal_cache.get(ref.key)
-        if t is None:
-            try:
-                t = staging.load(self.store, ref)
-            except NotFound:
-                self.listing.forget()  # the next snapshot lists again (and sees the hole)
-                raise
-            with self._journal_lock:
-                self._journal_cache[ref.key] = t
-                while len(self._journal_cache) > JOURNAL_CACHE:
-                    self._journal_cache.popitem(last=False)
-        return t
+        return self._journal_cache.get(ref)
+
+    def _read_journal(self, ref: JournalRef) -> pa.Table:
+        try:
+            return staging.load(self.store, ref)
+        except NotFound:
+            self.listing.forget()  # the next snapshot lists again (and sees the hole)
+            raise
 
     def snapshot(self, max_age_s: float | None = None) -> Snapshot:
         """What a reader sees, reused up to `max_age_s` (0: ask now; see freshness.py)."""
