@@ -55,10 +55,6 @@ from .settings import StoreSettings
 TMP_DIR = RESERVED_PREFIX + "tmp"
 LOCK_DIR = RESERVED_PREFIX + "locks"
 
-#: How old a folder's last change must be before `folder_version` vouches for it: far above
-#: the coarse clock's step (a jiffy, 1-10 ms), so a later change always stamps a newer mtime.
-FOLDER_VERSION_SETTLE_NS = 100_000_000
-
 # Temp folders this process has swept for stale temp files (once each, at its first write).
 _SWEPT: set[Path] = set()
 _SWEPT_LOCK = threading.Lock()
@@ -366,21 +362,19 @@ class LocalObjectStore(ObjectStore):
             raise translate_os(exc, self.url(key), "head") from exc
 
     def folder_version(self, folder: str) -> str | None:
-        """The folder's inode, mtime and ctime: every entry added or removed (link, rename,
-        unlink) stamps its mtime. The kernel stamps from a coarse clock (a few ms behind the
-        real time), so a change made just after this call could repeat a very recent mtime:
-        a token is given only once the mtime is `FOLDER_VERSION_SETTLE_NS` old, which any
-        later change then moves forward."""
+        """A hash of the names in the folder (one directory read, no stat per key): any
+        key added or removed changes it, whatever the clocks do (a folder's mtime would not
+        do: the kernel stamps it from a coarse clock, so two changes a few ms apart can leave
+        the same mtime, and on a network filesystem the server's clock stamps it)."""
         validate_prefix(folder)
         try:
-            st = os.stat(self.root / folder.rstrip("/"))
+            names = frozenset(os.listdir(self.root / folder.rstrip("/")))
         except (FileNotFoundError, NotADirectoryError):
-            return None
+            return ""  # no folder: no keys
         except OSError as exc:
-            raise translate_os(exc, self.url(folder), "stat") from exc
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < FOLDER_VERSION_SETTLE_NS:
-            return None
-        return f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_ctime_ns:x}"
+            raise translate_os(exc, self.url(folder), "list") from exc
+        # Python's string hash is salted per process: the token compares within one process.
+        return f"{len(names)}-{hash(names):x}"
 
     def _walk(self, prefix: str, start_after: str | None = None) -> Iterator[str]:
         """Keys under `prefix` after `start_after`, lazily, in UTF-8 byte order like S3.

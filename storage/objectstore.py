@@ -185,10 +185,12 @@ class ObjectStore(ABC):
         return True
 
     def folder_version(self, folder: str) -> str | None:
-        """A token that changes whenever a key directly in `folder` (ending in "/") is
-        added or removed, or None when the backend cannot tell (object stores) or the
-        folder changed too recently for its token to be trusted. Equal tokens from two calls
-        mean the keys directly in the folder are the same, so a listing may be reused."""
+        """A token of the key names directly in `folder` (ending in "/"), cheaper than a
+        listing, or None when the backend cannot give one (object stores). Equal tokens mean
+        the same names; for a folder of create-only keys (which never change once written)
+        that means the same objects, so an earlier listing of the folder may be reused. An
+        overwritten key keeps the token: do not use it for folders of overwritten keys.
+        Tokens compare within one process only."""
         return None
 
     @abstractmethod
