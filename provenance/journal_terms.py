@@ -84,14 +84,20 @@ class JournalTerms:
         ]
         if not probes:
             return list(journals)
-        out = []
-        for j in journals:
-            with self._lock:
-                f = self._filters.get(j.key)
-            if f is None:
-                self.add(j, load(j))  # written by another process: filtered from now on
+        with self._lock:  # one pass under the lock: a dict lookup and a probe per journal
+            filters = self._filters
+            found = [filters.get(j.key) for j in journals]
+        for i, f in enumerate(found):
+            if f is None:  # written by another process: loaded once, filtered from now on
+                j = journals[i]
+                self.add(j, load(j))
                 with self._lock:
-                    f = self._filters.get(j.key)
-            if f is None or all(h in f[name] for name, h in probes):
-                out.append(j)
-        return out
+                    found[i] = self._filters.get(j.key)
+        if len(probes) == 1:  # the common case (a FlowFile lookup), without a generator
+            name, h = probes[0]
+            return [j for j, f in zip(journals, found, strict=True) if f is None or h in f[name]]
+        return [
+            j
+            for j, f in zip(journals, found, strict=True)
+            if f is None or all(h in f[n] for n, h in probes)
+        ]

@@ -361,6 +361,21 @@ class LocalObjectStore(ObjectStore):
         except OSError as exc:
             raise translate_os(exc, self.url(key), "head") from exc
 
+    def folder_version(self, folder: str) -> str | None:
+        """A hash of the names in the folder (one directory read, no stat per key): any
+        key added or removed changes it, whatever the clocks do (a folder's mtime would not
+        do: the kernel stamps it from a coarse clock, so two changes a few ms apart can leave
+        the same mtime, and on a network filesystem the server's clock stamps it)."""
+        validate_prefix(folder)
+        try:
+            names = frozenset(os.listdir(self.root / folder.rstrip("/")))
+        except (FileNotFoundError, NotADirectoryError):
+            return ""  # no folder: no keys
+        except OSError as exc:
+            raise translate_os(exc, self.url(folder), "list") from exc
+        # Python's string hash is salted per process: the token compares within one process.
+        return f"{len(names)}-{hash(names):x}"
+
     def _walk(self, prefix: str, start_after: str | None = None) -> Iterator[str]:
         """Keys under `prefix` after `start_after`, lazily, in UTF-8 byte order like S3.
 
