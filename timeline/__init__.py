@@ -11,7 +11,7 @@ from .crash import point as crash_point
 from .engine_commit import PendingWrite, commit_files, describe_files, sweep_strays
 from .errors import (
     CommitConflict,
-    CommitOutcomeUnknown,
+    CommitUnknownOutcome,
     DuplicateKeys,
     InstantNotFound,
     InvalidDataFile,
@@ -122,8 +122,8 @@ __all__ = [
     "ChangesPlan",
     "ColumnStats",
     "CommitConflict",
-    "CommitOutcomeUnknown",
     "CommitUnit",
+    "CommitUnknownOutcome",
     "DataFile",
     "DuplicateKeys",
     "Entry",
