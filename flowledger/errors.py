@@ -7,11 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from storage import ErrorKind, FlowledgerBaseError, kind_of
+from storage import ErrorKind, FlowledgerBaseError, InvalidInputError, NotFoundError, kind_of
 
 
 class FlowledgerError(FlowledgerBaseError):
     """An application-level error with a message the user can act on."""
+
+
+class MissingArgument(FlowledgerError, InvalidInputError):
+    """A command was not told what to work on (no table given, by option or environment)."""
+
+
+class NoSuchTable(FlowledgerError, NotFoundError):
+    """The table named was never written (a typo in its URI): nothing is shown or created."""
 
 
 @dataclass(frozen=True)

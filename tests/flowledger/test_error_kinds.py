@@ -4,18 +4,21 @@ answers the HTTP service with the same status, both taken from the one table."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import uvicorn
 
 from flowledger import cli
 from flowledger.errors import ANSWERS, EXIT_UNKNOWN_OUTCOME
-from flowledger.service import create_app
+from flowledger.service import ServiceSettings, create_app
 from flowledger.service.errors import (
     AnswerTooLarge,
     Busy,
@@ -24,17 +27,17 @@ from flowledger.service.errors import (
     QueryTimeout,
     ServiceNotFound,
 )
-from flowledger.service.settings import ServiceSettings
 from flowledger.spark.errors import SparkWriteError
 from provenance import errors as prov
 from provenance.session import errors as session
 from storage import ErrorKind
 from storage import errors as st
 from storage.content import errors as content
-from tests.support.service import TOKEN, Client
+from tests.support.paths import REPO_ROOT
+from tests.support.service import TOKEN, Client, ServiceProcess, seed_lineage
+from timeline import PropertiesError
 from timeline import errors as tl
 from timeline.archive import errors as arch
-from timeline.keyed.properties import PropertiesError
 
 pytestmark = pytest.mark.unit
 
@@ -218,3 +221,53 @@ def test_a_bug_answers_500_without_its_text(service: Client) -> None:
     assert r.status == 400
     r = service.get("/probe/conflict/999")  # IndexError in the probe: a bug
     assert r.status == 500 and r.json()["detail"] == "internal error (see the server log)"
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Client]]:
+    """A repository with a small lineage, served by a real `flowledger serve` process."""
+    repo = str(tmp_path_factory.mktemp("seeded") / "repo")
+    seed_lineage(repo)
+    server = ServiceProcess(repo)
+    yield repo, server.client
+    server.stop()
+
+
+def _flowledger(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    cmd = [sys.executable, "-m", "flowledger", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_real_commands_and_requests_answer_by_kind(
+    seeded: tuple[str, Client], tmp_path: Path
+) -> None:
+    """The same kind raised for real by different layers: the CLI's exit code and the
+    service's status are the table's, whichever layer raised it."""
+    repo, api = seeded
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"event_type": "SEND"}\n')
+    out = tmp_path / "out.bin"
+    cli_cases = [
+        # not found: provenance (EventNotFound), the application (no table at that URI)
+        (ErrorKind.NOT_FOUND, ("provenance", "replay", "99", "--repo", repo)),
+        (ErrorKind.NOT_FOUND, ("timeline", "show", "--table", f"{repo}/tables/nope")),
+        # invalid input: provenance (InvalidEvent), the content claim parser (ValueError)
+        (ErrorKind.INVALID_INPUT, ("provenance", "ingest", str(bad), "--repo", repo)),
+        (ErrorKind.INVALID_INPUT, ("content", "get", "{}", "-o", str(out), "--repo", repo)),
+        # refused: a replay of an event without content (ReplayError)
+        (ErrorKind.REFUSED, ("provenance", "replay", "1", "--repo", repo)),
+    ]
+    for kind, args in cli_cases:
+        res = _flowledger(*args)
+        assert res.returncode == ANSWERS[kind].exit_code, (args, res.returncode, res.stderr)
+        assert res.stderr.count("\n") == 1, res.stderr
+    http_cases = [
+        (ErrorKind.NOT_FOUND, api.get("/nifi-api/provenance-events/99")),  # EventNotFound
+        (ErrorKind.NOT_FOUND, api.get("/tables/nope/timeline")),  # the service's own
+        (ErrorKind.INVALID_INPUT, api.post("/provenance/events", raw=bad.read_bytes())),
+        (ErrorKind.INVALID_INPUT, api.post("/sql", {"sql": "SELEC 1"})),  # the service's own
+        (ErrorKind.REFUSED, api.post("/nifi-api/provenance-events/replays", {"eventId": 1})),
+    ]
+    for kind, r in http_cases:
+        assert r.status == ANSWERS[kind].http_status, (kind, r.status, r.body)
