@@ -37,8 +37,13 @@ class ProvenanceUnknownOutcome(ProvenanceError, UnknownOutcomeError):
     """A conditional write may or may not have landed; re-open the repository to recover."""
 
 
-class LineageError(ProvenanceError, RefusedError):
-    """Lineage cannot be computed (too many FlowFiles, two creators, not expandable)."""
+class LineageError(ProvenanceError):
+    """Lineage cannot be computed (too many FlowFiles, two creators, not expandable): the
+    root's kind, refused."""
+
+
+class FlowFileNotFound(LineageError, NotFoundError):
+    """No provenance event names that FlowFile (never seen, or expired): no lineage."""
 
 
 class ReplayError(ProvenanceError, RefusedError):

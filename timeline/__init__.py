@@ -12,6 +12,7 @@ from .engine_commit import PendingWrite, commit_files, describe_files, sweep_str
 from .errors import (
     CommitConflict,
     CommitUnknownOutcome,
+    CorruptTimelineObject,
     DuplicateKeys,
     InstantNotFound,
     InvalidDataFile,
@@ -124,6 +125,7 @@ __all__ = [
     "CommitConflict",
     "CommitUnit",
     "CommitUnknownOutcome",
+    "CorruptTimelineObject",
     "DataFile",
     "DuplicateKeys",
     "Entry",

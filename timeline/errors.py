@@ -7,6 +7,7 @@ from __future__ import annotations
 from storage import (
     ConflictError,
     FlowledgerBaseError,
+    IntegrityError,
     InvalidInputError,
     NotFoundError,
     RefusedError,
@@ -80,3 +81,8 @@ class RangeNotReadable(TimelineError, NotFoundError):
 class InvalidDataFile(TimelineError, InvalidInputError, ValueError):
     """A file given to be written is not what its name says (e.g. a `.parquet` file that is
     not Parquet); the message names the file."""
+
+
+class CorruptTimelineObject(TimelineError, IntegrityError):
+    """A timeline object (or the schema in its commit metadata) passed its checksum but cannot
+    be decoded. Also a `storage.IntegrityError`; the message names the object."""

@@ -65,6 +65,7 @@ BY_KIND: dict[ErrorKind, list[BaseException]] = {
         tl.InstantNotFound("no instant 1"),
         tl.RangeNotReadable("archived", earliest="3"),
         prov.EventNotFound("no event 99"),
+        prov.FlowFileNotFound("no events for FlowFile u"),
         ServiceNotFound("no table t"),
         FileNotFoundError(2, "No such file", "in.json"),
     ],
@@ -83,6 +84,7 @@ BY_KIND: dict[ErrorKind, list[BaseException]] = {
     ErrorKind.INTEGRITY: [
         st.IntegrityError("checksum mismatch", "s3://b/k"),
         content.ContentIntegrityError("claim checksum", "s3://b/c"),
+        tl.CorruptTimelineObject("instant 1: corrupt timeline object", "k"),
         arch.CorruptArchive("archive 1 corrupt", "k"),
         arch.MissingArchiveManifest("manifest gone", "k"),
         prov.MissingEvents("events 5-9 gone", "s3://b/j", ((5, 10),)),
