@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..error_kinds import (
     ConflictError,
+    ErrorKind,
     FlowledgerBaseError,
     ForbiddenError,
     InvalidInputError,
@@ -15,14 +16,10 @@ from ..error_kinds import (
     UnknownOutcomeError,
 )
 from ..errors import (
-    AccessDenied,
-    Conflict,
     IntegrityError,
     NotFound,
     RangeNotSatisfiable,
     StorageError,
-    StorageFull,
-    UnknownOutcome,
 )
 
 
@@ -55,6 +52,10 @@ class ContentStorageFull(ContentRepositoryError, StorageFullError):
     """The store under a container has no room left (a full disk, a quota)."""
 
 
+class ContentStoreMissing(ContentRepositoryError, NotFoundError):
+    """The bucket or folder under a container does not exist (not the content: the place)."""
+
+
 class ContentAccessDenied(ContentRepositoryError, ForbiddenError):
     """The object store refused the credentials for a container."""
 
@@ -74,21 +75,23 @@ class InvalidClaim(ContentRepositoryError, InvalidInputError, ValueError):
 
 def translate(exc: StorageError, what: str) -> ContentRepositoryError:
     """Map a storage error met while doing `what` to a content-repository error of the same
-    kind."""
+    kind (the kind decides how the CLI and the service answer it)."""
     text = f"{what}: {exc}"
     if isinstance(exc, IntegrityError):
         return ContentIntegrityError(text, exc.uri)
     if isinstance(exc, NotFound | RangeNotSatisfiable):
         return ContentNotFound(text)
-    if isinstance(exc, Conflict):
-        return ContentConflict(text)
-    if isinstance(exc, UnknownOutcome):
-        return ContentUnknownOutcome(text)
-    # The remaining kinds keep their kind too: the answer to an error is decided by its kind.
-    if isinstance(exc, StorageFull):
-        return ContentStorageFull(text)
-    if isinstance(exc, AccessDenied):
-        return ContentAccessDenied(text)
-    if isinstance(exc, UnavailableError):
-        return ContentUnavailable(text)
-    return ContentRepositoryError(text)
+    kinded = _BY_KIND.get(exc.kind)
+    return ContentRepositoryError(text) if kinded is None else kinded(text)
+
+
+# The content repository's error for each other kind a storage error can have.
+_BY_KIND: dict[ErrorKind, type[ContentRepositoryError]] = {
+    ErrorKind.CONFLICT: ContentConflict,
+    ErrorKind.UNKNOWN_OUTCOME: ContentUnknownOutcome,
+    ErrorKind.NOT_FOUND: ContentStoreMissing,
+    ErrorKind.INVALID_INPUT: InvalidClaim,
+    ErrorKind.STORAGE_FULL: ContentStorageFull,
+    ErrorKind.FORBIDDEN: ContentAccessDenied,
+    ErrorKind.UNAVAILABLE: ContentUnavailable,
+}

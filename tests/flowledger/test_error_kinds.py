@@ -62,6 +62,7 @@ BY_KIND: dict[ErrorKind, list[BaseException]] = {
         st.NotFound("get x: object not found"),
         st.BucketMissing("no bucket b"),
         content.ContentNotFound("claim gone"),
+        content.translate(st.BucketMissing("no bucket b"), "read claim ledger"),
         tl.InstantNotFound("no instant 1"),
         tl.RangeNotReadable("archived", earliest="3"),
         prov.EventNotFound("no event 99"),
@@ -93,6 +94,7 @@ BY_KIND: dict[ErrorKind, list[BaseException]] = {
         st.EndpointUnreachable("cannot reach S3 endpoint"),
         st.EndpointTimeout("read timed out"),
         st.BackendError("S3 error SlowDown"),
+        content.translate(st.EndpointUnreachable("cannot reach"), "read claim ledger"),
         Busy("SQL slots busy"),
     ],
     ErrorKind.FORBIDDEN: [
