@@ -1,5 +1,6 @@
-"""The `flowledger` command line (typer). Errors go to stderr as one line, exit code 1; a
-write whose outcome is unknown exits 3 (`EXIT_UNKNOWN_OUTCOME`, docs/faults.md)."""
+"""The `flowledger` command line (typer). Errors go to stderr as one line; the exit code is
+the error kind's (flowledger/errors.py: 1 failed, 2 bad input, 3 a write whose outcome is
+unknown, docs/faults.md; docs/architecture.md lists them all)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
-from .errors import EXIT_UNKNOWN_OUTCOME, REPORTED
+from .errors import EXIT_UNKNOWN_OUTCOME, REPORTED, answer_for
 from .output import error_line, one_line
 from .table_settings import set_auto_archive
 
@@ -129,9 +130,9 @@ def main() -> None:
     except UnknownOutcomeError as exc:  # may have landed: never reported as a plain failure
         error_line(f"unknown outcome: {one_line(exc)}")
         sys.exit(EXIT_UNKNOWN_OUTCOME)
-    except REPORTED as exc:
+    except REPORTED as exc:  # the exit code is the kind's (flowledger/errors.py)
         error_line(exc)
-        sys.exit(1)
+        sys.exit(answer_for(exc).exit_code)
     except Exception as exc:  # a bug, not the user's input: still one line, no traceback
         if os.environ.get("FLOWLEDGER_TRACEBACK"):
             raise

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import WRITE_ACTIONS, Entry, Table, TimelineError
+from timeline import WRITE_ACTIONS, Entry, Table
 from timeline.archive import (
     ArchivalSettings,
     ArchivedTimeline,
@@ -22,6 +22,7 @@ from timeline.archive import (
     read_manifest,
 )
 
+from ..errors import MissingArgument
 from ..output import emit_json, instant_json
 from ..progress import steps
 from ..table_settings import table_settings
@@ -32,7 +33,7 @@ _DEFAULTS = ArchivalSettings()
 
 def _open(uri: str | None) -> Table:
     if not uri:
-        raise TimelineError(
+        raise MissingArgument(
             "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
             "FLOWLEDGER_TABLE"
         )

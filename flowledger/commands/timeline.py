@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import KEEP_LATEST_COMMITS, TIMELINE, Instant, Table, TimelineError
+from timeline import KEEP_LATEST_COMMITS, TIMELINE, Instant, Table
 
-from ..errors import FlowledgerError
+from ..errors import MissingArgument, NoSuchTable
 from ..output import emit_json, instant_json
 from ..table_settings import table_settings
 from . import archive_cmds
@@ -22,7 +22,7 @@ app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
 
 def open_table(uri: str | None) -> Table:
     if not uri:
-        raise TimelineError(
+        raise MissingArgument(
             "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
             "FLOWLEDGER_TABLE"
         )
@@ -30,7 +30,7 @@ def open_table(uri: str | None) -> Table:
     # Reading or changing a table that was never written is a mistake (a typo in the URI):
     # say so instead of showing an empty table, and create nothing (one short LIST).
     if not store.list_page(TIMELINE, max_keys=1).objects:
-        raise FlowledgerError(f"no table at {store.uri}: nothing was ever written there")
+        raise NoSuchTable(f"no table at {store.uri}: nothing was ever written there")
     return Table.open(store, table_settings())
 
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import NotFoundError, ServiceError
+from .errors import InvalidRequest, ServiceNotFound
 
 MAX_ID_CHARS = 8192
 MAX_REQUEST_BYTES = 64 * 1024
@@ -45,7 +45,7 @@ class Submission:
     @classmethod
     def parse(cls, ident: str, kind: str) -> Submission:
         what = "provenance query" if kind == "query" else "lineage request"
-        missing = NotFoundError(f"no {what} with id {ident[:40]!r} (unknown or expired)")
+        missing = ServiceNotFound(f"no {what} with id {ident[:40]!r} (unknown or expired)")
         if len(ident) > MAX_ID_CHARS:
             raise missing
         try:
@@ -80,7 +80,7 @@ class Submissions:
     def new(self, kind: str, request: dict[str, Any], max_event_id: int) -> Submission:
         sub = Submission(kind, request, int(time.time() * 1000), max_event_id)
         if len(sub.id) > MAX_ID_CHARS:
-            raise ServiceError("the request is too large to submit: send fewer search terms")
+            raise InvalidRequest("the request is too large to submit: send fewer search terms")
         return sub
 
     def check(self, ident: str, kind: str) -> Submission:
@@ -91,7 +91,7 @@ class Submissions:
             gone = ident in self._deleted
         if gone or now > self.expires_ms(sub):
             what = "provenance query" if kind == "query" else "lineage request"
-            raise NotFoundError(f"{what} {ident[:40]!r} expired or was deleted")
+            raise ServiceNotFound(f"{what} {ident[:40]!r} expired or was deleted")
         return sub
 
     def cached(self, ident: str) -> dict[str, Any] | None:
