@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -68,21 +69,23 @@ CONTRACT_COLUMNS: tuple[str, ...] = COLUMNS[:-3]
 VIEW_COLUMNS: tuple[str, ...] = (*CONTRACT_COLUMNS, "source_fields")
 
 #: The SQL types of the `provenance` view (DESIGN.md §4), in column order.
-SQL_TYPES: dict[str, str] = {
-    name: (
-        "BIGINT"
-        if t == pa.int64()
-        else "TIMESTAMP"
-        if t == _TS
-        else "VARCHAR[]"
-        if t == _UUIDS
-        else "MAP(VARCHAR, VARCHAR)"
-        if t == _ATTRS
-        else "VARCHAR"
-    )
-    for name, t in zip(SCHEMA.names, SCHEMA.types, strict=True)
-    if name in VIEW_COLUMNS
-}
+SQL_TYPES: Mapping[str, str] = MappingProxyType(
+    {
+        name: (
+            "BIGINT"
+            if t == pa.int64()
+            else "TIMESTAMP"
+            if t == _TS
+            else "VARCHAR[]"
+            if t == _UUIDS
+            else "MAP(VARCHAR, VARCHAR)"
+            if t == _ATTRS
+            else "VARCHAR"
+        )
+        for name, t in zip(SCHEMA.names, SCHEMA.types, strict=True)
+        if name in VIEW_COLUMNS
+    }
+)
 
 assert {f.name for f in fields(ProvenanceEvent)} == set(COLUMNS)
 

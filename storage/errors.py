@@ -8,6 +8,7 @@ print it as a single actionable line.
 from __future__ import annotations
 
 import errno
+from types import MappingProxyType
 
 
 class FlowledgerBaseError(Exception):
@@ -91,7 +92,9 @@ class StorageFull(BackendError):
     quota on it is used up (EDQUOT). The message names the folder; the write left nothing."""
 
 
-_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
+_FULL = MappingProxyType(
+    {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
+)
 
 
 def translate_os(exc: OSError, uri: str, op: str, folder: str = "") -> StorageError:
