@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from cachetools import FIFOCache
 
 from storage import Closing, ObjectInfo, ObjectStore, ProgressCallback, report_progress
 
@@ -84,7 +84,8 @@ class ProvenanceRepository(Closing):
             lambda table: self.journal_terms.filter_of(table),
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
-        self._journal_cache: OrderedDict[str, pa.Table] = OrderedDict()
+        #: Journals' events (immutable once written), the oldest dropped first.
+        self._journal_cache: FIFOCache[str, pa.Table] = FIFOCache(JOURNAL_CACHE)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
         self._snapshots = SnapshotCache(self._load_snapshot)
         self._journal_lock = threading.Lock()
@@ -143,7 +144,10 @@ class ProvenanceRepository(Closing):
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.journals.flush()
+        try:
+            self.journals.flush()
+        finally:
+            self.journals.close()
         self.ids.confirm()  # this process's last objects landed: no longer open allocations
         self.reader.close()
         self._io.shutdown(wait=False)
@@ -238,8 +242,6 @@ class ProvenanceRepository(Closing):
             self.journal_terms.add(ref, table, found)
             with self._journal_lock:
                 self._journal_cache[ref.key] = table
-                while len(self._journal_cache) > JOURNAL_CACHE:
-                    self._journal_cache.popitem(last=False)
         self._flushed(ref)
 
     def backlog_bytes(self) -> int:
@@ -353,8 +355,6 @@ class ProvenanceRepository(Closing):
             t = staging.load(self.store, ref)
             with self._journal_lock:
                 self._journal_cache[ref.key] = t
-                while len(self._journal_cache) > JOURNAL_CACHE:
-                    self._journal_cache.popitem(last=False)
         return t
 
     def snapshot(self, max_age_s: float | None = None) -> Snapshot:
