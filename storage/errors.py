@@ -105,9 +105,10 @@ def translate_os(exc: OSError, uri: str, op: str, folder: str = "") -> StorageEr
         return NotFound(f"{where}: object not found", uri)
     if isinstance(exc, PermissionError):
         return AccessDenied(f"{where}: permission denied; check the directory's owner", uri)
-    if exc.errno in _FULL:
+    full = _FULL.get(exc.errno) if exc.errno is not None else None
+    if full is not None:
         return StorageFull(
-            f"{where}: {_FULL[exc.errno]} holding {folder or uri}; free space there or move "
+            f"{where}: {full} holding {folder or uri}; free space there or move "
             "the repository to a larger disk, then retry (the partial write was removed)",
             uri,
         )
