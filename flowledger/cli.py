@@ -25,9 +25,9 @@ from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
+from .context import CliContext, cli_context
 from .errors import EXIT_UNKNOWN_OUTCOME, REPORTED, answer_for
 from .output import error_line, one_line
-from .table_settings import set_auto_archive
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(content.app, name="content")
@@ -39,6 +39,7 @@ app.add_typer(pipeline_cmd.app, name="pipeline")
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     repo: RootRepoOption = None,
     auto_archive: Annotated[
         bool,
@@ -51,16 +52,17 @@ def root(
 ) -> None:
     """flowledger: content, provenance and an ACID timeline on object storage."""
     # `repo` is read by each subcommand's --repo (commands/options.py): before or after it.
-    set_auto_archive(auto_archive)
+    ctx.obj = CliContext(auto_archive=auto_archive)
 
 
 @app.command()
 def demo(
+    ctx: typer.Context,
     repo: RepoOption = None,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL")] = None,
 ) -> None:
     """Run the NYC flights 2013 pipeline (`flowledger pipeline run`) on the repository."""
-    pipeline_cmd.run_and_print(repo, spark_master)
+    pipeline_cmd.run_and_print(cli_context(ctx), repo, spark_master)
 
 
 @app.command()
@@ -73,6 +75,7 @@ def tour(repo: RepoOption = None) -> None:
 
 @app.command()
 def serve(
+    ctx: typer.Context,
     repo: RepoOption = None,
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port (0: a free one, printed on start)")] = 8080,
@@ -91,7 +94,12 @@ def serve(
     from .service import serve as run_server
 
     settings = ServiceSettings(
-        host=host, port=port, allow_remote=allow_remote, token_file=token_file, workers=workers
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        token_file=token_file,
+        workers=workers,
+        auto_archive=cli_context(ctx).auto_archive,
     )
     run_server(repo, settings)
 

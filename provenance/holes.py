@@ -118,14 +118,19 @@ def _explained(allocator: IdAllocator, state: AllocatorState) -> list[Range]:
     ]
 
 
-def relist(store: ObjectStore, table: ProvenanceTable, high: int) -> tuple[int, list[JournalRef]]:
+def relist(
+    store: ObjectStore,
+    table: ProvenanceTable,
+    high: int,
+    manifests: staging.Manifests | None = None,
+) -> tuple[int, list[JournalRef]]:
     """The fresh high-water mark and the journals above it, for `verify_complete`.
     Journals are listed before the high-water mark is read: a rollover commits before it
     deletes, so a journal merged meanwhile is below the fresh mark, never lost."""
-    listed = list_journals(store, high)
+    listed = list_journals(store, high, manifests)
     fresh = table.committed(fresh=True).high_water
     if fresh < high:  # the high-water mark moved back (expired history)
-        listed = list_journals(store, fresh)
+        listed = list_journals(store, fresh, manifests)
     return fresh, [ref for ref, _ in listed if ref.first_id >= fresh]
 
 

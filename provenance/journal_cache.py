@@ -4,10 +4,10 @@ process wrote or read is never stale; readers may be threads."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 import pyarrow as pa
+from cachetools import FIFOCache
 
 from .layout import JournalRef
 
@@ -18,15 +18,14 @@ JOURNAL_CACHE = 256
 class JournalCache:
     def __init__(self, load: Callable[[JournalRef], pa.Table], size: int = JOURNAL_CACHE) -> None:
         self._load = load
-        self._size = size
-        self._tables: OrderedDict[str, pa.Table] = OrderedDict()
+        #: The oldest journal is dropped first (lookups select journals by their filters, so
+        #: recency of use says little about the next lookup).
+        self._tables: FIFOCache[str, pa.Table] = FIFOCache(size)
         self._lock = threading.Lock()
 
     def put(self, ref: JournalRef, table: pa.Table) -> None:
         with self._lock:
             self._tables[ref.key] = table
-            while len(self._tables) > self._size:
-                self._tables.popitem(last=False)
 
     def get(self, ref: JournalRef) -> pa.Table:
         """The journal's events, read (and verified) on a miss."""

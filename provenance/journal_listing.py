@@ -15,6 +15,7 @@ import threading
 
 from storage import ObjectInfo, ObjectStore
 
+from . import staging
 from .layout import JOURNALS, JournalRef
 from .rollover import list_journals
 
@@ -22,8 +23,9 @@ Listed = list[tuple[JournalRef, ObjectInfo]]
 
 
 class JournalListing:
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, manifests: staging.Manifests | None = None) -> None:
         self._store = store
+        self._manifests = manifests
         self._lock = threading.Lock()
         #: (folder token before the LIST, the high-water mark it listed from, the listing)
         self._last: tuple[str, int, Listed] | None = None
@@ -36,7 +38,7 @@ class JournalListing:
                 last = self._last
             if last is not None and last[0] == version and last[1] <= high_water:
                 return [(ref, info) for ref, info in last[2] if ref.first_id >= high_water]
-        listed = list_journals(self._store, high_water)
+        listed = list_journals(self._store, high_water, self._manifests)
         if version is not None:
             with self._lock:
                 self._last = (version, high_water, listed)

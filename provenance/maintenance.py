@@ -16,6 +16,7 @@ from .errors import ProvenanceConflict
 from .layout import JournalRef
 from .rollover import RolloverResult, Verify, rollover_once
 from .settings import ProvenanceSettings
+from .staging import Manifests
 from .table import ProvenanceTable
 
 log = logging.getLogger("flowledger.provenance")
@@ -79,6 +80,7 @@ def merge_all(
     backlog: Backlog,
     progress: ProgressCallback | None = None,
     verify: Verify | None = None,
+    manifests: Manifests | None = None,
 ) -> RolloverResult:
     """Roll over contiguous runs of journals until none is left (the caller holds the
     repository's rollover lock and has flushed its journals); `progress` counts journals,
@@ -88,7 +90,7 @@ def merge_all(
     lost = 0
     while True:
         try:
-            r = rollover_once(store, table, settings, progress, total.journals, verify)
+            r = rollover_once(store, table, settings, progress, total.journals, verify, manifests)
         except ProvenanceConflict as exc:
             # Another process merged these journals first: its commit did our work, so
             # losing the race is not an error; go on from the new high-water mark.

@@ -83,8 +83,10 @@ class ProvenanceRepository(Closing):
             lambda table: self.journal_terms.filter_of(table),
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
+        #: Staged ingests' manifests, each read once (they never change).
+        self._manifests = staging.Manifests()
         self._journal_cache = JournalCache(self._read_journal)
-        self.listing = JournalListing(self.store)
+        self.listing = JournalListing(self.store, self._manifests)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
         self._snapshots = SnapshotCache(self._load_snapshot)
         fields = (
@@ -142,7 +144,10 @@ class ProvenanceRepository(Closing):
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.journals.flush()
+        try:
+            self.journals.flush()
+        finally:
+            self.journals.close()
         self.ids.confirm()  # this process's last objects landed: no longer open allocations
         self.reader.close()
         self._io.shutdown(wait=False)
@@ -157,8 +162,8 @@ class ProvenanceRepository(Closing):
         self._snapshots.invalidate()
         high = self.table.committed(fresh=True).high_water
         self._check_allocator()
-        deleted = delete_merged_journals(self.store, high)
-        live = list_journals(self.store, high)
+        deleted = delete_merged_journals(self.store, high, self._manifests)
+        live = list_journals(self.store, high, self._manifests)
         self.ids.settle(holes.object_ranges(live), high)
         self._verify_complete(high, [ref for ref, _ in live], tail=True)
         for ref, _ in live:
@@ -186,7 +191,7 @@ class ProvenanceRepository(Closing):
             self.ids,
             high,
             refs,
-            lambda: holes.relist(self.store, self.table, high),
+            lambda: holes.relist(self.store, self.table, high, self._manifests),
             tail=tail,
         )
 
@@ -294,7 +299,9 @@ class ProvenanceRepository(Closing):
         together (ids taken at that point, in order). Memory holds one table at a time.
         A table failing validation aborts the whole call (nothing becomes visible)."""
         self._throttle()
-        staged = staging.StagedIngest(self.store, self.settings.journal_compression)
+        staged = staging.StagedIngest(
+            self.store, self.settings.journal_compression, self._manifests
+        )
         try:
             for table in tables:
                 if table.num_rows:
@@ -457,6 +464,7 @@ class ProvenanceRepository(Closing):
                     self._backlog,
                     progress,
                     lambda high, refs: self._verify_complete(high, refs, tail=True),
+                    self._manifests,
                 )
             finally:
                 self._snapshots.invalidate()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -68,21 +69,23 @@ CONTRACT_COLUMNS: tuple[str, ...] = COLUMNS[:-3]
 VIEW_COLUMNS: tuple[str, ...] = (*CONTRACT_COLUMNS, "source_fields")
 
 #: The SQL types of the `provenance` view (DESIGN.md §4), in column order.
-SQL_TYPES: dict[str, str] = {
-    name: (
-        "BIGINT"
-        if t == pa.int64()
-        else "TIMESTAMP"
-        if t == _TS
-        else "VARCHAR[]"
-        if t == _UUIDS
-        else "MAP(VARCHAR, VARCHAR)"
-        if t == _ATTRS
-        else "VARCHAR"
-    )
-    for name, t in zip(SCHEMA.names, SCHEMA.types, strict=True)
-    if name in VIEW_COLUMNS
-}
+SQL_TYPES: Mapping[str, str] = MappingProxyType(
+    {
+        name: (
+            "BIGINT"
+            if t == pa.int64()
+            else "TIMESTAMP"
+            if t == _TS
+            else "VARCHAR[]"
+            if t == _UUIDS
+            else "MAP(VARCHAR, VARCHAR)"
+            if t == _ATTRS
+            else "VARCHAR"
+        )
+        for name, t in zip(SCHEMA.names, SCHEMA.types, strict=True)
+        if name in VIEW_COLUMNS
+    }
+)
 
 assert {f.name for f in fields(ProvenanceEvent)} == set(COLUMNS)
 
@@ -339,12 +342,14 @@ def _validate_columns(t: pa.Table) -> None:
     )
 
 
-_BASE: list[pa.Array] = [pa.array([], pa.int64())]
+@functools.cache  # powers of two: all of them together twice the largest
+def _base(size: int) -> pa.Array:
+    """0..size-1, built once per size (no numpy; from a Python range it costs ~1 ms)."""
+    return pa.array(range(size), type=pa.int64())
 
 
 def assign_ids(table: pa.Table, first_id: int) -> pa.Table:
     n = table.num_rows
-    if len(_BASE[0]) < n:  # 0..n-1 built once (no numpy); ids are base + first_id
-        _BASE[0] = pa.array(range(max(n, 2 * len(_BASE[0]))), type=pa.int64())
-    ids = pc.add(_BASE[0].slice(0, n), pa.scalar(first_id, pa.int64()))
+    base = _base(1 << max(n - 1, 0).bit_length())  # the power of two >= n
+    ids = pc.add(base.slice(0, n), pa.scalar(first_id, pa.int64()))  # ids: base + first_id
     return table.set_column(0, "event_id", ids)

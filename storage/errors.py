@@ -9,6 +9,7 @@ kind base it also derives from.
 from __future__ import annotations
 
 import errno
+from types import MappingProxyType
 
 from .error_kinds import (
     ConflictError,
@@ -91,7 +92,9 @@ class StorageFull(StorageError, StorageFullError):
     quota on it is used up (EDQUOT). The message names the folder; the write left nothing."""
 
 
-_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
+_FULL = MappingProxyType(
+    {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
+)
 
 
 def translate_os(exc: OSError, uri: str, op: str, folder: str = "") -> StorageError:
@@ -102,9 +105,10 @@ def translate_os(exc: OSError, uri: str, op: str, folder: str = "") -> StorageEr
         return NotFound(f"{where}: object not found", uri)
     if isinstance(exc, PermissionError):
         return AccessDenied(f"{where}: permission denied; check the directory's owner", uri)
-    if exc.errno in _FULL:
+    full = _FULL.get(exc.errno) if exc.errno is not None else None
+    if full is not None:
         return StorageFull(
-            f"{where}: {_FULL[exc.errno]} holding {folder or uri}; free space there or move "
+            f"{where}: {full} holding {folder or uri}; free space there or move "
             "the repository to a larger disk, then retry (the partial write was removed)",
             uri,
         )

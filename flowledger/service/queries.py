@@ -14,9 +14,10 @@ import json
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+from cachetools import FIFOCache
 
 from .errors import InvalidRequest, ServiceNotFound
 
@@ -70,8 +71,8 @@ class Submissions:
     def __init__(self, expiration_s: int, cache_size: int = 64) -> None:
         self.expiration_ms = expiration_s * 1000
         self._deleted: dict[str, int] = {}
-        self._answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._size = cache_size
+        #: Answers by submission, the oldest dropped first.
+        self._answers: FIFOCache[str, dict[str, Any]] = FIFOCache(cache_size)
         self._lock = threading.Lock()
 
     def expires_ms(self, sub: Submission) -> int:
@@ -101,8 +102,6 @@ class Submissions:
     def remember(self, ident: str, answer: dict[str, Any]) -> None:
         with self._lock:
             self._answers[ident] = answer
-            while len(self._answers) > self._size:
-                self._answers.popitem(last=False)
 
     def delete(self, ident: str, kind: str) -> Submission:
         sub = self.check(ident, kind)

@@ -9,7 +9,7 @@ from fastapi.responses import Response
 
 from timeline import Table
 
-from ..table_settings import table_settings
+from ..context import table_settings
 from ..table_sql import ALIAS, TableRead, connect
 from .errors import InvalidRequest, ServiceNotFound
 from .models import TableSqlBody
@@ -26,7 +26,9 @@ def _table(svc: Services, name: str) -> Table:
     prefix = f"{TABLES}{checked(name, 'table name')}/"
     if not svc.root.list_page(prefix, None, max_keys=1).objects:
         raise ServiceNotFound(f"no table {name!r} in this repository (looked in {prefix})")
-    return Table.open(svc.root.scoped(prefix.rstrip("/")), table_settings())
+    return Table.open(
+        svc.root.scoped(prefix.rstrip("/")), table_settings(svc.settings.auto_archive)
+    )
 
 
 def _run(svc: Services, name: str, body: TableSqlBody) -> bytes:

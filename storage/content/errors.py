@@ -3,6 +3,9 @@ each class's kind comes from the kind base it derives from (storage/error_kinds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from ..error_kinds import (
     ConflictError,
     ErrorKind,
@@ -86,12 +89,14 @@ def translate(exc: StorageError, what: str) -> ContentRepositoryError:
 
 
 # The content repository's error for each other kind a storage error can have.
-_BY_KIND: dict[ErrorKind, type[ContentRepositoryError]] = {
-    ErrorKind.CONFLICT: ContentConflict,
-    ErrorKind.UNKNOWN_OUTCOME: ContentUnknownOutcome,
-    ErrorKind.NOT_FOUND: ContentStoreMissing,
-    ErrorKind.INVALID_INPUT: InvalidClaim,
-    ErrorKind.STORAGE_FULL: ContentStorageFull,
-    ErrorKind.FORBIDDEN: ContentAccessDenied,
-    ErrorKind.UNAVAILABLE: ContentUnavailable,
-}
+_BY_KIND: Mapping[ErrorKind, type[ContentRepositoryError]] = MappingProxyType(
+    {
+        ErrorKind.CONFLICT: ContentConflict,
+        ErrorKind.UNKNOWN_OUTCOME: ContentUnknownOutcome,
+        ErrorKind.NOT_FOUND: ContentStoreMissing,
+        ErrorKind.INVALID_INPUT: InvalidClaim,
+        ErrorKind.STORAGE_FULL: ContentStorageFull,
+        ErrorKind.FORBIDDEN: ContentAccessDenied,
+        ErrorKind.UNAVAILABLE: ContentUnavailable,
+    }
+)

@@ -104,7 +104,9 @@ def test_hung_endpoint_during_a_write_is_an_unknown_outcome(
         store.put("k", b"x")
     # A conditional write reads back first; a hung read-back leaves the outcome unknown too.
     monkeypatch.setattr(
-        capability, "cached", lambda endpoint, bucket, ttl=0.0: capability.Capabilities(True, True)
+        capability.Known,
+        "get",
+        lambda self, endpoint, bucket, ttl: capability.Capabilities(True, True),
     )
     with pytest.raises(UnknownOutcome):
         store.put_if_absent("k", b"x")

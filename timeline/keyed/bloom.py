@@ -16,6 +16,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TypeAlias
 
 import numpy as np
@@ -108,7 +109,7 @@ def _blake2b_hash(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
     return words[:, 0], words[:, 1] | np.uint64(1)
 
 
-_HASHES = {HASH_WORDS: _words_hash, HASH_BLAKE2B: _blake2b_hash}
+_HASHES = MappingProxyType({HASH_WORDS: _words_hash, HASH_BLAKE2B: _blake2b_hash})
 
 
 def key_hashes(keys: Keys, hash_name: str = HASH_WORDS) -> tuple[np.ndarray, np.ndarray]:

@@ -330,11 +330,8 @@ def after_write(table: Table) -> None:
         execute(table, t)
         return
     thread = threading.Thread(target=_run_quietly, args=(table, t), daemon=False)
-    _ASYNC.setdefault(id(table), []).append(thread)
+    table.background.append(thread)
     thread.start()
-
-
-_ASYNC: dict[int, list[threading.Thread]] = {}
 
 
 def _run_quietly(table: Table, t: str) -> None:
@@ -343,7 +340,8 @@ def _run_quietly(table: Table, t: str) -> None:
 
 
 def wait_async(table: Table) -> None:
-    for thread in _ASYNC.pop(id(table), []):
+    threads, table.background = table.background, []
+    for thread in threads:
         thread.join()
 
 
