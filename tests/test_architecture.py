@@ -220,3 +220,17 @@ def test_nothing_points_outside_the_repository() -> None:
             if pattern.search(line)
         ]
     assert found == [], "references to things outside the repository:\n" + "\n".join(found)
+
+
+def test_every_module_the_architecture_map_names_exists() -> None:
+    """docs/architecture.md's map walks a newcomer through named modules: each must exist."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    the_map = doc.split("## The map", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([\w/]+\.py)`", the_map))
+    modules = [
+        p.relative_to(ROOT).as_posix()
+        for pkg in ("storage", "timeline", "provenance", "flowledger")
+        for p in (ROOT / pkg).rglob("*.py")
+    ]
+    missing = sorted(n for n in named if not any(m == n or m.endswith("/" + n) for m in modules))
+    assert named and missing == [], f"named in the map but not in the code: {missing}"
