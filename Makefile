@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 .PHONY: help setup lock spark-jars minio-build minio-start minio-stop minio-env browser test demo lint bench clean
 
 help:
-	@echo "make setup        create $(VENV) and install flowledger[dev,server,spark,bench] (when pyproject.toml changed)"
+	@echo "make setup        create $(VENV) and install flowledger[dev,server,spark,demo,bench] (when pyproject.toml changed)"
 	@echo "make minio-build  build and cache the pinned MinIO binary (needs go)"
 	@echo "make minio-start  start MinIO (state in $(MINIO_STATE), bucket $(MINIO_BUCKET)); minio-stop stops it"
 	@echo "make test         unit, s3 (moto), minio, spark and faults tiers; PYTEST_ARGS=... passes options to pytest"
@@ -27,13 +27,13 @@ $(VPY):
 # Reinstall only when pyproject.toml is newer than the stamp.
 $(STAMP): pyproject.toml constraints.txt | $(VPY)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -c constraints.txt -e '.[dev,server,spark,bench]'
+	$(VPY) -m pip install -c constraints.txt -e '.[dev,server,spark,demo,bench]'
 	touch $@
 
 # Re-resolve the dependency set into constraints.txt after changing pyproject.toml.
 lock:
 	rm -rf .venv-lock && $(PY) -m venv .venv-lock
-	.venv-lock/bin/pip install -q -e '.[dev,server,spark,bench]'
+	.venv-lock/bin/pip install -q -e '.[dev,server,spark,demo,bench]'
 	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
 	rm -rf .venv-lock
 

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, Protocol, runtime_checkable
 
 import typer
 from rich.console import Console
-from typer._click.exceptions import (  # typer's vendored click
-    ClickException,
-    NoArgsIsHelpError,
-    UsageError,
-)
-from typer.exceptions import Abort
+from typer import Abort
 
 from storage import UnknownOutcomeError
 
@@ -27,6 +22,7 @@ from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
 from .context import CliContext, cli_context
 from .errors import EXIT_UNKNOWN_OUTCOME, REPORTED, answer_for
+from .extras import require_extra
 from .output import error_line, one_line
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -90,6 +86,7 @@ def serve(
     ] = 1,
 ) -> None:
     """Serve the HTTP API and the lineage page (bearer token; see docs/service.md)."""
+    require_extra("server", "flowledger serve", "fastapi", "uvicorn")
     from .service import ServiceSettings
     from .service import serve as run_server
 
@@ -104,27 +101,41 @@ def serve(
     run_server(repo, settings)
 
 
-def _usage_error(exc: UsageError) -> NoReturn:
+@runtime_checkable
+class CommandLineError(Protocol):
+    """What typer raises for input it cannot use (click's `ClickException` and its subclasses).
+
+    Recognised by shape, not class: typer exports none of these classes (only `BadParameter`),
+    and depending on its version they come from the `click` package or from the copy of click
+    typer carries inside itself, so neither import would name the class typer raises.
+    """
+
+    exit_code: int
+
+    def format_message(self) -> str: ...
+
+
+def _is_usage_error(exc: CommandLineError) -> bool:
+    """A usage error (bad option, missing argument) carries the command's context."""
+    return hasattr(exc, "ctx")
+
+
+def _command_line_error(exc: CommandLineError) -> NoReturn:
     """The problem on one line first (scripts and logs read that); typer's box only for a
     person at a terminal, where it adds the usage and the `--help` hint."""
-    if isinstance(exc, NoArgsIsHelpError):
+    if type(exc).__name__ == "NoArgsIsHelpError":
         sys.exit(exc.exit_code)  # typer has printed the group's help already
     error_line(exc.format_message())
-    if sys.stderr.isatty():
+    if _is_usage_error(exc) and sys.stderr.isatty():
         from typer import rich_utils
 
-        rich_utils.rich_format_error(exc)
+        rich_utils.rich_format_error(exc)  # type: ignore[arg-type]  # a ClickException
     sys.exit(exc.exit_code)
 
 
 def main() -> None:
     try:
         code = app(standalone_mode=False)
-    except UsageError as exc:
-        _usage_error(exc)
-    except ClickException as exc:  # e.g. a file option it could not open
-        error_line(exc.format_message())
-        sys.exit(exc.exit_code)
     except BrokenPipeError:  # `| head` closed the pipe: not an error worth a message
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the exit flush would fail again
@@ -141,7 +152,10 @@ def main() -> None:
     except REPORTED as exc:  # the exit code is the kind's (flowledger/errors.py)
         error_line(exc)
         sys.exit(answer_for(exc).exit_code)
-    except Exception as exc:  # a bug, not the user's input: still one line, no traceback
+    except Exception as exc:
+        if isinstance(exc, CommandLineError):  # e.g. an unknown option, a file it cannot open
+            _command_line_error(exc)
+        # a bug, not the user's input: still one line, no traceback
         if os.environ.get("FLOWLEDGER_TRACEBACK"):
             raise
         error_line(

@@ -1,4 +1,5 @@
-"""The Arrow/Parquet schema of events (the columns of DESIGN.md §4) and conversions."""
+"""The Arrow/Parquet schema of events (the `provenance` view's columns, a contract stated in
+docs/provenance.md) and conversions."""
 
 from __future__ import annotations
 
@@ -57,18 +58,18 @@ SCHEMA = pa.schema(
         # Stored but not in the view: the content repository verifies reads by checksum.
         ("content_claim_checksum", _S),
         ("previous_content_claim_checksum", _S),
-        # Extension (not in DESIGN.md §4; last column of the view): fields of the source record
+        # Extension (not in the contract; last column of the view): fields of the source record
         # without a column, e.g. NiFi's eventId (re-ingest detection) and componentName.
         ("source_fields", _ATTRS),
     ]
 )
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
-#: The columns of DESIGN.md §4, unchanged and in order.
+#: The contract columns of the view (docs/provenance.md), unchanged and in order.
 CONTRACT_COLUMNS: tuple[str, ...] = COLUMNS[:-3]
 #: The columns of the SQL view `provenance`: the contract's, then the extension column.
 VIEW_COLUMNS: tuple[str, ...] = (*CONTRACT_COLUMNS, "source_fields")
 
-#: The SQL types of the `provenance` view (DESIGN.md §4), in column order.
+#: The SQL types of the `provenance` view (docs/provenance.md), in column order.
 SQL_TYPES: Mapping[str, str] = MappingProxyType(
     {
         name: (

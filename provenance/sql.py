@@ -1,4 +1,4 @@
-"""The DuckDB view `provenance` (exactly the columns and types of DESIGN.md §4).
+"""The DuckDB view `provenance` (exactly the columns and types of docs/provenance.md).
 
 DuckDB cannot fetch httpfs here, so the view reads local copies of the committed files
 (immutable, so a cache is always consistent) plus the not-yet-merged journals, registered as an

@@ -150,7 +150,8 @@ class S3ObjectStore(ObjectStore):
         resent, pause = False, 0.2
         while True:
             try:
-                # A retried request can lose to its own first attempt: read back (DESIGN §1.6).
+                # A retried request can lose to its own first attempt: read back
+                # (docs/object-store.md, "Conflicts and unknown outcomes").
                 return self._calls.call("PUT", op, obj.uri, send, landed=landed)
             except NotFound as exc:
                 if "IfMatch" not in cond:

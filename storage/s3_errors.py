@@ -85,7 +85,8 @@ def is_outcome_unknown(exc: BaseException) -> bool:
 
 
 def may_have_landed(exc: BaseException, earlier_attempt_sent: bool = False) -> bool:
-    """Whether a failed write may still be ours, so reading back must decide (DESIGN §1.6):
+    """Whether a failed write may still be ours, so reading back must decide
+    (docs/object-store.md, "Conflicts and unknown outcomes"):
     a 412 answering a re-sent request (it can lose to its own first attempt), a transport
     failure after the request was sent, or any failure of a request one of whose earlier
     attempts (botocore retries) was sent and not answered."""

