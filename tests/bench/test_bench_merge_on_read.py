@@ -18,7 +18,7 @@ from bench.upsert_data import generate as upsert_generate
 
 @pytest.mark.unit
 def test_inputs_start_from_the_upsert_benchmarks_table_and_first_upsert(tmp_path: Path) -> None:
-    w = Workload(rows=3_000, batch=300, partitions=4, load_batches=3)
+    w = Workload(rows=3_000, batch=300, delete=100, partitions=4, load_batches=3)
     mor = generate(w, tmp_path / "mor", reads_at=(1, 3))
     upsert = upsert_generate(w, tmp_path / "upsert")
     for a, b in zip(mor.loads, upsert.loads, strict=True):
