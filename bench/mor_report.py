@@ -198,7 +198,7 @@ def report(inputs: MorInputs, results: list[SystemResult]) -> None:
             vs_hudi(r.system, "compaction"),
             str(s.extra.get("file_groups", "-")),
             "-" if rows is None else f"{rows:,}",
-            "-" if rows is None else f"{rows / s.seconds:,.0f}",
+            "-" if rows is None else f"{rows / s.seconds:,.0f}" + ("" if rows else " (nothing)"),
             f"{size / MiB:.1f}",
             f"{size / MiB / s.seconds:.1f}",
             str(s.requests.total),

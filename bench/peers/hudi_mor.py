@@ -157,6 +157,8 @@ def compaction_stats(spark: Any) -> dict[str, Any]:
     if not rows:
         return {}
     r = rows[0].asDict()
+    if r.get("action") != "commit":  # a compaction completes as a commit; none happened
+        return {"file_groups": 0, "rows": 0, "bytes_written": 0, "newest": r.get("action")}
     return {
         "compaction_instant": r.get("commit_time"),
         "action": r.get("action"),
