@@ -18,7 +18,6 @@ ALL = [
     "provenance",
     "service",
     "pipeline",
-    "merge_on_read",
     "keyed_index",
 ]
 

@@ -1,172 +1,192 @@
-"""Merge-on-read against copy-on-write (keyed tables, same backend, same run):
+"""Merge-on-read against copy-on-write, with Hudi 1.2 merge-on-read on Spark beside it:
 
-1. an upsert of random existing keys: wall time, requests, write amplification (bytes of
-   data and log files written / bytes of the changed rows as Parquet);
-2. snapshot read time after 1, 5 and 20 delta commits against the read-optimized read;
-3. compaction throughput (rows and base bytes per second) after 20 delta commits.
+    python -m bench merge_on_read [--quick] [--rows N] [--batch N] [--partitions N]
+                                  [--load-batches N] [--systems a,b,...] [--hudi-option K=V]
+                                  [--workdir DIR] [--json OUT]
 
-`python -m bench merge_on_read [--rows N] [--keys K] [--file-mib M] [--minio]`. Small by
-default: the figures in docs/benchmarks.md are small-scale runs on a shared machine.
+bench/upsert.py's table and first upsert (bench/mor_data.py: 10M rows, 10 columns, 20
+partitions, loaded in commits of consecutive keys; upserts of 100k keys, 80 % random updates
+and 20 % new keys), then more upserts of that size, one per delta commit. One MinIO, one bucket
+and one counting proxy per system (bench/s3_count_proxy.py), each system alone in its own
+process: flowledger copy-on-write and merge-on-read (bench/mor_systems.py), Hudi 1.2
+MERGE_ON_READ on Spark 3.5 in its own virtualenv (bench/peers/hudi_mor.py).
+
+Per system: the load; the first upsert (wall, requests, bytes uploaded / bytes changed); after
+1, 5 and 20 delta commits a snapshot and a read-optimized read (full scans of every column,
+checked against the expected row count and `qty` sum); one compaction run explicitly (wall,
+rows/s, bytes/s) and a snapshot read after it. Copy-on-write stops after its first upsert and
+one read: the baseline. Ratios: merge-on-read / copy-on-write upsert, snapshot /
+read-optimized per step, flowledger / Hudi per step (bench/mor_report.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import random
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
-from collections import Counter
-from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
+from bench.mor_data import READS_AT, generate
+from bench.mor_report import LABELS, console, report
+from bench.s3_count_proxy import CountingProxy
+from bench.upsert import HUDI_ENV, StepResult, SystemResult, hudi_missing
+from bench.upsert_data import Workload
 
-from bench.common import BenchBackend, console, fmt_requests, local_backend, minio_backend, table
-from timeline import Table, TableSettings
-from timeline.keyed import KeyedProperties
-from timeline.keyed.logfile import LOG_FILES
-from timeline.parquet_io import to_parquet_bytes
-
-MiB = 1024 * 1024
-
-
-def _rows(ids: np.ndarray, version: int) -> pa.Table:
-    n = len(ids)
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "ts": pa.array(np.full(n, version), pa.int64()),
-            "day": pa.array([f"2026-01-{1 + int(i) % 4:02d}" for i in ids]),
-            "amount": pa.array(np.random.default_rng(version).random(n)),
-            "note": pa.array([f"row {i} v{version}" for i in ids]),
-        }
-    )
+ROOT = Path(__file__).absolute().parents[1]
+SYSTEMS = ["flowledger-cow", "flowledger-mor", "hudi"]
+QUICK = Workload(rows=200_000, batch=20_000)
+KNOWN = {"name", "start", "end", "seconds", "peak_rss", "jvm_peak_rss", "error", "index_ms"}
 
 
-def _open(backend: BenchBackend, name: str, kind: str, file_mib: int) -> Table:
-    settings = TableSettings(
-        parquet_max_file_size=file_mib * MiB,
-        small_file_limit=0,
-        compaction_mode="off",
-        local_entry_cache=False,
-    )
-    props = KeyedProperties.of(
-        "id", ordering_field="ts", partition_by="day", table_type=kind, merge_mode="event_time"
-    )
-    return Table.create(backend.open().scoped(name), props, settings)
-
-
-def _written_bytes(t: Table, time_: str) -> int:
-    e = t.entry(time_)
-    return sum(f.size for f in e.added) + sum(int(d["size"]) for d in e.metadata.get(LOG_FILES, ()))
-
-
-@contextlib.contextmanager
-def _backend(minio: bool) -> Iterator[BenchBackend]:
-    if minio:
-        with minio_backend() as b:
-            yield b
+def run_system(
+    name: str,
+    inputs_json: Path,
+    work: Path,
+    endpoint: str,
+    env_extra: dict[str, str],
+    hudi_options: list[str],
+) -> SystemResult:
+    if name == "hudi":
+        why = hudi_missing(HUDI_ENV)
+        if why:
+            return SystemResult(name, {}, why)
+    proxy = CountingProxy(endpoint)
+    out, log = work / f"{name}.json", work / f"{name}.log"
+    env = dict(os.environ, **env_extra, AWS_ENDPOINT_URL=proxy.endpoint, PYTHONPATH=str(ROOT))
+    if name == "hudi":
+        cmd = [
+            str(HUDI_ENV / "venv" / "bin" / "python"),
+            "-m",
+            "bench.peers.hudi_mor",
+            str(inputs_json),
+            str(out),
+            "--jars",
+            str(HUDI_ENV / "jars"),
+            *(f"--hoodie={kv}" for kv in hudi_options),
+        ]
     else:
-        with local_backend() as b:
-            yield b
+        cmd = [sys.executable, "-m", "bench.mor_systems", name, str(inputs_json), str(out)]
+    console.print(f"[dim]{time.strftime('%H:%M:%S')} {LABELS[name]}: {' '.join(cmd[1:3])} ...")
+    try:
+        with log.open("w") as fh:
+            rc = subprocess.call(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+    finally:
+        proxy.stop()
+    if not out.exists():
+        tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
+        return SystemResult(name, {}, f"worker failed (exit {rc}); log {log}:\n{tail}")
+    raw = json.loads(out.read_text())
+    steps = {
+        s["name"]: StepResult(
+            s["name"],
+            s["seconds"],
+            proxy.between(s["start"], s["end"]),
+            s.get("peak_rss"),
+            s.get("jvm_peak_rss"),
+            s.get("index_ms"),
+            s.get("error"),
+            {k: v for k, v in s.items() if k not in KNOWN},
+        )
+        for s in raw["steps"]
+    }
+    if rc != 0:
+        console.print(f"[yellow]{LABELS[name]}: worker exit {rc}, see {log}")
+    return SystemResult(name, steps, None, raw.get("info"))
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="bench merge_on_read")
-    p.add_argument("--rows", type=int, default=200_000)
-    p.add_argument("--keys", type=int, default=2_000, help="random keys per upsert")
-    p.add_argument("--file-mib", type=int, default=2, help="parquet_max_file_size")
-    p.add_argument("--minio", action="store_true", help="MinIO instead of the local FS")
-    args = p.parse_args(argv or [])
-    rng = random.Random(1)
-    base = _rows(np.arange(args.rows), 0)
-    with _backend(args.minio) as backend:
-        tables = {
-            k: _open(backend, k, k, args.file_mib) for k in ("copy_on_write", "merge_on_read")
+    ap = argparse.ArgumentParser(
+        prog="python -m bench merge_on_read",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d = Workload()
+    ap.add_argument("--quick", action="store_true", help="smoke run: 200k rows, upserts of 20k")
+    ap.add_argument("--rows", type=int, help="base table rows (10M; quick 200k)")
+    ap.add_argument("--batch", type=int, help="keys per upsert (100k; quick 20k)")
+    ap.add_argument("--partitions", type=int, default=d.partitions)
+    ap.add_argument(
+        "--load-batches",
+        type=int,
+        default=d.load_batches,
+        help="commits that load the base table (each a range of consecutive keys)",
+    )
+    ap.add_argument(
+        "--reads-at",
+        default=",".join(map(str, READS_AT)),
+        help="delta commits after which to read (default 1,5,20)",
+    )
+    ap.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"comma-separated, run in this order (default {','.join(SYSTEMS)})",
+    )
+    ap.add_argument(
+        "--hudi-option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra Hudi write option (default: Hudi's defaults, see hudi_mor.py)",
+    )
+    ap.add_argument("--workdir", type=Path, help="keep inputs, logs and raw results here")
+    ap.add_argument("--json", type=Path, help="write every figure here")
+    args = ap.parse_args(argv)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        ap.error(f"unknown systems {sorted(unknown)}; known: {SYSTEMS}")
+    reads_at = tuple(sorted({int(n) for n in args.reads_at.split(",") if n.strip()}))
+    if not reads_at or reads_at[0] < 1:
+        ap.error("--reads-at takes delta-commit counts >= 1")
+    base = QUICK if args.quick else d
+    w = Workload(
+        args.rows or base.rows,
+        args.batch or base.batch,
+        base.delete,
+        args.partitions,
+        args.load_batches,
+    )
+
+    from infra import minio
+
+    with tempfile.TemporaryDirectory(prefix="flowledger-bench-mor-") as tmp:
+        work = args.workdir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        inputs = generate(w, work / "inputs", reads_at)
+        console.print(f"[dim]inputs generated in {time.perf_counter() - t0:.1f} s ({work})")
+        server = minio.start(Path(tmp) / "minio", buckets=systems)
+        env_extra = {k: v for k, v in server.env().items() if k != "AWS_ENDPOINT_URL"}
+        try:
+            results = [
+                run_system(
+                    s,
+                    work / "inputs" / "inputs.json",
+                    work,
+                    server.endpoint,
+                    env_extra,
+                    args.hudi_option,
+                )
+                for s in systems
+            ]
+        finally:
+            minio.stop(server)
+    load = os.getloadavg()[0]
+    console.print(f"load average {load:.1f} on {os.cpu_count()} CPUs at the end")
+    report(inputs, results)
+    if args.json:
+        raw = {
+            "workload": asdict(w),
+            "inputs": asdict(inputs),
+            "load_average": load,
+            "results": [asdict(r) for r in results],
         }
-        for t in tables.values():
-            t.upsert(base)
-        files = len(tables["copy_on_write"].snapshot().files)
-        console.print(
-            f"{backend.name}: {args.rows} rows in {files} file groups, upserts of {args.keys} "
-            "random keys"
-        )
-        # 1. upsert
-        out = table(
-            "1. upsert of random keys", "table", "wall s", "requests", "written MiB", "write amp."
-        )
-        keys = np.array(rng.sample(range(args.rows), args.keys))
-        batch = _rows(keys, 1)
-        changed = len(to_parquet_bytes(batch))
-        walls = {}
-        for kind, t in tables.items():
-            t.store.stats.reset()
-            start = time.perf_counter()
-            done = t.upsert(batch)
-            walls[kind] = time.perf_counter() - start
-            counts = Counter(t.store.stats.snapshot())
-            counts.pop("PROBE", None)
-            written = _written_bytes(t, done.time)
-            out.add_row(
-                kind,
-                f"{walls[kind]:.2f}",
-                fmt_requests(counts),
-                f"{written / MiB:.2f}",
-                f"{written / changed:.1f}x",
-            )
-        console.print(out)
-        console.print(
-            f"merge-on-read upsert at {100 * walls['merge_on_read'] / walls['copy_on_write']:.0f}"
-            f" % of copy-on-write's wall time; changed rows as Parquet: {changed / MiB:.2f} MiB"
-        )
-        # 2. snapshot reads against read-optimized, after 1, 5, 20 delta commits
-        mor = tables["merge_on_read"]
-        out = table(
-            "2. merge-on-read reads",
-            "delta commits",
-            "snapshot s",
-            "read-optimized s",
-            "ratio",
-            "snapshot requests",
-        )
-        done_deltas = 1
-        for target in (1, 5, 20):
-            while done_deltas < target:
-                keys = np.array(rng.sample(range(args.rows), args.keys))
-                mor.upsert(_rows(keys, done_deltas + 1))
-                done_deltas += 1
-            mor.store.stats.reset()
-            start = time.perf_counter()
-            snap = mor.read()
-            snap_s = time.perf_counter() - start
-            counts = Counter(mor.store.stats.snapshot())
-            counts.pop("PROBE", None)
-            start = time.perf_counter()
-            mor.read(read_optimized=True)
-            ro_s = time.perf_counter() - start
-            assert snap.num_rows == args.rows
-            out.add_row(
-                str(target),
-                f"{snap_s:.2f}",
-                f"{ro_s:.2f}",
-                f"{snap_s / ro_s:.2f}x",
-                fmt_requests(counts),
-            )
-        console.print(out)
-        # 3. compaction throughput
-        start = time.perf_counter()
-        done = mor.compact()
-        wall = time.perf_counter() - start
-        assert done is not None
-        e = mor.entry(done.time)
-        rows = sum(f.rows for f in e.added)
-        size = sum(f.size for f in e.added)
-        logs = sum(int(s.get("log_bytes", 0)) for s in e.metadata.get("write_stats", ()))
-        console.print(
-            f"3. compaction of {len(e.added)} file groups after 20 delta commits: {wall:.2f} s, "
-            f"{rows / wall:,.0f} rows/s, {size / MiB / wall:.1f} MiB/s of base written "
-            f"({logs / MiB:.2f} MiB of logs folded)"
-        )
+        args.json.write_text(json.dumps(raw, indent=1, default=str))
 
 
 if __name__ == "__main__":

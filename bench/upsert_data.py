@@ -95,20 +95,27 @@ def rows_for(ids: np.ndarray, version: int, partitions: int, rng: np.random.Gene
     )
 
 
-def _write(out: Path, name: str, data: pa.Table, kind: str) -> Step:
+def write_step(out: Path, name: str, data: pa.Table, kind: str) -> Step:
     path = out / f"{name}.parquet"
     pq.write_table(data, path, compression="zstd")
     return Step(name, str(path), data.num_rows, path.stat().st_size, kind)
 
 
-def generate(w: Workload, out: Path) -> Inputs:
+def write_loads(w: Workload, out: Path, rng: np.random.Generator) -> list[Step]:
+    """The base table's load commits (consecutive keys each); `rng` then goes on to the steps,
+    so every benchmark that starts from these draws has the same table and first upsert."""
     out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(w.seed)
     loads = []
     per = -(-w.rows // w.load_batches)
     for i, lo in enumerate(range(0, w.rows, per)):
         ids = np.arange(lo, min(lo + per, w.rows), dtype=np.int64)
-        loads.append(_write(out, f"load_{i:03d}", rows_for(ids, 1, w.partitions, rng), "load"))
+        loads.append(write_step(out, f"load_{i:03d}", rows_for(ids, 1, w.partitions, rng), "load"))
+    return loads
+
+
+def generate(w: Workload, out: Path) -> Inputs:
+    rng = np.random.default_rng(w.seed)
+    loads = write_loads(w, out, rng)
 
     n_upd = int(w.batch * w.update_fraction)
     n_new = w.batch - n_upd
@@ -120,19 +127,19 @@ def generate(w: Workload, out: Path) -> Inputs:
     new = np.arange(next_id, next_id + n_new, dtype=np.int64)
     next_id, live = next_id + n_new, live + n_new
     batch = rows_for(np.concatenate([upd, new]), 2, w.partitions, rng)
-    steps.append(_write(out, "upsert_random", batch, "upsert"))
+    steps.append(write_step(out, "upsert_random", batch, "upsert"))
 
     newest = max(n_upd, int(next_id * w.newest_fraction))
     upd = next_id - newest + rng.choice(newest, n_upd, replace=False)
     new = np.arange(next_id, next_id + n_new, dtype=np.int64)
     next_id, live = next_id + n_new, live + n_new
     clustered = rows_for(np.concatenate([upd, new]), 3, w.partitions, rng)
-    steps.append(_write(out, "upsert_clustered", clustered, "upsert"))
+    steps.append(write_step(out, "upsert_clustered", clustered, "upsert"))
 
     gone = rows_for(rng.choice(next_id, w.delete, replace=False), 4, w.partitions, rng)
     # What a delete changes is the deleted rows, so their full width is its "bytes changed".
-    full = _write(out, "delete_rows", gone, "delete")
-    keys = _write(out, "delete", gone.select(["id", "part", "ts"]), "delete")
+    full = write_step(out, "delete_rows", gone, "delete")
+    keys = write_step(out, "delete", gone.select(["id", "part", "ts"]), "delete")
     steps.append(Step(keys.name, keys.path, keys.rows, full.bytes, "delete"))
     live -= w.delete
 
@@ -141,7 +148,7 @@ def generate(w: Workload, out: Path) -> Inputs:
     appended = appended.set_column(
         1, "part", pa.array([f"p{p:02d}" for p in (fresh % w.partitions).tolist()])
     )
-    steps.append(_write(out, "append", appended, "append"))
+    steps.append(write_step(out, "append", appended, "append"))
     live += appended.num_rows
 
     inputs = Inputs(w, loads, steps, live, batch.column_names)
