@@ -22,6 +22,7 @@ files); a compaction never conflicts with them (slices.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,9 @@ from .write import place_inserts, write_group
 
 if TYPE_CHECKING:
     from ..table import Table
+
+#: Log blocks one delta commit encodes and PUTs at once.
+WRITE_PARALLELISM = 8
 
 
 @dataclass
@@ -148,9 +152,9 @@ def delta_write(
         if on_plan is not None:
             on_plan(plan)
         incoming_rows = batch.rows if batch is not None else None
-        logs = []
         key_from = props.record_key[0] if len(props.record_key) == 1 else None
-        for group in sorted(deltas.groups):
+
+        def put(group: str) -> dict[str, Any]:
             d = deltas.groups[group]
             rows = _block(d, incoming_rows, schema, props, t)
             key = txn.data_key(d.sl.partition, log_name(group, t))
@@ -163,8 +167,14 @@ def delta_write(
                 partition=d.sl.partition,
                 key_from=key_from,
             )
-            logs.append(lf.to_json())
             crash.point(f"{DELTA_COMMIT}.log_written")
+            return lf.to_json()
+
+        groups = sorted(deltas.groups)
+        logs = []
+        if groups:  # one block per group, encoded and PUT a bounded number at a time
+            with ThreadPoolExecutor(min(WRITE_PARALLELISM, len(groups))) as pool:
+                logs = list(pool.map(put, groups))
         fpp = table.settings.bloom_index_fpp
         stats = [write_group(txn, plan, g, incoming_rows, schema, fpp) for g in new_groups]
         details = {
