@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import DuplicateKeys
 from .keys import RECORD_KEY_COL
@@ -95,7 +96,7 @@ def decide_upserts(plan: Planner, batch: Batch, operation: str, on_duplicate: st
         else None,
     )
     todo = np.flatnonzero(is_new | moved)
-    codes = pa.compute.dictionary_encode(batch.partitions.take(pa.array(todo, pa.int64())))
+    codes = pc.dictionary_encode(batch.partitions.take(pa.array(todo, pa.int64())))
     idx = codes.indices.to_numpy(zero_copy_only=False)
     inserts = {str(p): todo[idx == c] for c, p in enumerate(codes.dictionary.to_pylist())}
     return Upserts(replaced, inserts)

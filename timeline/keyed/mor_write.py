@@ -40,7 +40,7 @@ from .planner import FAIL, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .properties import KeyedProperties
 from .slices import MorSlice
-from .write import place_inserts, write_group
+from .write import Group, place_inserts, write_group
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -139,7 +139,7 @@ def delta_write(
         assert schema is not None  # a keyed table states its meta columns at creation
         txn.schema = schema
         deltas = _Deltas(plan)
-        new_groups = []
+        new_groups: list[Group] = []
         if batch is not None:
             upserts = decide_upserts(plan, batch, operation, on_duplicate)
             deltas.mark(upserts.replaced)

@@ -109,8 +109,8 @@ def place_inserts(
             (f for f in plan.files if f.partition == partition and f.size < s.small_file_limit),
             key=lambda f: (f.size, f.path),
         )
-        for f in small if rewrites is not None else ():
-            if not todo:
+        for f in small:
+            if not todo or rewrites is None:
                 break
             size = avg_record_size([f], record_size)
             room = (s.small_file_limit - f.size) // size
