@@ -18,7 +18,9 @@ changed rows themselves (docs/tables.md, "Log format"). Format 1 blocks stored e
 
 Arrow IPC rather than Parquet: a block is small and read whole, right after its footer-less
 stream header, with no page decoding; zstd buffer compression keeps it about as small as a
-Parquet file of the same rows.
+Parquet file of the same rows. A block of few rows is stored as one zstd frame of the whole
+stream instead (`FLZ1` magic, the stream's length), when that is smaller: the schema message
+and buffer framing are then most of its bytes.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import pyarrow.ipc as ipc
 from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ..errors import TimelineError
-from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 
 LOG_FORMAT = "flowledger.log-block/2"
 _READABLE = ("flowledger.log-block/1", LOG_FORMAT)
@@ -45,6 +47,10 @@ UPSERT = "U"
 DELETE = "D"
 LOG_FILES = "log_files"  # the commit-metadata field listing a delta commit's log files
 _HEADER = b"flowledger.log"
+_REBUILT = (*META_COLUMNS, OP_COL)
+#: A body that is one zstd frame of the whole (uncompressed) IPC stream, after this magic
+#: and the stream's length (8 bytes, little-endian).
+_WHOLE = b"FLZ1"
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,10 @@ def log_name(file_group: str, instant: str, block: int = 0) -> str:
 def _implied(rows: pa.Table, instant: str, key_from: str | None) -> dict[str, Any]:
     """The header fields that let `rows`' commit time, op and record key columns be left
     out (each only where the rows agree with what it implies)."""
-    out: dict[str, Any] = {"columns": rows.column_names}
+    out: dict[str, Any] = {}
+    canonical = [*META_COLUMNS, *(c for c in rows.column_names if c not in _REBUILT), OP_COL]
+    if rows.column_names != canonical:
+        out["columns"] = rows.column_names
     n = rows.num_rows
     t = rows.column(COMMIT_TIME_COL) if COMMIT_TIME_COL in rows.column_names else None
     if t is not None and not t.null_count and (n == 0 or pc.all(pc.equal(t, instant)).as_py()):
@@ -146,15 +155,28 @@ def encode_block(
     meta = dict(rows.schema.metadata or {})
     meta[_HEADER] = json.dumps(header, sort_keys=True).encode()
     rows = rows.replace_schema_metadata(meta)
+    return seal_blob(min(_ipc(rows, "zstd"), _whole(_ipc(rows, None)), key=len))
+
+
+def _ipc(rows: pa.Table, compression: str | None) -> bytes:
     sink = pa.BufferOutputStream()
-    opts = ipc.IpcWriteOptions(compression="zstd", use_threads=False)
+    opts = ipc.IpcWriteOptions(compression=compression, use_threads=False)
     with ipc.new_stream(sink, rows.schema, options=opts) as w:
         w.write_table(rows)
-    return seal_blob(sink.getvalue().to_pybytes())
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _whole(stream: bytes) -> bytes:
+    """A stream compressed as one zstd frame: smaller than per-buffer compression for a
+    block of a few rows, where the schema message and buffer framing dominate."""
+    frame = pa.Codec("zstd").compress(stream, asbytes=True)
+    return _WHOLE + len(stream).to_bytes(8, "little") + bytes(frame)
 
 
 def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
     """The block's rows with the columns its header implies put back, in written order."""
+    if header.get("format") != LOG_FORMAT:
+        return rows  # format 1 stored every column
     n = rows.num_rows
     if "commit_time" in header:
         t = str(header["instant"])
@@ -167,8 +189,9 @@ def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
         ops = np.where(np.arange(n) < u, UPSERT, DELETE)
         rows = rows.append_column(OP_COL, pa.array(ops, pa.string()))
     if "columns" in header:
-        rows = rows.select([str(c) for c in header["columns"]])
-    return rows
+        return rows.select([str(c) for c in header["columns"]])
+    rest = [c for c in rows.column_names if c not in _REBUILT]
+    return rows.select([c for c in (*META_COLUMNS, *rest, OP_COL) if c in rows.column_names])
 
 
 def write_log(
@@ -214,6 +237,9 @@ def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
     body, verified = open_blob(data, where)
     if not verified:
         raise IntegrityError(f"{where} is corrupt: its checksum trailer is missing", where)
+    if bytes(body[:4]) == _WHOLE:
+        size = int.from_bytes(bytes(body[4:12]), "little")
+        body = pa.Codec("zstd").decompress(bytes(body[12:]), decompressed_size=size)
     with ipc.open_stream(pa.BufferReader(body)) as r:
         rows = r.read_all()
     meta = rows.schema.metadata or {}
