@@ -38,11 +38,10 @@ from .instant import (
     State,
     parse_as_of,
 )
-from .keyed import compaction as keyed_compaction
 from .keyed import operations as keyed_ops
 from .keyed.mor_read import read_slices
-from .keyed.planning import Filter
-from .keyed.properties import KeyedProperties, load_properties
+from .keyed.operations import UNREAD, KeyedTableMethods
+from .keyed.properties import KeyedProperties
 from .keyed.slices import MorSlice, is_merge_on_read, mor_slices
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
@@ -63,13 +62,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-_UNKNOWN = object()  # properties not read yet
-
 #: How old (seconds) the last instants listing may be for the failed-writes check to reuse it.
 FRESH_LISTING_S = 1.0
 
 
-class Table:
+class Table(KeyedTableMethods):
     def __init__(
         self,
         store: ObjectStore,
@@ -104,7 +101,7 @@ class Table:
         #: whether a full load (log probe, archive) ever ran; until then `_view` is the listing
         self._full = False
         self._begun: set[str] = set()  # instant times this object began
-        self._props: Any = _UNKNOWN  # KeyedProperties | None once read (they never change)
+        self._props: Any = UNREAD  # KeyedProperties | None once read (they never change)
         #: Compactions this object started in the background (`compaction_mode` async);
         #: `timeline.keyed.compaction.wait_async` joins them.
         self.background: list[threading.Thread] = []
@@ -142,24 +139,6 @@ class Table:
         if properties is not None:
             table._props = keyed_ops.create(table, properties)
         return table
-
-    @property
-    def properties(self) -> KeyedProperties | None:
-        """The keyed table's properties; None for an unkeyed table (one GET, once)."""
-        if self._props is _UNKNOWN:
-            self._props = load_properties(self.store)
-        props: KeyedProperties | None = self._props
-        return props
-
-    def _keyed(self, what: str) -> KeyedProperties:
-        props = self.properties
-        if props is None:
-            raise TimelineError(
-                f"{what} needs a keyed table and {self.uri} has no record key (create it with "
-                "Table.create(store, KeyedProperties.of(...)) or `flowledger table create "
-                "--record-key ...`)"
-            )
-        return props
 
     @property
     def uri(self) -> str:
@@ -442,7 +421,7 @@ class Table:
     ) -> Instant:
         """Write a pyarrow table or Parquet files as one commit (append) or replacecommit
         (overwrite: insert_overwrite of the partitions written, or of the whole table)."""
-        if self._props is _UNKNOWN:  # no request for an unkeyed table: the schema tells
+        if self._props is UNREAD:  # no request for an unkeyed table: the schema tells
             keyed = keyed_ops.is_keyed_schema(latest_schema(self, refresh=False))
         else:
             keyed = self._props is not None
@@ -450,50 +429,6 @@ class Table:
             props = self._keyed("write")
             return keyed_ops.write(self, props, data, mode, partition_by, extra_metadata)
         return write(self, data, mode, partition_by, extra_metadata)
-
-    # -- keyed tables (timeline/keyed, docs/tables.md) ---------------------------------------------
-    def upsert(self, data: pa.Table, extra_metadata: Mapping[str, str] | None = None) -> Instant:
-        """Insert new records and update stored ones (merge mode decides), one commit."""
-        return keyed_ops.upsert(self, self._keyed("upsert"), data, extra_metadata)
-
-    def insert(
-        self,
-        data: pa.Table,
-        on_duplicate: str = "fail",
-        extra_metadata: Mapping[str, str] | None = None,
-    ) -> Instant:
-        """Insert new records; keys already stored fail the write (`fail`, nothing
-        committed) or are skipped (`drop`)."""
-        return keyed_ops.insert(self, self._keyed("insert"), data, on_duplicate, extra_metadata)
-
-    def delete(
-        self,
-        keys: pa.Table | Sequence[Any] | None = None,
-        *,
-        where: Filter | None = None,
-        extra_metadata: Mapping[str, str] | None = None,
-    ) -> Instant:
-        """Delete records by key (a table of key columns, optionally the ordering field; a
-        list of values for a single-column key; or dicts) or by a filter (`where`: a pyarrow
-        compute expression or a SQL predicate). Missing keys are ignored."""
-        return keyed_ops.delete(self, self._keyed("delete"), keys, where, extra_metadata)
-
-    def changes(
-        self,
-        begin: str | None,
-        end: str | None = None,
-        *,
-        cdc: bool = False,
-        full_scan: bool = False,
-    ) -> pa.Table:
-        """Records changed in (begin, end] by completion order: their latest state, or with
-        `cdc` one row per change (op i/u/d, before and after images, instant)."""
-        props = self._keyed("changes")
-        if begin is not None:
-            begin = parse_as_of(begin)
-        if end is not None:
-            end = parse_as_of(end)
-        return keyed_ops.changes(self, props, begin, end, cdc_rows=cdc, full_scan=full_scan)
 
     # -- table services (see services.py) ---------------------------------------------------------
     def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
@@ -513,24 +448,6 @@ class Table:
 
     def cluster(self, partition: str | None = None) -> Instant | None:
         return cluster(self, partition)
-
-    def compact(self, *, force: bool = True) -> Instant | None:
-        """Merge-on-read: schedule (always with `force`, else when the trigger fires) and
-        execute one compaction; None when no file group has logs to fold."""
-        self._keyed("compact")
-        return keyed_compaction.compact(self, force=force)
-
-    def schedule_compaction(self, *, force: bool = True) -> str | None:
-        """Write a compaction plan (`compaction.requested`) to execute later; its time."""
-        self._keyed("compact")
-        return keyed_compaction.schedule(self, force=force)
-
-    def run_compaction(self, instant_time: str | None = None) -> list[str]:
-        """Execute one scheduled compaction, or every pending one nobody is running."""
-        if instant_time is not None:
-            done = keyed_compaction.execute(self, instant_time)
-            return [instant_time] if done is not None else []
-        return keyed_compaction.run_pending(self)
 
     def recover(self) -> list[str]:
         """Roll back failed writes (heartbeat expired) and finish pending table services."""

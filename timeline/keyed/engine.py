@@ -41,9 +41,9 @@ from .keys import (
     with_meta,
 )
 from .merge import incoming_wins
+from .planner import avg_record_size
 from .planning import plan_on
 from .properties import GLOBAL, KeyedProperties
-from .write import avg_record_size
 
 if TYPE_CHECKING:
     from ..table import Table

@@ -9,9 +9,18 @@ checksum the commit recorded and the trailer before decoding a byte, then checks
 against the commit that names the file: a block copied under another instant or file group
 is refused.
 
+What the header implies is not stored again (format 2): the commit time of every row is the
+block's instant, the op column is its upserts first then its deletes (the header counts the
+upserts), and a record key that is the text of one key column (a single integer or string
+key) is that column cast to text. Those columns are rebuilt on decoding, and each is dropped
+only when the block's rows really are so; it is what keeps a block close to the size of the
+changed rows themselves (docs/tables.md, "Log format"). Format 1 blocks stored every column.
+
 Arrow IPC rather than Parquet: a block is small and read whole, right after its footer-less
 stream header, with no page decoding; zstd buffer compression keeps it about as small as a
-Parquet file of the same rows for the few columns a delta usually carries.
+Parquet file of the same rows. A block of few rows is stored as one zstd frame of the whole
+stream instead (`FLZ1` magic, the stream's length), when that is smaller: the schema message
+and buffer framing are then most of its bytes.
 """
 
 from __future__ import annotations
@@ -21,19 +30,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ..errors import TimelineError
+from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 
-LOG_FORMAT = "flowledger.log-block/1"
+LOG_FORMAT = "flowledger.log-block/2"
+_READABLE = ("flowledger.log-block/1", LOG_FORMAT)
 OP_COL = "_flowledger_op"
 UPSERT = "U"
 DELETE = "D"
 LOG_FILES = "log_files"  # the commit-metadata field listing a delta commit's log files
 _HEADER = b"flowledger.log"
+_REBUILT = (*META_COLUMNS, OP_COL)
+#: A body that is one zstd frame of the whole (uncompressed) IPC stream, after this magic
+#: and the stream's length (8 bytes, little-endian).
+_WHOLE = b"FLZ1"
 
 
 @dataclass(frozen=True)
@@ -93,21 +110,88 @@ def log_name(file_group: str, instant: str, block: int = 0) -> str:
     return f".{file_group}_{instant}.log.{block}"
 
 
-def encode_block(rows: pa.Table, instant: str, file_group: str, block: int) -> bytes:
+def _implied(rows: pa.Table, instant: str, key_from: str | None) -> dict[str, Any]:
+    """The header fields that let `rows`' commit time, op and record key columns be left
+    out (each only where the rows agree with what it implies)."""
+    out: dict[str, Any] = {}
+    canonical = [*META_COLUMNS, *(c for c in rows.column_names if c not in _REBUILT), OP_COL]
+    if rows.column_names != canonical:
+        out["columns"] = rows.column_names
+    n = rows.num_rows
+    t = rows.column(COMMIT_TIME_COL) if COMMIT_TIME_COL in rows.column_names else None
+    if t is not None and not t.null_count and (n == 0 or pc.all(pc.equal(t, instant)).as_py()):
+        out["commit_time"] = "instant"
+    ops = np.asarray(rows.column(OP_COL).to_numpy(zero_copy_only=False))
+    upserts = int(np.count_nonzero(ops == UPSERT))
+    if (ops[:upserts] == UPSERT).all() and (ops[upserts:] == DELETE).all():
+        out["upserts"] = upserts
+    if key_from and key_from in rows.column_names and RECORD_KEY_COL in rows.column_names:
+        col, key = rows.column(key_from), rows.column(RECORD_KEY_COL)
+        plain = pa.types.is_integer(col.type) or pa.types.is_string(col.type)
+        if plain and not col.null_count and not key.null_count:
+            same = n == 0 or pc.all(pc.equal(pc.cast(col, pa.string()), key)).as_py()
+            if same:
+                out["record_key_from"] = key_from
+    return out
+
+
+def encode_block(
+    rows: pa.Table, instant: str, file_group: str, block: int, key_from: str | None = None
+) -> bytes:
+    """One block's bytes; `key_from`: the single record key column, if there is one."""
     header = {
         "format": LOG_FORMAT,
         "instant": instant,
         "file_group": file_group,
         "block": block,
+        **_implied(rows, instant, key_from),
     }
+    implied = {
+        COMMIT_TIME_COL: "commit_time" in header,
+        OP_COL: "upserts" in header,
+        RECORD_KEY_COL: "record_key_from" in header,
+    }
+    rows = rows.drop_columns([c for c, gone in implied.items() if gone])
     meta = dict(rows.schema.metadata or {})
     meta[_HEADER] = json.dumps(header, sort_keys=True).encode()
     rows = rows.replace_schema_metadata(meta)
+    return seal_blob(min(_ipc(rows, "zstd"), _whole(_ipc(rows, None)), key=len))
+
+
+def _ipc(rows: pa.Table, compression: str | None) -> bytes:
     sink = pa.BufferOutputStream()
-    opts = ipc.IpcWriteOptions(compression="zstd", use_threads=False)
+    opts = ipc.IpcWriteOptions(compression=compression, use_threads=False)
     with ipc.new_stream(sink, rows.schema, options=opts) as w:
         w.write_table(rows)
-    return seal_blob(sink.getvalue().to_pybytes())
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _whole(stream: bytes) -> bytes:
+    """A stream compressed as one zstd frame: smaller than per-buffer compression for a
+    block of a few rows, where the schema message and buffer framing dominate."""
+    frame = pa.Codec("zstd").compress(stream, asbytes=True)
+    return _WHOLE + len(stream).to_bytes(8, "little") + bytes(frame)
+
+
+def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
+    """The block's rows with the columns its header implies put back, in written order."""
+    if header.get("format") != LOG_FORMAT:
+        return rows  # format 1 stored every column
+    n = rows.num_rows
+    if "commit_time" in header:
+        t = str(header["instant"])
+        rows = rows.append_column(COMMIT_TIME_COL, pa.repeat(pa.scalar(t, pa.string()), n))
+    if "record_key_from" in header:
+        key = pc.cast(rows.column(str(header["record_key_from"])), pa.string())
+        rows = rows.append_column(RECORD_KEY_COL, key)
+    if "upserts" in header:
+        u = int(header["upserts"])
+        ops = np.where(np.arange(n) < u, UPSERT, DELETE)
+        rows = rows.append_column(OP_COL, pa.array(ops, pa.string()))
+    if "columns" in header:
+        return rows.select([str(c) for c in header["columns"]])
+    rest = [c for c in rows.column_names if c not in _REBUILT]
+    return rows.select([c for c in (*META_COLUMNS, *rest, OP_COL) if c in rows.column_names])
 
 
 def write_log(
@@ -119,9 +203,11 @@ def write_log(
     file_group: str,
     partition: str,
     block: int = 0,
+    key_from: str | None = None,
 ) -> LogFile:
-    """PUT one block (immutable: a retry writes the same bytes at the same key)."""
-    body = encode_block(rows, instant, file_group, block)
+    """PUT one block (immutable: a retry writes the same bytes at the same key);
+    `key_from`: the table's record key column when it has exactly one."""
+    body = encode_block(rows, instant, file_group, block, key_from)
     store.put(key, body)
     ops = rows.column(OP_COL)
     deletes = int(pa.compute.sum(pa.compute.equal(ops, DELETE)).as_py() or 0)
@@ -151,6 +237,9 @@ def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
     body, verified = open_blob(data, where)
     if not verified:
         raise IntegrityError(f"{where} is corrupt: its checksum trailer is missing", where)
+    if bytes(body[:4]) == _WHOLE:
+        size = int.from_bytes(bytes(body[4:12]), "little")
+        body = pa.Codec("zstd").decompress(bytes(body[12:]), decompressed_size=size)
     with ipc.open_stream(pa.BufferReader(body)) as r:
         rows = r.read_all()
     meta = rows.schema.metadata or {}
@@ -158,14 +247,14 @@ def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
         header = json.loads(meta[_HEADER])
     except (KeyError, ValueError) as exc:
         raise IntegrityError(f"{where} has no log block header", where) from exc
-    if header.get("format") != LOG_FORMAT:
+    if header.get("format") not in _READABLE:
         raise TimelineError(f"{where}: unsupported log format {header.get('format')!r}")
     got = (header.get("instant"), header.get("file_group"), header.get("block"))
     if got != (log.instant, log.file_group, log.block):
         raise IntegrityError(
             f"{where} holds block {got}, but its commit names {log.block_id}", where
         )
-    return rows.replace_schema_metadata(None)
+    return _rebuild(rows.replace_schema_metadata(None), header)
 
 
 def logs_of(metadata: Mapping[str, Any]) -> list[LogFile]:

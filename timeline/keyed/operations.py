@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..instant import COMMIT, REPLACE_COMMIT, Instant
+from storage import ObjectStore
+
+from ..errors import TimelineError
+from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
 from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..writes import put_table
@@ -18,6 +21,8 @@ from .changes import cdc, incremental
 from .index import WRITE_STATS, bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
 from .mor_write import delta_write
+from .planner import prepare_batch
+from .planning import Filter
 from .properties import (
     MERGE_ON_READ,
     KeyedProperties,
@@ -25,7 +30,7 @@ from .properties import (
     create_properties,
     load_properties,
 )
-from .write import keyed_write, prepare_batch
+from .write import keyed_write
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -214,8 +219,106 @@ def changes(
     return incremental(table, begin, end, full_scan=full_scan)
 
 
+#: `KeyedTableMethods._props` before the properties object was read.
+UNREAD = object()
+
+
+class KeyedTableMethods:
+    """`Table`'s keyed methods (docs/tables.md): its properties, upsert, insert, delete,
+    incremental and CDC reads, and merge-on-read compaction. An unkeyed table refuses them
+    with one line saying how to create a keyed table."""
+
+    store: ObjectStore
+    _props: Any  # KeyedProperties | None once read (they never change), else UNREAD
+
+    def _table(self) -> Table:
+        return cast("Table", self)
+
+    @property
+    def properties(self) -> KeyedProperties | None:
+        """The keyed table's properties; None for an unkeyed table (one GET, once)."""
+        if self._props is UNREAD:
+            self._props = load_properties(self.store)
+        props: KeyedProperties | None = self._props
+        return props
+
+    def _keyed(self, what: str) -> KeyedProperties:
+        props = self.properties
+        if props is None:
+            raise TimelineError(
+                f"{what} needs a keyed table and {self.store.uri} has no record key (create it "
+                "with Table.create(store, KeyedProperties.of(...)) or `flowledger table create "
+                "--record-key ...`)"
+            )
+        return props
+
+    def upsert(self, data: pa.Table, extra_metadata: Mapping[str, str] | None = None) -> Instant:
+        """Insert new records and update stored ones (merge mode decides), one commit."""
+        return upsert(self._table(), self._keyed("upsert"), data, extra_metadata)
+
+    def insert(
+        self,
+        data: pa.Table,
+        on_duplicate: str = "fail",
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> Instant:
+        """Insert new records; keys already stored fail the write (`fail`, nothing
+        committed) or are skipped (`drop`)."""
+        props = self._keyed("insert")
+        return insert(self._table(), props, data, on_duplicate, extra_metadata)
+
+    def delete(
+        self,
+        keys: pa.Table | Sequence[Any] | None = None,
+        *,
+        where: Filter | None = None,
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> Instant:
+        """Delete records by key (a table of key columns, optionally the ordering field; a
+        list of values for a single-column key; or dicts) or by a filter (`where`: a pyarrow
+        compute expression or a SQL predicate). Missing keys are ignored."""
+        return delete(self._table(), self._keyed("delete"), keys, where, extra_metadata)
+
+    def changes(
+        self,
+        begin: str | None,
+        end: str | None = None,
+        *,
+        cdc: bool = False,
+        full_scan: bool = False,
+    ) -> pa.Table:
+        """Records changed in (begin, end] by completion order: their latest state, or with
+        `cdc` one row per change (op i/u/d, before and after images, instant)."""
+        props = self._keyed("changes")
+        if begin is not None:
+            begin = parse_as_of(begin)
+        if end is not None:
+            end = parse_as_of(end)
+        return changes(self._table(), props, begin, end, cdc_rows=cdc, full_scan=full_scan)
+
+    def compact(self, *, force: bool = True) -> Instant | None:
+        """Merge-on-read: schedule (always with `force`, else when the trigger fires) and
+        execute one compaction; None when no file group has logs to fold."""
+        self._keyed("compact")
+        return compaction.compact(self._table(), force=force)
+
+    def schedule_compaction(self, *, force: bool = True) -> str | None:
+        """Write a compaction plan (`compaction.requested`) to execute later; its time."""
+        self._keyed("compact")
+        return compaction.schedule(self._table(), force=force)
+
+    def run_compaction(self, instant_time: str | None = None) -> list[str]:
+        """Execute one scheduled compaction, or every pending one nobody is running."""
+        if instant_time is not None:
+            done = compaction.execute(self._table(), instant_time)
+            return [instant_time] if done is not None else []
+        return compaction.run_pending(self._table())
+
+
 __all__: Sequence[str] = [
     "META_SCHEMA",
+    "UNREAD",
+    "KeyedTableMethods",
     "changes",
     "create",
     "delete",

@@ -17,52 +17,36 @@ disjoint ones both land.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..file_stats import describe_bytes
 from ..instant import COMMIT, Instant
 from ..layout import data_instant_time
 from ..metadata import DataFile
-from ..parquet_io import read_files, to_parquet_bytes
+from ..parquet_io import to_parquet_bytes
 from ..schema import conform, merge_schemas
-from ..snapshot import TableState
-from .apply import apply_deletes, apply_upserts
-from .index import WRITE_STATS, IndexFactory, KeyIndex, bloom_ref
+from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
+from .index import WRITE_STATS, IndexFactory, bloom_ref
 from .indexing import merge_if_due
-from .keys import RECORD_KEY_COL, key_range, partition_paths, record_keys, with_meta
-from .merge import combine_rows
-from .planning import Filter, filter_matches, plan_on
-from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
-from .record_index import RECORD_INDEX_DELTA, choose_index, index_view, write_delta
+from .keys import RECORD_KEY_COL, key_range
+from .planner import FAIL, Batch, Planner, avg_record_size, prepare_batch
+from .planning import Filter, plan_on
+from .properties import KeyedProperties
+from .record_index import RECORD_INDEX_DELTA, write_delta
 
 if TYPE_CHECKING:
     from ..table import Table
     from ..txn import Transaction
 
-FAIL = "fail"
-DROP = "drop"
-
 
 @dataclass
-class Batch:
-    """Incoming records after combining duplicates (arrays aligned with `rows`)."""
-
-    rows: pa.Table  # upserts: with meta columns; deletes: the given columns
-    keys: pa.Array  # record keys as text
-    ids: pa.Array  # record identities (key, or partition and key)
-    partitions: pa.Array
-    ordering: pa.Array | None
-
-
-@dataclass
-class _Group:
+class Group:
     """One file group this write gives a new slice."""
 
     group: str
@@ -77,182 +61,86 @@ class _Group:
     deletes: int = 0
 
 
-def _key_array(data: pa.Table, props: KeyedProperties) -> pa.Array:
-    if len(props.record_key) == 1:
-        (c,) = props.record_key
-        if c in data.column_names:
-            col = data.column(c)
-            plain = pa.types.is_integer(col.type) or pa.types.is_string(col.type)
-            if plain and not col.null_count:
-                return pc.cast(col, pa.string()).combine_chunks()  # as record_keys words it
-    return pa.array(record_keys(data, props), pa.string())
+class _Rewrites:
+    """The file groups one copy-on-write commit gives a new slice."""
 
+    def __init__(self, plan: Planner) -> None:
+        self.plan = plan
+        self.groups: dict[str, Group] = {}
 
-def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bool) -> Batch:
-    keys = _key_array(data, props)
-    if props.key_scope == GLOBAL and not upsert:
-        parts = pa.array([""] * data.num_rows, pa.string())  # a global key names its record
-    else:  # wherever it lives
-        parts = pa.array(partition_paths(data, props), pa.string())
-    ordering = None
-    if props.ordering_field and props.ordering_field in data.column_names:
-        ordering = data.column(props.ordering_field).combine_chunks()
-    elif upsert and props.merge_mode == EVENT_TIME:
-        raise PropertiesError(
-            f"merge mode event_time needs the ordering field {props.ordering_field!r} "
-            "in the written data"
-        )
-    ids = keys if props.key_scope == GLOBAL else pc.binary_join_element_wise(parts, keys, "\x00")
-    keep = combine_rows(ids, ordering, props)
-    if len(keep) != data.num_rows:
-        idx = pa.array(keep, pa.int64())
-        data = data.take(idx)
-        keys, parts, ids = keys.take(idx), parts.take(idx), ids.take(idx)
-        ordering = ordering.take(idx) if ordering is not None else None
-    rows = with_meta(data, instant, keys) if upsert else data
-    return Batch(rows, keys, ids, parts, ordering)
-
-
-class Planner:
-    """The state one write plans on, and the file groups it rewrites."""
-
-    def __init__(
-        self, table: Table, props: KeyedProperties, st: TableState, index: IndexFactory | None
-    ) -> None:
-        self.table = table
-        self.props = props
-        self.st = st
-        self.files = st.snapshot().files
-        self.schema = st.schema()
-        factory = index or choose_index(table.settings.keyed_index)
-        self.index: KeyIndex = factory(table.store, st, props)
-        #: The record-level index, if one exists: this write then records its key changes.
-        self.record_index = index_view(st)
-        self.groups: dict[str, _Group] = {}
-        self.files_read = 0  # files whose keys were read to find the batch's records
-
-    def rows_of(self, f: DataFile, columns: Sequence[str] | None = None) -> pa.Table:
-        """A file's rows (or some columns) in the table's schema; nothing is kept."""
-        return read_files(self.table.store, [f], columns, self.schema) or pa.table({})
-
-    def group_of(self, f: DataFile) -> _Group:
+    def group_of(self, f: DataFile) -> Group:
         g = self.groups.get(f.group)
         if g is None:
-            g = _Group(f.group, f.partition, f)
-            self.groups[f.group] = g
+            g = self.groups[f.group] = Group(f.group, f.partition, f)
         return g
 
-    def locate(self, batch: Batch) -> pa.Table:
-        """The batch's records the table holds: a table of `pos` (batch row), `file` (index
-        into `self.files`), `row` and `stored` (ordering value). Candidate files are read for
-        their key (and ordering) column only, one at a time: memory holds the hits."""
-        n = len(batch.ids)
-        if self.props.key_scope == GLOBAL:
-            scopes = [(list(range(len(self.files))), np.arange(n, dtype=np.int64))]
-        else:
-            enc = pc.dictionary_encode(batch.partitions)
-            codes = enc.indices.to_numpy(zero_copy_only=False)
-            scopes = []
-            for c, p in enumerate(enc.dictionary.to_pylist()):
-                pos = np.flatnonzero(codes == c).astype(np.int64)
-                fidx = [k for k, f in enumerate(self.files) if f.partition == p]
-                scopes.append((fidx, pos))
-        index_of = {f.path: k for k, f in enumerate(self.files)}
-        order_col = self.props.ordering_field
-        columns = [RECORD_KEY_COL]
-        if order_col and self.schema is not None and order_col in self.schema.names:
-            columns.append(order_col)
-        pieces = []
-        for fidx, positions in scopes:
-            if not fidx or not len(positions):
-                continue
-            scope_keys = batch.keys.take(pa.array(positions))
-            files = [self.files[k] for k in fidx]
-            for path, hits in self.index.candidates(files, scope_keys.to_pylist()).items():
-                k = index_of[path]
-                data = self.rows_of(self.files[k], columns)
-                self.files_read += 1
-                if data.num_rows == 0:
-                    continue
-                stored = data.column(RECORD_KEY_COL)
-                probe_pos = positions[np.asarray(hits, dtype=np.int64)]
-                probe = pa.table(
-                    {"key": batch.keys.take(pa.array(probe_pos)), "pos": pa.array(probe_pos)}
-                )
-                rows = pc.indices_nonzero(pc.is_in(stored, value_set=probe.column("key")))
-                if not len(rows):
-                    continue
-                got = {
-                    "key": stored.take(rows),
-                    "row": pc.cast(rows, pa.int64()),
-                    "file": pa.array(np.full(len(rows), k, dtype=np.int64)),
-                }
-                if len(columns) > 1:
-                    got["stored"] = data.column(order_col).take(rows)
-                pieces.append(pa.table(got).join(probe, "key", join_type="inner").sort_by("row"))
-        if not pieces:
-            return pa.table(
-                {
-                    "pos": pa.array([], pa.int64()),
-                    "file": pa.array([], pa.int64()),
-                    "row": pa.array([], pa.int64()),
-                }
-            )
-        found = pa.concat_tables(pieces, promote_options="default")
-        # A key held twice (two writers inserted it concurrently): the last file read wins.
-        found = found.append_column("seq", pa.array(np.arange(found.num_rows, dtype=np.int64)))
-        last = found.group_by("pos").aggregate([("seq", "max")]).column("seq_max")
-        return found.take(last).sort_by("pos")
+    def mark(self, r: Replaced) -> tuple[pa.Array, pa.Array]:
+        """Drop the replaced rows from their groups (writing updates in place); returns the
+        removed records' (keys, partitions) for the record-level index."""
+        removed = r.new < 0
+        for k, sel in r.by_file():
+            g = self.group_of(self.plan.files[k])
+            fresh = set(r.row[sel].tolist()) - g.drop
+            g.drop |= fresh
+            stay = r.new[sel][~removed[sel]]
+            g.new.extend(stay.tolist())
+            g.updates += len(stay)
+            g.deletes += len(fresh) - len(stay)
+        gone = np.flatnonzero(removed)
+        parts = np.array([f.partition for f in self.plan.files], dtype=object)
+        return (
+            r.keys.take(pa.array(gone, pa.int64())),
+            pa.array(parts[r.file[gone]].tolist() if len(gone) else [], pa.string()),
+        )
 
 
-def avg_record_size(files: Sequence[DataFile], default: int) -> int:
-    rows = sum(f.rows for f in files)
-    size = sum(f.size for f in files if f.rows)
-    return max(1, size // rows) if rows else default
-
-
-def _place_inserts(plan: Planner, pending: dict[str, list[int]]) -> list[_Group]:
-    """New records go into small files of their partition first, then new file groups."""
+def place_inserts(
+    plan: Planner, pending: Mapping[str, np.ndarray], rewrites: _Rewrites | None = None
+) -> list[Group]:
+    """New records go into small files of their partition first (only with `rewrites`: the
+    copy-on-write writer rewrites them), then new file groups of about
+    `parquet_max_file_size`."""
     s = plan.table.settings
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     per_file = max(1, s.parquet_max_file_size // record_size)
-    new_groups: list[_Group] = []
+    new_groups: list[Group] = []
     for partition, rows in sorted(pending.items()):
-        todo = list(rows)
+        todo = rows.tolist()
         small = sorted(
             (f for f in plan.files if f.partition == partition and f.size < s.small_file_limit),
             key=lambda f: (f.size, f.path),
         )
         for f in small:
-            if not todo:
+            if not todo or rewrites is None:
                 break
             size = avg_record_size([f], record_size)
             room = (s.small_file_limit - f.size) // size
             if room <= 0:
                 continue
-            g = plan.group_of(f)
+            g = rewrites.group_of(f)
             taken, todo = todo[:room], todo[room:]
             g.new += taken
             g.placed += taken
             g.inserts += len(taken)
         while todo:
             taken, todo = todo[:per_file], todo[per_file:]
-            g = _Group(
-                f"{uuid.uuid4()}-0",
-                partition,
-                None,
-                new=taken,
-                placed=list(taken),
-                inserts=len(taken),
+            new_groups.append(
+                Group(
+                    f"{uuid.uuid4()}-0",
+                    partition,
+                    None,
+                    new=taken,
+                    placed=list(taken),
+                    inserts=len(taken),
+                )
             )
-            new_groups.append(g)
     return new_groups
 
 
-def _write_group(
+def write_group(
     txn: Transaction,
     plan: Planner,
-    g: _Group,
+    g: Group,
     incoming: pa.Table | None,
     schema: pa.Schema,
     fpp: float,
@@ -301,7 +189,7 @@ def _record_index_delta(
     txn: Transaction,
     plan: Planner,
     batch: Batch | None,
-    groups: Sequence[_Group],
+    groups: Sequence[Group],
     tombstones: Sequence[tuple[pa.Array, pa.Array]],
 ) -> dict[str, Any]:
     """The commit's key changes for the record-level index: new and moved records with their
@@ -352,36 +240,28 @@ def keyed_write(
         if batch is not None:
             schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
         txn.schema = schema
-        pending: dict[str, list[int]] = {}
+        rewrites = _Rewrites(plan)
+        pending: dict[str, np.ndarray] = {}
         tombstones: list[tuple[pa.Array, pa.Array]] = []  # (keys, partitions) deleted
         if batch is not None:
-            apply_upserts(plan, batch, operation, on_duplicate, pending)
+            upserts = decide_upserts(plan, batch, operation, on_duplicate)
+            rewrites.mark(upserts.replaced)
+            pending = upserts.inserts
         if deletes is not None:
             dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
-            tombstones.append(apply_deletes(plan, dbatch))
+            tombstones.append(rewrites.mark(decide_deletes(plan, dbatch)))
         if where is not None:
-            for f in plan.files:
-                rows = plan.rows_of(f)
-                hits = filter_matches(rows, where) if rows.num_rows else []
-                if hits:
-                    g = plan.group_of(f)
-                    g.deletes += len(set(hits) - g.drop)
-                    g.drop.update(hits)
-                    gone = rows.column(RECORD_KEY_COL).take(pa.array(hits, pa.int64()))
-                    gone = gone.combine_chunks().cast(pa.string())
-                    tombstones.append((gone, pa.array([f.partition] * len(hits), pa.string())))
-        new_groups = _place_inserts(plan, pending)
+            tombstones.append(rewrites.mark(decide_filter(plan, where)))
+        new_groups = place_inserts(plan, pending, rewrites)
         if on_plan is not None:
             on_plan(plan)
         incoming_rows = batch.rows if batch is not None else None
-        todo = [
-            *(g for g in sorted(plan.groups.values(), key=lambda g: g.group) if g.drop or g.new),
-            *new_groups,
-        ]
+        rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
+        todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
         with ThreadPoolExecutor(max(1, min(s.write_parallelism, len(todo)))) as pool:
             slices = list(
                 pool.map(
-                    lambda g: _write_group(txn, plan, g, incoming_rows, schema, s.bloom_index_fpp),
+                    lambda g: write_group(txn, plan, g, incoming_rows, schema, s.bloom_index_fpp),
                     todo,
                 )
             )
@@ -394,7 +274,7 @@ def keyed_write(
         }
         deltas = 0
         if plan.record_index is not None:
-            written = [*plan.groups.values(), *new_groups]
+            written = [*rewrites.groups.values(), *new_groups]
             delta = _record_index_delta(txn, plan, batch, written, tombstones)
             details[RECORD_INDEX_DELTA] = delta
             deltas = len(plan.record_index.deltas) + (1 if delta["rows"] else 0)

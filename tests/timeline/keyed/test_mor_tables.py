@@ -5,22 +5,25 @@ test_keyed_differential.py; crash points in test_mor_crash.py."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pytest
 
-from storage import IntegrityError, StoreSettings, open_store
+from storage import IntegrityError, StoreSettings, checksum_of, open_blob, open_store, seal_blob
 from tests.support.keyed_model import KeyedModel, table_rows
 from timeline import Table, TableSettings
 from timeline.errors import CommitConflict
 from timeline.instant import COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties
 from timeline.keyed.compaction import completed_compactions, wait_async
-from timeline.keyed.logfile import LOG_FILES, LogFile, read_log
+from timeline.keyed.keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from timeline.keyed.logfile import LOG_FILES, OP_COL, LogFile, read_log
 from timeline.keyed.mor_write import delta_write
 from timeline.metadata import decode_plan
 
@@ -65,6 +68,49 @@ def test_updates_go_to_logs_and_new_keys_to_new_base_files(tmp_path: Path) -> No
     assert _values(t.read()) == {1: "y", 3: "z"}
     t.compact()
     assert _values(t.read(read_optimized=True)) == {1: "y", 3: "z"} == _values(t.read())
+
+
+def _stored_columns(data: bytes) -> list[str]:
+    """The columns a log block stores (a few rows: one zstd frame of the whole stream)."""
+    body = bytes(open_blob(data, "block")[0])
+    if body[:4] == b"FLZ1":
+        size = int.from_bytes(body[4:12], "little")
+        body = pa.Codec("zstd").decompress(body[12:], decompressed_size=size).to_pybytes()
+    return list(ipc.open_stream(pa.BufferReader(body)).schema.names)
+
+
+@pytest.mark.unit
+def test_log_blocks_leave_out_the_columns_their_header_implies(tmp_path: Path) -> None:
+    """Commit time, op and a record key that is the key column's text are rebuilt from the
+    header, not stored; blocks that do not fit (a delete has no id value) keep the record
+    key, and blocks of the first format, every column stored, stay readable."""
+    t = _table(tmp_path)
+    t.upsert(_rows([1, 2, 3, 4], "x"))
+    up = t.upsert(_rows([1, 3], "y"))  # one group per partition: id 1 and 3 share "a"
+    gone = t.delete([2])
+    for done, stored_key in ((up, False), (gone, True)):
+        (raw,) = t.entry(done.time).metadata[LOG_FILES]
+        names = _stored_columns(t.store.get(raw["path"]))
+        assert COMMIT_TIME_COL not in names and OP_COL not in names
+        assert (RECORD_KEY_COL in names) == stored_key
+        rows = read_log(t.store, LogFile.from_json(raw))
+        assert rows.column(COMMIT_TIME_COL).to_pylist() == [done.time] * rows.num_rows
+        assert rows.column(RECORD_KEY_COL).to_pylist() == (["1", "3"] if not stored_key else ["2"])
+        assert rows.column(OP_COL).to_pylist() == (["U", "U"] if not stored_key else ["D"])
+    # A format-1 block (every column stored) written over the delta commit's block.
+    (raw,) = t.entry(up.time).metadata[LOG_FILES]
+    lf = LogFile.from_json(raw)
+    rows = read_log(t.store, lf)
+    header = {"format": "flowledger.log-block/1", "instant": up.time, "file_group": lf.file_group}
+    old = rows.replace_schema_metadata({"flowledger.log": json.dumps({**header, "block": 0})})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, old.schema) as w:
+        w.write_table(old)
+    sealed = seal_blob(sink.getvalue().to_pybytes())
+    t.store.put(lf.path, sealed)
+    assert read_log(t.store, replace(lf, size=len(sealed), checksum=checksum_of(sealed))).equals(
+        rows
+    )
 
 
 @pytest.mark.unit
