@@ -20,6 +20,7 @@ ALL = [
     "pipeline",
     "merge_on_read",
     "keyed_index",
+    "s3_read_clients",
 ]
 
 
