@@ -75,7 +75,7 @@ class ObstoreReads:
                 opts: Any = {"range": {"offset": start}} if start else None
                 return obstore.get(self._store, s3_key, options=opts).bytes().to_bytes()
             return obstore.get_range(self._store, s3_key, start=start, length=length).to_bytes()
-        except NotFoundError:
+        except (NotFoundError, FileNotFoundError):  # obstore raises the builtin
             raise not_found("GetObject") from None
         except Exception:  # every other answer: botocore sends it again
             return None
@@ -86,7 +86,7 @@ class ObstoreReads:
 
         try:
             meta = obstore.head(self._store, s3_key)
-        except NotFoundError:
+        except (NotFoundError, FileNotFoundError):  # obstore raises the builtin
             raise not_found("HeadObject") from None
         except Exception:
             return None
