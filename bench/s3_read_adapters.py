@@ -80,6 +80,12 @@ class ObstoreReads:
         except Exception:  # every other answer: botocore sends it again
             return None
 
+    def get_buffer(self, s3_key: str, start: int, length: int) -> Any:
+        """The range as obstore's buffer (errors as they come: the caller's stream)."""
+        import obstore
+
+        return obstore.get_range(self._store, s3_key, start=start, length=length)
+
     def head(self, bucket: str, s3_key: str) -> tuple[int, str, datetime | None] | None:
         import obstore
         from obstore.exceptions import NotFoundError
@@ -162,6 +168,25 @@ class AdapterStore(S3ObjectStore):
         return scoped
 
     def open_read(self, key: str, start: int = 0, length: int | None = None) -> BinaryIO:
-        if self.read_client in ("obstore", "pyarrow"):
+        if isinstance(self._adapter, ObstoreReads) and length:
+            # obstore's buffer read in place: no copy into bytes, none into a BytesIO.
+            return _View(self._adapter.get_buffer(self.prefix + key, start, length))
+        if self.read_client == "pyarrow":
             return io.BytesIO(self.get(key, start, length))
         return super().open_read(key, start, length)
+
+
+class _View(io.RawIOBase):
+    """Reads of a buffer (obstore's `Bytes`) without copying it whole."""
+
+    def __init__(self, buf: Any) -> None:
+        self._view, self._pos = memoryview(buf), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._view) if n < 0 else min(len(self._view), self._pos + n)
+        chunk = bytes(self._view[self._pos : end])
+        self._pos = end
+        return chunk

@@ -5,6 +5,7 @@ plain botocore (boto3's client). Each client sits under the store as a read adap
 the checksums they verify — are the same code for all four.
 
     python -m bench s3_read_clients [--quick] [--events N] [--rounds R] [--warm W] [--size-mib M]
+                                    [--part all|lookup|download]
 
 * FlowFile lookup among N events (10M; `--quick` 200k; the history `bench.provenance` builds):
   per round, each client answers one cold lookup in a new process (fresh client, empty caches;
@@ -161,7 +162,7 @@ def _specs(b: BenchBackend, endpoint: str) -> dict[str, dict[str, str]]:
 
 
 def _prepare(b: BenchBackend, events: int, size: int) -> str:
-    """Builds the history and stores the content; the claim, as JSON."""
+    """Builds the history (unless `events` is 0) and stores the content; the claim, as JSON."""
     from dataclasses import replace
 
     from bench.content import STREAM_REPO, STREAM_STORE
@@ -169,8 +170,9 @@ def _prepare(b: BenchBackend, events: int, size: int) -> str:
     from storage import open_store
     from storage.content import ContentRepository, ContentRepositorySettings
 
-    with tempfile.TemporaryDirectory(prefix="flowledger-bench-reads-") as tmp:
-        console.print(f"building {events:,} events: {build_history(b, events, Path(tmp))}")
+    if events:
+        with tempfile.TemporaryDirectory(prefix="flowledger-bench-reads-") as tmp:
+            console.print(f"building {events:,} events: {build_history(b, events, Path(tmp))}")
     store = open_store(b.uri, replace(b.settings, **STREAM_STORE))  # type: ignore[arg-type]
     repo = ContentRepository(
         store.scoped("stream"),
@@ -196,17 +198,18 @@ def _prepare(b: BenchBackend, events: int, size: int) -> str:
 
 
 def run(events: int, rounds: int, warm_n: int, size: int) -> dict[str, Any]:
+    """`events` 0: the download alone; `size` 0: the lookups alone."""
     from bench.s3_count_proxy import CountingProxy
 
     res: dict[str, Any] = {c: {"cold": [], "warm": [], "down": []} for c in CLIENTS}
     loads: list[float] = []
     with minio_backend() as b:
-        claim = _prepare(b, events, size)
+        claim = _prepare(b, events, size or MiB)
         specs = _specs(b, b.settings.endpoint_url or "")
         flowfiles = events // PER_FLOWFILE
         warm = {c: _Worker(specs[c]) for c in CLIENTS}
         try:
-            for c in CLIENTS:  # each warm worker's first lookup opens its repository
+            for c in CLIENTS if events else ():  # a warm worker's first lookup opens its repo
                 warm[c].ask(f"cold {_uuid(1)}")
             for rnd in range(rounds):
                 loads.append(os.getloadavg()[0])
@@ -214,8 +217,9 @@ def run(events: int, rounds: int, warm_n: int, size: int) -> dict[str, Any]:
                 picks = [
                     _uuid((k * 7_919_993 + 12_345 + rnd * 104_729) % flowfiles)
                     for k in range(warm_n + 1)
+                    if events
                 ]
-                for c in order:
+                for c in order if events else ():
                     r = _once(specs[c], f"cold {picks[0]}")
                     assert r["n"] == PER_FLOWFILE, (c, r)
                     res[c]["cold"].append(r)
@@ -227,7 +231,7 @@ def run(events: int, rounds: int, warm_n: int, size: int) -> dict[str, Any]:
                         lookups[c].append(r)
                 for c in CLIENTS:
                     res[c]["warm"].append(lookups[c])
-                for c in order:
+                for c in order if size else ():
                     r = _once(specs[c], f"download {claim}")
                     assert r["n"] == size, (c, r)
                     res[c]["down"].append(r)
@@ -239,23 +243,27 @@ def run(events: int, rounds: int, warm_n: int, size: int) -> dict[str, Any]:
         try:
             counted = _specs(b, proxy.endpoint)
             for c in CLIENTS:
-                res[c]["requests"] = _count(proxy, counted[c], claim, flowfiles)
+                res[c]["requests"] = _count(proxy, counted[c], claim, flowfiles, size)
         finally:
             proxy.stop()
     res["loads"] = loads
     return res
 
 
-def _count(proxy: Any, spec: dict[str, str], claim: str, flowfiles: int) -> dict[str, str]:
+def _count(
+    proxy: Any, spec: dict[str, str], claim: str, flowfiles: int, size: int
+) -> dict[str, str]:
     w = _Worker(spec)
     try:
         t0 = time.time()
-        w.ask(f"cold {_uuid(3)}")
+        if flowfiles:
+            w.ask(f"cold {_uuid(3)}")
         t1 = time.time()
-        for k in range(5):
+        for k in range(5 if flowfiles else 0):
             w.ask(f"warm {_uuid((k * 7_919_993 + 777) % flowfiles)}")
         t2 = time.time()
-        w.ask(f"download {claim}")
+        if size:
+            w.ask(f"download {claim}")
         t3 = time.time()
     finally:
         w.close()
@@ -269,6 +277,21 @@ def _spread(xs: list[float], fmt: str = "{:.2f}") -> str:
 
 
 def _print(res: dict[str, Any], events: int, rounds: int, size: int) -> None:
+    if events:
+        _print_lookups(res, events, rounds)
+    if size:
+        _print_download(res, size)
+    t = table("Requests, counted by the proxy", "client", "cold lookup", "per warm lookup",
+              "download")  # fmt: skip
+    for c in CLIENTS:
+        q = res[c]["requests"]
+        t.add_row(c, q["cold"], q["warm"], q["download"])
+    console.print(t)
+    loads = ", ".join(f"{x:.1f}" for x in res["loads"])
+    console.print(f"1-minute load at each round's start: {loads}")
+
+
+def _print_lookups(res: dict[str, Any], events: int, rounds: int) -> None:
     fast = res["s3_fast"]
     t = table(
         f"FlowFile lookup among {events:,} events on MinIO, per client, {rounds} rounds "
@@ -291,6 +314,9 @@ def _print(res: dict[str, Any], events: int, rounds: int, size: int) -> None:
         t.add_row(c, _spread(cold, "{:.0f}"), _spread(cold_ratio), _spread(p50, "{:.1f}"),
                   _spread(p95, "{:.1f}"), _spread(ratio), _spread(cpu, "{:.1f}"))  # fmt: skip
     console.print(t)
+
+
+def _print_download(res: dict[str, Any], size: int) -> None:
     t = table(
         f"Download of one {size // MiB} MiB content (content repository reader), per client",
         "client", "MiB/s", "ratio", "peak RSS growth (max)", "CPU s",
@@ -303,15 +329,6 @@ def _print(res: dict[str, Any], events: int, rounds: int, size: int) -> None:
                   f"{max(x['rss'] for x in r) / MiB:.1f} MiB",
                   _spread([x["cpu"] for x in r]))  # fmt: skip
     console.print(t)
-    t = table("Requests, counted by the proxy", "client", "cold lookup", "per warm lookup",
-              "download")  # fmt: skip
-    for c in CLIENTS:
-        q = res[c]["requests"]
-        t.add_row(c, q["cold"], q["warm"], q["download"])
-    console.print(t)
-    console.print(
-        f"1-minute load at each round's start: {', '.join(f'{x:.1f}' for x in res['loads'])}"
-    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -321,11 +338,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--warm", type=int, default=20, help="warm lookups per round")
     ap.add_argument("--size-mib", type=int)
+    ap.add_argument("--part", choices=("all", "lookup", "download"), default="all")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     args = ap.parse_args(argv)
     events = args.events or (200_000 if args.quick else 10_000_000)
     rounds = args.rounds or (2 if args.quick else 5)
     size = (args.size_mib or (64 if args.quick else 1024)) * MiB
+    events = 0 if args.part == "download" else events
+    size = 0 if args.part == "lookup" else size
     res = run(events, rounds, args.warm, size)
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))
