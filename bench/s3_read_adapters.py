@@ -1,18 +1,19 @@
-"""One read adapter per S3 client, behind the interface `storage.s3_fast.FastReads` offers the
-store: `get(bucket, key, start, length)` -> bytes and `head(bucket, key)` -> (size, ETag, last
-modified), None for anything but the happy answer (the store then asks botocore, which retries,
+"""One read adapter per S3 client, behind the interface `storage.s3_reads.ObjectReads` offers
+the store: `get(key, start, length)` -> bytes and `head(key)` -> (size, ETag, last modified),
+None for anything but a definite answer (the store then asks botocore, which retries,
 classifies and translates), botocore's 404 `ClientError` for "no such object" (translated at
-the store's one call site). So each client serves exactly the reads s3_fast serves today, and
+the store's one call site). So each client serves exactly the reads obstore serves, and
 everything above the store — the checksums every reader verifies included — is unchanged.
 
 `open_read` adds the streaming read a large content download uses (today: botocore's body
-stream, for s3_fast and botocore alike); None keeps the store's own.
+stream, for every client); obstore's own is measured as an option, not adopted.
 
-* `obstore`: Rust `object_store` (reqwest/hyper, its own SigV4), one `S3Store` per bucket.
+* `obstore`: Rust `object_store` (reqwest/hyper, its own SigV4), one `S3Store` per bucket:
+  the store's default (`storage/s3_reads.py`).
 * `pyarrow`: Arrow C++'s `S3FileSystem` (AWS C++ SDK). Its files expose no ETag, so `head`
   stays on botocore; opening a file for a ranged read sends a HEAD first (the C++ API can skip
   it with a known size, the Python binding cannot).
-* `s3_fast`: the store's own default (`storage/s3_fast.py`).
+* `s3_fast`: the hand-signed urllib3 path obstore replaced (`bench/s3_fast_reads.py`).
 * `botocore`: no adapter: every read through boto3's client.
 """
 
@@ -25,17 +26,18 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import ClientError
 
+from bench.s3_fast_reads import FastReads
 from storage import StoreSettings
 from storage.s3 import S3ObjectStore, make_client
-from storage.s3_fast import FastReads
+from storage.s3_reads import ObjectReads, make_store
 
 CLIENTS = ("obstore", "pyarrow", "s3_fast", "botocore")
 
 
 class ReadAdapter(Protocol):
-    def get(self, bucket: str, s3_key: str, start: int, length: int | None) -> bytes | None: ...
+    def get(self, s3_key: str, start: int, length: int | None) -> bytes | None: ...
 
-    def head(self, bucket: str, s3_key: str) -> tuple[int, str, datetime | None] | None: ...
+    def head(self, s3_key: str) -> tuple[int, str, datetime | None] | None: ...
 
 
 def not_found(operation: str) -> ClientError:
@@ -46,64 +48,36 @@ def not_found(operation: str) -> ClientError:
     return ClientError(error, operation)  # type: ignore[arg-type]
 
 
-class ObstoreReads:
+class ObstoreDownload:
+    """obstore's ranged GET as its own buffer, for the streaming read of a large content."""
+
     def __init__(self, settings: StoreSettings, bucket: str) -> None:
-        from obstore.store import S3Store
-
-        endpoint = settings.endpoint_url or ""
-        self._store = S3Store(
-            bucket,
-            endpoint=endpoint or None,
-            region=settings.region,
-            access_key_id=settings.access_key_id,
-            secret_access_key=settings.secret_access_key,
-            virtual_hosted_style_request=settings.path_style_access is False,
-            client_options={
-                "allow_http": urlsplit(endpoint).scheme == "http",
-                "connect_timeout": f"{settings.connection_establish_timeout}s",
-                "timeout": f"{settings.connection_timeout}s",
-            },
-            retry_config={"max_retries": 0},  # like s3_fast: anything unhappy goes to botocore
-        )
-
-    def get(self, bucket: str, s3_key: str, start: int, length: int | None) -> bytes | None:
-        import obstore
-        from obstore.exceptions import NotFoundError
-
-        try:
-            if length is None:
-                opts: Any = {"range": {"offset": start}} if start else None
-                return obstore.get(self._store, s3_key, options=opts).bytes().to_bytes()
-            return obstore.get_range(self._store, s3_key, start=start, length=length).to_bytes()
-        except (NotFoundError, FileNotFoundError):  # obstore raises the builtin
-            raise not_found("GetObject") from None
-        except Exception:  # every other answer: botocore sends it again
-            return None
+        self._store = make_store(settings, bucket)
 
     def get_buffer(self, s3_key: str, start: int, length: int) -> Any:
-        """The range as obstore's buffer (errors as they come: the caller's stream)."""
         import obstore
 
         return obstore.get_range(self._store, s3_key, start=start, length=length)
 
-    def head(self, bucket: str, s3_key: str) -> tuple[int, str, datetime | None] | None:
-        import obstore
-        from obstore.exceptions import NotFoundError
 
-        try:
-            meta = obstore.head(self._store, s3_key)
-        except (NotFoundError, FileNotFoundError):  # obstore raises the builtin
-            raise not_found("HeadObject") from None
-        except Exception:
-            return None
-        etag = meta["e_tag"]
-        return None if etag is None else (meta["size"], etag, meta["last_modified"])
+class BoundFastReads:
+    """`FastReads` for one bucket."""
+
+    def __init__(self, fast: FastReads, bucket: str) -> None:
+        self._fast, self._bucket = fast, bucket
+
+    def get(self, s3_key: str, start: int, length: int | None) -> bytes | None:
+        return self._fast.get(self._bucket, s3_key, start, length)
+
+    def head(self, s3_key: str) -> tuple[int, str, datetime | None] | None:
+        return self._fast.head(self._bucket, s3_key)
 
 
 class PyarrowReads:
     def __init__(self, settings: StoreSettings, bucket: str) -> None:
         from pyarrow import fs
 
+        self._bucket = bucket
         parts = urlsplit(settings.endpoint_url or "")
         self._fs = fs.S3FileSystem(
             access_key=settings.access_key_id,
@@ -117,9 +91,9 @@ class PyarrowReads:
             retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=1),
         )
 
-    def get(self, bucket: str, s3_key: str, start: int, length: int | None) -> bytes | None:
+    def get(self, s3_key: str, start: int, length: int | None) -> bytes | None:
         try:
-            with self._fs.open_input_file(f"{bucket}/{s3_key}") as f:
+            with self._fs.open_input_file(f"{self._bucket}/{s3_key}") as f:
                 if length is None:
                     f.seek(start)
                     return bytes(f.read())
@@ -129,17 +103,18 @@ class PyarrowReads:
         except Exception:
             return None
 
-    def head(self, bucket: str, s3_key: str) -> tuple[int, str, datetime | None] | None:
+    def head(self, s3_key: str) -> tuple[int, str, datetime | None] | None:
         return None  # no ETag through pyarrow's file API: botocore's HEAD
 
 
 def adapter(client: str, settings: StoreSettings, bucket: str) -> ReadAdapter | None:
     if client == "obstore":
-        return ObstoreReads(settings, bucket)
+        return ObjectReads.for_settings(settings, bucket)
     if client == "pyarrow":
         return PyarrowReads(settings, bucket)
     if client == "s3_fast":
-        return FastReads.for_settings(settings)
+        fast = FastReads.for_settings(settings)
+        return None if fast is None else BoundFastReads(fast, bucket)
     if client == "botocore":
         return None
     raise ValueError(f"unknown client {client!r} (one of {', '.join(CLIENTS)})")
@@ -152,12 +127,13 @@ class AdapterStore(S3ObjectStore):
     def __init__(self, bucket: str, prefix: str, settings: StoreSettings, client: str) -> None:
         self.read_client = client
         self._adapter = adapter(client, settings, bucket)
+        self._download = ObstoreDownload(settings, bucket) if client == "obstore" else None
         super().__init__(
             bucket,
             prefix,
             settings,
             client=make_client(settings),
-            fast_reads=self._adapter,  # type: ignore[arg-type]
+            reads=self._adapter,  # type: ignore[arg-type]
         )
 
     def scoped(self, prefix: str) -> AdapterStore:
@@ -165,12 +141,13 @@ class AdapterStore(S3ObjectStore):
         scoped = AdapterStore.__new__(AdapterStore)
         scoped.__dict__.update(view.__dict__)
         scoped.read_client, scoped._adapter = self.read_client, self._adapter
+        scoped._download = self._download
         return scoped
 
     def open_read(self, key: str, start: int = 0, length: int | None = None) -> BinaryIO:
-        if isinstance(self._adapter, ObstoreReads) and length:
+        if self._download is not None and length:
             # obstore's buffer read in place: no copy into bytes, none into a BytesIO.
-            return _View(self._adapter.get_buffer(self.prefix + key, start, length))
+            return _View(self._download.get_buffer(self.prefix + key, start, length))
         if self.read_client == "pyarrow":
             return io.BytesIO(self.get(key, start, length))
         return super().open_read(key, start, length)
