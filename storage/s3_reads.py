@@ -95,7 +95,7 @@ def make_store(settings: StoreSettings, bucket: str) -> S3Store | None:
     if endpoint is not None and not path_style:
         # obstore takes a virtual-hosted endpoint with the bucket already in its host name.
         parts = urlsplit(endpoint)
-        endpoint = parts._replace(netloc=f"{bucket}.{parts.netloc}").geturl()
+        endpoint = f"{parts.scheme}://{bucket}.{parts.netloc}{parts.path}"
     options: dict[str, Any] = {
         "connect_timeout": f"{settings.connection_establish_timeout}s",
         "timeout": f"{settings.connection_timeout}s",
