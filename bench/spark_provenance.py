@@ -18,7 +18,7 @@ from collections import Counter
 
 from bench.common import BenchBackend, console, fmt_requests, local_backend, minio_backend, table
 from flowledger.spark import CommitInfo, OutputFile, SparkJobInfo
-from flowledger.spark.lineage import record_commit, record_in_store, repository
+from flowledger.spark.lineage import CommitRecorder, record_in_store
 from provenance import ProvenanceRepository
 from storage.s3a import to_spark_path
 from timeline import DataFile, Table
@@ -47,7 +47,8 @@ def overhead(backend: BenchBackend, sizes: list[int], rounds: int) -> list[Row]:
     table_uri = f"{backend.uri}/tables/bench-{run}"
     table_store = backend.open().scoped(f"tables/bench-{run}")
     cold_store = backend.open().scoped(f"cold-{run}")
-    warm = repository(f"{backend.uri}/warm-{run}", backend.settings)
+    recorder = CommitRecorder(backend.settings)
+    warm = recorder.repository(f"{backend.uri}/warm-{run}")
     t = Table.open(table_store)
     job = SparkJobInfo(
         "local-1700000000000", "bench", "flowledger.write", "bench",
@@ -71,7 +72,7 @@ def overhead(backend: BenchBackend, sizes: list[int], rounds: int) -> list[Row]:
             reqs["cold"].update(cold_store.stats.snapshot())
             warm.root.stats.reset()
             start = time.perf_counter()
-            assert record_commit(info, backend.settings) == events
+            assert recorder.record(info) == events
             secs["warm"].append(time.perf_counter() - start)
             reqs["warm"].update(warm.root.stats.snapshot())
             assert record_in_store(cold_store, info) == 0  # idempotent (not timed)
@@ -84,6 +85,7 @@ def overhead(backend: BenchBackend, sizes: list[int], rounds: int) -> list[Row]:
             (n, med["commit"], med["cold"], med["warm"], per["commit"], per["cold"], per["warm"],
              events)
         )  # fmt: skip
+    recorder.close()
     return out
 
 

@@ -1,5 +1,6 @@
-"""The `flowledger` command line (typer). Errors go to stderr as one line, exit code 1; a
-write whose outcome is unknown exits 3 (`EXIT_UNKNOWN_OUTCOME`, docs/faults.md)."""
+"""The `flowledger` command line (typer). Errors go to stderr as one line; the exit code is
+the error kind's (flowledger/errors.py: 1 failed, 2 bad input, 3 a write whose outcome is
+unknown, docs/faults.md; docs/architecture.md lists them all)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ from .commands import provenance as provenance_cmd
 from .commands import table as table_cmd
 from .commands import timeline as timeline_cmd
 from .commands.options import RepoOption, RootRepoOption
-from .errors import EXIT_UNKNOWN_OUTCOME, REPORTED
+from .context import CliContext, cli_context
+from .errors import EXIT_UNKNOWN_OUTCOME, REPORTED, answer_for
 from .output import error_line, one_line
-from .table_settings import set_auto_archive
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(content.app, name="content")
@@ -38,6 +39,7 @@ app.add_typer(pipeline_cmd.app, name="pipeline")
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     repo: RootRepoOption = None,
     auto_archive: Annotated[
         bool,
@@ -50,16 +52,17 @@ def root(
 ) -> None:
     """flowledger: content, provenance and an ACID timeline on object storage."""
     # `repo` is read by each subcommand's --repo (commands/options.py): before or after it.
-    set_auto_archive(auto_archive)
+    ctx.obj = CliContext(auto_archive=auto_archive)
 
 
 @app.command()
 def demo(
+    ctx: typer.Context,
     repo: RepoOption = None,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL")] = None,
 ) -> None:
     """Run the NYC flights 2013 pipeline (`flowledger pipeline run`) on the repository."""
-    pipeline_cmd.run_and_print(repo, spark_master)
+    pipeline_cmd.run_and_print(cli_context(ctx), repo, spark_master)
 
 
 @app.command()
@@ -72,6 +75,7 @@ def tour(repo: RepoOption = None) -> None:
 
 @app.command()
 def serve(
+    ctx: typer.Context,
     repo: RepoOption = None,
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port (0: a free one, printed on start)")] = 8080,
@@ -90,7 +94,12 @@ def serve(
     from .service import serve as run_server
 
     settings = ServiceSettings(
-        host=host, port=port, allow_remote=allow_remote, token_file=token_file, workers=workers
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        token_file=token_file,
+        workers=workers,
+        auto_archive=cli_context(ctx).auto_archive,
     )
     run_server(repo, settings)
 
@@ -129,9 +138,9 @@ def main() -> None:
     except UnknownOutcomeError as exc:  # may have landed: never reported as a plain failure
         error_line(f"unknown outcome: {one_line(exc)}")
         sys.exit(EXIT_UNKNOWN_OUTCOME)
-    except REPORTED as exc:
+    except REPORTED as exc:  # the exit code is the kind's (flowledger/errors.py)
         error_line(exc)
-        sys.exit(1)
+        sys.exit(answer_for(exc).exit_code)
     except Exception as exc:  # a bug, not the user's input: still one line, no traceback
         if os.environ.get("FLOWLEDGER_TRACEBACK"):
             raise

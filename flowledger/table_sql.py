@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from provenance import ProvenanceRepository
+from provenance import ProvenanceRepository, ProvenanceSettings
 from provenance.catalog import Sums
 from provenance.objects import ParquetSource, cache_root
 from provenance.sql import VIEW, ViewSource
@@ -33,8 +33,6 @@ from storage.checksum import format_checksum
 from storage.local import LocalObjectStore
 from timeline import DataFile, Table
 from timeline.keyed import MERGE_ON_READ
-
-from .table_settings import provenance_settings
 
 #: The short alias every table view also gets, so a query can be written once for any table.
 ALIAS = "t"
@@ -112,7 +110,7 @@ def table_source(table: Table, read: TableRead, cache: Path | None = None) -> Vi
     if not snap.files:
         schema = table.schema(read.as_of) if snap.seq else None
         return (schema or pa.schema([])).empty_table()
-    where = cache or Path(provenance_settings().cache_dir) / "tables"
+    where = cache or Path(ProvenanceSettings().cache_dir) / "tables"
     return local_files(table.store, snap.files, where)
 
 

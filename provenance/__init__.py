@@ -4,6 +4,7 @@ timeline, DuckDB SQL, lineage, replay and expiry (see docs/provenance.md)."""
 from .catalog import EventFile, Snapshot
 from .errors import (
     EventNotFound,
+    FlowFileNotFound,
     IngestError,
     InvalidEvent,
     LineageError,
@@ -36,6 +37,7 @@ __all__ = [
     "EventNotFound",
     "EventType",
     "ExpiryPlan",
+    "FlowFileNotFound",
     "IngestError",
     "InvalidEvent",
     "Lineage",

@@ -3,7 +3,7 @@ FORK/JOIN/CLONE/REPLAY, so the lineage of a job's output reaches the inputs the 
 
 from __future__ import annotations
 
-from .errors import LineageError
+from .errors import FlowFileNotFound, LineageError
 from .event import ProvenanceEvent
 from .lineage import Lineage, compute_lineage
 from .query import Query, SearchTerm
@@ -37,7 +37,7 @@ def upstream(repo: ProvenanceRepository, flowfile: str) -> Lineage:
     """The lineage graph of `flowfile` and all its ancestors."""
     events = upstream_events(repo, flowfile)
     if not events:
-        raise LineageError(f"no provenance events for FlowFile {flowfile}")
+        raise FlowFileNotFound(f"no provenance events for FlowFile {flowfile}")
     ids = {e.flowfile_uuid for e in events} | {p for e in events for p in e.parent_uuids}
     return compute_lineage(events, ids | {flowfile}, repo.settings.max_lineage_events)
 

@@ -1,21 +1,31 @@
 """Errors of the provenance repository. Storage errors pass through as `storage` errors
 except the conflicts and unknown outcomes of its own conditional writes (id allocator,
-journals, staged ingests), raised as `ProvenanceConflict` / `ProvenanceUnknownOutcome` there."""
+journals, staged ingests), raised as `ProvenanceConflict` / `ProvenanceUnknownOutcome` there.
+Each class's kind comes from the kind base it derives from (storage/error_kinds.py)."""
 
 from __future__ import annotations
 
-from storage import ConflictError, FlowledgerBaseError, IntegrityError, UnknownOutcomeError
+from storage import (
+    ConflictError,
+    FlowledgerBaseError,
+    ForbiddenError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    RefusedError,
+    UnknownOutcomeError,
+)
 
 
 class ProvenanceError(FlowledgerBaseError):
     """Base class of every error raised by `provenance`."""
 
 
-class InvalidEvent(ProvenanceError, ValueError):
+class InvalidEvent(ProvenanceError, InvalidInputError, ValueError):
     """An event NiFi would refuse; the message names the missing field."""
 
 
-class EventNotFound(ProvenanceError, LookupError):
+class EventNotFound(ProvenanceError, NotFoundError, LookupError):
     """No event with that id (never written, or expired)."""
 
 
@@ -28,22 +38,27 @@ class ProvenanceUnknownOutcome(ProvenanceError, UnknownOutcomeError):
 
 
 class LineageError(ProvenanceError):
-    """Lineage cannot be computed (too many FlowFiles, two creators, not expandable)."""
+    """Lineage cannot be computed (too many FlowFiles, two creators, not expandable): the
+    root's kind, refused."""
 
 
-class ReplayError(ProvenanceError):
+class FlowFileNotFound(LineageError, NotFoundError):
+    """No provenance event names that FlowFile (never seen, or expired): no lineage."""
+
+
+class ReplayError(ProvenanceError, RefusedError):
     """An event cannot be replayed; the message says why (NiFi's reasons)."""
 
 
-class ReadOnlyQuery(ProvenanceError, ValueError):
+class ReadOnlyQuery(ProvenanceError, ForbiddenError, ValueError):
     """`provenance sql` accepts only read statements."""
 
 
-class SQLError(ProvenanceError, ValueError):
+class SQLError(ProvenanceError, InvalidInputError, ValueError):
     """A SQL query over the view failed (syntax, unknown column, ...)."""
 
 
-class IngestError(ProvenanceError, ValueError):
+class IngestError(ProvenanceError, InvalidInputError, ValueError):
     """A line of an ingest file could not be read as a provenance event."""
 
 

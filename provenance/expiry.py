@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storage import timeutil
+from storage import ProgressCallback, report_progress, timeutil
 
 from .catalog import EventFile
-from .table import instant_ms
+from .settings import ProvenanceSettings
+from .table import ProvenanceTable, instant_ms
 
 
 @dataclass(frozen=True)
@@ -58,3 +59,30 @@ def plan_expiry(
         if rolled is not None and rolled < cutoff:
             by_age.append(f)
     return ExpiryPlan(tuple(by_size), tuple(by_age))
+
+
+def plan_for(
+    table: ProvenanceTable, settings: ProvenanceSettings, now_ms: int | None = None
+) -> ExpiryPlan:
+    """The expiry plan of the committed files as they are now."""
+    files = table.committed(fresh=True).files
+    return plan_expiry(files, settings.max_storage_size, settings.max_storage_time_s, now_ms)
+
+
+def expire(
+    table: ProvenanceTable,
+    settings: ProvenanceSettings,
+    now_ms: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> ExpiryPlan:
+    """Expire what `plan_for` marks. `progress` counts files: told how many up front, all
+    done once they are replaced (one replacecommit) and deleted (one clean); neither step
+    has a per-file request."""
+    plan = plan_for(table, settings, now_ms)
+    report_progress(progress, 0, len(plan.files))
+    if plan.files:
+        committed = table.committed(fresh=True)
+        reason = f"{len(plan.by_size)} by size, {len(plan.by_age)} by age"
+        table.expire(plan.files, committed.high_water, reason)
+        report_progress(progress, len(plan.files))
+    return plan

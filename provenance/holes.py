@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from storage import ObjectStore
+from storage import ObjectInfo, ObjectStore
 
+from . import staging
 from .errors import MissingEvents
 from .ids import AllocatorState, IdAllocator
 from .layout import JOURNALS, WIDTH, JournalRef
+from .rollover import list_journals
+from .table import ProvenanceTable
 
 Range = tuple[int, int]
 
@@ -113,3 +116,28 @@ def _explained(allocator: IdAllocator, state: AllocatorState) -> list[Range]:
         *((a.first, a.end) for a in state.open),
         (state.next_id, 1 << 63),
     ]
+
+
+def relist(
+    store: ObjectStore,
+    table: ProvenanceTable,
+    high: int,
+    manifests: staging.Manifests | None = None,
+) -> tuple[int, list[JournalRef]]:
+    """The fresh high-water mark and the journals above it, for `verify_complete`.
+    Journals are listed before the high-water mark is read: a rollover commits before it
+    deletes, so a journal merged meanwhile is below the fresh mark, never lost."""
+    listed = list_journals(store, high, manifests)
+    fresh = table.committed(fresh=True).high_water
+    if fresh < high:  # the high-water mark moved back (expired history)
+        listed = list_journals(store, fresh, manifests)
+    return fresh, [ref for ref, _ in listed if ref.first_id >= fresh]
+
+
+def object_ranges(listed: Iterable[tuple[JournalRef, ObjectInfo]]) -> set[Range]:
+    """The id ranges of the listed objects: a journal's, or the whole manifest's for a part."""
+    out = set()
+    for ref, _ in listed:
+        span = staging.parse_manifest_key(ref.group) if ref.group else None
+        out.add(span if span is not None else (ref.first_id, ref.end_id))
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, cast
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ import pyarrow.parquet as pq
 SEP = "="
 
 #: Fields whose value lives in an attribute (NiFi's Filename searchable field).
-ATTRIBUTE_FIELDS = {"filename": "filename"}
+ATTRIBUTE_FIELDS = MappingProxyType({"filename": "filename"})
 
 
 def attr_field(name: str) -> str:

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -38,28 +39,30 @@ if TYPE_CHECKING:
     from .repository import ProvenanceRepository
 
 #: NiFi's site-to-site provenance record field -> our field.
-NIFI_FIELDS = {
-    "eventType": "event_type",
-    "timestampMillis": "event_time",
-    "durationMillis": "event_duration_ms",
-    "lineageStart": "lineage_start_date",
-    "details": "details",
-    "componentId": "component_id",
-    "componentType": "component_type",
-    "entityId": "flowfile_uuid",
-    "entitySize": "file_size",
-    "previousEntitySize": "previous_file_size",
-    "updatedAttributes": "updated_attributes",
-    "previousAttributes": "previous_attributes",
-    "parentIds": "parent_uuids",
-    "childIds": "child_uuids",
-    "transitUri": "transit_uri",
-    "alternateIdentifier": "alternate_identifier_uri",
-    "remoteIdentifier": "source_system_flowfile_identifier",
-    "relationship": "relationship",
-    "sourceQueueIdentifier": "source_queue_identifier",
-}
-NIFI_NAMES = {v: k for k, v in NIFI_FIELDS.items()}
+NIFI_FIELDS = MappingProxyType(
+    {
+        "eventType": "event_type",
+        "timestampMillis": "event_time",
+        "durationMillis": "event_duration_ms",
+        "lineageStart": "lineage_start_date",
+        "details": "details",
+        "componentId": "component_id",
+        "componentType": "component_type",
+        "entityId": "flowfile_uuid",
+        "entitySize": "file_size",
+        "previousEntitySize": "previous_file_size",
+        "updatedAttributes": "updated_attributes",
+        "previousAttributes": "previous_attributes",
+        "parentIds": "parent_uuids",
+        "childIds": "child_uuids",
+        "transitUri": "transit_uri",
+        "alternateIdentifier": "alternate_identifier_uri",
+        "remoteIdentifier": "source_system_flowfile_identifier",
+        "relationship": "relationship",
+        "sourceQueueIdentifier": "source_queue_identifier",
+    }
+)
+NIFI_NAMES = MappingProxyType({v: k for k, v in NIFI_FIELDS.items()})
 #: Carried by NiFi's export with no column here: kept in `source_fields` (the NiFi event id
 #: is reassigned; its `eventId` detects a re-ingest).
 NIFI_KEPT = frozenset(NifiExtras.model_fields)

@@ -31,12 +31,6 @@ from .layout import JournalRef, journal_key
 from .parquet_io import encode_journal
 from .schema import assign_ids
 
-#: A flush's id CAS runs here while the flushing thread encodes the journal, and its PUT
-#: while that thread prepares what readers need (the journal filter): the requests' fsyncs
-#: (or HTTP round trips) overlap that CPU work. One thread per journal flushing at once (16
-#: by default), created on demand and shared by repositories.
-_PUTS = ThreadPoolExecutor(64, thread_name_prefix="provenance-journal-put")
-
 
 @dataclass
 class _Pending:
@@ -95,6 +89,16 @@ class JournalWriter:
         #: appending it: a flushing writer waits, at most `sync_wait_s`, for them.
         self._arriving = 0
         self._arrival = threading.Condition()
+        #: A flush's id CAS runs here while the flushing thread encodes the journal, and its
+        #: PUT while that thread prepares what readers need (the journal filter): the
+        #: requests' fsyncs (or HTTP round trips) overlap that CPU work. A flush holds its
+        #: journal's I/O lock and waits for its one task, so a thread per journal is enough
+        #: (threads start on demand). Shut down by `close()`.
+        self._puts = ThreadPoolExecutor(max(1, count), thread_name_prefix="provenance-journal-put")
+
+    def close(self) -> None:
+        """Stop the writer's I/O threads (after the owner's last flush)."""
+        self._puts.shutdown(wait=True)
 
     def arriving(self) -> None:
         with self._arrival:
@@ -212,7 +216,7 @@ class JournalWriter:
             first = self._allocator.allocate(table.num_rows)
             with_ids = assign_ids(table, first)
             return first, with_ids, encode_journal(with_ids, self._compression)
-        taking = _PUTS.submit(self._allocator.allocate, table.num_rows)
+        taking = self._puts.submit(self._allocator.allocate, table.num_rows)
         try:
             with_ids = assign_ids(table, guess)
             data = encode_journal(with_ids, self._compression)
@@ -236,7 +240,7 @@ class JournalWriter:
         if table is None or self._prepare is None:
             self._write(p)
         else:
-            writing = _PUTS.submit(self._write, p)
+            writing = self._puts.submit(self._write, p)
             try:
                 prepared = self._prepare(table)
             finally:

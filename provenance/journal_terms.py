@@ -12,11 +12,11 @@ leave the filter when rollover merges them.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from cachetools import FIFOCache
 
 from .index import field_values
 from .layout import JournalRef
@@ -35,12 +35,24 @@ def journal_filter(table: pa.Table, fields: Iterable[str]) -> Filter:
     return out
 
 
+class _Filters(FIFOCache[str, Filter]):
+    """Journal filters, the oldest dropped first; a dropped journal's end id goes with it."""
+
+    def __init__(self, maxsize: int, ends: dict[str, int]) -> None:
+        super().__init__(maxsize)
+        self.ends = ends
+
+    def popitem(self) -> tuple[str, Filter]:
+        key, value = super().popitem()
+        self.ends.pop(key, None)
+        return key, value
+
+
 class JournalTerms:
     def __init__(self, fields: Sequence[str], max_journals: int = 65_536) -> None:
         self._fields = tuple(fields)
-        self._max = max_journals
-        self._filters: OrderedDict[str, Filter] = OrderedDict()
         self._ends: dict[str, int] = {}
+        self._filters = _Filters(max_journals, self._ends)
         self._high = 0
         self._lock = threading.Lock()
 
@@ -51,10 +63,8 @@ class JournalTerms:
         """`found`: the table's filter, when computed already (`filter_of`)."""
         f = journal_filter(table, self._fields) if found is None else found
         with self._lock:
-            self._filters[ref.key] = f
             self._ends[ref.key] = ref.end_id
-            while len(self._filters) > self._max:
-                self._ends.pop(self._filters.popitem(last=False)[0], None)
+            self._filters[ref.key] = f  # past max_journals: the oldest filter and end go
 
     def forget_below(self, high_water: int) -> None:
         """Drop the filters of journals merged (ids below `high_water`)."""
@@ -84,14 +94,20 @@ class JournalTerms:
         ]
         if not probes:
             return list(journals)
-        out = []
-        for j in journals:
-            with self._lock:
-                f = self._filters.get(j.key)
-            if f is None:
-                self.add(j, load(j))  # written by another process: filtered from now on
+        with self._lock:  # one pass under the lock: a dict lookup and a probe per journal
+            filters = self._filters
+            found = [filters.get(j.key) for j in journals]
+        for i, f in enumerate(found):
+            if f is None:  # written by another process: loaded once, filtered from now on
+                j = journals[i]
+                self.add(j, load(j))
                 with self._lock:
-                    f = self._filters.get(j.key)
-            if f is None or all(h in f[name] for name, h in probes):
-                out.append(j)
-        return out
+                    found[i] = self._filters.get(j.key)
+        if len(probes) == 1:  # the common case (a FlowFile lookup), without a generator
+            name, h = probes[0]
+            return [j for j, f in zip(journals, found, strict=True) if f is None or h in f[name]]
+        return [
+            j
+            for j, f in zip(journals, found, strict=True)
+            if f is None or all(h in f[n] for n, h in probes)
+        ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .errors import LineageError
+from .errors import FlowFileNotFound
 from .event import ProvenanceEvent
 from .lineage import Lineage, check_uuids, compute_lineage, expandable
 from .query import Query, SearchTerm
@@ -41,7 +41,7 @@ def lineage_of(repo: Searchable, flowfile_uuid: str) -> Lineage:
     uuids = check_uuids([flowfile_uuid], repo.settings.max_lineage_uuids)
     events = _events_for(repo, uuids, None, None)
     if not events:
-        raise LineageError(f"no provenance events for FlowFile {flowfile_uuid}")
+        raise FlowFileNotFound(f"no provenance events for FlowFile {flowfile_uuid}")
     return compute_lineage(events, uuids, repo.settings.max_lineage_events)
 
 

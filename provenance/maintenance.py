@@ -16,6 +16,7 @@ from .errors import ProvenanceConflict
 from .layout import JournalRef
 from .rollover import RolloverResult, Verify, rollover_once
 from .settings import ProvenanceSettings
+from .staging import Manifests
 from .table import ProvenanceTable
 
 log = logging.getLogger("flowledger.provenance")
@@ -28,25 +29,42 @@ class Backlog:
 
     def __init__(self) -> None:
         self._refs: dict[str, JournalRef] = {}
+        #: Their total size, kept as they come and go: every write asks for it.
+        self._bytes = 0
         self.lock = threading.Lock()
         self.last_rollover = time.monotonic()
 
     def add(self, ref: JournalRef) -> None:
         with self.lock:
+            old = self._refs.get(ref.key)
+            self._bytes += ref.size - (old.size if old is not None else 0)
             self._refs[ref.key] = ref
 
     def __len__(self) -> int:
         return len(self._refs)
 
     def bytes(self) -> int:
-        with self.lock:
-            return sum(j.size for j in self._refs.values())
+        return self._bytes
 
     def drop_upto(self, end_id: int) -> None:
         """Forget journals merged (ids below `end_id`)."""
         with self.lock:
             for key in [k for k, j in self._refs.items() if j.end_id <= end_id]:
-                del self._refs[key]
+                self._bytes -= self._refs.pop(key).size
+
+    def falling_behind(self, settings: ProvenanceSettings) -> bool:
+        """Unmerged journals over `max_journal_backlog` (logged: writers roll over first)."""
+        backlog = self._bytes
+        if backlog < settings.max_journal_backlog:
+            return False
+        log.warning(
+            "provenance: rollover is falling behind (%d journals, %.1f MiB not merged, "
+            "max_journal_backlog=%.1f MiB); slowing writers while it catches up",
+            len(self._refs),
+            backlog / 2**20,
+            settings.max_journal_backlog / 2**20,
+        )
+        return True
 
     def due(self, settings: ProvenanceSettings) -> bool:
         if not self._refs:
@@ -62,6 +80,7 @@ def merge_all(
     backlog: Backlog,
     progress: ProgressCallback | None = None,
     verify: Verify | None = None,
+    manifests: Manifests | None = None,
 ) -> RolloverResult:
     """Roll over contiguous runs of journals until none is left (the caller holds the
     repository's rollover lock and has flushed its journals); `progress` counts journals,
@@ -71,7 +90,7 @@ def merge_all(
     lost = 0
     while True:
         try:
-            r = rollover_once(store, table, settings, progress, total.journals, verify)
+            r = rollover_once(store, table, settings, progress, total.journals, verify, manifests)
         except ProvenanceConflict as exc:
             # Another process merged these journals first: its commit did our work, so
             # losing the race is not an error; go on from the new high-water mark.

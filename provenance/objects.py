@@ -9,12 +9,12 @@ import os
 import threading
 import uuid
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from cachetools import LRUCache
 
 from storage import IntegrityError, ObjectStore, verify
 from storage.checksum import format_checksum
@@ -30,6 +30,26 @@ MAX_FOOTERS = 512
 SpansOf = Callable[[str, pq.FileMetaData], list[tuple[int, int]]]
 
 
+class _Footers(LRUCache[str, pq.FileMetaData]):
+    """Parsed footers, the least recently used dropped first, with what was derived from them
+    (row-group spans, verification units)."""
+
+    def __init__(
+        self,
+        maxsize: int,
+        spans: dict[str, list[tuple[int, int]]],
+        units: dict[str, list[tuple[int, int, str]]],
+    ) -> None:
+        super().__init__(maxsize)
+        self.spans, self.units = spans, units
+
+    def popitem(self) -> tuple[str, pq.FileMetaData]:
+        key, md = super().popitem()
+        self.spans.pop(key, None)
+        self.units.pop(key, None)
+        return key, md
+
+
 class RowGroupCache:
     """Decoded row groups of immutable files (a repeated lookup skips GET and decode).
 
@@ -38,9 +58,8 @@ class RowGroupCache:
 
     def __init__(self, spans: SpansOf, capacity: int = 256) -> None:
         self._spans = spans
-        self._capacity = capacity
         self._lock = threading.Lock()
-        self._tables: OrderedDict[tuple[str, int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._tables: LRUCache[tuple[str, int, tuple[str, ...]], pa.Table] = LRUCache(capacity)
         self._loading: dict[tuple[str, int, tuple[str, ...]], threading.Lock] = {}
 
     def cached(self, key: str, rg: int, columns: tuple[str, ...] = ()) -> pa.Table | None:
@@ -49,10 +68,7 @@ class RowGroupCache:
 
     def _get(self, k: tuple[str, int, tuple[str, ...]]) -> pa.Table | None:
         with self._lock:
-            t = self._tables.get(k)
-            if t is not None:
-                self._tables.move_to_end(k)
-            return t
+            return self._tables.get(k)  # a hit becomes the most recently used
 
     def read(
         self,
@@ -92,10 +108,8 @@ class RowGroupCache:
                             i, columns=list(columns) or None, use_threads=False
                         )
                     with self._lock:
-                        for i in missing:
+                        for i in missing:  # past capacity: the least recently used go
                             self._tables[(key, i, columns)] = parts[i]
-                        while len(self._tables) > self._capacity:
-                            self._tables.popitem(last=False)
             finally:
                 with self._lock:
                     for i in waited:
@@ -116,11 +130,11 @@ class ParquetSource:
         self._cache = cache_root
         self.blocks = BlockCache()
         self.row_groups = RowGroupCache(self.spans)
-        self._footers: OrderedDict[str, pq.FileMetaData] = OrderedDict()
         #: Row-group byte spans of the files whose footer is cached (checked by `sums`).
         self._spans: dict[str, list[tuple[int, int]]] = {}
         #: Their verification units (span, checksum), sorted: built once, not per open.
         self._units: dict[str, list[tuple[int, int, str]]] = {}
+        self._footers = _Footers(MAX_FOOTERS, self._spans, self._units)
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
         self._kept: frozenset[str] | None = None  # `keep` of the last `prune`
@@ -165,7 +179,8 @@ class ParquetSource:
 
     def footer(self, key: str) -> pq.FileMetaData | None:
         """The parsed (verified) footer of `key` if cached."""
-        return self._footers.get(key)
+        with self._lock:
+            return self._footers.get(key)
 
     def has_footer(self, key: str) -> bool:
         return key in self._footers or self.cached(key) is not None
@@ -186,7 +201,8 @@ class ParquetSource:
         self, key: str, size: int, footer_hint: int, sums: Sums
     ) -> tuple[pq.ParquetFile, RangedObject | None]:
         local = self.cached(key)
-        md = self._footers.get(key)
+        with self._lock:
+            md = self._footers.get(key)  # a hit becomes the most recently used
         fresh = md is None
         if local is not None:
             pf = pq.ParquetFile(str(local), metadata=md)
@@ -216,14 +232,8 @@ class ParquetSource:
                     ranged.absorb(size - len(tail_data), tail_data)
         with self._lock:
             if fresh:
-                self._footers[key] = pf.metadata
+                self._footers[key] = pf.metadata  # past MAX_FOOTERS: the least recently used go
                 self._loading.pop(key, None)
-                while len(self._footers) > MAX_FOOTERS:
-                    gone, _ = self._footers.popitem(last=False)
-                    self._spans.pop(gone, None)
-                    self._units.pop(gone, None)
-            else:
-                self._footers.move_to_end(key)
         return pf, ranged
 
     def spans(self, key: str, md: pq.FileMetaData) -> list[tuple[int, int]]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import bisect
 import io
 import threading
-from collections import OrderedDict
 
 import pyarrow.parquet as pq
+from cachetools import LRUCache
 
 from storage import IntegrityError, ObjectStore, RangeNotSatisfiable, verify
 from timeline import footer_span
@@ -17,38 +17,47 @@ from timeline import footer_span
 from .catalog import NO_SUMS, Sums
 
 
+class _Blocks(LRUCache[tuple[str, int], bytes]):
+    """(key, start) -> bytes, the least recently used dropped past `maxsize` bytes; `by_key`
+    indexes each object's blocks by start for range lookups and loses what is dropped."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity, getsizeof=len)
+        self.by_key: dict[str, dict[int, bytes]] = {}
+
+    def popitem(self) -> tuple[tuple[str, int], bytes]:
+        (key, start), data = super().popitem()
+        blocks = self.by_key[key]
+        del blocks[start]
+        if not blocks:
+            del self.by_key[key]
+        return (key, start), data
+
+
 class BlockCache:
     """Byte ranges of immutable objects, least recently used evicted past `capacity`."""
 
     def __init__(self, capacity: int = 256 * 1024 * 1024) -> None:
-        self._capacity = capacity
         self._lock = threading.Lock()
-        self._lru: OrderedDict[tuple[str, int], int] = OrderedDict()  # (key, start) -> size
-        self._by_key: dict[str, dict[int, bytes]] = {}
-        self._size = 0
+        self._blocks = _Blocks(capacity)
 
     def find(self, key: str, start: int, length: int) -> bytes | None:
         with self._lock:
-            for s, data in self._by_key.get(key, {}).items():
+            for s, data in self._blocks.by_key.get(key, {}).items():
                 if s <= start and start + length <= s + len(data):
-                    self._lru.move_to_end((key, s))
+                    self._blocks[(key, s)]
                     return data[start - s : start - s + length]
         return None
 
     def add(self, key: str, start: int, data: bytes) -> None:
         with self._lock:
-            blocks = self._by_key.setdefault(key, {})
-            if start in blocks:
+            if start in self._blocks.by_key.get(key, {}):
                 return
-            blocks[start] = data
-            self._lru[(key, start)] = len(data)
-            self._size += len(data)
-            while self._size > self._capacity and self._lru:
-                (k, s), size = self._lru.popitem(last=False)
-                del self._by_key[k][s]
-                if not self._by_key[k]:
-                    del self._by_key[k]
-                self._size -= size
+            try:
+                self._blocks[(key, start)] = data  # drops the least recently used first
+            except ValueError:
+                return  # larger than the whole cache: not kept
+            self._blocks.by_key.setdefault(key, {})[start] = data
 
 
 class RangedObject(io.RawIOBase):

@@ -47,8 +47,11 @@ class RolloverResult:
     end_id: int = -1
 
 
-def list_journals(store: ObjectStore, high_water: int) -> list[tuple[JournalRef, ObjectInfo]]:
-    """Unmerged journals; a staged ingest's manifest is expanded into its parts (one GET)."""
+def list_journals(
+    store: ObjectStore, high_water: int, manifests: staging.Manifests | None = None
+) -> list[tuple[JournalRef, ObjectInfo]]:
+    """Unmerged journals; a staged ingest's manifest is expanded into its parts (one GET,
+    none when `manifests` knows it)."""
     out = []
     for info in store.list(JOURNALS, start_after=journals_after(high_water)):
         ref = parse_journal_key(info.key, info.size)
@@ -57,7 +60,7 @@ def list_journals(store: ObjectStore, high_water: int) -> list[tuple[JournalRef,
         span = staging.parse_manifest_key(info.key) if ref is None else None
         if span is not None and span[1] > high_water:
             try:
-                parts = staging.expand(store, info.key)
+                parts = staging.expand(store, info.key, manifests)
             except NotFound:
                 continue  # merged and deleted by a concurrent rollover since the LIST
             out += [(p, info) for p in parts if p.first_id >= high_water]
@@ -128,13 +131,14 @@ def rollover_once(
     progress: ProgressCallback | None = None,
     done: int = 0,
     verify: Verify | None = None,
+    manifests: staging.Manifests | None = None,
 ) -> RolloverResult | None:
     """`progress`: one unit per journal read (`done` journals read by earlier calls; the
     total is those plus the unmerged journals listed now). `verify`: a hole that held
     committed events stops the rollover (skipping it would lose them silently)."""
     started = time.monotonic()
     high = table.committed(fresh=True).high_water
-    journals = list_journals(store, high)
+    journals = list_journals(store, high, manifests)
     if verify is not None:
         verify(high, [ref for ref, _ in journals])
     report_progress(progress, 0, done + len(journals))
@@ -182,7 +186,9 @@ def delete_run(store: ObjectStore, run: Sequence[JournalRef]) -> None:
     store.delete_many([j.group for j in run if j.group and staging.is_last_part(j)])
 
 
-def delete_merged_journals(store: ObjectStore, high_water: int) -> int:
+def delete_merged_journals(
+    store: ObjectStore, high_water: int, manifests: staging.Manifests | None = None
+) -> int:
     """Recovery: journals wholly below the high-water mark were merged; delete them (and the
     merged parts of staged ingests)."""
     stale, deleted = [], 0
@@ -194,6 +200,6 @@ def delete_merged_journals(store: ObjectStore, high_water: int) -> int:
             continue
         span = staging.parse_manifest_key(info.key)
         if span is not None and span[0] < high_water:
-            deleted += staging.delete_group(store, info.key, below=high_water)
+            deleted += staging.delete_group(store, info.key, high_water, manifests)
     store.delete_many(stale)
     return len(stale) + deleted

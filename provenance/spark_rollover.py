@@ -143,3 +143,19 @@ def rollover_with_spark(
         run[0].first_id,
         run[-1].end_id,
     )
+
+
+def active_session(spark: Any) -> Any:
+    """`spark`, or the active SparkSession; a clear error without PySpark or a session."""
+    if spark is not None:
+        return spark
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise ValueError(
+            "rollover engine 'spark' needs PySpark: pip install 'flowledger[spark]'"
+        ) from exc
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise ValueError("rollover engine 'spark': no active SparkSession; pass spark=")
+    return session

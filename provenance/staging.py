@@ -20,14 +20,15 @@ rollover after `journal_gap_timeout_s` exactly like a writer dying mid-flush.
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+from cachetools import FIFOCache
 
 from storage import (
     Conflict,
@@ -66,28 +67,44 @@ def parse_manifest_key(key: str) -> tuple[int, int] | None:
     return int(first), int(end)
 
 
-#: Manifests are immutable (create-only, named by their unique ids): read each once per process.
-_EXPANDED: OrderedDict[tuple[str, str], list[JournalRef]] = OrderedDict()
+class Manifests:
+    """Committed manifests' parts, each manifest read once: manifests are immutable
+    (create-only, named by their unique ids). The oldest are dropped past `capacity`. Owned
+    by a repository; a caller without one reads the manifest each time."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._parts: FIFOCache[tuple[str, str], list[JournalRef]] = FIFOCache(capacity)
+        self._lock = threading.Lock()
+
+    def get(self, store: ObjectStore, key: str) -> list[JournalRef] | None:
+        with self._lock:
+            return self._parts.get((store.uri, key))
+
+    def put(self, store: ObjectStore, key: str, parts: list[JournalRef]) -> None:
+        with self._lock:
+            self._parts[(store.uri, key)] = parts
 
 
-def expand(store: ObjectStore, key: str) -> list[JournalRef]:
-    """The parts of a committed manifest, as journals (one GET, then cached)."""
-    parts = _EXPANDED.get((store.uri, key))
+def expand(store: ObjectStore, key: str, manifests: Manifests | None = None) -> list[JournalRef]:
+    """The parts of a committed manifest, as journals (one GET, then cached in `manifests`)."""
+    parts = None if manifests is None else manifests.get(store, key)
     if parts is None:
-        parts = _remember(store, key, open_json(store.get(key), store.url(key)))
+        doc = open_json(store.get(key), store.url(key))
+        parts = _remember(store, key, doc, manifests)
     return list(parts)
 
 
-def _remember(store: ObjectStore, key: str, doc: dict[str, Any]) -> list[JournalRef]:
+def _remember(
+    store: ObjectStore, key: str, doc: dict[str, Any], manifests: Manifests | None
+) -> list[JournalRef]:
     """The manifest `doc` (stored at `key`) as journals, cached for `expand`."""
     parts, first = [], int(doc["first_id"])
     for part in doc["parts"]:
         rows = int(part["rows"])
         parts.append(JournalRef(first, first + rows, str(part["key"]), int(part["size"]), key))
         first += rows
-    _EXPANDED[(store.uri, key)] = parts
-    while len(_EXPANDED) > 1024:
-        _EXPANDED.popitem(last=False)
+    if manifests is not None:
+        manifests.put(store, key, parts)
     return parts
 
 
@@ -102,11 +119,13 @@ def is_last_part(ref: JournalRef) -> bool:
     return span is not None and span[1] == ref.end_id
 
 
-def delete_group(store: ObjectStore, key: str, below: int | None = None) -> int:
+def delete_group(
+    store: ObjectStore, key: str, below: int | None = None, manifests: Manifests | None = None
+) -> int:
     """Delete a manifest's parts (only those below `below`, if given) and, when every part
     goes, the manifest itself (after its parts, so a crash leaves no orphan manifest)."""
     try:
-        parts = expand(store, key)
+        parts = expand(store, key, manifests)
     except NotFound:
         return 0
     doomed = [p.key for p in parts if below is None or p.end_id <= below]
@@ -131,9 +150,12 @@ class StagedIngest:
     landed (sent and unanswered, interrupted, unreadable) the parts stay; recovery deletes
     them later only if no manifest it lists names them."""
 
-    def __init__(self, store: ObjectStore, compression: str) -> None:
+    def __init__(
+        self, store: ObjectStore, compression: str, manifests: Manifests | None = None
+    ) -> None:
         self._store = store
         self._compression = compression
+        self._manifests = manifests
         self.ingest_id = uuid.uuid4().hex
         self._parts: list[tuple[str, int, int]] = []  # (key, rows, bytes)
         #: staging -> sending -> committed; or not-committed (it proved not to land) or
@@ -196,7 +218,9 @@ class StagedIngest:
         crash.point("provenance.ingest.committed")
         # Known without reading it back: a failed read here must not turn a committed
         # ingest into a failed one (whose cleanup would then delete committed parts).
-        return Committed(first, first + rows, tuple(_remember(self._store, key, doc)))
+        return Committed(
+            first, first + rows, tuple(_remember(self._store, key, doc, self._manifests))
+        )
 
     def _look(self, key: str, body: bytes, failure: StorageError) -> str:
         """After a failed manifest PUT: read it back once. committed (our bytes are there),

@@ -4,9 +4,10 @@ A create-only PUT is sent twice to a fresh probe key: an endpoint that answers t
 with 412 honours `If-None-Match` on PUT. The same is then tried on CompleteMultipartUpload
 (moto's server ignores it there; MinIO and AWS honour it).
 
-The answer is cached in memory per process, and a fully safe answer also on disk per endpoint
-and bucket for `StoreSettings.capability_cache_ttl` seconds, so a short-lived CLI process does
-not pay the ~6 probe requests on every commit. Unsafe answers are never cached on disk: an
+The answer is kept by the store that asked (`Known`, shared with its scoped views), and a fully
+safe answer also on disk per endpoint and bucket for `StoreSettings.capability_cache_ttl`
+seconds, so a short-lived CLI process, or another store of the same process, does not pay the
+~6 probe requests on every commit. Unsafe answers are never cached on disk: an
 endpoint that is refused is asked again next time (it may have been upgraded). The residual risk
 is an endpoint replaced by an unsafe one at the same address within the TTL; set the TTL to 0
 to probe in every process.
@@ -40,10 +41,6 @@ PROBE_PREFIX = "_flowledger/probe/"
 class Capabilities:
     conditional_put: bool
     conditional_multipart: bool
-
-
-_cache: dict[tuple[str, str], Capabilities] = {}
-_lock = threading.Lock()
 
 
 def _conflicts(call: Any) -> bool:
@@ -89,26 +86,38 @@ def _write_disk(endpoint: str, bucket: str, caps: Capabilities) -> None:
     write_atomically(_disk_path(endpoint, bucket), json.dumps(doc).encode())
 
 
-def cached(endpoint: str, bucket: str, ttl: float = 0.0) -> Capabilities | None:
-    """The known answer: this process's, else a fresh safe one on disk (`ttl` seconds)."""
-    with _lock:
-        known = _cache.get((endpoint, bucket))
-    if known is None:
-        known = _read_disk(endpoint, bucket, ttl)
+class Known:
+    """One store's answer (shared by its scoped views): known once, from the disk cache or a
+    probe, then kept for the store's life."""
+
+    def __init__(self) -> None:
+        self._caps: Capabilities | None = None
+        self._lock = threading.Lock()
+
+    def get(self, endpoint: str, bucket: str, ttl: float) -> Capabilities | None:
+        """The known answer: this store's, else a fresh safe one on disk (`ttl` seconds)."""
+        with self._lock:
+            if self._caps is None:
+                self._caps = _read_disk(endpoint, bucket, ttl)
+            return self._caps
+
+    def probe(
+        self, client: S3Client, bucket: str, prefix: str, endpoint: str, ttl: float = 0.0
+    ) -> Capabilities:
+        """Probe `endpoint`/`bucket` (or return the answer once known)."""
+        known = self.get(endpoint, bucket, ttl)
         if known is not None:
-            with _lock:
-                _cache[(endpoint, bucket)] = known
-    return known
+            return known
+        caps = probe(client, bucket, prefix, endpoint, ttl)
+        with self._lock:
+            self._caps = caps
+        return caps
 
 
 def probe(
     client: S3Client, bucket: str, prefix: str, endpoint: str, ttl: float = 0.0
 ) -> Capabilities:
-    """Probe (or return the cached answer for) `endpoint`/`bucket`."""
-    cache_key = (endpoint, bucket)
-    known = cached(endpoint, bucket, ttl)
-    if known is not None:
-        return known
+    """Probe `endpoint`/`bucket` (about 6 requests); a safe answer is kept on disk."""
     key = f"{prefix}{PROBE_PREFIX}{uuid.uuid4().hex}"
     uri = f"s3://{bucket}/{key}"
     try:
@@ -138,8 +147,6 @@ def probe(
     except (ClientError, BotoCoreError) as exc:
         raise translate_s3(exc, uri, endpoint, "capability check") from exc
     caps = Capabilities(put_ok, mpu_ok)
-    with _lock:
-        _cache[cache_key] = caps
     if ttl > 0:
         _write_disk(endpoint, bucket, caps)
     return caps
@@ -171,10 +178,8 @@ def require_conditional_multipart(
 
 
 def forget() -> None:
-    """Drop cached answers, in memory and on disk (tests that restart servers on one port)."""
-    with _lock:
-        known = list(_cache)
-        _cache.clear()
-    for endpoint, bucket in known:
+    """Drop the answers cached on disk (tests that restart servers on one port); a store
+    opened later asks again."""
+    for path in (cache_root() / "capabilities").glob("*.json"):
         with contextlib.suppress(OSError):
-            _disk_path(endpoint, bucket).unlink()
+            path.unlink()

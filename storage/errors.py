@@ -2,26 +2,26 @@
 filesystem errors here (`translate_os`), botocore's next to the S3 backend (`s3_errors.py`).
 
 Every message names the URI it is about and what the user can check, so that the CLI can
-print it as a single actionable line.
+print it as a single actionable line. Each class's kind (error_kinds.py) comes from the one
+kind base it also derives from.
 """
 
 from __future__ import annotations
 
 import errno
+from types import MappingProxyType
 
-
-class FlowledgerBaseError(Exception):
-    """Root of every error a flowledger package raises (each package's base subclasses it)."""
-
-
-class ConflictError(FlowledgerBaseError):
-    """Someone else won: a conditional write, a commit or a lock went to another writer and
-    this one changed nothing. Every package's conflict subclasses this (with its own base)."""
-
-
-class UnknownOutcomeError(FlowledgerBaseError):
-    """A write may or may not have landed and reading back could not tell: never the same
-    as a conflict. Every package's unknown outcome subclasses this (with its own base)."""
+from .error_kinds import (
+    ConflictError,
+    DataIntegrityError,
+    FlowledgerBaseError,
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+    StorageFullError,
+    UnavailableError,
+    UnknownOutcomeError,
+)
 
 
 class StorageError(FlowledgerBaseError):
@@ -32,19 +32,19 @@ class StorageError(FlowledgerBaseError):
         self.uri = uri
 
 
-class InvalidKey(StorageError, ValueError):
+class InvalidKey(StorageError, InvalidInputError, ValueError):
     """A key that is not safe to use on every backend."""
 
 
-class InvalidURI(StorageError, ValueError):
+class InvalidURI(StorageError, InvalidInputError, ValueError):
     """A repository URI that flowledger cannot open."""
 
 
-class NotFound(StorageError):
+class NotFound(StorageError, NotFoundError):
     """The object does not exist."""
 
 
-class RangeNotSatisfiable(StorageError):
+class RangeNotSatisfiable(StorageError, InvalidInputError):
     """A ranged read starts past the end of the object."""
 
 
@@ -56,15 +56,15 @@ class UnknownOutcome(StorageError, UnknownOutcomeError):
     """A conditional write may or may not have landed and reading back could not tell."""
 
 
-class AccessDenied(StorageError):
+class AccessDenied(StorageError, ForbiddenError):
     """Credentials are missing, wrong, or not allowed to do this."""
 
 
-class BucketMissing(StorageError):
+class BucketMissing(StorageError, NotFoundError):
     """The bucket named in the repository URI does not exist."""
 
 
-class EndpointUnreachable(StorageError):
+class EndpointUnreachable(StorageError, UnavailableError):
     """The S3 endpoint could not be reached."""
 
 
@@ -76,22 +76,25 @@ class UnsafeBackend(StorageError):
     """The endpoint does not honour conditional writes, so atomic commits are impossible."""
 
 
-class IntegrityError(StorageError):
+class IntegrityError(StorageError, DataIntegrityError):
     """A committed object's bytes do not match its checksum (damaged or truncated).
 
     `uri` names the object; the message says what was expected and what was read."""
 
 
-class BackendError(StorageError):
-    """Any other failure reported by the backend."""
+class BackendError(StorageError, UnavailableError):
+    """Any other failure reported by the backend (a 5xx, throttling): the store failed this
+    request, the same request may work later."""
 
 
-class StorageFull(BackendError):
+class StorageFull(StorageError, StorageFullError):
     """The local filesystem holding the repository has no space left (ENOSPC) or the user's
     quota on it is used up (EDQUOT). The message names the folder; the write left nothing."""
 
 
-_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
+_FULL = MappingProxyType(
+    {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
+)
 
 
 def translate_os(exc: OSError, uri: str, op: str, folder: str = "") -> StorageError:
@@ -102,9 +105,10 @@ def translate_os(exc: OSError, uri: str, op: str, folder: str = "") -> StorageEr
         return NotFound(f"{where}: object not found", uri)
     if isinstance(exc, PermissionError):
         return AccessDenied(f"{where}: permission denied; check the directory's owner", uri)
-    if exc.errno in _FULL:
+    full = _FULL.get(exc.errno) if exc.errno is not None else None
+    if full is not None:
         return StorageFull(
-            f"{where}: {_FULL[exc.errno]} holding {folder or uri}; free space there or move "
+            f"{where}: {full} holding {folder or uri}; free space there or move "
             "the repository to a larger disk, then retry (the partial write was removed)",
             uri,
         )

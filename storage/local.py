@@ -12,8 +12,8 @@
   random low digits, so a recycled inode cannot make an old etag match again (ABA).
 * a write that fails (a full disk above all) removes its temp file before raising, and the
   error names the repository folder (`StorageFull`). Temp files of writers that died are
-  removed by the first write of a later process into the same folder once they are older
-  than `multipart_purge_age` (a temp file is never an object: no committed object names it).
+  removed by the first write of a later store into the same folder once they are older
+  than `multipart_purge_age` (local_sweep.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import itertools
 import os
 import random
 import shutil
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -42,6 +41,7 @@ from .errors import (
     translate_os,
 )
 from .keys import RESERVED_PREFIX, validate_prefix
+from .local_sweep import TempSweep, remove_stale
 from .objectstore import (
     ByteRange,
     ListPage,
@@ -54,10 +54,6 @@ from .settings import StoreSettings
 
 TMP_DIR = RESERVED_PREFIX + "tmp"
 LOCK_DIR = RESERVED_PREFIX + "locks"
-
-# Temp folders this process has swept for stale temp files (once each, at its first write).
-_SWEPT: set[Path] = set()
-_SWEPT_LOCK = threading.Lock()
 
 
 def key_path(root: Path, key: str) -> Path:
@@ -127,12 +123,15 @@ class LocalObjectStore(ObjectStore):
         settings: StoreSettings | None = None,
         stats: RequestStats | None = None,
         base: Path | None = None,
+        sweep: TempSweep | None = None,
     ) -> None:
         self.root = Path(root).absolute()
         self.base = base or self.root  # where temp files and locks live (shared by scopes)
         self.settings = settings or StoreSettings()
         self.stats = stats or RequestStats()
         self.uri = "file://" + str(self.root)
+        #: Stale temp files go before the first write (local_sweep.py; shared by scopes).
+        self._sweep = sweep or TempSweep(self.base / TMP_DIR, self.settings.multipart_purge_age)
 
     @classmethod
     def open(cls, root: str | Path, settings: StoreSettings | None = None) -> LocalObjectStore:
@@ -163,7 +162,7 @@ class LocalObjectStore(ObjectStore):
     def scoped(self, prefix: str) -> LocalObjectStore:
         validate_prefix(prefix)
         folder = key_path(self.root, prefix.strip("/") + "/x").parent
-        return LocalObjectStore(folder, self.settings, self.stats, self.base)
+        return LocalObjectStore(folder, self.settings, self.stats, self.base, self._sweep)
 
     # -- helpers ----------------------------------------------------------------------------
     def _path(self, key: str) -> Path:
@@ -171,11 +170,7 @@ class LocalObjectStore(ObjectStore):
 
     def _new_tmp(self) -> Path:
         folder = self._ensure_dir(self.base / TMP_DIR)
-        with _SWEPT_LOCK:
-            first = folder not in _SWEPT
-            _SWEPT.add(folder)
-        if first:
-            self.abort_stale_uploads()
+        self._sweep.before_write()
         return folder / uuid.uuid4().hex
 
     def _open_tmp(self, key: str) -> tuple[Path, BinaryIO]:
@@ -361,6 +356,21 @@ class LocalObjectStore(ObjectStore):
         except OSError as exc:
             raise translate_os(exc, self.url(key), "head") from exc
 
+    def folder_version(self, folder: str) -> str | None:
+        """A hash of the names in the folder (one directory read, no stat per key): any
+        key added or removed changes it, whatever the clocks do (a folder's mtime would not
+        do: the kernel stamps it from a coarse clock, so two changes a few ms apart can leave
+        the same mtime, and on a network filesystem the server's clock stamps it)."""
+        validate_prefix(folder)
+        try:
+            names = frozenset(os.listdir(self.root / folder.rstrip("/")))
+        except (FileNotFoundError, NotADirectoryError):
+            return ""  # no folder: no keys
+        except OSError as exc:
+            raise translate_os(exc, self.url(folder), "list") from exc
+        # Python's string hash is salted per process: the token compares within one process.
+        return f"{len(names)}-{hash(names):x}"
+
     def _walk(self, prefix: str, start_after: str | None = None) -> Iterator[str]:
         """Keys under `prefix` after `start_after`, lazily, in UTF-8 byte order like S3.
 
@@ -472,20 +482,7 @@ class LocalObjectStore(ObjectStore):
         """Temp files of writers that died (they live under the repository root's temp
         folder, shared by every scope)."""
         age = self.settings.multipart_purge_age if older_than is None else older_than
-        cutoff = time.time() - age
-        removed = 0
-        try:
-            entries = list(os.scandir(self.base / TMP_DIR))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
-            try:
-                if entry.stat().st_mtime <= cutoff:
-                    os.unlink(entry.path)
-                    removed += 1
-            except FileNotFoundError:
-                continue  # published or aborted meanwhile
-        return removed
+        return remove_stale(self.base / TMP_DIR, age)
 
     def destroy(self) -> None:
         """Remove the whole repository directory (tests and `make clean`)."""

@@ -184,6 +184,15 @@ class ObjectStore(ABC):
             return False
         return True
 
+    def folder_version(self, folder: str) -> str | None:
+        """A token of the key names directly in `folder` (ending in "/"), cheaper than a
+        listing, or None when the backend cannot give one (object stores). Equal tokens mean
+        the same names; for a folder of create-only keys (which never change once written)
+        that means the same objects, so an earlier listing of the folder may be reused. An
+        overwritten key keeps the token: do not use it for folders of overwritten keys.
+        Tokens compare within one process only."""
+        return None
+
     @abstractmethod
     def list_page(
         self, prefix: str = "", start_after: str | None = None, max_keys: int = 1000

@@ -39,6 +39,7 @@ class S3ObjectStore(ObjectStore):
         stats: RequestStats | None = None,
         pool: ThreadPoolExecutor | None = None,
         reads: ObjectReads | None = None,
+        known: capability.Known | None = None,
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
@@ -51,6 +52,8 @@ class S3ObjectStore(ObjectStore):
         self.stats = stats or RequestStats()
         self.endpoint = self.client.meta.endpoint_url
         self.uri = f"s3://{bucket}/{self.prefix}".rstrip("/")
+        #: Whether the endpoint honours conditional writes, once known (capability.py).
+        self._known = known or capability.Known()
         self._calls = S3Calls(
             self.client,
             bucket,
@@ -75,6 +78,7 @@ class S3ObjectStore(ObjectStore):
             self.stats,
             self._calls.pool,
             self._reads,
+            self._known,
         )
 
     def _root_prefix(self) -> str:
@@ -88,11 +92,11 @@ class S3ObjectStore(ObjectStore):
 
     def capabilities(self) -> capability.Capabilities:
         ttl = self.settings.capability_cache_ttl
-        known = capability.cached(self.endpoint, self.bucket, ttl)
+        known = self._known.get(self.endpoint, self.bucket, ttl)
         if known is not None:
             return known
-        self.stats.add("PROBE")  # ~6 requests, once per bucket per process or per TTL on disk
-        return capability.probe(self.client, self.bucket, self.prefix, self.endpoint, ttl)
+        self.stats.add("PROBE")  # ~6 requests, once per store or per TTL on disk
+        return self._known.probe(self.client, self.bucket, self.prefix, self.endpoint, ttl)
 
     def _require_conditional_put(self) -> None:
         capability.require_conditional_put(

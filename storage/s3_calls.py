@@ -5,10 +5,10 @@ failed conditional write asks "did my write land?" there, once, with the check p
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,21 +66,17 @@ def make_client(settings: StoreSettings) -> S3Client:
     return client
 
 
-class _Attempts(threading.local):
-    """What the attempts of the request this thread is sending met. botocore sends every
-    attempt (and runs its retry hooks) on the caller's thread, and the final exception it
-    raises tells only about the last attempt: a write whose first attempt reached the server
-    and whose retry was refused would otherwise read as "never sent"."""
-
-    sent_unanswered: bool = False
-
-
-_ATTEMPTS = _Attempts()
+#: Whether an attempt of the request this call stack is sending was sent and not answered.
+#: botocore sends every attempt (and runs its retry hooks) on the caller's thread, in its
+#: context, and the final exception it raises tells only about the last attempt: a write whose
+#: first attempt reached the server and whose retry was refused would otherwise read as
+#: "never sent".
+_SENT_UNANSWERED: ContextVar[bool] = ContextVar("s3_sent_unanswered", default=False)
 
 
 def _note_attempt(caught_exception: BaseException | None = None, **_: Any) -> None:
     if caught_exception is not None and is_outcome_unknown(caught_exception):
-        _ATTEMPTS.sent_unanswered = True
+        _SENT_UNANSWERED.set(True)
 
 
 def _transport_retries(limit: int) -> Callable[..., Any]:
@@ -161,11 +157,11 @@ class S3Calls:
         or `UnknownOutcome`."""
         if kind is not None:
             self.stats.add(kind)
-        _ATTEMPTS.sent_unanswered = False
+        _SENT_UNANSWERED.set(False)
         try:
             return send()
         except AWS_ERRORS as exc:
-            sent = _ATTEMPTS.sent_unanswered  # read now: `landed` sends requests of its own
+            sent = _SENT_UNANSWERED.get()  # read now: `landed` sends requests of its own
             if landed is not None and may_have_landed(exc, sent):
                 try:
                     mine = landed()

@@ -42,16 +42,18 @@ from .errors import (
 #: missing object as the builtin FileNotFoundError.
 OBSTORE_ERRORS = (ObstoreNotFound, FileNotFoundError, PermissionDeniedError, UnauthenticatedError)
 
-_CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict"}
-_NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchUpload"}
-_DENIED_CODES = {
-    "AccessDenied",
-    "403",
-    "InvalidAccessKeyId",
-    "SignatureDoesNotMatch",
-    "InvalidToken",
-    "ExpiredToken",
-}
+_CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict"})
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchUpload"})
+_DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "403",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "InvalidToken",
+        "ExpiredToken",
+    }
+)
 
 
 def _code(exc: ClientError) -> str:

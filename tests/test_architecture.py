@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.architecture_scan import scan
+from tests.support.module_state import scan_module_state
 
 pytestmark = pytest.mark.unit
 
@@ -43,6 +44,74 @@ def test_scan_finds_a_planted_reach_in_and_cycle(tmp_path: Path) -> None:
     reach_ins, cycles = scan(tmp_path)
     assert reach_ins == ["storage/a.py:4: ._secret"]
     assert cycles == [["storage.a", "storage.b"]]
+
+
+def test_no_module_level_mutable_state() -> None:
+    """Containers, executors, locks and caches belong to an object its creator closes, never
+    to a module: module state outlives its users and leaks between two uses in one process
+    (the few kept on purpose are listed, with why, in tests/support/module_state.py)."""
+    found = scan_module_state(ROOT)
+    assert found == [], "module-level mutable state:\n" + "\n".join(found)
+
+
+def test_module_state_scan_finds_planted_state(tmp_path: Path) -> None:
+    """The scan itself: each kind of module state is found; constants are not."""
+    pkg = tmp_path / "storage"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("__all__ = ['a']\n")
+    (pkg / "state.py").write_text(
+        "import functools, threading\n"
+        "from collections import OrderedDict\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from dataclasses import dataclass\n"
+        "class Box:\n    pass\n"
+        "SEEN = {}\n"
+        "NAMES: list[str] = [x for x in 'ab']\n"
+        "LRU = OrderedDict()\n"
+        "POOL = ThreadPoolExecutor(4)\n"
+        "LOCK = threading.Lock()\n"
+        "BOX = Box()\n"
+        "@functools.lru_cache(maxsize=8)\n"
+        "def memo(n):\n    return n\n"
+        "def switch():\n    global SEEN\n"
+    )
+    (pkg / "constants.py").write_text(
+        "import logging, re\n"
+        "from dataclasses import dataclass\n"
+        "from types import MappingProxyType\n"
+        "from typing import Final\n"
+        "@dataclass(frozen=True)\n"
+        "class Limits:\n    n: int = 1\n"
+        "CODES = frozenset({'a', 'b'})\n"
+        "ORDER = ('a', 'b')\n"
+        "TABLE = MappingProxyType({'a': 1})\n"
+        "SCHEMA: Final = {'type': 'record'}\n"
+        "PATTERN = re.compile('x')\n"
+        "log = logging.getLogger(__name__)\n"
+        "DEFAULTS = Limits()\n"
+    )
+    found = [line.split(": ", 1)[1] for line in scan_module_state(tmp_path)]
+    assert found == [
+        "global SEEN",
+        "SEEN = a mutable dict",
+        "NAMES = a mutable listcomp",
+        "LRU = OrderedDict(...)",
+        "POOL = ThreadPoolExecutor(...)",
+        "LOCK = Lock(...)",
+        "BOX = Box(...)",
+        "a process-wide cache on memo()",
+    ]
+    assert scan_module_state(tmp_path, {"storage/state.py": frozenset({"SEEN", "memo"})}) == [
+        f"storage/state.py:{n}: {what}"
+        for n, what in [
+            (17, "global SEEN"),
+            (8, "NAMES = a mutable listcomp"),
+            (9, "LRU = OrderedDict(...)"),
+            (10, "POOL = ThreadPoolExecutor(...)"),
+            (11, "LOCK = Lock(...)"),
+            (12, "BOX = Box(...)"),
+        ]
+    ]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from .crash import point as crash_point
 from .engine_commit import PendingWrite, commit_files, describe_files, sweep_strays
 from .errors import (
     CommitConflict,
-    CommitOutcomeUnknown,
+    CommitUnknownOutcome,
+    CorruptTimelineObject,
     DuplicateKeys,
     InstantNotFound,
     InvalidDataFile,
@@ -122,8 +123,9 @@ __all__ = [
     "ChangesPlan",
     "ColumnStats",
     "CommitConflict",
-    "CommitOutcomeUnknown",
     "CommitUnit",
+    "CommitUnknownOutcome",
+    "CorruptTimelineObject",
     "DataFile",
     "DuplicateKeys",
     "Entry",

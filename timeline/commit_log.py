@@ -12,7 +12,7 @@ Every implementation gives these guarantees, and the timeline relies on nothing 
    instant objects, never the log), so an entry read once may be cached forever.
 4. **Outcome resolved.** A `take` whose response was lost reads the position back and
    compares bytes (entries are unique per writer and instant); if that read fails too it
-   raises `CommitOutcomeUnknown`, never a wrong True or False.
+   raises `CommitUnknownOutcome`, never a wrong True or False.
 5. **Listing is a hint.** `after(seq)` lists taken positions above `seq`; it may miss the
    newest ones and is used only to catch up, never to decide a conflict.
 """
@@ -24,7 +24,7 @@ from typing import Protocol
 
 from storage import Conflict, NotFound, ObjectStore, StorageError, UnknownOutcome
 
-from .errors import CommitOutcomeUnknown
+from .errors import CommitUnknownOutcome
 from .layout import LOG, log_key, log_seq
 from .metadata import Entry
 
@@ -115,9 +115,9 @@ class ObjectStoreLog:
                     raise self._unknown(entry, key) from err
         raise self._unknown(entry, key)
 
-    def _unknown(self, entry: Entry, key: str) -> CommitOutcomeUnknown:
+    def _unknown(self, entry: Entry, key: str) -> CommitUnknownOutcome:
         t = entry.time
-        return CommitOutcomeUnknown(
+        return CommitUnknownOutcome(
             f"commit of instant {t} ({entry.action}) at {self.store.url(key)}: the write was "
             "sent but its answer was lost and reading it back failed (the endpoint did not "
             "answer); it may or may not have completed. Once the endpoint answers, the "

@@ -1,20 +1,29 @@
 """Errors of the timeline. A storage conflict or unknown outcome met while completing an
-instant is raised as `CommitConflict` / `CommitOutcomeUnknown` (commit.py, store.py)."""
+instant is raised as `CommitConflict` / `CommitUnknownOutcome` (commit.py, store.py). Each
+class's kind comes from the kind base it derives from (storage/error_kinds.py)."""
 
 from __future__ import annotations
 
-from storage import ConflictError, FlowledgerBaseError, UnknownOutcomeError
+from storage import (
+    ConflictError,
+    FlowledgerBaseError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    RefusedError,
+    UnknownOutcomeError,
+)
 
 
 class TimelineError(FlowledgerBaseError):
     """Base class of every error raised by `timeline`."""
 
 
-class InvalidInstant(TimelineError, ValueError):
+class InvalidInstant(TimelineError, InvalidInputError, ValueError):
     """A malformed instant time or timeline object name."""
 
 
-class InstantNotFound(TimelineError):
+class InstantNotFound(TimelineError, NotFoundError):
     """No instant with that time (in the state asked for) is on the active timeline."""
 
 
@@ -30,7 +39,7 @@ class CommitConflict(TimelineError, ConflictError):
         self.winner_action = winner_action
 
 
-class CommitOutcomeUnknown(TimelineError, UnknownOutcomeError):
+class CommitUnknownOutcome(TimelineError, UnknownOutcomeError):
     """The completing write may or may not have landed and reading back could not tell."""
 
     def __init__(self, message: str, instant_time: str = "") -> None:
@@ -38,11 +47,11 @@ class CommitOutcomeUnknown(TimelineError, UnknownOutcomeError):
         self.instant_time = instant_time
 
 
-class PlanError(TimelineError):
+class PlanError(TimelineError, RefusedError):
     """A table service (clean, rollback, savepoint, restore, clustering) cannot be planned."""
 
 
-class SchemaMismatch(TimelineError, ValueError):
+class SchemaMismatch(TimelineError, InvalidInputError, ValueError):
     """Data written to a table does not fit its schema (see timeline/schema.py); nothing was
     committed. `columns` names the offending columns."""
 
@@ -51,7 +60,7 @@ class SchemaMismatch(TimelineError, ValueError):
         self.columns = list(columns or [])
 
 
-class DuplicateKeys(TimelineError, ValueError):
+class DuplicateKeys(TimelineError, InvalidInputError, ValueError):
     """An `insert` into a keyed table met keys the table already holds (nothing was
     committed); `keys` names some of them. Upsert them, or insert with on_duplicate='drop'."""
 
@@ -60,7 +69,7 @@ class DuplicateKeys(TimelineError, ValueError):
         self.keys = list(keys or [])
 
 
-class RangeNotReadable(TimelineError):
+class RangeNotReadable(TimelineError, NotFoundError):
     """An incremental or CDC read reaches instants that were archived or file slices that
     were cleaned. `earliest` is the earliest instant a read may begin at (exclusive)."""
 
@@ -69,6 +78,11 @@ class RangeNotReadable(TimelineError):
         self.earliest = earliest
 
 
-class InvalidDataFile(TimelineError, ValueError):
+class InvalidDataFile(TimelineError, InvalidInputError, ValueError):
     """A file given to be written is not what its name says (e.g. a `.parquet` file that is
     not Parquet); the message names the file."""
+
+
+class CorruptTimelineObject(TimelineError, IntegrityError):
+    """A timeline object (or the schema in its commit metadata) passed its checksum but cannot
+    be decoded. Also a `storage.IntegrityError`; the message names the object."""

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import Enum
+from types import MappingProxyType
 
 from .errors import InvalidInstant
 
@@ -36,7 +37,7 @@ class State(Enum):
         return _RANK[self]
 
 
-_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
+_RANK = MappingProxyType({State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2})
 
 COMMIT = "commit"
 DELTA_COMMIT = "deltacommit"

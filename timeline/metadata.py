@@ -13,7 +13,7 @@ from typing import Any
 
 from storage import open_json, seal_json
 
-from .errors import TimelineError
+from .errors import CorruptTimelineObject, TimelineError
 from .instant import COMMIT_ACTIONS, WRITE_ACTIONS, validate_time
 
 FORMAT = "flowledger.timeline/1"
@@ -167,7 +167,7 @@ class Entry:
                 d.get("metadata", {}),
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise TimelineError(f"{where}: corrupt timeline object: {exc}") from exc
+            raise CorruptTimelineObject(f"{where}: corrupt timeline object: {exc}", where) from exc
 
     def with_seq(self, seq: int) -> Entry:
         return Entry(seq, self.time, self.action, self.writer, self.metadata)

@@ -11,7 +11,7 @@ object (plans are idempotent), never half-undone. A pending compaction is never 
 from __future__ import annotations
 
 import contextlib
-import threading
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from storage import Conflict
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from .table import Table
 
 SERVICES = (CLEAN, ROLLBACK, RESTORE, SAVEPOINT)
-_busy = threading.local()
+#: Set while this call stack recovers failed writes (each thread has its own context).
+_RECOVERING: ContextVar[bool] = ContextVar("timeline_recovering", default=False)
 
 
 def is_expired(table: Table, listing: Listing, inst: Instant) -> bool:
@@ -55,9 +56,9 @@ def is_expired(table: Table, listing: Listing, inst: Instant) -> bool:
 
 def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[str]:
     """Roll back failed writes and finish interrupted services; returns what was done."""
-    if getattr(_busy, "active", False):
+    if _RECOVERING.get():
         return []  # a rollback started from here begins an instant too: do not recurse
-    _busy.active = True
+    token = _RECOVERING.set(True)
     try:
         done: list[str] = []
         eager = table.settings.failed_writes_cleaner_policy == EAGER
@@ -97,7 +98,7 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
                 continue  # someone else got there first, or it completed meanwhile
         return done
     finally:
-        _busy.active = False
+        _RECOVERING.reset(token)
 
 
 def read_plan(table: Table, inst: Instant) -> dict[str, object]:

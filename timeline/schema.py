@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import SchemaMismatch, TimelineError
+from .errors import CorruptTimelineObject, SchemaMismatch
 
 SCHEMA_KEY = "schema"
 _INTS = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
@@ -92,7 +92,7 @@ def schema_from_json(d: Mapping[str, Any]) -> pa.Schema:
     try:
         return pa.schema([_field_from_json(f) for f in d["fields"]])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise TimelineError(f"corrupt table schema in commit metadata: {exc}") from exc
+        raise CorruptTimelineObject(f"corrupt table schema in commit metadata: {exc}") from exc
 
 
 def entry_schema(metadata: Mapping[str, Any]) -> pa.Schema | None:

@@ -92,9 +92,13 @@ class TableSettings:
     #: the table has no rows to measure.
     copy_on_write_record_size_estimate: int = 1024
     #: hoodie.index.bloom.fpp: false-positive rate of the per-file bloom filter of record
-    #: keys (bigger than Hudi's 1e-9 because the filter sits in the commit metadata; it is
-    #: capped at 64 KiB per file, see timeline/keyed/bloom.py).
+    #: keys (bigger than Hudi's 1e-9: a filter up to 4 KiB sits in the commit metadata, a
+    #: bigger one in a checksummed sidecar object, at most 4 MiB; see timeline/keyed/bloom.py).
     bloom_index_fpp: float = 0.01
+    #: File groups one writer process reads and rewrites at once (keyed writes and
+    #: compaction; Hudi spreads the same work over hoodie.upsert.shuffle.parallelism tasks).
+    #: Reads, encoding and PUTs overlap; each holds one file group in memory.
+    write_parallelism: int = 4
     #: When a merge-on-read table compacts after a delta commit: `inline` (schedule and
     #: execute in the writer when the trigger fires, Hudi's hoodie.compact.inline), `async`
     #: (execute on a thread of the writing process), `off` (only `flowledger timeline compact`
@@ -153,6 +157,8 @@ class TableSettings:
             raise ValueError("small_file_limit must be >= 0 and parquet_max_file_size > 0")
         if not 0 < self.bloom_index_fpp < 1 or self.copy_on_write_record_size_estimate <= 0:
             raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
+        if self.write_parallelism < 1:
+            raise ValueError("write_parallelism must be >= 1")
         if self.compaction_mode not in ("inline", "async", "off"):
             raise ValueError("compaction_mode must be inline, async or off")
         if self.compaction_trigger not in (

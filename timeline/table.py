@@ -105,6 +105,9 @@ class Table:
         self._full = False
         self._begun: set[str] = set()  # instant times this object began
         self._props: Any = _UNKNOWN  # KeyedProperties | None once read (they never change)
+        #: Compactions this object started in the background (`compaction_mode` async);
+        #: `timeline.keyed.compaction.wait_async` joins them.
+        self.background: list[threading.Thread] = []
 
     @classmethod
     def open(

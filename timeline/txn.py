@@ -148,7 +148,7 @@ class Transaction(Finishing):
             self.abort()
             raise
         except BaseException:
-            # Left pending (StorageError, CommitOutcomeUnknown, interrupts): it may have
+            # Left pending (StorageError, CommitUnknownOutcome, interrupts): it may have
             # landed. Reopening tells (the log is the truth); if it did not, the expired
             # heartbeat gets it rolled back. So a caller's abort() (an `except` or `with`
             # around the write) must not delete files a landed completion names.

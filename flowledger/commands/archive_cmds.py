@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import WRITE_ACTIONS, Entry, Table, TimelineError
+from timeline import WRITE_ACTIONS, Entry, Table
 from timeline.archive import (
     ArchivalSettings,
     ArchivedTimeline,
@@ -22,21 +22,22 @@ from timeline.archive import (
     read_manifest,
 )
 
+from ..context import cli_context
+from ..errors import MissingArgument
 from ..output import emit_json, instant_json
 from ..progress import steps
-from ..table_settings import table_settings
 from .options import JsonOption, TableOption
 
 _DEFAULTS = ArchivalSettings()
 
 
-def _open(uri: str | None) -> Table:
+def _open(ctx: typer.Context, uri: str | None) -> Table:
     if not uri:
-        raise TimelineError(
+        raise MissingArgument(
             "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
             "FLOWLEDGER_TABLE"
         )
-    return Table(open_store(uri), table_settings())
+    return Table(open_store(uri), cli_context(ctx).table_settings())
 
 
 def _summary(e: Entry) -> dict[str, Any]:
@@ -79,10 +80,14 @@ def archived_rows(
 
 
 def show_archived(
-    table: str | None, as_json: bool, start: str | None = None, end: str | None = None
+    ctx: typer.Context,
+    table: str | None,
+    as_json: bool,
+    start: str | None = None,
+    end: str | None = None,
 ) -> None:
     """Every instant, archived ones first (lazy: only archive files overlapping the range)."""
-    t = _open(table)
+    t = _open(ctx, table)
     rows = archived_rows(t, start, end)
     if as_json:
         emit_json(rows)
@@ -106,6 +111,7 @@ def show_archived(
 
 
 def archive(
+    ctx: typer.Context,
     table: TableOption = None,
     keep_min_commits: Annotated[
         int, typer.Option(help="hoodie.keep.min.commits")
@@ -123,7 +129,7 @@ def archive(
     as_json: JsonOption = False,
 ) -> None:
     """Archive old instants into an Avro archive file (Hudi's archival), merge small files."""
-    t = _open(table)
+    t = _open(ctx, table)
     settings = ArchivalSettings(
         keep_min_commits=keep_min_commits,
         keep_max_commits=keep_max_commits,

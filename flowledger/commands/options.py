@@ -46,7 +46,15 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Machine-readable output (one JSON document on stdout)")
 ]
 
-# Keyed tables' change reads (`table read` and `table sql`).
+# What a table read sees (`table read` and `table sql`): a snapshot, or a keyed table's changes.
+AsOfOption = Annotated[str | None, typer.Option("--as-of", help="Instant time")]
+ChangesSinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--changes-since",
+        help="Keyed tables: the records changed after this instant (up to --as-of)",
+    ),
+]
 CdcOption = Annotated[
     bool, typer.Option("--cdc", help="With --changes-since: one row per change (i/u/d)")
 ]
@@ -56,4 +64,3 @@ FullScanOption = Annotated[
         "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
     ),
 ]
-

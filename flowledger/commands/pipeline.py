@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from ..context import CliContext, cli_context
 from .options import RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="The NYC flights 2013 pipeline on Spark.")
@@ -17,16 +18,20 @@ MasterOption = Annotated[
 ]
 
 
-def run_and_print(repo: str | None, spark_master: str | None, sample: int | None = None) -> None:
+def run_and_print(
+    cli: CliContext, repo: str | None, spark_master: str | None, sample: int | None = None
+) -> None:
     from ..pipeline import PipelineOptions, print_result, run_pipeline
 
     console = Console()
-    result = run_pipeline(PipelineOptions(repo, spark_master, sample), console)
+    options = PipelineOptions(repo, spark_master, sample, auto_archive=cli.auto_archive)
+    result = run_pipeline(options, console)
     print_result(result, console)
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
     repo: RepoOption = None,
     spark_master: MasterOption = None,
     sample: Annotated[
@@ -35,4 +40,4 @@ def run(
 ) -> None:
     """Land the raw CSV files, clean and join them on Spark, write the curated tables through
     the timeline, and print rows, timelines, provenance, lineage and one answer."""
-    run_and_print(repo, spark_master, sample)
+    run_and_print(cli_context(ctx), repo, spark_master, sample)

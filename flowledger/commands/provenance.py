@@ -17,9 +17,9 @@ from provenance.ingest import ingest_file
 from storage import open_store
 from storage.timeutil import ms_to_iso
 
+from ..context import cli_context
 from ..output import emit_json, jsonable
 from ..progress import reading, steps
-from ..table_settings import provenance_settings
 from .options import JsonOption, RepoOption
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
@@ -27,9 +27,9 @@ MAX_ID = 2**63 - 1  # event ids are BIGINT
 MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
 
 
-def _open(repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
+def _open(ctx: typer.Context, repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
     # Read commands do not recover (no writes); write commands finish pending rollovers first.
-    settings = provenance_settings()
+    settings = cli_context(ctx).provenance_settings()
     return ProvenanceRepository.open(open_store(repo), settings, recover=recover)
 
 
@@ -56,6 +56,7 @@ def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:
 
 @app.command()
 def ingest(
+    ctx: typer.Context,
     file: Annotated[
         Path, typer.Argument(exists=True, dir_okay=False, help="JSON lines or NiFi export")
     ],
@@ -71,11 +72,11 @@ def ingest(
     export (same eventIds) is refused. `--format openlineage`: OpenLineage RunEvents
     (docs/spark.md, "Provenance")."""
     if fmt == "openlineage":
-        _ingest_openlineage(file, repo, json_out)
+        _ingest_openlineage(ctx, file, repo, json_out)
         return
     if fmt != "events":
         raise typer.BadParameter("--format must be events or openlineage")
-    repo_ = _open(repo, recover=True)
+    repo_ = _open(ctx, repo, recover=True)
     try:
         with reading(file, f"ingest {file.name}", quiet=json_out):
             r = ingest_file(repo_, file)
@@ -93,10 +94,10 @@ def ingest(
         print(f"registered {r.events} events{ids}")
 
 
-def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
+def _ingest_openlineage(ctx: typer.Context, file: Path, repo: str | None, json_out: bool) -> None:
     from provenance.openlineage import ingest as ingest_openlineage
 
-    repo_ = _open(repo, recover=True)
+    repo_ = _open(ctx, repo, recover=True)
     try:
         with (
             reading(file, f"ingest {file.name}", quiet=json_out),
@@ -117,12 +118,13 @@ def _ingest_openlineage(file: Path, repo: str | None, json_out: bool) -> None:
 
 @app.command()
 def sql(
+    ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="One SELECT over the view `provenance`")],
     repo: RepoOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Run a read-only SQL query over the view `provenance` (DuckDB)."""
-    repo_ = _open(repo)
+    repo_ = _open(ctx, repo)
     try:
         names, rows = repo_.sql(query)
     finally:
@@ -138,6 +140,7 @@ def sql(
 
 @app.command()
 def events(
+    ctx: typer.Context,
     first: Annotated[int, typer.Option("--first", min=0, max=MAX_ID, help="First event id")] = 0,
     max_events: Annotated[
         int, typer.Option("--max", min=1, max=MAX_EVENTS, help="At most this many events")
@@ -146,7 +149,7 @@ def events(
     json_out: JsonOption = False,
 ) -> None:
     """Events with id >= FIRST in id order (NiFi's getEvents)."""
-    repo_ = _open(repo)
+    repo_ = _open(ctx, repo)
     try:
         found = repo_.get_events(first, max_events)
     finally:
@@ -156,6 +159,7 @@ def events(
 
 @app.command()
 def lineage(
+    ctx: typer.Context,
     uuid: Annotated[str, typer.Argument(help="FlowFile UUID")],
     fmt: Annotated[str, typer.Option("--format", help="json, dot or svg")] = "json",
     repo: RepoOption = None,
@@ -166,7 +170,7 @@ def lineage(
         fmt = "json"
     if fmt not in ("json", "dot", "svg"):
         raise typer.BadParameter("--format must be json, dot or svg")
-    repo_ = _open(repo)
+    repo_ = _open(ctx, repo)
     try:
         graph = repo_.lineage(uuid)
     finally:
@@ -181,6 +185,7 @@ def lineage(
 
 @app.command()
 def replay(
+    ctx: typer.Context,
     event_id: Annotated[int, typer.Argument(min=0, max=MAX_ID, help="Event to replay")],
     repo: RepoOption = None,
     json_out: JsonOption = False,
@@ -188,7 +193,7 @@ def replay(
     """Re-emit the content an event saw as a new FlowFile and record a REPLAY event."""
     from provenance.replay import replay as do_replay
 
-    repo_ = _open(repo, recover=True)
+    repo_ = _open(ctx, repo, recover=True)
     try:
         result = do_replay(repo_, event_id)
     finally:
@@ -201,12 +206,13 @@ def replay(
 
 @app.command()
 def rollover(
+    ctx: typer.Context,
     repo: RepoOption = None,
     json_out: JsonOption = False,
     engine: Annotated[str, typer.Option(help="local (pyarrow) or spark (a PySpark job)")] = "local",
 ) -> None:
     """Merge every unmerged journal into Parquet files committed on the timeline."""
-    repo_ = _open(repo, recover=False)
+    repo_ = _open(ctx, repo, recover=False)
     spark = None
     try:
         if engine == "spark":
@@ -240,13 +246,14 @@ def rollover(
 
 @app.command("accept-missing")
 def accept_missing(
+    ctx: typer.Context,
     first: Annotated[int, typer.Argument(min=0, max=MAX_ID, help="First missing event id")],
     end: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="Id after the last missing one")],
     repo: RepoOption = None,
 ) -> None:
     """Accept the loss of events FIRST..END-1 that an error reported as missing (a deleted
     journal or ingest manifest no backup will restore): rollover then skips the hole."""
-    repo_ = _open(repo, recover=False)  # recovery would stop at the hole
+    repo_ = _open(ctx, repo, recover=False)  # recovery would stop at the hole
     try:
         repo_.accept_missing(first, end)
     finally:
@@ -270,6 +277,7 @@ def _local_spark() -> Any:
 
 @app.command()
 def expire(
+    ctx: typer.Context,
     repo: RepoOption = None,
     json_out: JsonOption = False,
     max_storage_time: Annotated[
@@ -281,7 +289,7 @@ def expire(
     ] = None,
 ) -> None:
     """Expire the oldest files by max_storage_size and max_storage_time (replacecommit + clean)."""
-    settings = provenance_settings()
+    settings = cli_context(ctx).provenance_settings()
     if max_storage_time is not None:
         settings = dataclasses.replace(settings, max_storage_time_s=max_storage_time)
     if max_storage_size is not None:

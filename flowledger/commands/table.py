@@ -31,12 +31,19 @@ from timeline.keyed import (
 )
 
 from .. import table_sql
+from ..context import CliContext, cli_context
 from ..output import emit_json, instant_json, jsonable
 from ..slice_provenance import CommitJob, SliceProvenance
 from ..spark.lineage import canonical
-from ..table_settings import provenance_settings, table_settings
 from ..table_sql import TableRead
-from .options import CdcOption, FullScanOption, JsonOption, RepoOption
+from .options import (
+    AsOfOption,
+    CdcOption,
+    ChangesSinceOption,
+    FullScanOption,
+    JsonOption,
+    RepoOption,
+)
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
@@ -72,6 +79,7 @@ def _csv(values: list[str] | None) -> list[str]:
 
 @app.command()
 def create(
+    ctx: typer.Context,
     table_uri: UriArg,
     record_key: Annotated[
         str, typer.Option("--record-key", help="Record key column(s), comma-separated")
@@ -106,7 +114,7 @@ def create(
         table_type=table_type,
         key_scope=key_scope,
     )
-    table = Table.create(open_store(table_uri), props, table_settings())
+    table = Table.create(open_store(table_uri), props, cli_context(ctx).table_settings())
     if as_json:
         emit_json({"table": table.uri, **props.to_json()})
     else:
@@ -115,6 +123,7 @@ def create(
 
 @app.command()
 def write(
+    ctx: typer.Context,
     table_uri: UriArg,
     files: Annotated[
         list[Path] | None, typer.Argument(exists=True, dir_okay=False, show_default=False)
@@ -140,7 +149,7 @@ def write(
     """Write FILEs (Parquet or CSV) to the table as one commit. A keyed operation on a table
     inside the repository (--repo) records each written file slice's provenance there."""
     if operation is not None:
-        done = _keyed_write(table_uri, files or [], mode, operation, where, repo)
+        done = _keyed_write(ctx, table_uri, files or [], mode, operation, where, repo)
         if as_json:
             emit_json(instant_json(done))
         else:
@@ -155,7 +164,7 @@ def write(
         data = pa.concat_tables(
             [local_parquet(p).read(use_threads=False) for p in data], promote_options="default"
         )
-    table = Table.open(open_store(table_uri), table_settings())
+    table = Table.open(open_store(table_uri), cli_context(ctx).table_settings())
     done = table.write(data, mode=mode, partition_by=partition_by or None)
     if as_json:
         emit_json(instant_json(done))
@@ -164,6 +173,7 @@ def write(
 
 
 def _keyed_write(
+    ctx: typer.Context,
     table_uri: str,
     files: list[Path],
     mode: str,
@@ -179,14 +189,14 @@ def _keyed_write(
         raise ValueError("--where deletes by a predicate: use it with --operation delete alone")
     if not files and where is None:
         raise ValueError(f"no FILE given to {operation}")
-    table = open_table(table_uri)
-    with _slice_provenance(table, repo, files, operation):
+    table = open_table(ctx, table_uri)
+    with _slice_provenance(cli_context(ctx), table, repo, files, operation):
         return _keyed_operation(table, files, operation, where)
 
 
 @contextmanager
 def _slice_provenance(
-    table: Table, repo: str | None, files: list[Path], operation: str
+    cli: CliContext, table: Table, repo: str | None, files: list[Path], operation: str
 ) -> Iterator[None]:
     """Install the slice provenance hook when the table lives inside the repository (its
     provenance goes nowhere else; a table elsewhere records none)."""
@@ -194,7 +204,7 @@ def _slice_provenance(
     if not canonical(table.uri).startswith(repo_uri):
         yield
         return
-    prov = ProvenanceRepository.open(open_store(repo), provenance_settings())
+    prov = ProvenanceRepository.open(open_store(repo), cli.provenance_settings())
     job = CommitJob(
         component_id=f"flowledger table write --operation {operation}",
         inputs=tuple(f.resolve().as_uri() for f in files),
@@ -225,8 +235,9 @@ def _keyed_operation(table: Table, files: list[Path], operation: str, where: str
 
 @app.command()
 def read(
+    ctx: typer.Context,
     table_uri: UriArg,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
+    as_of: AsOfOption = None,
     count: Annotated[bool, typer.Option("--count", help="Only the row count")] = False,
     limit: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Rows to print")] = 20,
     read_optimized: Annotated[
@@ -237,19 +248,13 @@ def read(
             "in log files are not seen; copy-on-write reads the same",
         ),
     ] = False,
-    changes_since: Annotated[
-        str | None,
-        typer.Option(
-            "--changes-since",
-            help="Keyed tables: records changed after this instant (up to --as-of)",
-        ),
-    ] = None,
+    changes_since: ChangesSinceOption = None,
     cdc: CdcOption = False,
     full_scan: FullScanOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Read the table's snapshot (optionally as of an instant), or its changes."""
-    table = open_table(table_uri)
+    table = open_table(ctx, table_uri)
     if changes_since is None and (cdc or full_scan):
         raise ValueError("--cdc and --full-scan apply to --changes-since")
     if changes_since is not None:
@@ -301,17 +306,13 @@ def _print_rows(data: pa.Table, limit: int, as_json: bool, uri: str) -> None:
 
 @app.command("sql")
 def sql(
+    ctx: typer.Context,
     table_uri: UriArg,
     query: Annotated[
         str, typer.Argument(help="One SELECT over the table's view (its name, or t) and provenance")
     ],
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Instant time")] = None,
-    changes_since: Annotated[
-        str | None,
-        typer.Option(
-            "--changes-since", help="Keyed tables: the view holds the records changed after it"
-        ),
-    ] = None,
+    as_of: AsOfOption = None,
+    changes_since: ChangesSinceOption = None,
     cdc: CdcOption = False,
     full_scan: FullScanOption = False,
     repo: RepoOption = None,
@@ -320,8 +321,10 @@ def sql(
     """Run a read-only SQL query over the table (a view named after it, and `t`) and the
     view `provenance` of the repository (DuckDB)."""
     read = TableRead(as_of, changes_since, cdc, full_scan)
-    table = open_table(table_uri)
-    prov = ProvenanceRepository.open(open_store(repo), provenance_settings(), recover=False)
+    table = open_table(ctx, table_uri)
+    prov = ProvenanceRepository.open(
+        open_store(repo), cli_context(ctx).provenance_settings(), recover=False
+    )
     try:
         con = table_sql.connect(prov, table, read)
         try:

@@ -9,20 +9,20 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import KEEP_LATEST_COMMITS, TIMELINE, Instant, Table, TimelineError
+from timeline import KEEP_LATEST_COMMITS, TIMELINE, Instant, Table
 
-from ..errors import FlowledgerError
+from ..context import cli_context
+from ..errors import MissingArgument, NoSuchTable
 from ..output import emit_json, instant_json
-from ..table_settings import table_settings
 from . import archive_cmds
 from .options import JsonOption, TableOption
 
 app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
 
 
-def open_table(uri: str | None) -> Table:
+def open_table(ctx: typer.Context, uri: str | None) -> Table:
     if not uri:
-        raise TimelineError(
+        raise MissingArgument(
             "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
             "FLOWLEDGER_TABLE"
         )
@@ -30,8 +30,8 @@ def open_table(uri: str | None) -> Table:
     # Reading or changing a table that was never written is a mistake (a typo in the URI):
     # say so instead of showing an empty table, and create nothing (one short LIST).
     if not store.list_page(TIMELINE, max_keys=1).objects:
-        raise FlowledgerError(f"no table at {store.uri}: nothing was ever written there")
-    return Table.open(store, table_settings())
+        raise NoSuchTable(f"no table at {store.uri}: nothing was ever written there")
+    return Table.open(store, cli_context(ctx).table_settings())
 
 
 def describe(table: Table) -> list[dict[str, Any]]:
@@ -67,6 +67,7 @@ def _print(done: Instant, what: str, as_json: bool) -> None:
 
 @app.command()
 def show(
+    ctx: typer.Context,
     table: TableOption = None,
     as_json: JsonOption = False,
     archived: Annotated[
@@ -75,9 +76,9 @@ def show(
 ) -> None:
     """Every instant of the active timeline, in instant-time order."""
     if archived:
-        archive_cmds.show_archived(table, as_json)
+        archive_cmds.show_archived(ctx, table, as_json)
         return
-    t = open_table(table)
+    t = open_table(ctx, table)
     rows = describe(t)
     if as_json:
         emit_json(rows)
@@ -102,36 +103,40 @@ def show(
 
 @app.command()
 def rollback(
+    ctx: typer.Context,
     instant: Annotated[str, typer.Argument(help="Instant time to roll back")],
     table: TableOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Roll back a pending write or the latest completed commit."""
-    _print(open_table(table).rollback(instant), "rolled back by", as_json)
+    _print(open_table(ctx, table).rollback(instant), "rolled back by", as_json)
 
 
 @app.command()
 def savepoint(
+    ctx: typer.Context,
     instant: Annotated[str, typer.Argument(help="Completed commit to savepoint")],
     table: TableOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Keep the table as of INSTANT restorable (the cleaner leaves its files alone)."""
-    _print(open_table(table).savepoint(instant), "savepoint", as_json)
+    _print(open_table(ctx, table).savepoint(instant), "savepoint", as_json)
 
 
 @app.command()
 def restore(
+    ctx: typer.Context,
     instant: Annotated[str, typer.Argument(help="Savepointed instant to restore to")],
     table: TableOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Restore the table to a savepoint, rolling back every later commit (newest first)."""
-    _print(open_table(table).restore(instant), "restored by", as_json)
+    _print(open_table(ctx, table).restore(instant), "restored by", as_json)
 
 
 @app.command()
 def clean(
+    ctx: typer.Context,
     table: TableOption = None,
     policy: Annotated[
         str, typer.Option(help="KEEP_LATEST_COMMITS or KEEP_LATEST_FILE_VERSIONS")
@@ -140,7 +145,7 @@ def clean(
     as_json: JsonOption = False,
 ) -> None:
     """Delete files that no retained snapshot (or savepoint) reads."""
-    done = open_table(table).clean(policy, retained)
+    done = open_table(ctx, table).clean(policy, retained)
     if done is None:
         if as_json:
             emit_json(None)
@@ -152,6 +157,7 @@ def clean(
 
 @app.command()
 def compact(
+    ctx: typer.Context,
     table: TableOption = None,
     schedule_only: Annotated[
         bool, typer.Option("--schedule-only", help="Only write the plan (compaction.requested)")
@@ -163,7 +169,7 @@ def compact(
 ) -> None:
     """Merge-on-read tables: execute pending compactions nobody is running (scheduled ones,
     and crashed ones whose heartbeat expired), else plan and execute a new one."""
-    t = open_table(table)
+    t = open_table(ctx, table)
     if schedule_only:
         planned = t.schedule_compaction()
         if as_json:
@@ -182,18 +188,18 @@ def compact(
 
 
 @app.command()
-def index(table: TableOption = None, as_json: JsonOption = False) -> None:
+def index(ctx: typer.Context, table: TableOption = None, as_json: JsonOption = False) -> None:
     """Build the record-level index of a keyed table (the `indexing` action), or merge its
     deltas into new shards; resumes an interrupted run."""
     from timeline.keyed import build_index
 
-    _print(build_index(open_table(table)), "indexed by", as_json)
+    _print(build_index(open_table(ctx, table)), "indexed by", as_json)
 
 
 @app.command()
-def recover(table: TableOption = None) -> None:
+def recover(ctx: typer.Context, table: TableOption = None) -> None:
     """Roll back failed writes (expired heartbeats) and finish interrupted table services."""
-    for line in open_table(table).recover() or ["nothing to recover"]:
+    for line in open_table(ctx, table).recover() or ["nothing to recover"]:
         print(line)
 
 

@@ -32,8 +32,8 @@ from storage.s3a import to_spark_path
 from storage.uri import parse_uri, resolve_repo
 from timeline.archive import ArchivalSettings, Archiver
 
+from ..context import provenance_settings, table_settings
 from ..spark import CommitInfo
-from ..table_settings import provenance_settings
 from . import correction as corr
 from . import mor, transform
 from . import tables as tbl
@@ -61,6 +61,9 @@ class PipelineOptions:
     #: False: no content landing and no provenance (the benchmark's baseline).
     record_provenance: bool = True
     correction_month: int = CORRECTION_MONTH
+    #: Automatic archival of the tables' and the provenance table's old instants (the CLI's
+    #: `--auto-archive/--no-auto-archive`).
+    auto_archive: bool = True
 
 
 @dataclass
@@ -131,8 +134,8 @@ def run_pipeline(
     run_id = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
     result = PipelineResult(run_id, repo_uri)
     root = open_store(repo_uri)
-    tables = tbl.Tables(repo_uri, root)
-    prov_settings = provenance_settings()  # the CLI's --no-auto-archive
+    tables = tbl.Tables(repo_uri, root, table_settings(options.auto_archive))
+    prov_settings = provenance_settings(options.auto_archive)
     flow = (
         FlowRepository.open(root, provenance_settings=prov_settings)
         if options.record_provenance

@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib.util
 import io
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -21,39 +23,41 @@ from ..errors import FlowledgerError
 NAMES = ("flights", "weather", "airports", "planes", "airlines")
 
 #: Column types (everything else is inferred); "NA" is the files' null marker.
-_TYPES: dict[str, dict[str, pa.DataType]] = {
-    "flights": {
-        "year": pa.int32(),
-        "month": pa.int32(),
-        "day": pa.int32(),
-        "dep_time": pa.int32(),
-        "sched_dep_time": pa.int32(),
-        "dep_delay": pa.float64(),
-        "arr_time": pa.int32(),
-        "sched_arr_time": pa.int32(),
-        "arr_delay": pa.float64(),
-        "carrier": pa.string(),
-        "flight": pa.int32(),
-        "tailnum": pa.string(),
-        "origin": pa.string(),
-        "dest": pa.string(),
-        "air_time": pa.float64(),
-        "distance": pa.float64(),
-        "hour": pa.int32(),
-        "minute": pa.int32(),
-        "time_hour": pa.string(),
-    },
-    "weather": {
-        "origin": pa.string(),
-        "time_hour": pa.string(),
-        "precip": pa.float64(),
-        "visib": pa.float64(),
-        "wind_gust": pa.float64(),
-    },
-    "airports": {"faa": pa.string(), "alt": pa.float64(), "tz": pa.float64()},
-    "planes": {"tailnum": pa.string(), "year": pa.int32(), "speed": pa.float64()},
-    "airlines": {"carrier": pa.string(), "name": pa.string()},
-}
+_TYPES: Mapping[str, dict[str, pa.DataType]] = MappingProxyType(
+    {
+        "flights": {
+            "year": pa.int32(),
+            "month": pa.int32(),
+            "day": pa.int32(),
+            "dep_time": pa.int32(),
+            "sched_dep_time": pa.int32(),
+            "dep_delay": pa.float64(),
+            "arr_time": pa.int32(),
+            "sched_arr_time": pa.int32(),
+            "arr_delay": pa.float64(),
+            "carrier": pa.string(),
+            "flight": pa.int32(),
+            "tailnum": pa.string(),
+            "origin": pa.string(),
+            "dest": pa.string(),
+            "air_time": pa.float64(),
+            "distance": pa.float64(),
+            "hour": pa.int32(),
+            "minute": pa.int32(),
+            "time_hour": pa.string(),
+        },
+        "weather": {
+            "origin": pa.string(),
+            "time_hour": pa.string(),
+            "precip": pa.float64(),
+            "visib": pa.float64(),
+            "wind_gust": pa.float64(),
+        },
+        "airports": {"faa": pa.string(), "alt": pa.float64(), "tz": pa.float64()},
+        "planes": {"tailnum": pa.string(), "year": pa.int32(), "speed": pa.float64()},
+        "airlines": {"carrier": pa.string(), "name": pa.string()},
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,9 @@ def raw_files() -> list[RawFile]:
     return out
 
 
-_SPARK_TYPES = {"int32": "INT", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN"}
+_SPARK_TYPES = MappingProxyType(
+    {"int32": "INT", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN"}
+)
 
 
 def spark_schema(name: str, data_head: bytes) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -20,8 +21,8 @@ from timeline import Entry, Table, TableSettings
 from timeline.keyed import MERGE_ON_READ, KeyedProperties
 
 from .. import spark as api
+from ..context import table_settings
 from ..spark import CommitInfo, OutputFile, SparkJobInfo
-from ..table_settings import table_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -32,12 +33,14 @@ DELAYS_BY_CARRIER = "delays_by_carrier"
 #: The curated tables' properties: flights by their surrogate key (transform.FLIGHT_KEY),
 #: partitioned by month, merge-on-read; the aggregate by carrier (copy-on-write: a few dozen
 #: rows). The latest write wins.
-PROPERTIES = {
-    FLIGHTS_ENRICHED: KeyedProperties.of(
-        "flight_id", partition_by="month", table_type=MERGE_ON_READ
-    ),
-    DELAYS_BY_CARRIER: KeyedProperties.of("carrier"),
-}
+PROPERTIES = MappingProxyType(
+    {
+        FLIGHTS_ENRICHED: KeyedProperties.of(
+            "flight_id", partition_by="month", table_type=MERGE_ON_READ
+        ),
+        DELAYS_BY_CARRIER: KeyedProperties.of("carrier"),
+    }
+)
 
 #: Commit-metadata key of a `delays_by_carrier` commit: the `flights_enriched` instant its
 #: rows were computed from (where the next incremental recomputation starts).
@@ -74,18 +77,22 @@ def read(spark: SparkSession, uri: str, as_of: str | None = None) -> DataFrame:
 class Tables:
     """Where the pipeline's tables live: `<repo>/tables/<name>`."""
 
-    def __init__(self, repo_uri: str, root: ObjectStore) -> None:
+    def __init__(
+        self, repo_uri: str, root: ObjectStore, settings: TableSettings | None = None
+    ) -> None:
         self.repo_uri = repo_uri
         self.root = root
+        #: Every table's base settings (the CLI's archival switch among them).
+        self.base_settings = settings or table_settings()
         self.spark_root = to_spark_path(repo_uri)
 
     def uri(self, name: str) -> str:
         return f"{self.spark_root}/tables/{name}"
 
     def settings(self, name: str) -> TableSettings:
-        """The CLI's table settings; a merge-on-read table's delta commits leave compaction to
+        """The base settings; a merge-on-read table's delta commits leave compaction to
         the pipeline's own compaction stage, so the report can show the logs before it."""
-        s = table_settings()
+        s = self.base_settings
         props = PROPERTIES.get(name)  # tables without properties are unkeyed
         if props is not None and props.table_type == MERGE_ON_READ:
             return replace(s, compaction_mode="off")

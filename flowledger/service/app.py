@@ -15,18 +15,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
-from provenance import (
-    EventNotFound,
-    IngestError,
-    InvalidEvent,
-    LineageError,
-    ProvenanceError,
-    ReplayError,
-)
-from storage import InvalidKey, NotFound, StorageError, resolve_repo
-from storage.content import ContentNotFound, ContentRepositoryError
-from timeline import TimelineError
+from storage import FlowledgerBaseError, resolve_repo
 
+from ..errors import INTERNAL, answer_for
 from . import (
     content_routes,
     event_routes,
@@ -37,7 +28,6 @@ from . import (
     timeline_routes,
 )
 from .auth import announce, bearer_auth, resolve_token
-from .errors import ServiceError
 from .fast_events import EventFastPath, send_json
 from .guard import RequestGuard
 from .settings import ServiceSettings
@@ -60,22 +50,6 @@ class ServiceApp(FastAPI):
             await send_json(send, body)
 
 
-def _status(exc: Exception) -> int:
-    if isinstance(exc, ServiceError):
-        return exc.status
-    if isinstance(exc, EventNotFound | LineageError | ContentNotFound | NotFound):
-        return 404
-    if isinstance(exc, ReplayError):
-        return 409
-    if isinstance(exc, IngestError | InvalidEvent | InvalidKey | ValueError):
-        return 400
-    if isinstance(exc, ProvenanceError | TimelineError | ContentRepositoryError):
-        return 400
-    if isinstance(exc, StorageError):
-        return 502  # the object store failed us: not the caller's fault, not a crash either
-    return 500
-
-
 def _one_line(exc: BaseException) -> str:
     return " ".join((str(exc) or type(exc).__name__).split())[:1000]
 
@@ -90,14 +64,15 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 def install_error_handlers(app: FastAPI) -> None:
     async def known(_: Request, exc: Exception) -> Response:
-        status = _status(exc)
-        if status >= 500:
+        # The status is the error kind's (flowledger/errors.py), whichever layer raised it.
+        answer = answer_for(exc)
+        headers = getattr(exc, "headers", None)
+        if answer is INTERNAL:  # a bug: its text may hold anything, it stays in the log
             log.error("request failed: %s: %s", type(exc).__name__, _one_line(exc))
-            message = "internal error (see the server log)" if status == 500 else _one_line(exc)
-            return JSONResponse({"detail": message}, status)
-        return JSONResponse(
-            {"detail": _one_line(exc)}, status, headers=getattr(exc, "headers", None)
-        )
+            return JSONResponse({"detail": "internal error (see the server log)"}, 500)
+        if answer.http_status >= 500:
+            log.error("request failed: %s: %s", type(exc).__name__, _one_line(exc))
+        return JSONResponse({"detail": _one_line(exc)}, answer.http_status, headers=headers)
 
     async def http(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
@@ -113,15 +88,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid)
     # Each family explicitly: a handler for bare Exception runs only after Starlette's error
     # middleware has logged a stack trace, which an expected 4xx must not produce.
-    for family in (
-        ServiceError,
-        ProvenanceError,
-        TimelineError,
-        StorageError,
-        ContentRepositoryError,
-        ValueError,
-        Exception,
-    ):
+    for family in (FlowledgerBaseError, ValueError, OSError, Exception):
         app.add_exception_handler(family, known)
 
 

@@ -55,7 +55,24 @@ class RateLimitedLog:
             log.warning("%s (%d in the last %g s)", message, n, self.every_s)
 
 
-EVENTS = RateLimitedLog()
+class ConnectionLimits:
+    """One server's limits and what enforcing them tracks: its connections without a request
+    in progress (longest idle first: the one closed to make room) and its rate-limited log.
+    `configure` makes a new one per server start; uvicorn builds the protocol by class (by
+    name in worker processes), so the class carries it."""
+
+    def __init__(
+        self,
+        max_connections: int = 1000,
+        header_timeout_s: float = 10.0,
+        max_header_size: int = 64 * 1024,
+    ) -> None:
+        self.max_connections = max_connections
+        self.header_timeout_s = header_timeout_s
+        self.max_header_size = max_header_size
+        #: An ordered set (values unused): O(1) to add, drop, and take the oldest.
+        self.idle: OrderedDict[GuardedHttpProtocol, None] = OrderedDict()
+        self.events = RateLimitedLog()
 
 
 def _raw_response(status: str, detail: str, extra: str = "") -> bytes:
@@ -80,12 +97,11 @@ _HEADERS_TOO_LARGE = _raw_response(
 class GuardedHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the limits above (class attributes: `configure`)."""
 
-    max_connections: ClassVar[int] = 1000
-    header_timeout_s: ClassVar[float] = 10.0
-    max_header_size: ClassVar[int] = 64 * 1024
+    limits: ClassVar[ConnectionLimits] = ConnectionLimits()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._limits = self.limits  # fixed for the connection's life
         self._waiting_since = 0.0  # loop time since when no request is in progress
         self._header_bytes = 0
         self._header_timer: asyncio.TimerHandle | None = None
@@ -97,28 +113,34 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._waiting_since = self.loop.time()
-        if len(self.connections) > self.max_connections and not self._make_room():
-            EVENTS.event("busy", f"connection refused: {self.max_connections} connections open")
+        limits = self._limits
+        if len(self.connections) > limits.max_connections and not self._make_room():
+            limits.events.event(
+                "busy", f"connection refused: {limits.max_connections} connections open"
+            )
             self.transport.write(_BUSY)
             self.transport.close()
             return
-        _IDLE[self] = None
-        self._arm(self.header_timeout_s)
+        limits.idle[self] = None
+        self._arm(limits.header_timeout_s)
 
     def _make_room(self) -> bool:
         """Close the connection idle the longest; False if none is idle. O(1): the idle
         connections are kept in the order they became idle (a flood calls this per accept)."""
-        while _IDLE:
-            oldest, _ = _IDLE.popitem(last=False)
+        idle = self._limits.idle
+        while idle:
+            oldest, _ = idle.popitem(last=False)
             if oldest._idle() and not oldest.transport.is_closing():
-                EVENTS.event("evicted", "closed idle connections to make room for new ones")
+                self._limits.events.event(
+                    "evicted", "closed idle connections to make room for new ones"
+                )
                 oldest.transport.close()
                 return True
         return False
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
-        _IDLE.pop(self, None)  # a request in progress: never closed to make room
+        self._limits.idle.pop(self, None)  # a request in progress: never closed to make room
 
     def _arm(self, delay: float) -> None:
         self._header_timer = self.loop.call_later(delay, self._check_headers)
@@ -127,17 +149,17 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._header_timer = None
         if self.transport.is_closing():
             return
+        timeout = self._limits.header_timeout_s
         if not self._idle():  # a request in progress: the app's own limits apply
-            self._arm(self.header_timeout_s)
+            self._arm(timeout)
             return
         waited = self.loop.time() - self._waiting_since
-        if waited < self.header_timeout_s:
-            self._arm(self.header_timeout_s - waited)
+        if waited < timeout:
+            self._arm(timeout - waited)
             return
-        EVENTS.event(
+        self._limits.events.event(
             "header-timeout",
-            f"closed connections without headers after "
-            f"{self.header_timeout_s:g} s (header_timeout_s)",
+            f"closed connections without headers after {timeout:g} s (header_timeout_s)",
         )
         self.transport.close()
 
@@ -147,8 +169,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if not (waiting and self._idle()):
             return  # headers completed in this chunk (what follows is body) or not waiting
         self._header_bytes += len(data)
-        if self._header_bytes > self.max_header_size and not self.transport.is_closing():
-            EVENTS.event("header-size", "refused requests with headers over max_header_size")
+        if self._header_bytes > self._limits.max_header_size and not self.transport.is_closing():
+            self._limits.events.event(
+                "header-size", "refused requests with headers over max_header_size"
+            )
             self.transport.write(_HEADERS_TOO_LARGE)
             self.transport.close()
 
@@ -157,18 +181,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._waiting_since = self.loop.time()
         self._header_bytes = 0
         if self._idle() and not self.transport.is_closing():  # not a pipelined next request
-            _IDLE[self] = None
+            self._limits.idle[self] = None
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
-        _IDLE.pop(self, None)
+        self._limits.idle.pop(self, None)
         super().connection_lost(exc)
-
-
-#: This process's connections without a request in progress, longest idle first.
-_IDLE: OrderedDict[GuardedHttpProtocol, None] = OrderedDict()
 
 
 def fd_limit() -> int:
@@ -192,10 +212,9 @@ def configure(settings: ServiceSettings) -> type[GuardedHttpProtocol]:
     cap = max(1, min(settings.max_connections, fds - FD_RESERVE))
     if cap < settings.max_connections:
         log.warning("max_connections lowered to %d to fit the file descriptor limit (%d)", cap, fds)
-    GuardedHttpProtocol.max_connections = cap
-    GuardedHttpProtocol.header_timeout_s = settings.header_timeout_s
-    GuardedHttpProtocol.max_header_size = settings.max_header_size
-    _quiet_accept_errors()
+    limits = ConnectionLimits(cap, settings.header_timeout_s, settings.max_header_size)
+    GuardedHttpProtocol.limits = limits
+    _quiet_accept_errors(limits.events)
     return GuardedHttpProtocol
 
 
@@ -204,18 +223,22 @@ class _AcceptErrors(logging.Filter):
     retries a second later: under a connection flood that filled 160 MB of log. One line per
     10 s instead."""
 
+    def __init__(self, events: RateLimitedLog) -> None:
+        super().__init__()
+        self.events = events
+
     def filter(self, record: logging.LogRecord) -> bool:
         if not str(record.msg).startswith("socket.accept() out of system resource"):
             return True
         error = record.exc_info[1] if record.exc_info else None
-        EVENTS.event("accept", f"cannot accept connections: {error or 'out of resources'}")
+        self.events.event("accept", f"cannot accept connections: {error or 'out of resources'}")
         return False
 
 
-_ACCEPT_FILTER = _AcceptErrors()
-
-
-def _quiet_accept_errors() -> None:
+def _quiet_accept_errors(events: RateLimitedLog) -> None:
+    """The asyncio logger's accept filter, reporting to `events` (one filter: a later server
+    start replaces the earlier one's)."""
     logger = logging.getLogger("asyncio")
-    if _ACCEPT_FILTER not in logger.filters:
-        logger.addFilter(_ACCEPT_FILTER)
+    for old in [f for f in logger.filters if isinstance(f, _AcceptErrors)]:
+        logger.removeFilter(old)
+    logger.addFilter(_AcceptErrors(events))

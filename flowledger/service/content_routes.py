@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from storage.content import ContentClaim, ResourceClaim
 
-from .errors import NotFoundError
+from .errors import ServiceNotFound
 from .names import checked
 from .state import Services, services
 
@@ -54,7 +54,7 @@ def _claim(
     checksum: str,
 ) -> ContentClaim:
     if container not in svc.content.get_container_names():
-        raise NotFoundError(f"no content container {container!r} in this repository")
+        raise ServiceNotFound(f"no content container {container!r} in this repository")
     rc = ResourceClaim(
         container, checked(section, "content section"), checked(identifier, "content claim")
     )
@@ -78,7 +78,7 @@ def get_content(
     """The bytes of a claim (the fields `POST /content` returned), verified while streamed."""
     claim = _claim(svc, container, section, identifier, offset, length, checksum)
     if not svc.content.is_accessible(claim):
-        raise NotFoundError(f"content {claim} is not in the content repository (gone?)")
+        raise ServiceNotFound(f"content {claim} is not in the content repository (gone?)")
     stream = svc.content.read(claim)
 
     def chunks() -> Iterator[bytes]:

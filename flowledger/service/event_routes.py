@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Depends, Header, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 
@@ -18,7 +18,7 @@ from provenance.replay import replay, replay_failure
 from storage.content import ContentClaim, ResourceClaim
 
 from .dto import event_dto
-from .errors import NotFoundError, RangeNotSatisfiable
+from .errors import ServiceNotFound
 from .models import ReplayBody, ReplayLastEventBody
 from .names import checked
 from .state import Services, services
@@ -117,10 +117,14 @@ _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
+def _not_satisfiable(message: str, length: int) -> HTTPException:
+    return HTTPException(416, message, headers={"Content-Range": f"bytes */{length}"})
+
+
 def byte_range(header: str | None, length: int) -> tuple[int, int] | None:
     """The (first, last) byte of a single-range `Range` header, None for the whole content.
     Several ranges or another unit are answered with the whole content (allowed by RFC 9110);
-    a range past the end raises `RangeNotSatisfiable` (416)."""
+    a range past the end is HTTP's own answer, 416 with `Content-Range: bytes */<length>`."""
     if not header:
         return None
     m = _RANGE.match(header.strip())
@@ -134,10 +138,10 @@ def byte_range(header: str | None, length: int) -> tuple[int, int] | None:
     else:
         suffix = int(m.group(2))
         if suffix == 0:
-            raise RangeNotSatisfiable(f"range {header[:60]!r} asks for no bytes", length)
+            raise _not_satisfiable(f"range {header[:60]!r} asks for no bytes", length)
         first, last = max(0, length - suffix), length - 1
     if first >= length:
-        raise RangeNotSatisfiable(
+        raise _not_satisfiable(
             f"range {header[:60]!r} starts past the end of the content ({length} bytes)", length
         )
     return first, last
@@ -167,9 +171,9 @@ def download_content(
     e = svc.prov.get_event(event_id)
     claim = _claim(svc, e, direction)
     if claim is None:
-        raise NotFoundError(f"event {event_id} has no {direction} content in this repository")
+        raise ServiceNotFound(f"event {event_id} has no {direction} content in this repository")
     if not _available(svc, claim):
-        raise NotFoundError(
+        raise ServiceNotFound(
             f"the {direction} content of event {event_id} is no longer in the content "
             "repository (removed or expired)"
         )

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from provenance.ingest import ingest_file
 from provenance.openlineage import ingest_json
 
-from .errors import ServiceError
+from .errors import InvalidRequest
 from .state import Services, services
 
 router = APIRouter(tags=["ingest"])
@@ -29,7 +29,7 @@ def _ingest(svc: Services, body: bytes) -> dict[str, Any]:
         path.write_bytes(body)
         r = ingest_file(svc.prov, path)
     if not r.events:
-        raise ServiceError("no events in the request body")
+        raise InvalidRequest("no events in the request body")
     return {"events": r.events, "firstEventId": r.first_event_id, "lastEventId": r.last_event_id}
 
 
@@ -56,7 +56,7 @@ async def ingest_events(
     try:
         body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ServiceError("the body is not UTF-8 text (JSON lines or a JSON array)") from exc
+        raise InvalidRequest("the body is not UTF-8 text (JSON lines or a JSON array)") from exc
     return await run_in_threadpool(_ingest, svc, body)
 
 

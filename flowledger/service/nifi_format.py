@@ -11,31 +11,34 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from types import MappingProxyType
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 #: Abbreviations Java's `z` pattern writes for common zones; any IANA name works as well.
-_ZONE_ABBREVIATIONS = {
-    "UTC": "UTC",
-    "GMT": "UTC",
-    "Z": "UTC",
-    "EST": "America/New_York",
-    "EDT": "America/New_York",
-    "CST": "America/Chicago",
-    "CDT": "America/Chicago",
-    "MST": "America/Denver",
-    "MDT": "America/Denver",
-    "PST": "America/Los_Angeles",
-    "PDT": "America/Los_Angeles",
-    "CET": "Europe/Paris",
-    "CEST": "Europe/Paris",
-    "JST": "Asia/Tokyo",
-}
+_ZONE_ABBREVIATIONS = MappingProxyType(
+    {
+        "UTC": "UTC",
+        "GMT": "UTC",
+        "Z": "UTC",
+        "EST": "America/New_York",
+        "EDT": "America/New_York",
+        "CST": "America/Chicago",
+        "CDT": "America/Chicago",
+        "MST": "America/Denver",
+        "MDT": "America/Denver",
+        "PST": "America/Los_Angeles",
+        "PDT": "America/Los_Angeles",
+        "CET": "Europe/Paris",
+        "CEST": "Europe/Paris",
+        "JST": "Asia/Tokyo",
+    }
+)
 _NIFI_DATE = re.compile(
     r"^(\d{2})/(\d{2})/(\d{4}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?: (\S+))?$"
 )
 _OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d{2}):?(\d{2})$")
 _DATA_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|BYTES?|KB|MB|GB|TB)?\s*$", re.IGNORECASE)
-_UNITS = {"B": 0, "BYTE": 0, "BYTES": 0, "KB": 1, "MB": 2, "GB": 3, "TB": 4}
+_UNITS = MappingProxyType({"B": 0, "BYTE": 0, "BYTES": 0, "KB": 1, "MB": 2, "GB": 3, "TB": 4})
 
 
 def _utc(ms: int | None) -> datetime | None:

@@ -4,6 +4,7 @@ are in event_routes.py."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -24,19 +25,21 @@ router = APIRouter(tags=["provenance"])
 Svc = Depends(services)
 
 #: NiFi's searchable field ids -> ours.
-NIFI_TERMS = {
-    "EventType": "event_type",
-    "FlowFileUUID": "flowfile_uuid",
-    "Filename": "filename",
-    "ProcessorID": "component_id",
-    "ComponentID": "component_id",
-    "ComponentType": "component_type",
-    "Relationship": "relationship",
-    "TransitURI": "transit_uri",
-    "Details": "details",
-    "AlternateIdentifierURI": "alternate_identifier_uri",
-    "SourceQueueIdentifier": "source_queue_identifier",
-}
+NIFI_TERMS = MappingProxyType(
+    {
+        "EventType": "event_type",
+        "FlowFileUUID": "flowfile_uuid",
+        "Filename": "filename",
+        "ProcessorID": "component_id",
+        "ComponentID": "component_id",
+        "ComponentType": "component_type",
+        "Relationship": "relationship",
+        "TransitURI": "transit_uri",
+        "Details": "details",
+        "AlternateIdentifierURI": "alternate_identifier_uri",
+        "SourceQueueIdentifier": "source_queue_identifier",
+    }
+)
 
 
 def _field(key: str) -> str:

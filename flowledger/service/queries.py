@@ -14,11 +14,12 @@ import json
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import NotFoundError, ServiceError
+from cachetools import FIFOCache
+
+from .errors import InvalidRequest, ServiceNotFound
 
 MAX_ID_CHARS = 8192
 MAX_REQUEST_BYTES = 64 * 1024
@@ -45,7 +46,7 @@ class Submission:
     @classmethod
     def parse(cls, ident: str, kind: str) -> Submission:
         what = "provenance query" if kind == "query" else "lineage request"
-        missing = NotFoundError(f"no {what} with id {ident[:40]!r} (unknown or expired)")
+        missing = ServiceNotFound(f"no {what} with id {ident[:40]!r} (unknown or expired)")
         if len(ident) > MAX_ID_CHARS:
             raise missing
         try:
@@ -70,8 +71,8 @@ class Submissions:
     def __init__(self, expiration_s: int, cache_size: int = 64) -> None:
         self.expiration_ms = expiration_s * 1000
         self._deleted: dict[str, int] = {}
-        self._answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._size = cache_size
+        #: Answers by submission, the oldest dropped first.
+        self._answers: FIFOCache[str, dict[str, Any]] = FIFOCache(cache_size)
         self._lock = threading.Lock()
 
     def expires_ms(self, sub: Submission) -> int:
@@ -80,7 +81,7 @@ class Submissions:
     def new(self, kind: str, request: dict[str, Any], max_event_id: int) -> Submission:
         sub = Submission(kind, request, int(time.time() * 1000), max_event_id)
         if len(sub.id) > MAX_ID_CHARS:
-            raise ServiceError("the request is too large to submit: send fewer search terms")
+            raise InvalidRequest("the request is too large to submit: send fewer search terms")
         return sub
 
     def check(self, ident: str, kind: str) -> Submission:
@@ -91,7 +92,7 @@ class Submissions:
             gone = ident in self._deleted
         if gone or now > self.expires_ms(sub):
             what = "provenance query" if kind == "query" else "lineage request"
-            raise NotFoundError(f"{what} {ident[:40]!r} expired or was deleted")
+            raise ServiceNotFound(f"{what} {ident[:40]!r} expired or was deleted")
         return sub
 
     def cached(self, ident: str) -> dict[str, Any] | None:
@@ -101,8 +102,6 @@ class Submissions:
     def remember(self, ident: str, answer: dict[str, Any]) -> None:
         with self._lock:
             self._answers[ident] = answer
-            while len(self._answers) > self._size:
-                self._answers.popitem(last=False)
 
     def delete(self, ident: str, kind: str) -> Submission:
         sub = self.check(ident, kind)

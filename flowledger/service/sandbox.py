@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from provenance import ProvenanceRepository
 
-from .errors import Forbidden, QueryTimeout, ServiceError
+from .errors import Forbidden, InvalidRequest, QueryOverLimit, QueryTimeout
 from .settings import ServiceSettings
 from .sql_answer import BATCH_ROWS, bounded_json
 from .sql_slots import SqlSlots
@@ -84,14 +84,14 @@ class SqlSandbox:
 
     # -- checking --------------------------------------------------------------------------
     def check(self, sql: str, views: Iterable[str] = VIEWS) -> None:
-        """Refuse anything but one SELECT over `views` (Forbidden / ServiceError)."""
+        """Refuse anything but one SELECT over `views` (Forbidden / InvalidRequest)."""
         allowed = frozenset(v.lower() for v in views)
         shown_views = " and ".join(repr(v) for v in sorted(allowed))
         with self._parser_lock:
             try:
                 statements = self._parser.extract_statements(sql)
             except duckdb.Error as exc:
-                raise ServiceError(f"cannot parse SQL: {_first_line(exc)}") from exc
+                raise InvalidRequest(f"cannot parse SQL: {_first_line(exc)}") from exc
             if len(statements) != 1:
                 raise Forbidden(f"send exactly one statement, got {len(statements)}")
             kind = statements[0].type
@@ -173,7 +173,7 @@ class SqlSandbox:
             # con.sql(): a streaming result, read batch by batch (execute() materializes all).
             rel = con.sql(sql)
             if rel is None:  # check() lets only SELECT through; a SELECT has a relation
-                raise ServiceError("the statement returned no rows")
+                raise InvalidRequest("the statement returned no rows")
             reader = rel.to_arrow_reader(min(limit + 1, BATCH_ROWS))
             return bounded_json(
                 reader, list(rel.columns), limit, s.sql_max_answer_bytes, deadline, s.sql_timeout_s
@@ -184,11 +184,11 @@ class SqlSandbox:
                 limit_s = s.sql_timeout_s
                 raise QueryTimeout(f"query interrupted after the {limit_s:g} s limit") from exc
             if isinstance(exc, duckdb.OutOfMemoryException):
-                raise ServiceError(
+                raise QueryOverLimit(
                     f"query needs more than the {s.sql_memory_limit} byte memory limit "
                     f"(sql_memory_limit): {_first_line(exc)}"
                 ) from exc
-            raise ServiceError(f"query failed: {_first_line(exc)}") from exc
+            raise InvalidRequest(f"query failed: {_first_line(exc)}") from exc
         finally:
             timer.cancel()
             con.close()

@@ -81,6 +81,9 @@ class ServiceSettings:
     #: Server processes sharing the port (uvicorn workers; each holds its own caches, as a
     #: replica does). One process serialises CPU-bound lookups on the GIL.
     workers: int = 1
+    #: Automatic archival of old instants on the tables the service opens and on the
+    #: provenance repository's table (`flowledger --no-auto-archive serve`: off).
+    auto_archive: bool = True
 
     def __post_init__(self) -> None:
         if self.host not in LOOPBACK and not self.allow_remote:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
@@ -10,7 +12,8 @@ from .state import Services, services
 
 router = APIRouter(tags=["sql"])
 
-ANSWER = {
+# The OpenAPI schema of an answer: FastAPI copies it into the document, never changes it.
+ANSWER: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
         "columns": {"type": "array", "items": {"type": "string"}},

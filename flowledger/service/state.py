@@ -11,7 +11,7 @@ from provenance import ProvenanceRepository
 from storage import ObjectStore, open_store
 from storage.content import ContentRepository, ContentRepositorySettings
 
-from ..table_settings import provenance_settings
+from ..context import provenance_settings
 from .auth import private_dir, state_dir
 from .queries import Submissions
 from .sandbox import SqlSandbox
@@ -27,7 +27,7 @@ class Services:
         self.settings = settings
         self.state_dir: Path = private_dir(state_dir(uri))
         self.root: ObjectStore = open_store(uri)
-        prov_settings = provenance_settings()  # --no-auto-archive
+        prov_settings = provenance_settings(settings.auto_archive)
         self.prov = ProvenanceRepository.open(self.root, prov_settings, background=True)
         self.content = ContentRepository.open(self.root, _CONTENT_SETTINGS)
         self.sql = SqlSandbox(self.prov, settings, private_dir(self.state_dir / "duckdb-tmp"))

@@ -9,9 +9,9 @@ from fastapi.responses import Response
 
 from timeline import Table
 
-from ..table_settings import table_settings
+from ..context import table_settings
 from ..table_sql import ALIAS, TableRead, connect
-from .errors import NotFoundError, ServiceError
+from .errors import InvalidRequest, ServiceNotFound
 from .models import TableSqlBody
 from .names import checked
 from .sandbox import VIEW
@@ -25,15 +25,17 @@ router = APIRouter(tags=["sql"])
 def _table(svc: Services, name: str) -> Table:
     prefix = f"{TABLES}{checked(name, 'table name')}/"
     if not svc.root.list_page(prefix, None, max_keys=1).objects:
-        raise NotFoundError(f"no table {name!r} in this repository (looked in {prefix})")
-    return Table.open(svc.root.scoped(prefix.rstrip("/")), table_settings())
+        raise ServiceNotFound(f"no table {name!r} in this repository (looked in {prefix})")
+    return Table.open(
+        svc.root.scoped(prefix.rstrip("/")), table_settings(svc.settings.auto_archive)
+    )
 
 
 def _run(svc: Services, name: str, body: TableSqlBody) -> bytes:
     try:
         read = TableRead(body.asOf, body.changesSince, body.cdc, body.fullScan)
     except ValueError as exc:
-        raise ServiceError(str(exc)) from exc
+        raise InvalidRequest(str(exc)) from exc
     svc.sql.check(body.sql, (name, ALIAS, VIEW))  # before any request for the table
     table = _table(svc, name)
     temp_dir, memory = svc.sql.temp_dir, svc.settings.sql_memory_limit

@@ -10,7 +10,7 @@ from flowledger.commands.archive_cmds import archived_rows
 from flowledger.commands.timeline import describe
 from timeline import Table
 
-from .errors import NotFoundError
+from .errors import ServiceNotFound
 from .names import checked
 from .state import Services, services
 
@@ -43,7 +43,7 @@ def table_timeline(
     """Every instant of the table (archived ones first with `archived=true`)."""
     prefix = f"{TABLES}{checked(name, 'table name')}/"
     if not svc.root.list_page(prefix, None, max_keys=1).objects:
-        raise NotFoundError(f"no table {name!r} in this repository (looked in {prefix})")
+        raise ServiceNotFound(f"no table {name!r} in this repository (looked in {prefix})")
     table = Table.open(svc.root.scoped(prefix.rstrip("/")))
     rows = archived_rows(table) if archived else describe(table)
     return {"table": name, "archived": archived, "instants": rows}

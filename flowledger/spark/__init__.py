@@ -24,7 +24,7 @@ from .errors import (
     SparkWriteError,
 )
 from .frame import provenance
-from .lineage import catch_up, events_for_commit, install, record_commit
+from .lineage import CommitRecorder, catch_up, events_for_commit, install, record_commit
 from .native import write
 from .reader import read
 from .save import save
@@ -42,6 +42,7 @@ __all__ = [
     "JOB_METADATA_KEY",
     "REPO_CONF_KEY",
     "CommitInfo",
+    "CommitRecorder",
     "HadoopVersionMismatch",
     "JarsUnavailable",
     "JavaNotFound",

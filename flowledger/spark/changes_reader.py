@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -34,12 +35,14 @@ from .keyed_options import option
 from .paths import TablePath
 
 #: Reader option -> Hudi's read option naming the same thing.
-READ_NAMES: dict[str, tuple[str, ...]] = {
-    "changesSince": ("hoodie.datasource.read.begin.instanttime",),
-    "changesUntil": ("hoodie.datasource.read.end.instanttime",),
-    "cdc": ("hoodie.datasource.query.incremental.format",),
-    "fullScan": ("hoodie.datasource.read.incr.fallback.fulltablescan.enable",),
-}
+READ_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "changesSince": ("hoodie.datasource.read.begin.instanttime",),
+        "changesUntil": ("hoodie.datasource.read.end.instanttime",),
+        "cdc": ("hoodie.datasource.query.incremental.format",),
+        "fullScan": ("hoodie.datasource.read.incr.fallback.fulltablescan.enable",),
+    }
+)
 #: Begin values meaning "from the first commit" (Hudi's earliest instant is "000").
 EARLIEST = ("", "0", "000", "earliest")
 

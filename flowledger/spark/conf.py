@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from storage import StoreSettings
@@ -17,11 +18,13 @@ from timeline import TableSettings
 
 S3A = "spark.hadoop.fs.s3a."
 #: Writer option / Spark conf (with the `spark.flowledger.` prefix) → TableSettings field.
-TABLE_OPTIONS = {
-    "hoodie.cleaner.policy.failed.writes": "failed_writes_cleaner_policy",
-    "hoodie.client.heartbeat.interval_in_ms": "heartbeat_interval_ms",
-    "hoodie.client.heartbeat.tolerable.misses": "heartbeat_tolerable_misses",
-}
+TABLE_OPTIONS = MappingProxyType(
+    {
+        "hoodie.cleaner.policy.failed.writes": "failed_writes_cleaner_policy",
+        "hoodie.client.heartbeat.interval_in_ms": "heartbeat_interval_ms",
+        "hoodie.client.heartbeat.tolerable.misses": "heartbeat_tolerable_misses",
+    }
+)
 CONF_PREFIX = "spark.flowledger."
 
 

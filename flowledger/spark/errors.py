@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from storage import InvalidInputError
+
 from ..errors import FlowledgerError
 
 
@@ -21,5 +23,5 @@ class JarsUnavailable(SparkSetupError):
     """The s3a jars are not cached and cannot be fetched."""
 
 
-class SparkWriteError(FlowledgerError):
+class SparkWriteError(FlowledgerError, InvalidInputError):
     """A Spark write could not be turned into a commit (bad mode, bad partition columns...)."""

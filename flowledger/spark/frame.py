@@ -8,6 +8,7 @@ when they must be. Columns and types are those of the DuckDB view `provenance`.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from provenance import ProvenanceRepository
@@ -16,13 +17,15 @@ from storage import StoreSettings, open_store
 from storage.s3a import to_spark_path
 
 #: DuckDB view type -> Spark SQL type.
-SPARK_TYPES = {
-    "BIGINT": "bigint",
-    "TIMESTAMP": "timestamp",
-    "VARCHAR": "string",
-    "VARCHAR[]": "array<string>",
-    "MAP(VARCHAR, VARCHAR)": "map<string,string>",
-}
+SPARK_TYPES = MappingProxyType(
+    {
+        "BIGINT": "bigint",
+        "TIMESTAMP": "timestamp",
+        "VARCHAR": "string",
+        "VARCHAR[]": "array<string>",
+        "MAP(VARCHAR, VARCHAR)": "map<string,string>",
+    }
+)
 
 
 def committed_paths(repo: ProvenanceRepository) -> list[str]:

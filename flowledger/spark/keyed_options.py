@@ -12,45 +12,52 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from timeline import KeyedProperties, Table
 
 from .errors import SparkWriteError
 
 #: flowledger's option -> the Hudi Spark option naming the same thing.
-HUDI_NAMES: dict[str, tuple[str, ...]] = {
-    "operation": ("hoodie.datasource.write.operation",),
-    "recordKey": ("hoodie.datasource.write.recordkey.field", "hoodie.table.recordkey.fields"),
-    "orderingField": (
-        "precombineField",
-        "hoodie.datasource.write.precombine.field",
-        "hoodie.table.ordering.fields",
-    ),
-    "partitionBy": ("hoodie.datasource.write.partitionpath.field",),
-    "mergeMode": ("hoodie.write.record.merge.mode", "hoodie.record.merge.mode"),
-    "keyScope": ("hoodie.index.type",),
-    "onDuplicate": ("hoodie.datasource.insert.dup.policy",),
-}
+HUDI_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "operation": ("hoodie.datasource.write.operation",),
+        "recordKey": ("hoodie.datasource.write.recordkey.field", "hoodie.table.recordkey.fields"),
+        "orderingField": (
+            "precombineField",
+            "hoodie.datasource.write.precombine.field",
+            "hoodie.table.ordering.fields",
+        ),
+        "partitionBy": ("hoodie.datasource.write.partitionpath.field",),
+        "mergeMode": ("hoodie.write.record.merge.mode", "hoodie.record.merge.mode"),
+        "keyScope": ("hoodie.index.type",),
+        "onDuplicate": ("hoodie.datasource.insert.dup.policy",),
+    }
+)
 OPERATIONS = ("upsert", "insert", "delete")
 #: Property values (docs/tables.md, "Properties").
 COMMIT_TIME, EVENT_TIME, GLOBAL, PARTITION = "commit_time", "event_time", "global", "partition"
 #: Hudi's merge-mode names (1.x) -> flowledger's.
-MERGE_MODES = {
-    "commit_time": COMMIT_TIME,
-    "commit_time_ordering": COMMIT_TIME,
-    "event_time": EVENT_TIME,
-    "event_time_ordering": EVENT_TIME,
-}
+MERGE_MODES = MappingProxyType(
+    {
+        "commit_time": COMMIT_TIME,
+        "commit_time_ordering": COMMIT_TIME,
+        "event_time": EVENT_TIME,
+        "event_time_ordering": EVENT_TIME,
+    }
+)
 #: Hudi's index types -> key scope: global indexes keep a key unique in the whole table.
-KEY_SCOPES = {
-    "global": GLOBAL,
-    "global_bloom": GLOBAL,
-    "global_simple": GLOBAL,
-    "record_index": GLOBAL,
-    "partition": PARTITION,
-    "bloom": PARTITION,
-    "simple": PARTITION,
-}
+KEY_SCOPES = MappingProxyType(
+    {
+        "global": GLOBAL,
+        "global_bloom": GLOBAL,
+        "global_simple": GLOBAL,
+        "record_index": GLOBAL,
+        "partition": PARTITION,
+        "bloom": PARTITION,
+        "simple": PARTITION,
+    }
+)
 
 
 def option(options: Mapping[str, str], name: str) -> str | None:

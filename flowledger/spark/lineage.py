@@ -10,19 +10,19 @@ UUIDs derive from (table, instant, file) and every event carries `<table>#instan
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass
 from typing import Any
 
-from provenance import ProvenanceEvent, ProvenanceRepository
+from provenance import ProvenanceEvent, ProvenanceRepository, ProvenanceSettings
 from provenance.job_events import Dataset, JobRun, job_events, record_runs
 from storage import ObjectStore, StoreSettings, open_store
 from storage.s3a import to_spark_path
 from storage.uri import parse_uri
 from timeline import Table, parse_time
 
-from ..table_settings import provenance_settings
 from .commit_info import (
     JOB_METADATA_KEY,
     REPO_CONF_KEY,
@@ -92,37 +92,69 @@ def events_for_commit(info: CommitInfo) -> list[ProvenanceEvent]:
 
 def record_commit(info: CommitInfo, settings: StoreSettings | None = None) -> int:
     """Record a completed Spark write's provenance in `info.repo_uri`, durably; returns how
-    many events were new (0 when already recorded, or when no repository is configured)."""
-    if not info.repo_uri:
-        return 0
-    key = (canonical(info.repo_uri), settings)
-    repo = repository(info.repo_uri, settings)
-    try:
-        return record_runs(repo, [job_run(info)])
-    except BaseException:
-        with _repos_lock:  # reopen next time: the failure may have left it in any state
-            if _repos.get(key) is repo:
-                del _repos[key]
-        raise
+    many events were new (0 when already recorded, or when no repository is configured).
+    The repository is opened for this commit and closed after it: a process that commits many
+    times and wants it kept open uses a `CommitRecorder`."""
+    with CommitRecorder(settings) as recorder:
+        return recorder.record(info)
 
 
-#: Repositories the hook keeps open per process: a driver commits many times, and an open
-#: repository reads only what changed since its last commit (HEAD, LIST of new journals).
-_repos: dict[tuple[str, StoreSettings | None], ProvenanceRepository] = {}
-_repos_lock = threading.Lock()
+class CommitRecorder:
+    """Records commits into provenance repositories it keeps open between commits: a driver
+    that commits many times then reads only what changed since its last commit (HEAD, LIST of
+    new journals). Its creator closes it (or uses it as a context manager); nothing stays open
+    for the life of the process."""
 
+    def __init__(
+        self,
+        settings: StoreSettings | None = None,
+        provenance: ProvenanceSettings | None = None,
+    ) -> None:
+        #: How to reach the repositories' stores (None: the AWS_* environment).
+        self.settings = settings
+        #: The repositories' own settings (e.g. their table's automatic archival).
+        self.provenance = provenance or ProvenanceSettings()
+        self._repos: dict[str, ProvenanceRepository] = {}
+        self._lock = threading.Lock()
 
-def repository(uri: str, settings: StoreSettings | None = None) -> ProvenanceRepository:
-    """The process's open provenance repository for `uri` (opened on first use)."""
-    key = (canonical(uri), settings)
-    with _repos_lock:
-        repo = _repos.get(key)
-        if repo is None:
-            # The CLI's --no-auto-archive reaches the provenance table of `pipeline run` too.
-            prov = provenance_settings()
-            store = open_store(uri, settings)
-            repo = _repos[key] = ProvenanceRepository.open(store, prov, recover=False)
-        return repo
+    def repository(self, uri: str) -> ProvenanceRepository:
+        """The open provenance repository for `uri` (opened on first use)."""
+        key = canonical(uri)
+        with self._lock:
+            repo = self._repos.get(key)
+            if repo is None:
+                store = open_store(uri, self.settings)
+                repo = ProvenanceRepository.open(store, self.provenance, recover=False)
+                self._repos[key] = repo
+            return repo
+
+    def record(self, info: CommitInfo) -> int:
+        """`record_commit` on the repository this recorder keeps open for `info.repo_uri`."""
+        if not info.repo_uri:
+            return 0
+        repo = self.repository(info.repo_uri)
+        try:
+            return record_runs(repo, [job_run(info)])
+        except BaseException:
+            with self._lock:  # reopen next time: the failure may have left it in any state
+                if self._repos.get(canonical(info.repo_uri)) is repo:
+                    del self._repos[canonical(info.repo_uri)]
+            with contextlib.suppress(Exception):  # the failure above is the one to report
+                repo.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            repos = list(self._repos.values())
+            self._repos.clear()
+        for repo in repos:
+            repo.close()
+
+    def __enter__(self) -> CommitRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def record_in_store(store: ObjectStore, info: CommitInfo) -> int:

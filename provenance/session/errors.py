@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from storage import InvalidInputError
+
 from ..errors import ProvenanceError, ProvenanceUnknownOutcome
 
 
@@ -9,7 +11,7 @@ class SessionError(ProvenanceError):
     """Base class of session errors."""
 
 
-class FlowFileHandlingError(SessionError, ValueError):
+class FlowFileHandlingError(SessionError, InvalidInputError, ValueError):
     """A FlowFile was used wrongly (stale version, already removed, never transferred,
     session already committed); NiFi's `FlowFileHandlingException`."""
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from provenance import ProvenanceRepository, Query, SearchTerm
+from provenance import MissingEvents, ProvenanceRepository, Query, SearchTerm
 from provenance.index import TermBounds, candidate_row_groups, matching_row_groups
 from provenance.schema import SCHEMA
+from storage import open_store
 from tests.support.backends import Backend
 from tests.support.provenance_events import ev, settings
 
@@ -62,6 +63,42 @@ def test_reader_sees_another_writer_and_survives_its_rollover(
     own = writer.register_events([ev(30)], sync=True)
     newest = writer.query(Query((SearchTerm("event_type", "RECEIVE"),), max_results=1))
     assert [e.event_id for e in newest] == own
+    reader.close()
+    writer.close()
+
+
+@pytest.mark.unit
+def test_a_reused_journal_listing_sees_every_journal_added_or_deleted(tmp_path: Path) -> None:
+    """On the local backend a search reuses the last journal listing while the journal
+    folder is unchanged (no LIST per lookup); another process's new journal, and a journal
+    deleted behind the reader's back, change the folder and are seen at the next search."""
+    writer = ProvenanceRepository.open(
+        open_store(str(tmp_path / "repo")), settings(tmp_path / "w"), background=False
+    )
+    for i in range(0, 30, 10):
+        writer.register_events([ev(j) for j in range(i, i + 10)], sync=True)
+    reader = ProvenanceRepository.open(
+        open_store(str(tmp_path / "repo")), settings(tmp_path / "r"), recover=False
+    )
+
+    def search(i: int) -> list[int]:
+        found = reader.query(Query((SearchTerm("flowfile_uuid", ev(i).flowfile_uuid),)))
+        return [e.event_id for e in found]
+
+    assert search(12) == [12]
+    reader.store.stats.reset()
+    assert search(25) == [25]
+    assert reader.store.stats.snapshot().get("LIST", 0) == 0  # the listing was reused
+    later = writer.register_events([ev(30)], sync=True)
+    assert search(30) == later  # another process's journal: listed again at once
+    reader.store.stats.reset()
+    assert search(5) == [5]
+    assert reader.store.stats.snapshot().get("LIST", 0) == 0
+    assert search(5) == [5]
+    victim = next(k for k in (tmp_path / "repo/provenance/journals").iterdir() if "10-" in k.name)
+    victim.unlink()  # a committed journal lost behind everyone's back: reported, not skipped
+    with pytest.raises(MissingEvents):
+        search(25)
     reader.close()
     writer.close()
 

@@ -20,7 +20,7 @@ from provenance import (
 from provenance.ingest import read_events
 from provenance.lineage import compute_lineage
 from provenance.query import Query, SearchTerm, like_pattern, query_mask
-from provenance.schema import conform, events_to_table, rows_to_events
+from provenance.schema import check_events, conform, events_to_table, rows_to_events
 
 pytestmark = pytest.mark.unit
 
@@ -93,6 +93,24 @@ def test_validation_names_the_missing_field(kw: dict[str, object], field: str) -
         conform(table, 100)
 
 
+def test_batch_checks_name_the_first_bad_event_of_the_first_broken_rule() -> None:
+    """A valid batch is checked with a few aggregates; a broken one still gets the first
+    failing rule's message at its first bad event, as the row-by-row rules give it."""
+    good = [ev(flowfile_uuid=f"ff-{i}") for i in range(5)]
+    for bad, why in (
+        (ev(flowfile_uuid="ff-x", content_claim_offset=-1), "content_claim_offset"),
+        (ev(flowfile_uuid="ff-x", file_size=-3), "file_size must be non-negative"),
+        (ev(flowfile_uuid="ff-x", event_type="ROUTE"), "Relationship"),
+    ):
+        table = events_to_table(
+            [*good[:3], bad, ev(event_type="ROUTE", relationship="m"), *good[3:]], 100
+        )
+        with pytest.raises(InvalidEvent, match=rf"event #3 of the batch \(FlowFile ff-x\).*{why}"):
+            check_events(table)
+    check_events(events_to_table(good, 100))
+    check_events(events_to_table([], 100))
+
+
 def test_valid_events_of_every_type() -> None:
     extra = {
         "RECEIVE": {"transit_uri": "x"},
@@ -116,6 +134,33 @@ def test_equality_ignores_parent_child_order() -> None:
     b = ev(event_type="FORK", parent_uuids=["3", "1", "2"], child_uuids=["y", "x"])
     assert a == b and hash(a) == hash(b)
     assert a != ev(event_type="FORK", parent_uuids=["1", "2"], child_uuids=["x", "y"])
+
+
+def test_construction_keeps_the_dataclass_contract() -> None:
+    """Events are built with the least work per event, but as a frozen dataclass would be:
+    positional or keyword fields, defaults, private copies of the caller's maps, UUID lists
+    as tuples, a clear error for an unknown field or a field given twice."""
+    attrs = {"uuid": "ff-1"}
+    a = ProvenanceEvent("SEND", "ff-1", "c", "t", 7, 5, -1, None, -1, None, "s3://x",
+                        parent_uuids=["p"], updated_attributes=attrs)  # fmt: skip
+    attrs["uuid"] = "changed"
+    assert a.transit_uri == "s3://x" and a.event_time == 5 and a.parent_uuids == ("p",)
+    assert a.updated_attributes == {"uuid": "ff-1"} and a.previous_attributes == {}
+    assert a == ProvenanceEvent(
+        event_type="SEND", flowfile_uuid="ff-1", component_id="c", component_type="t",
+        file_size=7, event_time=5, transit_uri="s3://x", parent_uuids=("p",),
+        updated_attributes={"uuid": "ff-1"},
+    )  # fmt: skip
+    assert a.with_id(9).event_id == 9 and a.with_id(9).transit_uri == "s3://x"
+    assert a.to_dict()["source_fields"] == {} and isinstance(ev().event_time, int)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        ProvenanceEvent("SEND", "ff-1", "c", "t", 7, colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'event_time'"):
+        ProvenanceEvent("SEND", "ff-1", "c", "t", 7, 5, event_time=6)  # type: ignore[misc]
+    with pytest.raises(InvalidEvent, match="got a string"):
+        ev(parent_uuids="abc")
+    with pytest.raises(TypeError):
+        ev().previous_attributes["x"] = "y"  # type: ignore[index]
 
 
 def test_arrow_round_trip_and_truncation() -> None:

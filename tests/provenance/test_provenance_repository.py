@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import threading
 import uuid
 from pathlib import Path
 
@@ -354,3 +355,24 @@ def test_background_flush_and_rollover(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(EventNotFound):
         repo.get_event(10)
     repo.close()
+
+
+@pytest.mark.unit
+def test_a_closed_repository_leaves_no_threads_behind(tmp_path: Path) -> None:
+    """The journal writer's PUT threads belong to the repository: closing it stops them (they
+    used to be one pool for the whole process, started at import)."""
+    from storage import open_store
+
+    def journal_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("provenance-journal")]
+
+    before = journal_threads()
+    repo = ProvenanceRepository.open(
+        open_store(str(tmp_path / "repo"), StoreSettings(fsync=False)), settings(tmp_path)
+    )
+    for i in range(3):
+        repo.register_event(ev(i), sync=True)  # each flush sends its PUT from the pool
+    assert len(journal_threads()) > len(before)
+    assert [e.event_id for e in repo.get_events(0, 10)] == [0, 1, 2]
+    repo.close()
+    assert journal_threads() == before

@@ -52,7 +52,7 @@ def files(root: Path) -> set[str]:
 
 
 def assert_names_full_folder(res: subprocess.CompletedProcess[str], folder: Path) -> None:
-    assert res.returncode == 1, (res.returncode, res.stderr)
+    assert res.returncode == 10, (res.returncode, res.stderr)
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
     assert "no space left" in lines[0], lines[0]
@@ -97,7 +97,7 @@ def test_content_put_fails_at_once_and_leaves_nothing(
     src.write_bytes(os.urandom(size))
     # A streamed content used to wait forever in the rollback for its failed writer.
     res = disk.cli("content", "put", str(src), "--repo", str(repo), free=free, timeout=60)
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 10, res.stderr
     assert files(repo) == before
     assert_names_full_folder(res, repo)
     back = tmp_path / "back.bin"
@@ -121,7 +121,7 @@ def test_table_write_on_a_full_disk_leaves_the_table_as_it_was(
     data = pa.table({"id": list(range(n)), "blob": [os.urandom(1024) for _ in range(n)]})
     pq.write_table(data, big, compression="none")
     res = disk.cli("table", "write", str(table), str(big), free=MiB)
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 10, res.stderr
     assert files(disk.root / "repo") == before  # nothing under tables/t/.flowledger-tmp
     assert_names_full_folder(res, table)  # a table opened by its URI: its own folder
     count = disk.cli("table", "read", str(table), "--count")
@@ -142,7 +142,7 @@ def test_provenance_ingest_on_a_full_disk_leaves_nothing(disk: SmallDisk, tmp_pa
     big = tmp_path / "big.jsonl"  # ~3 MiB of events that do not compress
     big.write_text(events(6000, pad=256))
     res = disk.cli("provenance", "ingest", str(big), "--repo", str(repo), free=MiB)
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 10, res.stderr
     assert files(repo) == before
     assert_names_full_folder(res, repo)
     sql = "SELECT count(*) AS n FROM provenance"

@@ -106,3 +106,26 @@ def test_open_refuses_a_file_and_the_constructor_touches_nothing(tmp_path: Path)
     with store.open_writer("a/b") as writer:  # the temp file is made here, not before
         writer.write(b"x")
     assert store.get("a/b") == b"x" and missing.is_dir()
+
+
+def test_folder_version_changes_with_every_key_added_or_removed(tmp_path: Path) -> None:
+    """A listing of create-only keys may be reused while the token is equal: every add or
+    delete of a key directly in the folder changes it at once, with no clock involved (two
+    changes within one tick of the kernel's coarse mtime clock included)."""
+    store = open_store(str(tmp_path))
+    assert isinstance(store, LocalObjectStore)
+    assert store.folder_version("j/") == ""  # no folder: no keys
+    store.put_if_absent("j/a", b"1")
+    first = store.folder_version("j/")
+    assert first and store.folder_version("j/") == first  # nothing changed: the same token
+    store.put_if_absent("j/b", b"2")
+    second = store.folder_version("j/")
+    store.put_if_absent("j/c/d", b"3")  # a sub-folder appears: a change too
+    third = store.folder_version("j/")
+    store.put_if_absent("j/c/e", b"4")  # inside a sub-folder: not a key directly in j/
+    assert store.folder_version("j/") == third
+    store.delete("j/a")
+    fourth = store.folder_version("j/")
+    assert len({first, second, third, fourth}) == 4
+    store.put_if_absent("j/a", b"1")
+    assert store.folder_version("j/") == third  # the same names again

@@ -213,11 +213,11 @@ def test_cli_prints_one_actionable_line(moto: S3Endpoint) -> None:
         "AWS_CONFIG_FILE": "/nonexistent",
         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
     }
-    cases = {
-        "s3://missing-bucket/repo": "bucket does not exist",
-        "ftp://x": "unsupported repository URI scheme",
+    cases = {  # the exit code is the kind's: not found, invalid input
+        "s3://missing-bucket/repo": ("bucket does not exist", 4),
+        "ftp://x": ("unsupported repository URI scheme", 2),
     }
-    for repo, expected in cases.items():
+    for repo, (expected, code) in cases.items():
         out = subprocess.run(
             [sys.executable, "-m", "flowledger", "demo", "--repo", repo],
             capture_output=True,
@@ -225,6 +225,6 @@ def test_cli_prints_one_actionable_line(moto: S3Endpoint) -> None:
             env=env,
             timeout=120,
         )
-        assert out.returncode == 1
+        assert out.returncode == code, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and expected in lines[0], out.stderr

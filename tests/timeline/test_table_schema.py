@@ -118,7 +118,7 @@ def test_cli_refuses_a_mismatched_file_on_one_line(tmp_path: Path) -> None:
 
     assert cli("table", "write", uri, str(good)).returncode == 0
     res = cli("table", "write", uri, str(bad))
-    assert res.returncode == 1
+    assert res.returncode == 2  # invalid input
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.stderr
     assert "id: table has int64, file has string" in lines[0]

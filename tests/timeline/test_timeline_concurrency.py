@@ -18,7 +18,7 @@ from tests.support.backends import Backend
 from timeline import (
     REPLACE_COMMIT,
     CommitConflict,
-    CommitOutcomeUnknown,
+    CommitUnknownOutcome,
     DataFile,
     Table,
     TableSettings,
@@ -252,7 +252,7 @@ def test_unknown_outcome_that_cannot_be_resolved(tbackend: Backend) -> None:
     store = tbackend.open().scoped(TABLE)
     table = Table.open(store, TableSettings())
     _flaky(store, "always")
-    with pytest.raises(CommitOutcomeUnknown):
+    with pytest.raises(CommitUnknownOutcome):
         _commit(table, 1)
     with pytest.raises(NotFound):
         tbackend.open().scoped(TABLE).get(f"{LOG}00000000000000000001")
@@ -264,7 +264,7 @@ def test_unknown_outcome_of_table_write_keeps_its_files(tbackend: Backend) -> No
     store = tbackend.open().scoped(TABLE)
     table = Table.open(store)
     _flaky(store, "always")  # the log write times out, and so does reading it back
-    with pytest.raises(CommitOutcomeUnknown):
+    with pytest.raises(CommitUnknownOutcome):
         table.write(pa.table({"a": [1, 2]}))
     fresh = Table.open(tbackend.open().scoped(TABLE))
     [pending] = fresh.timeline().pending()

@@ -9,7 +9,7 @@ from .archiver import Archiver, ArchiveResult
 from .errors import (
     ArchiveConflict,
     ArchiveError,
-    ArchiveOutcomeUnknown,
+    ArchiveUnknownOutcome,
     CorruptArchive,
     MissingArchiveManifest,
 )
@@ -33,10 +33,10 @@ __all__ = [
     "ArchiveConflict",
     "ArchiveError",
     "ArchiveFile",
-    "ArchiveOutcomeUnknown",
     "ArchivePlan",
     "ArchiveResult",
     "ArchiveSnapshot",
+    "ArchiveUnknownOutcome",
     "ArchivedInstant",
     "ArchivedTimeline",
     "Archiver",

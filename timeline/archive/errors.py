@@ -1,5 +1,5 @@
 """Errors of archival. A storage conflict or unknown outcome on the archive manifest is raised
-as `ArchiveConflict` / `ArchiveOutcomeUnknown` (manifest.swap)."""
+as `ArchiveConflict` / `ArchiveUnknownOutcome` (manifest.swap)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class ArchiveConflict(ArchiveError, ConflictError):
     """Another archiver (or merge) holds the archive manifest: this run did nothing."""
 
 
-class ArchiveOutcomeUnknown(ArchiveError, UnknownOutcomeError):
+class ArchiveUnknownOutcome(ArchiveError, UnknownOutcomeError):
     """A manifest update may or may not have landed and reading back could not tell."""
 
 

@@ -14,7 +14,7 @@ import io
 import json
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, Final, NamedTuple, cast
 
 import fastavro
 import fastavro.write
@@ -28,7 +28,7 @@ from .errors import CorruptArchive
 FORMAT = "flowledger.archive/1"
 CODEC = "deflate"
 
-SCHEMA: dict[str, Any] = {
+SCHEMA: Final[dict[str, Any]] = {
     "type": "record",
     "name": "ArchivedInstant",
     "namespace": "flowledger.timeline.archive",

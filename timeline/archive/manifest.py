@@ -28,7 +28,7 @@ from storage import (
     write_document,
 )
 
-from .errors import ArchiveConflict, ArchiveOutcomeUnknown, CorruptArchive, MissingArchiveManifest
+from .errors import ArchiveConflict, ArchiveUnknownOutcome, CorruptArchive, MissingArchiveManifest
 from .layout import ARCHIVE, CHECKPOINTS, MANIFEST, parse_archive_key
 
 FORMAT = "flowledger.archive-manifest/1"
@@ -244,7 +244,7 @@ def swap(store: ObjectStore, old: Manifest, new: Manifest) -> Manifest:
             "(another archiver is running); nothing was lost, run again"
         ) from exc
     except UnknownOutcome as exc:
-        raise ArchiveOutcomeUnknown(
+        raise ArchiveUnknownOutcome(
             f"update of {store.url(MANIFEST)} has an unknown outcome; the next run recovers"
         ) from exc
     return replace(new, etag=etag)

@@ -11,6 +11,7 @@ import itertools
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from storage import NotFound, ObjectStore
@@ -128,7 +129,7 @@ def combined_timeline(
     return Timeline(merged.values())
 
 
-_STATES = {s.value: s for s in State}
+_STATES = MappingProxyType({s.value: s for s in State})
 
 
 @contextlib.contextmanager

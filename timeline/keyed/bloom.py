@@ -1,7 +1,12 @@
 """A bloom filter over record keys (Hudi's per-file bloom index), as compact bytes.
 
-Double hashing over one blake2b digest per key; bits in a numpy array so adding and probing
-a batch of keys is a few vector operations after hashing.
+Double hashing over two 64-bit words per key; bits in a numpy array, so adding and probing a
+batch of keys is a few vector operations.
+
+Keys are hashed straight from their Arrow buffers (`HASH_WORDS`): a rewritten file's millions
+of keys never become Python strings. The hash is part of the stored format (a filter is probed
+by later writers, possibly other versions), so a filter records which one built it; filters
+written before the vectorized hash carry no name and are probed with `HASH_BLAKE2B`.
 """
 
 from __future__ import annotations
@@ -11,8 +16,12 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TypeAlias
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 #: Bits per filter at most (4 MiB); a file with more keys gets a filter with a higher
 #: false-positive rate (its key range still prunes).
@@ -22,11 +31,97 @@ MAX_BITS = 8 * 4 * 1024 * 1024
 #: stay small for every reader of the timeline.
 INLINE_MAX_BYTES = 4096
 
+#: The UTF-8 bytes of a key as little-endian 64-bit words (zero-padded), folded with murmur3's
+#: 64-bit finalizer, seeded by the key's length so "a" and "a\0" differ.
+HASH_WORDS = "words64"
+#: One blake2b digest per key (filters written before `HASH_WORDS`).
+HASH_BLAKE2B = "blake2b"
 
-def _hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+#: Record keys as the writers hold them: an Arrow string column, or Python strings.
+Keys: TypeAlias = "pa.Array | pa.ChunkedArray | Sequence[str]"
+
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SEED1 = np.uint64(0x9E3779B97F4A7C15)
+_SEED2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_S33 = np.uint64(33)
+#: Hash positions computed at once while building a filter (bounds that matrix to 16 MiB).
+_CHUNK_CELLS = 1 << 21
+
+
+def _fmix(h: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        h = h ^ (h >> _S33)
+        h = h * _M1
+        h = h ^ (h >> _S33)
+        h = h * _M2
+        out: np.ndarray = h ^ (h >> _S33)
+        return out
+
+
+def _binary(keys: Keys) -> pa.Array:
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    elif not isinstance(keys, pa.Array):
+        keys = pa.array(list(keys), pa.string())
+    if keys.null_count:
+        raise ValueError("a record key is null")
+    return pc.cast(keys, pa.large_binary())
+
+
+def _words_hash(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
+    arr = _binary(keys)
+    n = len(arr)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.uint64)
+        return empty, empty
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data_buf = arr.buffers()[2]
+    raw = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(0, np.uint8)
+    padded = np.concatenate([raw, np.zeros(8, np.uint8)])  # the last word reads past the end
+    # Element i is the 8 bytes starting at byte i (unaligned loads): one gather per word.
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1]
+    lengths = np.diff(offsets)
+    with np.errstate(over="ignore"):
+        out = lengths.astype(np.uint64) * _M1
+        j = 0
+        active = np.flatnonzero(lengths > 0)
+        while len(active):
+            rem = lengths[active] - 8 * j
+            word = words[starts[active] + 8 * j]
+            short = rem < 8  # zero the bytes past the key's end
+            if short.any():
+                bits = (rem[short] * 8).astype(np.uint64)
+                word[short] &= (np.uint64(1) << bits) - np.uint64(1)
+            # Only a key's own words: the hash must not depend on its neighbours' lengths.
+            out[active] = _fmix(out[active] ^ word)
+            j += 1
+            active = active[rem > 8]
+    return _fmix(out ^ _SEED1), _fmix(out ^ _SEED2) | np.uint64(1)
+
+
+def _blake2b_hash(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        keys = [str(k) for k in keys.to_pylist()]
     digests = b"".join(hashlib.blake2b(k.encode(), digest_size=16).digest() for k in keys)
     words = np.frombuffer(digests, dtype="<u8").reshape(-1, 2) if keys else np.zeros((0, 2), "<u8")
     return words[:, 0], words[:, 1] | np.uint64(1)
+
+
+_HASHES = MappingProxyType({HASH_WORDS: _words_hash, HASH_BLAKE2B: _blake2b_hash})
+
+
+def key_hashes(keys: Keys, hash_name: str = HASH_WORDS) -> tuple[np.ndarray, np.ndarray]:
+    """The two hash words of each key (double hashing) under the named hash."""
+    try:
+        fn = _HASHES[hash_name]
+    except KeyError:
+        raise ValueError(
+            f"bloom filter hash {hash_name!r} is not known to this version (known: "
+            f"{', '.join(sorted(_HASHES))}); upgrade flowledger to read this table"
+        ) from None
+    return fn(keys)
 
 
 @dataclass(frozen=True)
@@ -34,35 +129,39 @@ class BloomFilter:
     bits: bytes  # little-endian bit order (numpy packbits, bitorder="little")
     num_bits: int
     num_hashes: int
+    hash_name: str = HASH_BLAKE2B
 
     @staticmethod
-    def build(keys: Sequence[str], fpp: float = 0.01) -> BloomFilter:
+    def build(keys: Keys, fpp: float = 0.01) -> BloomFilter:
         n = max(len(keys), 1)
         m = math.ceil(-n * math.log(fpp) / (math.log(2) ** 2))
         m = max(64, min(MAX_BITS, m))
         k = max(1, round(m / n * math.log(2)))
         k = min(k, 16)
         array = np.zeros(m, dtype=bool)
-        array[_positions(keys, m, k).ravel()] = True
-        return BloomFilter(np.packbits(array, bitorder="little").tobytes(), m, k)
+        h1, h2 = key_hashes(keys) if len(keys) else (np.zeros(0, np.uint64),) * 2
+        step = _CHUNK_CELLS // k  # positions are k per key: bound the matrix
+        for i in range(0, len(h1), step):
+            array[_hashed_positions(h1[i : i + step], h2[i : i + step], m, k).ravel()] = True
+        return BloomFilter(np.packbits(array, bitorder="little").tobytes(), m, k, HASH_WORDS)
 
-    def might_contain(self, keys: Sequence[str]) -> np.ndarray:
+    def might_contain(self, keys: Keys) -> np.ndarray:
         """One bool per key: False = certainly absent."""
-        if not keys:
+        if not len(keys):
             return np.zeros(0, dtype=bool)
-        return self.might_contain_hashed(*key_hashes(keys))
+        return self.might_contain_hashed(*key_hashes(keys, self.hash_name))
 
     def might_contain_hashed(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        """`might_contain` for keys hashed once by `key_hashes` (an index probing many
-        files with one batch hashes it once)."""
+        """`might_contain` for keys hashed once by `key_hashes` with this filter's
+        `hash_name` (an index probing many files with one batch hashes it once)."""
         if not len(h1):
             return np.zeros(0, dtype=bool)
         array = np.unpackbits(
             np.frombuffer(self.bits, dtype=np.uint8), bitorder="little", count=self.num_bits
         ).astype(bool)
-        result: np.ndarray = array[_hashed_positions(h1, h2, self.num_bits, self.num_hashes)].all(
-            axis=1
-        )
+        result: np.ndarray = array[
+            _hashed_positions(h1, h2, self.num_bits, self.num_hashes, self.hash_name)
+        ].all(axis=1)
         return result
 
     def to_json(self) -> dict[str, object]:
@@ -70,27 +169,31 @@ class BloomFilter:
             "bits": base64.b64encode(self.bits).decode(),
             "num_bits": self.num_bits,
             "num_hashes": self.num_hashes,
+            "hash": self.hash_name,
         }
 
     @staticmethod
     def from_json(d: dict[str, object]) -> BloomFilter:
         return BloomFilter(
-            base64.b64decode(str(d["bits"])), int(str(d["num_bits"])), int(str(d["num_hashes"]))
+            base64.b64decode(str(d["bits"])),
+            int(str(d["num_bits"])),
+            int(str(d["num_hashes"])),
+            str(d.get("hash", HASH_BLAKE2B)),
         )
 
 
-def key_hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The two hash words of each key (double hashing)."""
-    return _hashes(keys)
-
-
-def _positions(keys: Sequence[str], m: int, k: int) -> np.ndarray:
-    return _hashed_positions(*_hashes(keys), m, k)
-
-
-def _hashed_positions(h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> np.ndarray:
+def _hashed_positions(
+    h1: np.ndarray, h2: np.ndarray, m: int, k: int, hash_name: str = HASH_WORDS
+) -> np.ndarray:
+    """The k bit positions of each key. `HASH_WORDS` filters map a position's high 32 bits
+    onto [0, m) by multiplication (Lemire's fast range: a third of a modulo's cost; m stays
+    below 2**32 because of `MAX_BITS`); `HASH_BLAKE2B` filters were written with a modulo."""
     i = np.arange(k, dtype=np.uint64)
     with np.errstate(over="ignore"):
         combined = h1[:, None] + i[None, :] * h2[:, None]
-    result: np.ndarray = (combined % np.uint64(m)).astype(np.int64)
+        if hash_name == HASH_BLAKE2B:
+            spread = combined % np.uint64(m)
+        else:
+            spread = ((combined >> np.uint64(32)) * np.uint64(m)) >> np.uint64(32)
+    result: np.ndarray = spread.astype(np.int64)
     return result

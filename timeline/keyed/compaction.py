@@ -59,9 +59,6 @@ TIME_ELAPSED = "TIME_ELAPSED"
 NUM_OR_TIME = "NUM_OR_TIME"
 NUM_AND_TIME = "NUM_AND_TIME"
 TRIGGERS = (NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME, NUM_AND_TIME)
-#: File groups a compaction rewrites at once (reads and PUTs overlap; one group in memory
-#: per task).
-COMPACTION_PARALLELISM = 4
 LOG_SIZE = "log_size"  # Hudi's LogFileSizeBasedCompactionStrategy
 STRATEGIES = (LOG_SIZE,)
 
@@ -259,13 +256,13 @@ def execute(table: Table, t: str) -> Instant | None:
             "max_key": hi,
             "log_files": len(sl.logs),
             "log_bytes": sl.log_bytes,
-            **bloom_ref(table.store, key, rows.column(RECORD_KEY_COL).to_pylist(), fpp),
+            **bloom_ref(table.store, key, rows.column(RECORD_KEY_COL), fpp),
         }
         crash.point(f"{COMPACTION}.base_written")
         return describe_bytes(key, body, sl.partition, sl.group), stat
 
     try:
-        with ThreadPoolExecutor(max(1, min(COMPACTION_PARALLELISM, len(slices)))) as pool:
+        with ThreadPoolExecutor(max(1, min(table.settings.write_parallelism, len(slices)))) as pool:
             written = list(pool.map(one, slices))
         for f, _ in written:
             txn.add(f)
@@ -333,11 +330,8 @@ def after_write(table: Table) -> None:
         execute(table, t)
         return
     thread = threading.Thread(target=_run_quietly, args=(table, t), daemon=False)
-    _ASYNC.setdefault(id(table), []).append(thread)
+    table.background.append(thread)
     thread.start()
-
-
-_ASYNC: dict[int, list[threading.Thread]] = {}
 
 
 def _run_quietly(table: Table, t: str) -> None:
@@ -346,7 +340,8 @@ def _run_quietly(table: Table, t: str) -> None:
 
 
 def wait_async(table: Table) -> None:
-    for thread in _ASYNC.pop(id(table), []):
+    threads, table.background = table.background, []
+    for thread in threads:
         thread.join()
 
 

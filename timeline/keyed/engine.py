@@ -263,7 +263,7 @@ def write_slice(
     if f is None:
         return None
     lo, hi = key_range(data)
-    keys = data.column(RECORD_KEY_COL).to_pylist() if data.num_rows else []
+    keys = data.column(RECORD_KEY_COL)
     inserts, updates, deletes = counts
     stat = {
         "path": f.path,

@@ -20,7 +20,7 @@ from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ..metadata import DataFile
 from ..snapshot import TableState
-from .bloom import INLINE_MAX_BYTES, BloomFilter, key_hashes
+from .bloom import HASH_BLAKE2B, INLINE_MAX_BYTES, BloomFilter, Keys, key_hashes
 from .keys import RECORD_KEY_COL
 from .properties import KeyedProperties
 
@@ -43,13 +43,11 @@ def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
     return out
 
 
-def bloom_ref(
-    store: ObjectStore, data_path: str, keys: Sequence[str], fpp: float
-) -> dict[str, Any]:
+def bloom_ref(store: ObjectStore, data_path: str, keys: Keys, fpp: float) -> dict[str, Any]:
     """The write-stats fields of a file's bloom filter: inline when small, else a sidecar
     object (`<data file>.bloom`, under the instant's data prefix so rollback removes it;
     the cleaner removes it with its data file)."""
-    if not keys:
+    if not len(keys):
         return {"bloom": None}
     bf = BloomFilter.build(keys, fpp)
     if len(bf.bits) <= INLINE_MAX_BYTES:
@@ -63,6 +61,7 @@ def bloom_ref(
         "bloom_checksum": checksum_of(body),
         "bloom_num_bits": bf.num_bits,
         "bloom_num_hashes": bf.num_hashes,
+        "bloom_hash": bf.hash_name,
     }
 
 
@@ -97,7 +96,7 @@ class RangeBloomIndex:
             order = sorted(range(len(keys)), key=keys.__getitem__)
             ordered = [keys[i] for i in order]
         out: dict[str, list[int]] = {}
-        hashes: tuple[np.ndarray, np.ndarray] | None = None  # each key hashed once, if at all
+        hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # each key hashed once per hash
         for f in files:
             lo, hi = self._range(f)
             if lo is None or hi is None:
@@ -113,10 +112,11 @@ class RangeBloomIndex:
             positions = order[first:last]
             bloom = self._bloom(f)
             if bloom is not None:
-                if hashes is None:
-                    hashes = key_hashes(keys)
+                h = hashes.get(bloom.hash_name)
+                if h is None:
+                    h = hashes[bloom.hash_name] = key_hashes(keys, bloom.hash_name)
                 pos = np.asarray(positions, dtype=np.int64)
-                maybe = bloom.might_contain_hashed(hashes[0][pos], hashes[1][pos])
+                maybe = bloom.might_contain_hashed(h[0][pos], h[1][pos])
                 positions = pos[maybe].tolist()
             if positions:
                 out[f.path] = positions
@@ -161,7 +161,12 @@ class RangeBloomIndex:
         where = self.store.url(str(path))
         verify(data, str(s.get("bloom_checksum", "")), where)
         bits, _ = open_blob(data, where)
-        return BloomFilter(bytes(bits), int(s["bloom_num_bits"]), int(s["bloom_num_hashes"]))
+        return BloomFilter(
+            bytes(bits),
+            int(s["bloom_num_bits"]),
+            int(s["bloom_num_hashes"]),
+            str(s.get("bloom_hash", HASH_BLAKE2B)),
+        )
 
     def _range(self, f: DataFile) -> tuple[Any, Any]:
         if self.integer_key is not None:

@@ -163,7 +163,7 @@ def _new_base(
         "bytes": len(body),
         "min_key": lo,
         "max_key": hi,
-        **bloom_ref(txn.table.store, key, rows.column(RECORD_KEY_COL).to_pylist(), fpp),
+        **bloom_ref(txn.table.store, key, rows.column(RECORD_KEY_COL), fpp),
     }
     return f, stat
 

@@ -169,7 +169,7 @@ def insert_overwrite(
             f = put_table(txn, partition, piece)
             written.add(partition)
             lo, hi = key_range(piece)
-            keys = piece.column(RECORD_KEY_COL).to_pylist()
+            keys = piece.column(RECORD_KEY_COL)
             stats.append(
                 {
                     "path": f.path,

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage import Conflict, NotFound, ObjectStore, open_json, seal_json
+from storage import Conflict, InvalidInputError, NotFound, ObjectStore, open_json, seal_json
 
 from ..errors import TimelineError
 from ..layout import TIMELINE
@@ -29,7 +29,7 @@ PARTITION = "partition"  # a key is unique within its partition (key + partition
 KEY_SCOPES = (GLOBAL, PARTITION)
 
 
-class PropertiesError(TimelineError, ValueError):
+class PropertiesError(TimelineError, InvalidInputError, ValueError):
     """Invalid keyed-table properties, or properties that differ from the table's."""
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -255,7 +256,9 @@ def _write_group(
     incoming: pa.Table | None,
     schema: pa.Schema,
     fpp: float,
-) -> dict[str, Any]:
+) -> tuple[DataFile, dict[str, Any]]:
+    """One file group's new slice: kept rows of its base plus its new rows, written and
+    described (the caller adds it to the commit, in group order)."""
     pieces = []
     if g.base is not None:
         kept = plan.rows_of(g.base)
@@ -275,10 +278,9 @@ def _write_group(
     body = to_parquet_bytes(data)
     txn.table.store.put(key, body)
     f = describe_bytes(key, body, g.partition, g.group)
-    txn.add(f)
     lo, hi = key_range(data)
-    keys = data.column(RECORD_KEY_COL).to_pylist() if data.num_rows else []
-    return {
+    keys = data.column(RECORD_KEY_COL)
+    return f, {
         "path": key,
         "file_group": g.group,
         "partition": g.partition,
@@ -372,13 +374,20 @@ def keyed_write(
         if on_plan is not None:
             on_plan(plan)
         incoming_rows = batch.rows if batch is not None else None
-        stats = [
-            _write_group(txn, plan, g, incoming_rows, schema, s.bloom_index_fpp)
-            for g in sorted(plan.groups.values(), key=lambda g: g.group)
-            if g.drop or g.new
+        todo = [
+            *(g for g in sorted(plan.groups.values(), key=lambda g: g.group) if g.drop or g.new),
+            *new_groups,
         ]
-        fpp = s.bloom_index_fpp
-        stats += [_write_group(txn, plan, g, incoming_rows, schema, fpp) for g in new_groups]
+        with ThreadPoolExecutor(max(1, min(s.write_parallelism, len(todo)))) as pool:
+            slices = list(
+                pool.map(
+                    lambda g: _write_group(txn, plan, g, incoming_rows, schema, s.bloom_index_fpp),
+                    todo,
+                )
+            )
+        for f, _ in slices:
+            txn.add(f)
+        stats = [stat for _, stat in slices]
         details: dict[str, Any] = {
             WRITE_STATS: stats,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
+from flowledger.context import CliContext
 from flowledger.pipeline.tables import Tables
-from flowledger.spark import lineage
-from flowledger.table_settings import set_auto_archive
+from flowledger.spark import CommitRecorder
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.archive import ArchivalSettings, load_active
@@ -125,17 +125,15 @@ def test_automatic_archival_costs_no_request_when_nothing_is_archived(tmp_path: 
     assert on[31] == off[31] and sum(on[31].values()) <= 8
 
 
-def test_the_switch_reaches_the_pipeline_tables_and_the_spark_hook(tmp_path: Path) -> None:
-    """`--no-auto-archive` turns archival off for every table a command opens, also the
-    pipeline's tables and the provenance repository the Spark lineage hook opens."""
+def test_the_switch_reaches_the_pipeline_tables_and_the_spark_recorder(tmp_path: Path) -> None:
+    """`--no-auto-archive` travels in the invocation's context to the pipeline's tables and to
+    the provenance repositories a Spark commit recorder opens; nothing else changes."""
     uri = str(tmp_path / "repo")
     for on in (False, True):
-        set_auto_archive(on)
-        try:
-            table = Tables(uri, open_store(uri)).table("flights")
-            repo = lineage.repository(uri + ("/on" if on else "/off"))
-            assert table.settings.archival.auto_archive is on
+        cli = CliContext(auto_archive=on)
+        table = Tables(uri, open_store(uri), cli.table_settings()).table("flights")
+        assert table.settings.archival.auto_archive is on
+        with CommitRecorder(provenance=cli.provenance_settings()) as recorder:
+            repo = recorder.repository(uri + ("/on" if on else "/off"))
             assert repo.settings.table.archival.auto_archive is on
-            repo.close()
-        finally:
-            set_auto_archive(True)
+    assert Tables(uri, open_store(uri)).table("flights").settings.archival.auto_archive

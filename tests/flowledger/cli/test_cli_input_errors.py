@@ -90,11 +90,14 @@ def test_huge_max_and_negative_first(
 def test_as_of_garbage_and_before_the_first_commit(
     table_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--as-of", "garbage")
+    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--as-of", "garbage", code=2)
     assert "'garbage'" in line
-    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--count", "--as-of", "2000")
+    line = _fails(
+        monkeypatch, capsys, "table", "read", table_uri, "--count", "--as-of", "2000", code=2
+    )
     assert "'2000'" in line
-    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--as-of", "20000101000000000")
+    before = "20000101000000000"
+    line = _fails(monkeypatch, capsys, "table", "read", table_uri, "--as-of", before, code=4)
     assert "no commit at or before" in line
     # ISO 8601 and second precision are accepted (Hudi's as.of.instant forms).
     rc, out, _ = _cli(
@@ -111,7 +114,7 @@ def test_csv_type_clash(
     a.write_text("id,name\n1,x\n")
     b.write_text("id,name\nnot-a-number,2\n")
     uri = str(tmp_path / "t")
-    line = _fails(monkeypatch, capsys, "table", "write", uri, str(a), str(b))
+    line = _fails(monkeypatch, capsys, "table", "write", uri, str(a), str(b), code=2)
     assert "id: table has int64, file has string" in line
     assert not Path(uri).exists()  # nothing written
 
@@ -125,9 +128,11 @@ def test_a_parquet_file_that_is_not_parquet_is_named(
     good.write_text("id\n1\n")
     uri = str(tmp_path / "t")
     for files in ([bad], [good, bad]):  # stored as it is / read with the CSV
-        line = _fails(monkeypatch, capsys, "table", "write", uri, *map(str, files))
+        line = _fails(monkeypatch, capsys, "table", "write", uri, *map(str, files), code=2)
         assert f"{bad}: not a Parquet file" in line
-    line = _fails(monkeypatch, capsys, "table", "write", uri, str(bad), "--partition-by", "id")
+    line = _fails(
+        monkeypatch, capsys, "table", "write", uri, str(bad), "--partition-by", "id", code=2
+    )
     assert f"{bad}: not a Parquet file" in line
     assert not (Path(uri) / "data").exists()  # nothing written
 
@@ -145,7 +150,16 @@ def test_a_negative_claim_offset_is_refused_by_name(
     for field, value in (("offset", -3), ("length", -6)):
         bad = json.dumps(claim | {field: value})
         line = _fails(
-            monkeypatch, capsys, "content", "get", bad, "-o", str(tmp_path / "o"), "--repo", repo
+            monkeypatch,
+            capsys,
+            "content",
+            "get",
+            bad,
+            "-o",
+            str(tmp_path / "o"),
+            "--repo",
+            repo,
+            code=2,
         )
         assert f"{field} {value} is negative" in line, line
     assert not (tmp_path / "o").exists()
@@ -170,9 +184,9 @@ def test_reading_a_missing_table_is_an_error_and_creates_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "no" / "such" / "table"
-    line = _fails(monkeypatch, capsys, "table", "read", str(missing))
+    line = _fails(monkeypatch, capsys, "table", "read", str(missing), code=4)
     assert "no table at" in line
-    line = _fails(monkeypatch, capsys, "timeline", "show", "--table", str(missing))
+    line = _fails(monkeypatch, capsys, "timeline", "show", "--table", str(missing), code=4)
     assert "no table at" in line
     assert list(tmp_path.iterdir()) == []
 
@@ -209,7 +223,7 @@ def test_s3_uri_with_dot_segments_is_refused(
         with pytest.raises(InvalidURI, match="path segment"):
             parse_uri(bad)
     assert parse_uri("s3://bucket/a.b/..c/x").path == "a.b/..c/x"  # dots inside names are fine
-    line = _fails(monkeypatch, capsys, "table", "read", "s3://bucket/../x")
+    line = _fails(monkeypatch, capsys, "table", "read", "s3://bucket/../x", code=2)
     assert "'..' path segment" in line
 
 
@@ -221,6 +235,6 @@ def test_reading_a_missing_s3_table_creates_no_object(
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto.endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto.secret_key)
-    line = _fails(monkeypatch, capsys, "table", "read", f"s3://{bucket}/tables/none")
+    line = _fails(monkeypatch, capsys, "table", "read", f"s3://{bucket}/tables/none", code=4)
     assert "no table at s3://" in line
     assert moto.client().list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0

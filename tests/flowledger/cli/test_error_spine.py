@@ -1,48 +1,116 @@
-"""One error spine: every package's errors descend from one root, and every
-package's conflict / unknown outcome subclasses the one shared pair, never both."""
+"""One error spine: every error class any package defines descends from the one root and from
+its package's base, and has exactly one kind (storage/error_kinds.py), inherited from one kind
+base. The classes are found by walking every module of every package, not from a list."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 
 import pytest
 
-from storage import ConflictError, FlowledgerBaseError, UnknownOutcomeError
+from flowledger.errors import ANSWERS, EXIT_UNKNOWN_OUTCOME, FlowledgerError
+from flowledger.service.errors import ServiceError
+from flowledger.spark.errors import SparkSetupError
+from provenance import ProvenanceError
+from storage import (
+    KIND_BASES,
+    ConflictError,
+    ErrorKind,
+    FlowledgerBaseError,
+    StorageError,
+    UnknownOutcomeError,
+)
+from storage.content import ContentRepositoryError
+from timeline import TimelineError
 
 pytestmark = pytest.mark.unit
 
-ERROR_MODULES = (
-    "storage.errors",
-    "storage.content.errors",
-    "timeline.errors",
-    "timeline.archive.errors",
-    "provenance.errors",
-    "flowledger.errors",
+PACKAGES = ("storage", "timeline", "provenance", "flowledger")
+
+# Most specific prefix first: the base every error defined under that module prefix derives from.
+ROOTS: tuple[tuple[str, type[BaseException]], ...] = (
+    ("storage.content.", ContentRepositoryError),
+    ("storage.", StorageError),
+    ("timeline.", TimelineError),
+    ("provenance.", ProvenanceError),
+    ("flowledger.service.", ServiceError),
+    ("flowledger.", FlowledgerError),
 )
+# The root and the kind bases live beside the storage errors but belong to no package.
+SPINE = {FlowledgerBaseError, *KIND_BASES}
 
 
-def _declared(module: str) -> list[type[BaseException]]:
-    mod = importlib.import_module(module)
-    return [
-        c
-        for _, c in inspect.getmembers(mod, inspect.isclass)
-        if issubclass(c, BaseException) and c.__module__ == module
-    ]
+def _modules() -> list[str]:
+    names = []
+    for package in PACKAGES:
+        pkg = importlib.import_module(package)
+        names.append(package)
+        for info in pkgutil.walk_packages(pkg.__path__, package + "."):
+            if not info.name.endswith("__main__"):  # running it would start the CLI
+                names.append(info.name)
+    return names
 
 
-@pytest.mark.parametrize("module", ERROR_MODULES)
-def test_package_errors_share_one_root_and_one_pair(module: str) -> None:
-    classes = _declared(module)
-    assert classes, module
-    for c in classes:
-        assert issubclass(c, FlowledgerBaseError), f"{c.__qualname__} is outside the spine"
-        assert not (issubclass(c, ConflictError) and issubclass(c, UnknownOutcomeError)), c
-        name = c.__name__
-        if "Conflict" in name and c is not ConflictError:
-            assert issubclass(c, ConflictError), f"{name} is a conflict outside the pair"
-        if ("UnknownOutcome" in name or "OutcomeUnknown" in name) and c is not UnknownOutcomeError:
-            assert issubclass(c, UnknownOutcomeError), f"{name} is outside the pair"
+def _project_errors() -> list[type[BaseException]]:
+    found: dict[str, type[BaseException]] = {}
+    for name in _modules():
+        mod = importlib.import_module(name)
+        for _, c in inspect.getmembers(mod, inspect.isclass):
+            if issubclass(c, BaseException) and c.__module__ == name:
+                found[f"{c.__module__}.{c.__qualname__}"] = c
+    return list(found.values())
+
+
+ERRORS = _project_errors()
+
+
+def _id(c: type[BaseException]) -> str:
+    return f"{c.__module__}.{c.__qualname__}"
+
+
+def test_the_walk_finds_every_package_errors() -> None:
+    modules = {c.__module__ for c in ERRORS}
+    for m in (
+        "storage.errors",
+        "storage.content.errors",
+        "timeline.errors",
+        "timeline.archive.errors",
+        "timeline.keyed.properties",
+        "provenance.errors",
+        "provenance.session.errors",
+        "flowledger.errors",
+        "flowledger.service.errors",
+        "flowledger.spark.errors",
+    ):
+        assert m in modules, m
+    assert SparkSetupError in ERRORS
+
+
+@pytest.mark.parametrize("cls", ERRORS, ids=_id)
+def test_every_error_has_one_kind_and_its_package_root(cls: type[BaseException]) -> None:
+    assert issubclass(cls, FlowledgerBaseError), f"{_id(cls)} is outside the spine"
+    assert isinstance(cls.kind, ErrorKind) and cls.kind in ANSWERS
+    bases = [b for b in KIND_BASES if issubclass(cls, b)]
+    assert len(bases) <= 1, f"{_id(cls)} has two kinds: {bases}"
+    # The kind comes from the kind base (or the root's), never set by hand on a class.
+    assert cls.kind == (bases[0].kind if bases else FlowledgerBaseError.kind)
+    if cls in SPINE:
+        return
+    assert "kind" not in vars(cls), f"{_id(cls)} sets its kind by hand"
+    root = next(r for prefix, r in ROOTS if cls.__module__.startswith(prefix))
+    assert issubclass(cls, root), f"{_id(cls)} does not derive from {root.__qualname__}"
+
+
+@pytest.mark.parametrize("cls", ERRORS, ids=_id)
+def test_conflict_and_unknown_outcome_are_spelled_one_way(cls: type[BaseException]) -> None:
+    name = cls.__name__
+    assert "OutcomeUnknown" not in name, f"{name}: spelled `...UnknownOutcome` everywhere"
+    if name.endswith("Conflict"):
+        assert issubclass(cls, ConflictError), f"{name} is a conflict outside the kind"
+    if name.endswith("UnknownOutcome"):
+        assert issubclass(cls, UnknownOutcomeError), f"{name} is outside the kind"
 
 
 def test_each_package_has_its_conflict_and_unknown_outcome() -> None:
@@ -55,48 +123,21 @@ def test_each_package_has_its_conflict_and_unknown_outcome() -> None:
     pairs = [
         (st.Conflict, st.UnknownOutcome, st.StorageError),
         (content.ContentConflict, content.ContentUnknownOutcome, content.ContentRepositoryError),
-        (tl.CommitConflict, tl.CommitOutcomeUnknown, tl.TimelineError),
-        (arch.ArchiveConflict, arch.ArchiveOutcomeUnknown, arch.ArchiveError),
+        (tl.CommitConflict, tl.CommitUnknownOutcome, tl.TimelineError),
+        (arch.ArchiveConflict, arch.ArchiveUnknownOutcome, arch.ArchiveError),
         (prov.ProvenanceConflict, prov.ProvenanceUnknownOutcome, prov.ProvenanceError),
     ]
     for conflict, unknown, base in pairs:
         # Caught as the package's error (as before) and as the shared kind.
         assert issubclass(conflict, base) and issubclass(conflict, ConflictError)
         assert issubclass(unknown, base) and issubclass(unknown, UnknownOutcomeError)
-    # The shared pair is not a storage error: catching StorageError still catches only storage.
+    # The kind bases are not storage errors: catching StorageError still catches only storage.
     assert not issubclass(prov.ProvenanceConflict, st.StorageError)
-    assert not issubclass(tl.CommitOutcomeUnknown, st.StorageError)
+    assert not issubclass(tl.CommitUnknownOutcome, st.StorageError)
 
 
-def test_cli_exits_3_on_every_unknown_outcome_and_1_on_a_conflict(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A write that may have landed is never reported like one that failed (docs/faults.md)."""
-    from flowledger import cli
-    from provenance import errors as prov
-    from storage import errors as st
-    from storage.content import errors as content
-    from timeline import errors as tl
-    from timeline.archive import errors as arch
-
-    cases: list[tuple[BaseException, int]] = [
-        (st.UnknownOutcome("put x: may or may not"), 3),
-        (tl.CommitOutcomeUnknown("commit of instant 1"), 3),
-        (prov.ProvenanceUnknownOutcome("ingest"), 3),
-        (content.ContentUnknownOutcome("ledger"), 3),
-        (arch.ArchiveOutcomeUnknown("manifest"), 3),
-        (tl.CommitConflict("lost"), 1),
-        (st.EndpointUnreachable("cannot reach S3 endpoint"), 1),
-    ]
-    for exc, code in cases:
-
-        def boom(*args: object, exc: BaseException = exc, **kwargs: object) -> None:
-            raise exc
-
-        monkeypatch.setattr(cli, "app", boom)
-        with pytest.raises(SystemExit) as done:
-            cli.main()
-        assert done.value.code == code, exc
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1
-        assert err.startswith("flowledger: error: unknown outcome: ") == (code == 3), err
+def test_the_table_gives_every_kind_its_own_exit_code() -> None:
+    assert set(ANSWERS) == set(ErrorKind)
+    codes = [a.exit_code for a in ANSWERS.values()]
+    assert len(set(codes)) == len(codes), codes
+    assert EXIT_UNKNOWN_OUTCOME == 3

@@ -109,7 +109,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         env=env,
         timeout=120,
     )
-    assert p.returncode == 1
+    assert p.returncode == 8  # forbidden: a write statement through a read-only command
     assert p.stderr.strip().count("\n") == 0
     assert "read-only" in p.stderr
     bad = tmp_path / "bad.jsonl"
@@ -125,7 +125,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         env=env,
         timeout=120,
     )
-    assert p.returncode == 1 and "relationship" in p.stderr
+    assert p.returncode == 2 and "relationship" in p.stderr  # invalid input
 
 
 def test_cli_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

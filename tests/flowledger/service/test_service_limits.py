@@ -124,13 +124,14 @@ def test_sql_answers_are_bounded_in_bytes(server: ServiceProcess) -> None:
 
 def test_the_time_limit_covers_the_conversion_after_duckdb(tmp_path: Path) -> None:
     """DuckDB hands these 10,000 rows of 1,000 numbers over quickly; turning 10 million values
-    into JSON takes several times the 1 s limit: the answer is 408, not a late 200."""
+    into JSON takes several times the 1 s limit: the answer is 413 (over a limit), not a late
+    200."""
     env = {"FLOWLEDGER_SQL_TIMEOUT_S": "1", "FLOWLEDGER_SQL_MAX_ANSWER_BYTES": str(2**30)}
     server = ServiceProcess(_repo(tmp_path), env)
     try:
         sql = "SELECT l FROM (SELECT list(range) AS l FROM range(1000)), range(10000)"
         r = server.client.post("/sql", {"sql": sql})
-        assert r.status == 408, r.body[:200]
+        assert r.status == 413, r.body[:200]
         r = server.client.post("/sql", {"sql": "SELECT count(*) FROM provenance"})
         assert r.status == 200 and r.json()["rows"] == [[5]]
     finally:
@@ -164,7 +165,7 @@ def test_deeply_nested_json_is_one_line_in_the_cli(
     with pytest.raises(SystemExit) as done:
         main()
     err = capsys.readouterr().err.strip()
-    assert done.value.code == 1, err  # the input-error exit code, not 70 (a bug)
+    assert done.value.code == 2, err  # the invalid-input exit code, not 70 (a bug)
     assert err == "flowledger: error: record 1: JSON nested too deeply"
 
 
@@ -232,9 +233,9 @@ def test_lookups_do_not_queue_behind_sql(tmp_path: Path) -> None:
     finally:
         server.stop()
     statuses = [s for s, _ in answers]
-    assert len(answers) == 150 and set(statuses) <= {408, 429}, statuses
-    assert statuses.count(429) >= 140
-    assert all(retry == "1" for s, retry in answers if s == 429)
+    assert len(answers) == 150 and set(statuses) <= {413, 503}, statuses
+    assert statuses.count(503) >= 140  # busy: unavailable, with Retry-After
+    assert all(retry == "1" for s, retry in answers if s == 503)
 
 
 def test_sql_memory_is_bounded(tmp_path: Path) -> None:
@@ -244,7 +245,7 @@ def test_sql_memory_is_bounded(tmp_path: Path) -> None:
         ok = server.client.post("/sql", {"sql": "SELECT count(*) FROM provenance"})
     finally:
         server.stop()
-    assert r.status == 400 and "sql_memory_limit" in r.json()["detail"], r.body[:300]
+    assert r.status == 413 and "sql_memory_limit" in r.json()["detail"], r.body[:300]
     assert ok.status == 200 and ok.json()["rows"] == [[5]]
 
 
@@ -278,7 +279,8 @@ def test_a_connection_beyond_the_limit_gets_503_when_all_are_busy(tmp_path: Path
         assert b"retry-after: 1" in answer.lower()
         for sock in busy:  # the queries were not cut off: each gets its own answer
             sock.settimeout(30)
-            assert _answer_head(sock).startswith(b"HTTP/1.1 408")
+            # past sql_timeout_s: over a limit (413), as the error kinds table says
+            assert _answer_head(sock).startswith(b"HTTP/1.1 413")
         assert server.client.get("/health", token=None).status == 200
     finally:
         for sock in busy:

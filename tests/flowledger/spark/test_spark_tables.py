@@ -19,7 +19,7 @@ from flowledger.spark.commit_info import JOB_METADATA_KEY, REPO_CONF_KEY, SparkJ
 from flowledger.spark.session import session_conf
 from storage import IntegrityError, open_store
 from tests.support.servers import S3Endpoint
-from timeline import CommitOutcomeUnknown, SchemaMismatch, Table, Transaction
+from timeline import CommitUnknownOutcome, SchemaMismatch, Table, Transaction
 from timeline.layout import data_prefix
 
 pytestmark = pytest.mark.spark
@@ -315,10 +315,10 @@ def test_unknown_commit_outcome_keeps_the_write_for_recovery(
     spark, uri = registered, str(tmp_path / "t")
 
     def unknown(self: Transaction, metadata: Any) -> Any:
-        raise CommitOutcomeUnknown("log PUT timed out", self.instant_time)
+        raise CommitUnknownOutcome("log PUT timed out", self.instant_time)
 
     monkeypatch.setattr(Transaction, "complete", unknown)
-    with pytest.raises(CommitOutcomeUnknown):
+    with pytest.raises(CommitUnknownOutcome):
         fs.write(_frame(spark, 0, 5), uri)
     monkeypatch.undo()
     table = _table(uri, None)

@@ -166,8 +166,8 @@ def test_cli_put_get_state(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     bad = tmp_path / "bad.bin"
     fail = _cli("content", "get", str(claim_file), "-o", str(bad), "--repo", repo)
-    assert fail.returncode == 1
+    assert fail.returncode == 6  # integrity
     assert fail.stderr.startswith("flowledger: error:") and "corrupt" in fail.stderr
     assert fail.stderr.count("\n") == 1 and not bad.exists()
     nonsense = _cli("content", "get", "{}", "-o", str(bad), "--repo", repo)
-    assert nonsense.returncode == 1 and "not a content claim" in nonsense.stderr
+    assert nonsense.returncode == 2 and "not a content claim" in nonsense.stderr

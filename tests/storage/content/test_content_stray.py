@@ -113,7 +113,7 @@ def test_failed_get_leaves_no_file(tmp_path: Path) -> None:
     res = _cli(
         "content", "get", claim.to_json(), "-o", str(out_dir / "keep.bin"), "--repo", str(repo)
     )
-    assert res.returncode == 1
+    assert res.returncode == 6  # integrity
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
     assert sorted(p.name for p in out_dir.iterdir()) == ["keep.bin"]
     assert (out_dir / "keep.bin").read_bytes() == b"previous"  # untouched

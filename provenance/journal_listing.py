@@ -1,0 +1,50 @@
+"""The unmerged journals, listed once and reused while their folder is unchanged.
+
+A reader's snapshot needs every journal above the high-water mark, other processes' too, so
+each search used to LIST the journal prefix: with 1,000 unmerged journals that LIST (and a
+stat per journal on the local backend) was most of a lookup. Where the backend can vouch that
+a folder's keys are unchanged (`ObjectStore.folder_version`: the local filesystem), the last
+listing is reused, filtered by the fresh high-water mark; any journal added or deleted, by any
+process, changes the token and the next snapshot lists again. Object stores give no token
+and are listed every time, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from storage import ObjectInfo, ObjectStore
+
+from . import staging
+from .layout import JOURNALS, JournalRef
+from .rollover import list_journals
+
+Listed = list[tuple[JournalRef, ObjectInfo]]
+
+
+class JournalListing:
+    def __init__(self, store: ObjectStore, manifests: staging.Manifests | None = None) -> None:
+        self._store = store
+        self._manifests = manifests
+        self._lock = threading.Lock()
+        #: (folder token before the LIST, the high-water mark it listed from, the listing)
+        self._last: tuple[str, int, Listed] | None = None
+
+    def list(self, high_water: int) -> Listed:
+        """Journals with ids at or above `high_water` (see rollover.list_journals)."""
+        version = self._store.folder_version(JOURNALS)
+        if version is not None:
+            with self._lock:
+                last = self._last
+            if last is not None and last[0] == version and last[1] <= high_water:
+                return [(ref, info) for ref, info in last[2] if ref.first_id >= high_water]
+        listed = list_journals(self._store, high_water, self._manifests)
+        if version is not None:
+            with self._lock:
+                self._last = (version, high_water, listed)
+        return listed
+
+    def forget(self) -> None:
+        """List again next time (a journal was found missing or deleted)."""
+        with self._lock:
+            self._last = None
