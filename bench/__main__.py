@@ -19,6 +19,7 @@ ALL = [
     "service",
     "pipeline",
     "keyed_index",
+    "s3_read_clients",
 ]
 
 

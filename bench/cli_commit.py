@@ -30,8 +30,11 @@ def counted(self, op, params):
     counts[op] += 1
     return call(self, op, params)
 botocore.client.BaseClient._make_api_call = counted
-try:  # reads past botocore (storage/s3_fast.py), where the measured tree has them
-    from storage.s3_fast import FastReads
+try:  # reads past botocore (obstore, or the older hand-signed path), where the tree has them
+    try:
+        from storage.s3_reads import ObjectReads as FastReads
+    except ImportError:
+        from storage.s3_fast import FastReads
     for name, op in (("get", "GetObject"), ("head", "HeadObject")):
         def wrap(f, op=op):
             def w(self, *a):

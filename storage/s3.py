@@ -19,7 +19,7 @@ from .errors import Conflict, EndpointUnreachable, NotFound, StorageError, Unkno
 from .keys import validate_prefix
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
 from .s3_calls import S3Calls, S3Object, make_client, read_back
-from .s3_fast import FastReads
+from .s3_reads import ObjectReads
 from .s3_writer import S3Writer
 from .settings import StoreSettings
 
@@ -38,15 +38,17 @@ class S3ObjectStore(ObjectStore):
         client: S3Client | None = None,
         stats: RequestStats | None = None,
         pool: ThreadPoolExecutor | None = None,
-        fast_reads: FastReads | None = None,
+        reads: ObjectReads | None = None,
         known: capability.Known | None = None,
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.settings = settings or StoreSettings()
         self.client = client or make_client(self.settings)
-        #: GETs and HEADs past botocore (s3_fast.py); never around a client passed in.
-        self._fast = fast_reads if client is not None else FastReads.for_settings(self.settings)
+        #: GETs and HEADs through obstore (s3_reads.py); never around a client passed in.
+        self._reads = (
+            reads if client is not None else ObjectReads.for_settings(self.settings, bucket)
+        )
         self.stats = stats or RequestStats()
         self.endpoint = self.client.meta.endpoint_url
         self.uri = f"s3://{bucket}/{self.prefix}".rstrip("/")
@@ -75,7 +77,7 @@ class S3ObjectStore(ObjectStore):
             self.client,
             self.stats,
             self._calls.pool,
-            self._fast,
+            self._reads,
             self._known,
         )
 
@@ -264,16 +266,16 @@ class S3ObjectStore(ObjectStore):
         return self._calls.call("GET", "get", obj.uri, send)
 
     def get(self, key: str, start: int = 0, length: int | None = None) -> bytes:
-        fast = self._fast
-        if fast is not None and length != 0:
+        reads = self._reads
+        if reads is not None and length != 0:
             obj = self._object(key)
             data = self._calls.call(
-                "GET", "get", obj.uri, lambda: fast.get(self.bucket, obj.s3_key, start, length)
+                "GET", "get", obj.uri, lambda: reads.get(obj.s3_key, start, length)
             )
             if data is not None:
                 return data
-            # Not the bytes (an error status, a dropped connection): botocore sends it again
-            # and retries, classifies and translates what it gets.
+            # Not a definite answer (an error status, a dropped connection): botocore sends
+            # it again and retries, classifies and translates what it gets.
         return cast(bytes, self._get(key, start, length, read=True)[1])
 
     def get_object(self, key: str) -> tuple[bytes, ObjectInfo]:
@@ -285,11 +287,9 @@ class S3ObjectStore(ObjectStore):
         return io.BytesIO(b"") if resp is None else cast(BinaryIO, body)
 
     def head(self, key: str) -> ObjectInfo:
-        obj, fast = self._object(key), self._fast
-        if fast is not None:
-            found = self._calls.call(
-                "HEAD", "head", obj.uri, lambda: fast.head(self.bucket, obj.s3_key)
-            )
+        obj, reads = self._object(key), self._reads
+        if reads is not None:
+            found = self._calls.call("HEAD", "head", obj.uri, lambda: reads.head(obj.s3_key))
             if found is not None:
                 return ObjectInfo(key, *found)
         return self._calls.head(obj)

@@ -1,6 +1,6 @@
-"""The S3 backend's one call site: every boto3 request is counted, sent and its botocore error
-translated in `S3Calls.call` (like s3fs's `_call_s3` -> `translate_boto_error`), and a failed
-conditional write asks "did my write land?" there, once, with the check passed in.
+"""The S3 backend's one call site: every boto3 (and obstore) request is counted, sent and its
+error translated in `S3Calls.call` (like s3fs's `_call_s3` -> `translate_boto_error`), and a
+failed conditional write asks "did my write land?" there, once, with the check passed in.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 from .errors import BackendError, EndpointUnreachable, StorageError
 from .objectstore import ObjectInfo, RequestStats
 from .s3_errors import (
+    OBSTORE_ERRORS,
     is_outcome_unknown,
     is_transport_failure,
     may_have_landed,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-AWS_ERRORS = (ClientError, BotoCoreError)
+AWS_ERRORS = (ClientError, BotoCoreError, *OBSTORE_ERRORS)
 
 
 def make_client(settings: StoreSettings) -> S3Client:

@@ -1,8 +1,11 @@
-"""botocore's errors, classified and translated into storage errors: the S3 backend's half of
-`storage/errors.py`, kept here so that importing `storage` (or `timeline`) loads no boto3.
+"""botocore's and obstore's errors, classified and translated into storage errors: the S3
+backend's half of `storage/errors.py`, kept here so that importing `storage` (or `timeline`)
+loads no boto3.
 
-`translate_s3` is the only mapping from a botocore exception to a `StorageError`; the S3
-backend reaches it through one call site (`storage/s3_calls.py`).
+`translate_s3` is the only mapping from a botocore (or obstore) exception to a `StorageError`;
+the S3 backend reaches it through one call site (`storage/s3_calls.py`). obstore serves the
+read path (`storage/s3_reads.py`) and raises only its definite answers ("no such key", "access
+denied"); every other failure of a read is sent again through botocore and classified here.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ReadTimeoutError,
 )
+from obstore.exceptions import NotFoundError as ObstoreNotFound
+from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
 from .errors import (
     AccessDenied,
@@ -32,6 +37,10 @@ from .errors import (
     StorageError,
     UnknownOutcome,
 )
+
+#: What the obstore read path raises (the rest it hands back to botocore); obstore raises a
+#: missing object as the builtin FileNotFoundError.
+OBSTORE_ERRORS = (ObstoreNotFound, FileNotFoundError, PermissionDeniedError, UnauthenticatedError)
 
 _CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict"})
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchUpload"})
@@ -145,6 +154,14 @@ def translate_s3(
         return UnknownOutcome(
             f"{where}: connection to {endpoint} failed after the request was sent; the write "
             "may or may not have been applied",
+            uri,
+        )
+    if isinstance(exc, ObstoreNotFound | FileNotFoundError):
+        return NotFound(f"{where}: object not found", uri)
+    if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
+        return AccessDenied(
+            f"{where}: access denied by {endpoint}; check AWS_ACCESS_KEY_ID, "
+            "AWS_SECRET_ACCESS_KEY and the bucket policy",
             uri,
         )
     if isinstance(exc, ClientError):

@@ -65,8 +65,8 @@ class StoreSettings:
     #: Seconds a safe answer of the conditional-write probe stays cached on disk per endpoint
     #: and bucket (under ~/.cache/flowledger/capabilities); 0 = probe in every process.
     capability_cache_ttl: float = 3600.0
-    #: GETs and HEADs signed and sent past botocore's per-call machinery where the endpoint
-    #: allows (storage/s3_fast.py); anything but the happy answer still goes to botocore.
+    #: GETs and HEADs through obstore (storage/s3_reads.py); anything but a definite answer
+    #: still goes to botocore. Off: botocore only.
     fast_reads: bool = True
 
     def __post_init__(self) -> None:

@@ -1,7 +1,7 @@
 """Run the flowledger CLI and count the S3 API calls it makes (a fresh process, as a user runs
 it): `python -m tests.support.count_requests OUT.json <flowledger args...>` writes
 `{operation: count}` to OUT.json when the command ends. Counts botocore's calls and the reads
-that go past botocore (storage/s3_fast.py), under botocore's operation names."""
+sent through obstore (storage/s3_reads.py), under botocore's operation names."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import botocore.client
 
-from storage.s3_fast import FastReads
+from storage.s3_reads import ObjectReads
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
 _call = botocore.client.BaseClient._make_api_call
-_fast_get, _fast_head = FastReads.get, FastReads.head
+_fast_get, _fast_head = ObjectReads.get, ObjectReads.head
 
 
 def _count(operation: str) -> None:
@@ -32,12 +32,12 @@ def _counted(self: Any, operation: str, params: Any) -> Any:
     return _call(self, operation, params)
 
 
-def _fast_get_counted(self: FastReads, *args: Any) -> Any:
+def _fast_get_counted(self: ObjectReads, *args: Any) -> Any:
     _count("GetObject")
     return _fast_get(self, *args)
 
 
-def _fast_head_counted(self: FastReads, *args: Any) -> Any:
+def _fast_head_counted(self: ObjectReads, *args: Any) -> Any:
     _count("HeadObject")
     return _fast_head(self, *args)
 
@@ -45,8 +45,8 @@ def _fast_head_counted(self: FastReads, *args: Any) -> Any:
 def main() -> None:
     out, args = sys.argv[1], sys.argv[2:]
     botocore.client.BaseClient._make_api_call = _counted  # type: ignore[method-assign]
-    FastReads.get = _fast_get_counted  # type: ignore[method-assign,assignment]
-    FastReads.head = _fast_head_counted  # type: ignore[method-assign,assignment]
+    ObjectReads.get = _fast_get_counted  # type: ignore[method-assign,assignment]
+    ObjectReads.head = _fast_head_counted  # type: ignore[method-assign,assignment]
     atexit.register(lambda: open(out, "w").write(json.dumps(dict(_counts))))  # noqa: SIM115
     from flowledger.cli import app
 

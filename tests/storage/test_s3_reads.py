@@ -1,24 +1,28 @@
-"""GETs and HEADs past botocore (storage/s3_fast.py): the happy answers come from the fast
-path; every other answer is sent again through botocore and ends as it did before."""
+"""GETs and HEADs through obstore (storage/s3_reads.py): definite answers come from obstore;
+every other answer is sent again through botocore and ends as it did before."""
 
 from __future__ import annotations
 
 import gzip
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from storage import (
     AccessDenied,
+    BucketMissing,
     NotFound,
     RangeNotSatisfiable,
     S3ObjectStore,
     StoreSettings,
     open_store,
 )
-from storage.s3_fast import FastReads
+from storage.s3_reads import ObjectReads, make_store
 from tests.support.proxy import FAIL_503, FORWARD, FaultProxy
 from tests.support.servers import S3Endpoint
+
+if TYPE_CHECKING:
+    from obstore.store import S3Store
 
 
 def _store(endpoint: S3Endpoint, **overrides: object) -> S3ObjectStore:
@@ -36,13 +40,13 @@ def _no_botocore_reads(store: S3ObjectStore, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.minio
-def test_reads_on_minio_take_the_fast_path(
+def test_reads_on_minio_go_through_obstore(
     minio: S3Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _store(minio)
     body = bytes(range(256)) * 40
     info = store.put("dir/obj", body)
-    scoped = store.scoped("dir")  # views share the fast path
+    scoped = store.scoped("dir")  # views share the read client
     _no_botocore_reads(store, monkeypatch)
     store.stats.reset()
     assert scoped.get("obj", 100, 1000) == body[100:1100]
@@ -60,7 +64,7 @@ def test_reads_on_minio_take_the_fast_path(
 
 
 @pytest.mark.minio
-def test_fast_reads_return_the_stored_bytes_never_decoded(
+def test_reads_return_the_stored_bytes_never_decoded(
     minio: S3Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An object stored with a Content-Encoding comes back as stored, as from botocore."""
@@ -75,7 +79,7 @@ def test_fast_reads_return_the_stored_bytes_never_decoded(
 
 
 @pytest.mark.minio
-def test_other_answers_are_botocores(minio: S3Endpoint) -> None:
+def test_denied_and_other_answers(minio: S3Endpoint) -> None:
     store = _store(minio)
     store.put("obj", b"0123456789")
     store.stats.reset()
@@ -83,12 +87,18 @@ def test_other_answers_are_botocores(minio: S3Endpoint) -> None:
         store.get("obj", 50, 10)  # 416: sent again through botocore, translated there
     assert store.stats.snapshot() == {"GET": 2}
     wrong = _store(minio, secret_access_key="wrong-secret")
-    with pytest.raises(AccessDenied):  # 403: botocore translates it, as before
+    wrong.stats.reset()
+    with pytest.raises(AccessDenied):  # 403: obstore's answer, translated in s3_errors
         wrong.get("obj", 0, 4)
+    with pytest.raises(AccessDenied):
+        wrong.head("obj")
+    missing = open_store("s3://no-such-bucket-here/repo", minio.settings())
+    with pytest.raises(BucketMissing):  # botocore's answer names the bucket
+        missing.get("obj", 0, 4)
 
 
 @pytest.mark.s3
-def test_a_failed_fast_read_is_retried_by_botocore(moto: S3Endpoint) -> None:
+def test_a_failed_read_is_retried_by_botocore(moto: S3Endpoint) -> None:
     proxy = FaultProxy(moto.endpoint)
     try:
         store = _store(moto, endpoint_url=proxy.endpoint, attempts_maximum=3)
@@ -104,26 +114,52 @@ def test_a_failed_fast_read_is_retried_by_botocore(moto: S3Endpoint) -> None:
         proxy.rule = rule
         proxy.seen.clear()
         assert store.get("obj", 0, 3) == b"pay"
-        # fast path: 503; botocore: 503, then retried with backoff -> the bytes
+        # obstore (no retries of its own): 503; botocore: 503, then retried -> the bytes
         assert [a for m, p, a in proxy.seen if m == "GET"] == [FAIL_503, FAIL_503, FORWARD]
     finally:
         proxy.stop()
 
 
+def _made(settings: StoreSettings) -> S3Store:
+    store = make_store(settings, "b")
+    assert store is not None
+    return store
+
+
 @pytest.mark.unit
-def test_fast_path_only_where_its_request_is_botocores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_endpoint_style_and_credential_source_boto3_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     keys: dict[str, Any] = {"access_key_id": "k", "secret_access_key": "s"}
-    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    assert FastReads.for_settings(StoreSettings(endpoint_url="http://127.0.0.1:9", **keys))
-    assert FastReads.for_settings(StoreSettings(endpoint_url=None, **keys)) is None  # AWS
+    minio = _made(StoreSettings(endpoint_url="http://127.0.0.1:9", **keys))
+    assert minio.config["endpoint"] == "http://127.0.0.1:9"
+    assert minio.config["virtual_hosted_style_request"] == "false"
+    assert minio.client_options["allow_http"] == "true"
+    aws = _made(StoreSettings(endpoint_url=None, region="eu-west-1", **keys))
+    assert aws.config["virtual_hosted_style_request"] == "true"  # boto3's "auto" on AWS
+    assert "endpoint" not in aws.config
+    hosted = StoreSettings(endpoint_url="https://s3.example.com", path_style_access=False, **keys)
+    assert _made(hosted).config["endpoint"] == "https://b.s3.example.com"
+    # No static keys: boto3's credential chain (environment, profiles, instance roles).
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-env")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    chain = _made(StoreSettings(endpoint_url=None, access_key_id=None, secret_access_key=None))
+    assert chain.credential_provider is not None
+    assert "access_key_id" not in chain.config
     off = StoreSettings(endpoint_url="http://127.0.0.1:9", fast_reads=False, **keys)
-    assert FastReads.for_settings(off) is None
-    virtual = StoreSettings(endpoint_url="http://127.0.0.1:9", path_style_access=False, **keys)
-    assert FastReads.for_settings(virtual) is None
-    no_keys = StoreSettings(
+    assert ObjectReads.for_settings(off, "b") is None
+
+
+@pytest.mark.unit
+def test_no_credentials_anywhere_leaves_the_answer_to_botocore(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    bare = StoreSettings(
         endpoint_url="http://127.0.0.1:9", access_key_id=None, secret_access_key=None
     )
-    assert FastReads.for_settings(no_keys) is None  # a credential chain: botocore's
-    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
-    assert FastReads.for_settings(StoreSettings(endpoint_url="http://10.1.2.3:9", **keys)) is None
+    assert ObjectReads.for_settings(bare, "b") is None  # botocore: NoCredentials -> AccessDenied

@@ -1,4 +1,6 @@
-"""GETs and HEADs without botocore's per-call machinery: the happy path of a read.
+"""The hand-signed read path the S3 backend used before obstore (kept here as the reference
+`bench/s3_read_clients.py` measures obstore against): GETs and HEADs without botocore's
+per-call machinery.
 
 A warm provenance lookup is ~10 ranged GETs of 30-110 KB and a HEAD; botocore spent ~0.9 ms
 of CPU on each (parameter validation, ~12 event hooks, serialisation, response parsing)
@@ -14,8 +16,7 @@ sending it twice is safe. A read timeout is raised as botocore's `ReadTimeoutErr
 a hung endpoint still fails after one `connection_timeout` (see `StoreSettings.retry_limit`).
 
 Used only where its request is the one botocore would send: an explicit endpoint with
-path-style addressing (MinIO, on-premises S3), static keys, no proxy configured; and never
-with `StoreSettings.fast_reads` off.
+path-style addressing (MinIO, on-premises S3), static keys, no proxy configured.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, ReadTimeoutError
 from botocore.httpsession import get_cert_path
 
-from .settings import StoreSettings
+from storage import StoreSettings
 
 
 class FastReads:
@@ -57,8 +58,6 @@ class FastReads:
     def for_settings(cls, settings: StoreSettings) -> FastReads | None:
         """The fast path if this store's requests can take it, else None (botocore only)."""
         endpoint = settings.endpoint_url
-        if not settings.fast_reads:
-            return None
         path_style = settings.path_style_access is not False  # None: path style with endpoint
         key, secret = settings.access_key_id, settings.secret_access_key
         if endpoint is None or not path_style or not key or not secret:
