@@ -56,4 +56,3 @@ FullScanOption = Annotated[
         "--full-scan", help="With --changes-since: scan the snapshot when slices are gone"
     ),
 ]
-

@@ -116,15 +116,14 @@ def compact(
             continue  # completed meanwhile, or its plan no longer fits the table (dropped)
         try:
             written = execute_on_spark(spark, run, path.store_uri, settings)
-        except BaseException:
-            run.abandon()
-            raise
-        try:
             got = complete_compaction(run, written, meta)
         except CommitConflict:
             if instant is not None:
                 raise
             continue  # something that changed its file groups completed meanwhile: dropped
+        except BaseException:
+            run.abandon()  # left pending, heartbeat gone: the next run executes it again
+            raise
         if got is not None:
             done.append(t)
     return done
