@@ -5,7 +5,8 @@
 
 One MinIO, one bucket per system, one counting proxy per system in front of it
 (bench/s3_count_proxy.py); each system runs alone in its own process (bench/upsert_systems.py;
-Hudi in its own Spark 3.5 virtualenv, bench/peers/hudi_upsert.py) over the same inputs
+flowledger's Spark path in local mode over s3a, bench/upsert_spark.py; Hudi in its own Spark
+3.5 virtualenv, bench/peers/hudi_upsert.py) over the same inputs
 (bench/upsert_data.py): the base table loaded in commits of consecutive keys, a 100k upsert with
 updates spread at random, one whose updates hit the newest 5 % of keys, a delete of 10k keys and
 an append of the clustered batch's rows under fresh keys (the baseline the clustered upsert is
@@ -18,7 +19,6 @@ against flowledger from the same run.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import subprocess
@@ -47,7 +47,7 @@ LABELS = {
     "delta": "delta-rs",
     "hudi": "Hudi (Spark)",
 }
-BUCKETS = ["flowledger", "iceberg", "delta", "hudi"]
+BUCKETS = ["flowledger", "flowledger-spark", "iceberg", "delta", "hudi"]
 MiB = 1024 * 1024
 QUICK = Workload(rows=200_000, batch=20_000, delete=2_000)
 # Wider than bench.common's console: ten columns per table.
@@ -86,18 +86,6 @@ def hudi_missing(env: Path) -> str | None:
     )
 
 
-def flowledger_spark_missing() -> str:
-    """Why the Spark path has no row yet: it needs a Spark writer that takes an upsert, and
-    then an adapter here (a Spark worker beside bench/peers/hudi_upsert.py)."""
-    try:
-        import flowledger.spark as fs
-    except ImportError as exc:
-        return f"not available: {exc}"
-    if "operation" not in inspect.signature(fs.write).parameters:
-        return "not available yet: the Spark writers have no upsert operation"
-    return "not available yet: the Spark writer takes an operation; this bench has no adapter"
-
-
 def run_system(
     name: str,
     inputs_json: Path,
@@ -106,8 +94,6 @@ def run_system(
     env_extra: dict[str, str],
     hudi_options: list[str],
 ) -> SystemResult:
-    if name == "flowledger-spark":
-        return SystemResult(name, {}, flowledger_spark_missing())
     if name == "hudi":
         why = hudi_missing(HUDI_ENV)
         if why:
@@ -120,6 +106,8 @@ def run_system(
         cmd = [str(HUDI_ENV / "venv" / "bin" / "python"), "-m", "bench.peers.hudi_upsert",
                str(inputs_json), str(out), "--jars", str(HUDI_ENV / "jars"),
                *(f"--hoodie={kv}" for kv in hudi_options)]  # fmt: skip
+    elif name == "flowledger-spark":
+        cmd = [sys.executable, "-m", "bench.upsert_spark", str(inputs_json), str(out), str(work)]
     else:
         cmd = [sys.executable, "-m", "bench.upsert_systems", name, str(inputs_json), str(out),
                str(work)]  # fmt: skip

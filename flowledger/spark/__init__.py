@@ -16,6 +16,7 @@ from .commit_info import (
     add_commit_hook,
     commit_hooks,
 )
+from .compaction import compact
 from .errors import (
     HadoopVersionMismatch,
     JarsUnavailable,
@@ -53,6 +54,7 @@ __all__ = [
     "add_commit_hook",
     "catch_up",
     "commit_hooks",
+    "compact",
     "events_for_commit",
     "input_files",
     "install",

@@ -50,10 +50,9 @@ from timeline import (
 
 from .arrow import arrow_schema
 from .changes_reader import changes_reader, changes_request, changes_schema
-from .commit_info import WRITE_ID_METADATA_KEY, CommitHook, SparkJobInfo, commit_hooks
+from .commit_info import CommitHook, commit_hooks
 from .committing import (
     commit_info,
-    extra_metadata,
     partition_columns,
     plan_write,
     run_hooks,
@@ -66,9 +65,8 @@ from .writer_options import (
     BARE_KEYED,
     KEYED_TASK_OPTION,
     NAME,
-    WRITE_ID_OPTION,
     FilesWritten,
-    input_files_option,
+    gather,
 )
 from .writer_options import get_option as _option
 
@@ -233,30 +231,16 @@ class TimelineWriter(DataSourceArrowWriter):
         return open_store(self.path.store_uri, self.facts.store)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        written = [m for m in messages if isinstance(m, FilesWritten)]
-        files = [f for m in written for f in m.files]
-        job = SparkJobInfo(
-            app_id=self.facts.app_id,
-            app_name=self.facts.app_name,
-            job=next((m.job for m in written if m.job), "") or "flowledger.datasource",
-            user=self.facts.user,
-            # A data source sees no plan: the inputs come from the `inputFiles` option, which
-            # `flowledger.spark.save` fills from the DataFrame's plan.
-            input_files=input_files_option(self.options),
-        )
+        got = gather(self.facts, self.options, messages)
         txn = self.pending.resume(self._store(), table_settings(self.facts.conf, self.options))
         # Files of failed or speculative task attempts are in no message: the sweep deletes
         # them, so the instant's prefix holds exactly what it commits.
-        write_id = _option(self.options, WRITE_ID_OPTION)
-        more = {WRITE_ID_METADATA_KEY: write_id} if write_id else None
         instant = commit_files(
-            txn,
-            files,
-            extra_metadata=extra_metadata(job, more),
-            sweep=True,
-            heartbeat_written=any(m.beat for m in written),
+            txn, got.files, extra_metadata=got.metadata, sweep=True, heartbeat_written=got.beat
         )
-        info = commit_info(self.path, instant, self.pending.operation, files, job, self.repo_uri)
+        info = commit_info(
+            self.path, instant, self.pending.operation, got.files, got.job, self.repo_uri
+        )
         run_hooks(info, self.facts.hooks)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:

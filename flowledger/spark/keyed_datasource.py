@@ -14,13 +14,12 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from storage import open_store
 from timeline import commit_keyed
 
-from .commit_info import WRITE_ID_METADATA_KEY, SparkJobInfo
-from .committing import commit_info, extra_metadata, run_hooks
+from .committing import commit_info, run_hooks
 from .conf import table_settings
 from .keyed import iter_groups, rewrite_group, task_writer
 from .keyed_writers import KeyedTask
 from .paths import TablePath
-from .writer_options import WRITE_ID_OPTION, FilesWritten, get_option, input_files_option
+from .writer_options import FilesWritten, gather
 
 
 @dataclass
@@ -50,31 +49,23 @@ class KeyedTimelineWriter(DataSourceArrowWriter):
         return out
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        written = [m for m in messages if isinstance(m, FilesWritten)]
-        files = [f for m in written for f in m.files]
-        stats = [s for m in written for s in m.stats]
-        job = SparkJobInfo(
-            app_id=self.facts.app_id,
-            app_name=self.facts.app_name,
-            job=next((m.job for m in written if m.job), "") or "flowledger.datasource",
-            user=self.facts.user,
-            input_files=input_files_option(self.options),
-        )
+        got = gather(self.facts, self.options, messages)
+        stats = [s for m in got.messages for s in m.stats]
         store = open_store(self.path.store_uri, self.facts.store)
         txn = self.task.pending.resume(store, table_settings(self.facts.conf, self.options))
-        write_id = get_option(self.options, WRITE_ID_OPTION)
-        more = {WRITE_ID_METADATA_KEY: write_id} if write_id else None
         instant = commit_keyed(
             txn,
             self.task.shipped.plan,
-            files,
+            got.files,
             stats,
             files_read=self.task.files_read,
-            extra_metadata=extra_metadata(job, more),
+            extra_metadata=got.metadata,
             sweep=True,
-            heartbeat_written=any(m.beat for m in written),
+            heartbeat_written=got.beat,
         )
-        info = commit_info(self.path, instant, self.task.operation, files, job, self.repo_uri)
+        info = commit_info(
+            self.path, instant, self.task.operation, got.files, got.job, self.repo_uri
+        )
         run_hooks(info, self.facts.hooks)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:

@@ -7,6 +7,11 @@ See docs/tables.md.
 """
 
 from .bloom import BloomFilter
+from .compaction import CompactionRun
+from .compaction import complete as complete_compaction
+from .compaction import runnable as runnable_compactions
+from .compaction import start as start_compaction
+from .compaction_task import CompactionWork, compact_file_group
 from .engine import (
     Hit,
     KeyedWritePlan,
@@ -60,6 +65,8 @@ __all__ = [
     "BloomFilter",
     "ChangesPlan",
     "CommitUnit",
+    "CompactionRun",
+    "CompactionWork",
     "Hit",
     "KeyIndex",
     "KeyedProperties",
@@ -71,6 +78,8 @@ __all__ = [
     "build_index",
     "choose_index",
     "commit_keyed",
+    "compact_file_group",
+    "complete_compaction",
     "index_view",
     "load_properties",
     "locate_in_file",
@@ -80,5 +89,7 @@ __all__ = [
     "read_changed_file",
     "read_commit_changes",
     "record_columns",
+    "runnable_compactions",
+    "start_compaction",
     "write_slice",
 ]

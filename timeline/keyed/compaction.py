@@ -20,9 +20,13 @@ base file, planned in `compaction.requested` and executed later, by anyone, idem
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from storage import Conflict
@@ -30,7 +34,6 @@ from storage import Conflict
 from .. import crash
 from ..commit import materialize
 from ..errors import CommitConflict, TimelineError
-from ..file_stats import describe_bytes
 from ..heartbeat import last_beat
 from ..instant import (
     COMMIT,
@@ -43,11 +46,10 @@ from ..instant import (
 )
 from ..layout import data_prefix, heartbeat_key, instant_key
 from ..metadata import DataFile, Entry, decode_plan, encode_plan
-from ..parquet_io import to_parquet_bytes
+from ..task_writer import WriteTarget
 from ..txn import Transaction
-from .index import WRITE_STATS, bloom_ref
-from .keys import RECORD_KEY_COL, key_range
-from .mor_read import read_slice
+from .compaction_task import CompactionWork, compact_file_group
+from .index import WRITE_STATS
 from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_slices
 
 if TYPE_CHECKING:
@@ -202,9 +204,26 @@ class _CompactionTxn(Transaction):
         self._heartbeat.stop()
 
 
-def execute(table: Table, t: str) -> Instant | None:
-    """Run a scheduled compaction (again, after a crash: the same objects are written).
-    None when it was already completed, or its plan no longer fits and was dropped."""
+@dataclass
+class CompactionRun:
+    """A compaction being executed: its transaction (heartbeating in this process) and the
+    work its tasks do (`compaction_task.compact_file_group` per slice, on threads here, on
+    an engine's executors elsewhere)."""
+
+    table: Table
+    txn: _CompactionTxn
+    work: CompactionWork
+    anchor: int
+
+    def abandon(self) -> None:
+        """Stop heartbeating and leave the plan pending: the next run executes it again."""
+        self.txn.detach()
+
+
+def start(table: Table, t: str) -> CompactionRun | None:
+    """Begin executing the scheduled compaction `t` (again, after a crash: its tasks write
+    the same objects). None when it was already completed, or its plan no longer fits the
+    table and was dropped."""
     table.refresh()
     for e in table.log_entries:  # completed in the log, completed object not written yet
         if e.time == t and e.action == COMMIT:
@@ -230,48 +249,39 @@ def execute(table: Table, t: str) -> Instant | None:
     # the plan intact does not stop it. Completes as a commit.
     seen = max([anchor, *(e.seq for e in st.entries)])
     txn = _CompactionTxn(table, t, COMMIT, seen, "compact")
-    schema = st.schema(anchor)
-    fpp = table.settings.bloom_index_fpp
+    target = WriteTarget(t, table.settings.writer_id, math.inf)
+    work = CompactionWork(
+        target, st.schema(anchor), table.settings.bloom_index_fpp, tuple(s for s in slices if s)
+    )
+    return CompactionRun(table, txn, work, anchor)
 
-    def one(sl: MorSlice | None) -> tuple[DataFile, dict[str, Any]]:
-        """One file group's new base file (a name the plan fixes: a rerun writes it again)."""
-        assert sl is not None
-        rows = read_slice(table.store, sl, schema)
-        key = txn.data_key(sl.partition, f"{sl.group}_{t}.parquet")
-        body = to_parquet_bytes(rows)
-        table.store.put(key, body)
-        lo, hi = key_range(rows)
-        stat = {
-            "path": key,
-            "file_group": sl.group,
-            "partition": sl.partition,
-            "prev_commit": None,
-            "prev_path": sl.base.path,
-            "inserts": 0,
-            "updates": 0,
-            "deletes": 0,
-            "rows": rows.num_rows,
-            "bytes": len(body),
-            "min_key": lo,
-            "max_key": hi,
-            "log_files": len(sl.logs),
-            "log_bytes": sl.log_bytes,
-            **bloom_ref(table.store, key, rows.column(RECORD_KEY_COL), fpp),
-        }
-        crash.point(f"{COMPACTION}.base_written")
-        return describe_bytes(key, body, sl.partition, sl.group), stat
 
+def complete(
+    run: CompactionRun,
+    written: Sequence[tuple[DataFile, Mapping[str, Any]]],
+    extra_metadata: Mapping[str, str] | None = None,
+) -> Instant | None:
+    """Commit the new base files of every planned slice (what `compact_file_group` returned
+    for each); None when another executor completed this plan first."""
+    table, txn, t = run.table, run.txn, run.work.instant_time
     try:
-        with ThreadPoolExecutor(max(1, min(table.settings.write_parallelism, len(slices)))) as pool:
-            written = list(pool.map(one, slices))
+        planned = {sl.group for sl in run.work.slices}
+        got = {f.group for f, _ in written}
+        if got != planned or len(written) != len(planned):
+            raise TimelineError(
+                f"compaction {t} of {table.uri}: base files for {sorted(got)}, "
+                f"planned {sorted(planned)}"
+            )
+        order = {sl.group: i for i, sl in enumerate(run.work.slices)}
+        written = sorted(written, key=lambda w: order[w[0].group])  # plan order, any engine
         for f, _ in written:
             txn.add(f)
-        stats = [stat for _, stat in written]
+        stats = [dict(stat) for _, stat in written]
         details = {
             WRITE_STATS: stats,
-            COMPACTION_DETAIL: {"log_anchor_seq": anchor, "operations": len(slices)},
+            COMPACTION_DETAIL: {"log_anchor_seq": run.anchor, "operations": len(planned)},
         }
-        return txn.commit({}, details)
+        return txn.commit(extra_metadata, details)
     except CommitConflict as exc:
         if exc.winner == t:
             return None  # another executor completed this plan
@@ -279,6 +289,43 @@ def execute(table: Table, t: str) -> Instant | None:
         raise
     finally:
         txn.detach()  # stop heartbeating: done, or left pending for the next run
+
+
+def execute(table: Table, t: str) -> Instant | None:
+    """Run a scheduled compaction in this process (again, after a crash: the same objects
+    are written). None when it was already completed, or its plan no longer fits and was
+    dropped."""
+    run = start(table, t)
+    if run is None:
+        return None
+    work = run.work
+    try:
+        writer = work.writer(table.store)
+        with ThreadPoolExecutor(
+            max(1, min(run.table.settings.write_parallelism, len(work.slices)))
+        ) as pool:
+            written = list(pool.map(partial(compact_file_group, writer, work), work.slices))
+    except BaseException:
+        run.abandon()
+        raise
+    return complete(run, written)
+
+
+def runnable(table: Table, *, only_abandoned: bool = True) -> list[str]:
+    """Pending compactions to execute, oldest first: those only scheduled, and (with
+    `only_abandoned`) inflight ones whose executor's heartbeat expired."""
+    from ..heartbeat import expired
+
+    out = []
+    for i in pending(table):
+        running = (
+            only_abandoned
+            and i.state is State.INFLIGHT
+            and not expired(last_beat(table.store, i.time), table.settings.heartbeat_expiry_s)
+        )
+        if not running:
+            out.append(i.time)
+    return out
 
 
 def pending(table: Table, *, refresh: bool = True) -> list[Instant]:
@@ -292,21 +339,15 @@ def completed_compactions(st: TableState) -> list[str]:
 
 
 def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
-    """Execute pending compactions, oldest first: those only scheduled, and (with
-    `only_abandoned`) inflight ones whose executor's heartbeat expired; returns their times."""
+    """Execute the `runnable` pending compactions, oldest first; returns their times."""
     ran = []
-    for i in pending(table):
-        if only_abandoned and i.state is State.INFLIGHT:
-            from ..heartbeat import expired
-
-            if not expired(last_beat(table.store, i.time), table.settings.heartbeat_expiry_s):
-                continue
+    for t in runnable(table, only_abandoned=only_abandoned):
         try:
-            got = execute(table, i.time)
+            got = execute(table, t)
         except CommitConflict:
             continue  # something that changed its file groups completed meanwhile: dropped
         if got is not None:
-            ran.append(i.time)
+            ran.append(t)
     return ran
 
 
@@ -351,11 +392,15 @@ __all__ = [
     "NUM_OR_TIME",
     "TIME_ELAPSED",
     "TRIGGERS",
+    "CompactionRun",
     "Entry",
     "compact",
+    "complete",
     "completed_compactions",
     "execute",
     "run_pending",
+    "runnable",
     "schedule",
+    "start",
     "wait_async",
 ]

@@ -75,3 +75,59 @@ def test_keyed_writes_on_a_standalone_cluster_equal_the_python_path(
         instants = got["instants"][writer]
         table = Table.open(open_store(uri, minio.settings()))
         assert comparable(table, instants) == want, writer
+
+
+def test_a_compaction_on_a_standalone_cluster(
+    cluster: Cluster, minio: S3Endpoint, tmp_path: Path
+) -> None:
+    """`flowledger.spark.compact` end to end: the plan scheduled by the driver, the file
+    groups compacted by the executors, the compaction completed as a commit."""
+    import pyarrow as pa
+
+    from infra import spark as infra_spark
+    from timeline import COMMIT, TableSettings
+    from timeline.keyed import KeyedProperties
+
+    bucket = minio.new_bucket()
+    props = KeyedProperties.of(
+        "id", ordering_field="ts", partition_by="p", table_type="merge_on_read"
+    )
+    store = open_store(f"s3://{bucket}/tables/mor", minio.settings())
+    table = Table.create(store, props, TableSettings(compaction_mode="off"))
+
+    def rows(ids: list[int], v: str, ts: int) -> pa.Table:
+        p = [str(i % 3) for i in ids]
+        return pa.table({"id": ids, "ts": [ts] * len(ids), "p": p, "v": [v] * len(ids)})
+
+    table.upsert(rows(list(range(60)), "base", 1))
+    table.upsert(rows(list(range(0, 60, 2)), "u1", 2))
+    table.delete(pa.table({"id": [3, 9], "ts": [5, 5]}))
+    want = sorted(table.read().to_pylist(), key=lambda r: r["id"])
+    args = {
+        "master": cluster.master_url,
+        "repo": str(tmp_path / "repo"),
+        "jars": [str(j) for j in infra_spark.jar_paths()],
+        "s3a": s3a_conf(minio.settings()),
+        "table": f"s3a://{bucket}/tables/mor",
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env["PYSPARK_PYTHON"] = sys.executable
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.support.compaction_cluster_driver", json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=1200,
+    )
+    assert run.returncode == 0, run.stderr[-5000:] + cluster.log_tail()
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["executors"] == 2 and got["driver_pid"] not in got["python_workers"]
+    assert len(got["compacted"]) == 1
+    after = Table.open(open_store(f"s3://{bucket}/tables/mor", minio.settings()))
+    e = after.entry(got["compacted"][0])
+    assert e.action == COMMIT and e.metadata["operation"] == "compact"
+    assert sorted(after.read().to_pylist(), key=lambda r: r["id"]) == want
+    read_optimized = after.read(read_optimized=True).to_pylist()
+    assert sorted(read_optimized, key=lambda r: r["id"]) == want
