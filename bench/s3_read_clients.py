@@ -1,8 +1,8 @@
-"""The store's reads through four S3 clients, interleaved in one run on one MinIO:
-`obstore` (Rust object_store), pyarrow's `S3FileSystem`, `bench/s3_fast_reads.py` (the
-hand-signed urllib3 path the store used before obstore), plain botocore (boto3's client). Each client sits under the store as a read adapter
-(`bench/s3_read_adapters.py`), so the provenance reader and the content reader above it — and
-the checksums they verify — are the same code for all four.
+"""The store's reads through four S3 clients, interleaved in one run on one MinIO: `obstore` (Rust
+object_store), pyarrow's `S3FileSystem`, `bench/s3_fast_reads.py` (the hand-signed urllib3 path
+the store used before obstore), plain botocore (boto3's client). Each client sits under the
+store as a read adapter (`bench/s3_read_adapters.py`), so the provenance reader and the content
+reader above it — and the checksums they verify — are the same code for all four.
 
     python -m bench s3_read_clients [--quick] [--events N] [--rounds R] [--warm W] [--size-mib M]
                                     [--part all|lookup|download]
