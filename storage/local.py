@@ -41,6 +41,7 @@ from .errors import (
     translate_os,
 )
 from .keys import RESERVED_PREFIX, validate_prefix
+from .local_files import LimitedReader, discard_tmp
 from .local_sweep import TempSweep, remove_stale
 from .objectstore import (
     ByteRange,
@@ -96,7 +97,7 @@ class _LocalWriter(ObjectWriter):
             with self._store._os_errors(self._key, "put"):
                 self._store._finish_tmp(fh)
         except BaseException:
-            _discard(fh, self._tmp)
+            discard_tmp(fh, self._tmp)
             raise
         return self._store._publish(self._key, self._tmp, self._if_none_match)
 
@@ -104,16 +105,7 @@ class _LocalWriter(ObjectWriter):
         """Never raises: closing may flush buffered bytes into a full disk, and the temp
         file must go whatever happens."""
         fh, self._fh = self._fh, None
-        _discard(fh, self._tmp)
-
-
-def _discard(fh: BinaryIO | None, tmp: Path) -> None:
-    """Close and remove a temp file this process wrote and will not publish."""
-    if fh is not None:
-        with contextlib.suppress(OSError):
-            fh.close()  # closes the descriptor even when the final flush fails
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)
+        discard_tmp(fh, self._tmp)
 
 
 class LocalObjectStore(ObjectStore):
@@ -195,7 +187,7 @@ class LocalObjectStore(ObjectStore):
                 fh.write(data)
                 self._finish_tmp(fh, durable)
         except BaseException:
-            _discard(fh, tmp)
+            discard_tmp(fh, tmp)
             raise
         return tmp
 
@@ -333,7 +325,7 @@ class LocalObjectStore(ObjectStore):
         fh.seek(start)
         if length is None:
             return fh
-        return cast(BinaryIO, _Limited(fh, length))
+        return cast(BinaryIO, LimitedReader(fh, length))
 
     def get(self, key: str, start: int = 0, length: int | None = None) -> bytes:
         with self.open_read(key, start, length) as fh:
@@ -487,28 +479,3 @@ class LocalObjectStore(ObjectStore):
     def destroy(self) -> None:
         """Remove the whole repository directory (tests and `make clean`)."""
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-class _Limited:
-    """A read-only view of the next `length` bytes of a file."""
-
-    def __init__(self, fh: BinaryIO, length: int) -> None:
-        self._fh = fh
-        self._left = length
-
-    def read(self, n: int = -1) -> bytes:
-        if self._left <= 0:
-            return b""
-        n = self._left if n is None or n < 0 else min(n, self._left)
-        data = self._fh.read(n)
-        self._left -= len(data)
-        return data
-
-    def close(self) -> None:
-        self._fh.close()
-
-    def __enter__(self) -> _Limited:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
