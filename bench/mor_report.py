@@ -11,7 +11,7 @@ from rich.console import Console
 
 from bench.common import table
 from bench.mor_data import MorInputs
-from bench.upsert import StepResult, SystemResult
+from bench.side_by_side import StepResult, SystemResult
 
 LABELS = {
     "flowledger-cow": "flowledger copy-on-write",

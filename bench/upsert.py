@@ -20,25 +20,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from bench.common import table
-from bench.s3_count_proxy import CountingProxy, Counts
+from bench.side_by_side import (
+    SystemResult,
+    add_workload_args,
+    chosen_systems,
+    hudi_command,
+    hudi_missing,
+    run_side_by_side,
+    run_worker,
+)
 from bench.upsert_data import Inputs, Workload, generate
 
-ROOT = Path(__file__).absolute().parents[1]
-HUDI_ENV = Path(os.environ.get("HUDI_PEER_DIR", "/tmp/hudi-peer"))
-HUDI_JARS = ("hudi-spark3.5-bundle_2.12-1.2.0.jar", "hadoop-aws-3.3.4.jar",
-             "aws-java-sdk-bundle-1.12.262.jar")  # fmt: skip
 SYSTEMS = ["flowledger", "flowledger-spark", "iceberg", "delta", "hudi"]
 LABELS = {
     "flowledger": "flowledger (Python)",
@@ -54,38 +54,6 @@ QUICK = Workload(rows=200_000, batch=20_000, delete=2_000)
 console = Console(width=150)
 
 
-@dataclass(frozen=True)
-class StepResult:
-    name: str
-    seconds: float
-    requests: Counts
-    peak_rss: int | None
-    jvm_peak_rss: int | None
-    index_ms: float | None
-    error: str | None
-    extra: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class SystemResult:
-    system: str
-    steps: dict[str, StepResult]
-    unavailable: str | None = None
-    info: dict[str, Any] | None = None
-
-
-def hudi_missing(env: Path) -> str | None:
-    """Why the Hudi environment cannot run, or None when it can."""
-    need = [env / "venv" / "bin" / "python", *(env / "jars" / j for j in HUDI_JARS)]
-    absent = [str(p) for p in need if not p.exists()]
-    if not absent:
-        return None
-    return (
-        f"Hudi environment absent ({', '.join(absent[:2])}{' ...' if len(absent) > 2 else ''}); "
-        f"create it with `bash bench/peers/hudi_env.sh` (HUDI_PEER_DIR={env})"
-    )
-
-
 def run_system(
     name: str,
     inputs_json: Path,
@@ -94,51 +62,18 @@ def run_system(
     env_extra: dict[str, str],
     hudi_options: list[str],
 ) -> SystemResult:
+    out = work / f"{name}.json"
     if name == "hudi":
-        why = hudi_missing(HUDI_ENV)
+        why = hudi_missing()
         if why:
             return SystemResult(name, {}, why)
-    proxy = CountingProxy(endpoint)
-    out = work / f"{name}.json"
-    log = work / f"{name}.log"
-    env = dict(os.environ, **env_extra, AWS_ENDPOINT_URL=proxy.endpoint, PYTHONPATH=str(ROOT))
-    if name == "hudi":
-        cmd = [str(HUDI_ENV / "venv" / "bin" / "python"), "-m", "bench.peers.hudi_upsert",
-               str(inputs_json), str(out), "--jars", str(HUDI_ENV / "jars"),
-               *(f"--hoodie={kv}" for kv in hudi_options)]  # fmt: skip
+        cmd = hudi_command("bench.peers.hudi_upsert", inputs_json, out, hudi_options)
     elif name == "flowledger-spark":
         cmd = [sys.executable, "-m", "bench.upsert_spark", str(inputs_json), str(out), str(work)]
     else:
         cmd = [sys.executable, "-m", "bench.upsert_systems", name, str(inputs_json), str(out),
                str(work)]  # fmt: skip
-    console.print(f"[dim]{time.strftime('%H:%M:%S')} {LABELS[name]}: {' '.join(cmd[1:3])} ...")
-    try:
-        with log.open("w") as fh:
-            rc = subprocess.call(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
-    finally:
-        proxy.stop()
-    if not out.exists():
-        tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
-        return SystemResult(name, {}, f"worker failed (exit {rc}); log {log}:\n{tail}")
-    raw = json.loads(out.read_text())
-    if raw.get("unavailable"):
-        return SystemResult(name, {}, raw["unavailable"])
-    steps = {}
-    for s in raw["steps"]:
-        known = {"name", "start", "end", "seconds", "peak_rss", "jvm_peak_rss", "error", "index_ms"}
-        steps[s["name"]] = StepResult(
-            s["name"],
-            s["seconds"],
-            proxy.between(s["start"], s["end"]),
-            s.get("peak_rss"),
-            s.get("jvm_peak_rss"),
-            s.get("index_ms"),
-            s.get("error"),
-            {k: v for k, v in s.items() if k not in known},
-        )
-    if rc != 0:
-        console.print(f"[yellow]{LABELS[name]}: worker exit {rc}, see {log}")
-    return SystemResult(name, steps, None, raw.get("info"))
+    return run_worker(name, LABELS[name], cmd, out, endpoint, env_extra, console)
 
 
 def _ratio(value: float | None, base: float | None) -> str:
@@ -229,40 +164,19 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench upsert", description=__doc__)
     d = Workload()
     ap.add_argument("--quick", action="store_true", help="smoke run: 200k rows, 20k, 2k")
-    ap.add_argument("--rows", type=int, help="base table rows (10M; quick 200k)")
-    ap.add_argument("--batch", type=int, help="keys per upsert batch (100k; quick 20k)")
     ap.add_argument("--delete", type=int, help="keys deleted (10k; quick 2k)")
-    ap.add_argument("--partitions", type=int, default=d.partitions)
-    ap.add_argument(
-        "--load-batches",
-        type=int,
-        default=d.load_batches,
-        help="commits that load the base table (each a range of consecutive keys)",
-    )
-    ap.add_argument(
-        "--systems",
-        default=",".join(SYSTEMS),
-        help=f"comma-separated, run in this order (default {','.join(SYSTEMS)})",
-    )
-    ap.add_argument(
-        "--hudi-option",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="extra Hudi write option, e.g. hoodie.index.type=BLOOM (default: Hudi's defaults)",
-    )
     ap.add_argument(
         "--key-scope",
         choices=["global", "partition"],
         help="flowledger's key scope (default: the table default)",
     )
-    ap.add_argument("--workdir", type=Path, help="keep inputs, logs and raw results here")
-    ap.add_argument("--json", type=Path, help="write every figure here")
-    args = ap.parse_args(argv)  # fmt: skip
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    unknown = set(systems) - set(SYSTEMS)
-    if unknown:
-        ap.error(f"unknown systems {sorted(unknown)}; known: {SYSTEMS}")
+    add_workload_args(
+        ap,
+        SYSTEMS,
+        "extra Hudi write option, e.g. hoodie.index.type=BLOOM (default: Hudi's defaults)",
+    )
+    args = ap.parse_args(argv)
+    systems = chosen_systems(ap, args, SYSTEMS)
     base = QUICK if args.quick else d
     w = Workload(
         args.rows or base.rows,
@@ -272,33 +186,16 @@ def main(argv: list[str] | None = None) -> None:
         args.load_batches,
     )
 
-    from infra import minio
-
-    with tempfile.TemporaryDirectory(prefix="flowledger-bench-upsert-") as tmp:
-        work = args.workdir or Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        t0 = time.perf_counter()
-        inputs = generate(w, work / "inputs")
-        console.print(f"[dim]inputs generated in {time.perf_counter() - t0:.1f} s ({work})")
-        server = minio.start(Path(tmp) / "minio", buckets=BUCKETS)
-        env_extra = {k: v for k, v in server.env().items() if k != "AWS_ENDPOINT_URL"}
+    def run(work: Path, endpoint: str, env_extra: dict[str, str]) -> list[SystemResult]:
         if args.key_scope:
             env_extra["FLOWLEDGER_KEY_SCOPE"] = args.key_scope
-        try:
-            results = [
-                run_system(
-                    s,
-                    work / "inputs" / "inputs.json",
-                    work,
-                    server.endpoint,
-                    env_extra,
-                    args.hudi_option,
-                )
-                for s in systems
-            ]
-        finally:
-            minio.stop(server)
-    console.print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end")
+        inputs_json = work / "inputs" / "inputs.json"
+        return [run_system(s, inputs_json, work, endpoint, env_extra, args.hudi_option)
+                for s in systems]  # fmt: skip
+
+    inputs, results, _ = run_side_by_side(
+        "flowledger-bench-upsert-", args.workdir, BUCKETS, lambda d: generate(w, d), run, console
+    )
     report(inputs, results)
     if args.json:
         raw = {"workload": asdict(w), "expected_rows": inputs.expected_rows,

@@ -9,24 +9,18 @@ merge-on-read table written by Spark (index SIMPLE, log blocks as Hudi writes th
 inline compaction off (`hoodie.compact.inline=false`; Spark's batch writer turns it on for
 merge-on-read tables and would compact after 5 delta commits) until the explicit, timed
 compaction (`CALL run_compaction(op => 'scheduleAndExecute')`), and the metadata table off
-as in bench/peers/hudi_upsert.py (why: its docstring). Loads use operation `insert`, the delta
-commits `upsert`. A read is `spark.read.format("hudi")` with `hoodie.datasource.query.type`
-`snapshot` or `read_optimized`, aggregated in one pass to the row count, the sum of `qty` and
-the max of an xxhash64 over every data column (which makes Spark read every column).
+as in bench/peers/hudi_upsert.py (why: its docstring; what both workers share:
+hudi_worker.py). Loads use operation `insert`, the delta commits `upsert`. A read is
+`spark.read.format("hudi")` with `hoodie.datasource.query.type` `snapshot` or
+`read_optimized`, aggregated in one pass to the row count, the sum of `qty` and the max of an
+xxhash64 over every data column (which makes Spark read every column).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
-from pathlib import Path
 from typing import Any
 
-from bench.peers.hudi_upsert import session
-from bench.upsert_probe import Recorder
-
-TABLE = "s3a://hudi/t"
+from bench.peers.hudi_worker import TABLE, start
 
 
 def timeline_counts(spark: Any) -> dict[str, int]:
@@ -53,53 +47,11 @@ def timeline_counts(spark: Any) -> dict[str, int]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("inputs")
-    p.add_argument("out")
-    p.add_argument("--jars", required=True)
-    p.add_argument("--driver-memory", default="3g")
-    p.add_argument("--hoodie", action="append", default=[], help="extra Hudi option k=v")
-    p.add_argument("--spark-conf", action="append", default=[], help="extra Spark conf k=v")
-    a = p.parse_args()
-
     from pyspark.sql import functions as F
 
-    rec = Recorder("hudi", Path(a.out))
-    inputs = json.loads(Path(a.inputs).read_text())
-    columns = inputs["columns"]
-    spark = session(a.jars, a.driver_memory, a.spark_conf)
-    spark.sparkContext.setLogLevel("ERROR")
-    jvm = spark.sparkContext._jvm
-    rec.jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
-    opts = {
-        "hoodie.table.name": "t",
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.metadata.enable": "false",
-        "hoodie.compact.inline": "false",
-    }
-    for kv in a.hoodie:
-        k, _, v = kv.partition("=")
-        opts[k] = v
-    rec.result["info"] = {
-        "hudi": str(jvm.org.apache.hudi.HoodieVersion.get()),
-        "spark": spark.version,
-        "index": opts.get("hoodie.index.type", "default (SIMPLE on Spark)"),
-        "metadata table": opts["hoodie.metadata.enable"],
-    }
-    rec.save()
-
-    def frame(path: str) -> Any:
-        df = spark.read.parquet("file://" + path).cache()
-        df.count()  # read and cached before the clock starts
-        return df
-
-    def write(df: Any, operation: str) -> None:
-        df.write.format("hudi").options(**opts).option(
-            "hoodie.datasource.write.operation", operation
-        ).mode("append").save(TABLE)
+    w = start("MERGE_ON_READ", {"hoodie.compact.inline": "false"})
+    spark, rec = w.spark, w.rec
+    columns = w.inputs["columns"]
 
     def read(query_type: str) -> dict[str, Any]:
         df = spark.read.format("hudi").option("hoodie.datasource.query.type", query_type)
@@ -114,22 +66,13 @@ def main() -> None:
         )
         return {"rows": int(row["rows"]), "qty_sum": int(row["qty_sum"] or 0), "hash": row["hash"]}
 
-    with rec.step("load") as extra:
-        # One commit per load batch; `seconds` leaves out reading each batch into the cache.
-        spent = 0.0
-        for step in inputs["loads"]:
-            df = frame(step["path"])
-            t0 = time.perf_counter()
-            write(df, "insert")
-            spent += time.perf_counter() - t0
-            df.unpersist()
-        extra["seconds"] = spent
-    for i, step in enumerate(inputs["upserts"], start=1):
-        df = frame(step["path"])
+    w.load()
+    for i, step in enumerate(w.inputs["upserts"], start=1):
+        df = w.frame(step["path"])
         with rec.step(step["name"]):
-            write(df, "upsert")
+            w.write(df, "upsert")
         df.unpersist()
-        if i in inputs["reads_at"]:
+        if i in w.inputs["reads_at"]:
             with rec.step(f"snapshot_{i}") as extra:
                 extra.update(read("snapshot"))
             with rec.step(f"read_optimized_{i}") as extra:

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import flowledger.spark as fs
+from tests.support.spark_cluster import driver_session, executors_of
 
 
 def _pid(_: Any) -> int:
@@ -24,24 +25,9 @@ def _pid(_: Any) -> int:
 
 def main() -> None:
     args = json.loads(sys.argv[1])
-    conf = {
-        "spark.jars": ",".join(args["jars"]),
-        **args["s3a"],
-        "spark.executor.memory": "512m",
-        "spark.executor.cores": "1",
-        "spark.cores.max": "2",
-        "spark.driver.memory": "512m",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-        "spark.ui.enabled": "false",
-    }
-    spark = fs.session(repo=args["repo"], master=args["master"], conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = driver_session(args)
     try:
         seen = spark.sparkContext.parallelize(range(8), 8).map(_pid).distinct().collect()
-        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
         done = fs.compact(spark, args["table"])
         print(
             json.dumps(
@@ -49,7 +35,7 @@ def main() -> None:
                     "compacted": done,
                     "python_workers": sorted(seen),
                     "driver_pid": os.getpid(),
-                    "executors": executors,
+                    "executors": executors_of(spark),
                 }
             )
         )

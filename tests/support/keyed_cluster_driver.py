@@ -14,8 +14,8 @@ import os
 import sys
 from typing import Any
 
-import flowledger.spark as fs
 from tests.support.keyed_spark import apply_spark
+from tests.support.spark_cluster import driver_session, executors_of
 
 
 def _pid(_: Any) -> tuple[int, str]:
@@ -26,24 +26,9 @@ def _pid(_: Any) -> tuple[int, str]:
 
 def main() -> None:
     args = json.loads(sys.argv[1])
-    conf = {
-        "spark.jars": ",".join(args["jars"]),
-        **args["s3a"],
-        "spark.executor.memory": "512m",
-        "spark.executor.cores": "1",
-        "spark.cores.max": "2",
-        "spark.driver.memory": "512m",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-        "spark.ui.enabled": "false",
-    }
-    spark = fs.session(repo=args["repo"], master=args["master"], conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = driver_session(args)
     try:
         seen = spark.sparkContext.parallelize(range(8), 8).map(_pid).distinct().collect()
-        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
         out = {w: apply_spark(spark, uri, w) for w, uri in args["tables"].items()}
         print(
             json.dumps(
@@ -51,7 +36,7 @@ def main() -> None:
                     "instants": out,
                     "python_workers": sorted({p for p, _ in seen}),
                     "driver_pid": os.getpid(),
-                    "executors": executors,
+                    "executors": executors_of(spark),
                     "master": spark.sparkContext.master,
                 }
             )

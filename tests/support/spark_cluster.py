@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
@@ -172,3 +173,32 @@ def _wait(cluster: Cluster, ready: object) -> None:
             last = exc
         time.sleep(0.5)
     raise RuntimeError(f"the standalone cluster did not start ({last}):\n{cluster.log_tail()}")
+
+
+def driver_session(args: dict[str, Any]) -> Any:
+    """The session a cluster driver (tests/support/*_cluster_driver.py) opens on the cluster
+    `args["master"]` names, through `flowledger.spark.session`, with the s3a settings and jars
+    the test passes: 2 executors of 1 core and 512 MiB, on loopback."""
+    import flowledger.spark as fs
+
+    conf = {
+        "spark.jars": ",".join(args["jars"]),
+        **args["s3a"],
+        "spark.executor.memory": WORKER_MEMORY,
+        "spark.executor.cores": str(WORKER_CORES),
+        "spark.cores.max": "2",
+        "spark.driver.memory": "512m",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false",
+    }
+    spark = fs.session(repo=args["repo"], master=args["master"], conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def executors_of(spark: Any) -> int:
+    """Executors registered with the driver (the driver's own block manager left out)."""
+    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1
