@@ -30,13 +30,11 @@ from pathlib import Path
 from bench.mor_data import READS_AT, generate
 from bench.mor_report import LABELS, console, report
 from bench.side_by_side import (
-    SystemResult,
+    Command,
     add_workload_args,
     chosen_systems,
     hudi_command,
-    hudi_missing,
     run_side_by_side,
-    run_worker,
 )
 from bench.upsert_data import Workload
 
@@ -44,23 +42,11 @@ SYSTEMS = ["flowledger-cow", "flowledger-mor", "hudi"]
 QUICK = Workload(rows=200_000, batch=20_000)
 
 
-def run_system(
-    name: str,
-    inputs_json: Path,
-    work: Path,
-    endpoint: str,
-    env_extra: dict[str, str],
-    hudi_options: list[str],
-) -> SystemResult:
-    out = work / f"{name}.json"
+def command(name: str, inputs_json: Path, out: Path, hudi_options: list[str]) -> Command:
+    """System `name`'s worker command (bench/mor_systems.py, Hudi's)."""
     if name == "hudi":
-        why = hudi_missing()
-        if why:
-            return SystemResult(name, {}, why)
-        cmd = hudi_command("bench.peers.hudi_mor", inputs_json, out, hudi_options)
-    else:
-        cmd = [sys.executable, "-m", "bench.mor_systems", name, str(inputs_json), str(out)]
-    return run_worker(name, LABELS[name], cmd, out, endpoint, env_extra, console)
+        return hudi_command("bench.peers.hudi_mor", inputs_json, out, hudi_options)
+    return [sys.executable, "-m", "bench.mor_systems", name, str(inputs_json), str(out)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -93,17 +79,13 @@ def main(argv: list[str] | None = None) -> None:
         args.load_batches,
     )
 
-    def run(work: Path, endpoint: str, env_extra: dict[str, str]) -> list[SystemResult]:
-        inputs_json = work / "inputs" / "inputs.json"
-        return [run_system(s, inputs_json, work, endpoint, env_extra, args.hudi_option)
-                for s in systems]  # fmt: skip
-
     inputs, results, load = run_side_by_side(
         "flowledger-bench-mor-",
         args.workdir,
-        systems,
         lambda d: generate(w, d, reads_at),
-        run,
+        systems,
+        LABELS,
+        lambda name, inputs_json, out: command(name, inputs_json, out, args.hudi_option),
         console,
     )
     report(inputs, results)

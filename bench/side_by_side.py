@@ -30,6 +30,8 @@ ROOT = Path(__file__).absolute().parents[1]
 HUDI_ENV = Path(os.environ.get("HUDI_PEER_DIR", "/tmp/hudi-peer"))
 HUDI_JARS = ("hudi-spark3.5-bundle_2.12-1.2.0.jar", "hadoop-aws-3.3.4.jar",
              "aws-java-sdk-bundle-1.12.262.jar")  # fmt: skip
+#: A worker's command line, or why the system cannot run here.
+Command = list[str] | str
 #: What a worker's step record holds besides the step's own figures (`StepResult.extra`).
 KNOWN = {"name", "start", "end", "seconds", "peak_rss", "jvm_peak_rss", "error", "index_ms"}
 
@@ -66,10 +68,35 @@ def hudi_missing(env: Path = HUDI_ENV) -> str | None:
     )
 
 
-def hudi_command(module: str, inputs_json: Path, out: Path, options: Sequence[str]) -> list[str]:
-    """The command running Hudi worker `module` in the Hudi environment."""
+def hudi_command(module: str, inputs_json: Path, out: Path, options: Sequence[str]) -> Command:
+    """The command running Hudi worker `module` in the Hudi environment, or why it cannot."""
+    why = hudi_missing()
+    if why:
+        return why
     return [str(HUDI_ENV / "venv" / "bin" / "python"), "-m", module, str(inputs_json), str(out),
             "--jars", str(HUDI_ENV / "jars"), *(f"--hoodie={kv}" for kv in options)]  # fmt: skip
+
+
+def run_systems(
+    systems: Sequence[str],
+    labels: dict[str, str],
+    command: Callable[[str, Path, Path], Command],
+    work: Path,
+    endpoint: str,
+    env_extra: dict[str, str],
+    console: Console,
+) -> list[SystemResult]:
+    """Each system's worker in turn, alone: `command(name, inputs_json, out)` gives its
+    command line, or the reason it cannot run (reported as the system being unavailable)."""
+    results = []
+    for name in systems:
+        out = work / f"{name}.json"
+        cmd = command(name, work / "inputs" / "inputs.json", out)
+        if isinstance(cmd, str):
+            results.append(SystemResult(name, {}, cmd))
+        else:
+            results.append(run_worker(name, labels[name], cmd, out, endpoint, env_extra, console))
+    return results
 
 
 def run_worker(
@@ -150,13 +177,17 @@ def chosen_systems(ap: argparse.ArgumentParser, args: argparse.Namespace,
 def run_side_by_side(
     prefix: str,
     workdir: Path | None,
-    buckets: Sequence[str],
     generate: Callable[[Path], Any],
-    run: Callable[[Path, str, dict[str, str]], list[SystemResult]],
+    systems: Sequence[str],
+    labels: dict[str, str],
+    command: Callable[[str, Path, Path], Command],
     console: Console,
+    buckets: Sequence[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[Any, list[SystemResult], float]:
-    """Generate the inputs, start one MinIO with `buckets`, run the systems; the inputs, the
-    results and the load average at the end. `run(work, endpoint, env)` runs every system."""
+    """Generate the inputs, start one MinIO with a bucket per system (or `buckets`), run the
+    systems (`run_systems`, `env` added to each worker's environment); the inputs, the results
+    and the load average at the end."""
     from infra import minio
 
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
@@ -165,10 +196,13 @@ def run_side_by_side(
         t0 = time.perf_counter()
         inputs = generate(work / "inputs")
         console.print(f"[dim]inputs generated in {time.perf_counter() - t0:.1f} s ({work})")
-        server = minio.start(Path(tmp) / "minio", buckets=list(buckets))
+        server = minio.start(Path(tmp) / "minio", buckets=list(buckets or systems))
         env_extra = {k: v for k, v in server.env().items() if k != "AWS_ENDPOINT_URL"}
+        env_extra.update(env or {})
         try:
-            results = run(work, server.endpoint, env_extra)
+            results = run_systems(
+                systems, labels, command, work, server.endpoint, env_extra, console
+            )
         finally:
             minio.stop(server)
     load = os.getloadavg()[0]

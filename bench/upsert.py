@@ -29,13 +29,12 @@ from rich.console import Console
 
 from bench.common import table
 from bench.side_by_side import (
+    Command,
     SystemResult,
     add_workload_args,
     chosen_systems,
     hudi_command,
-    hudi_missing,
     run_side_by_side,
-    run_worker,
 )
 from bench.upsert_data import Inputs, Workload, generate
 
@@ -54,26 +53,15 @@ QUICK = Workload(rows=200_000, batch=20_000, delete=2_000)
 console = Console(width=150)
 
 
-def run_system(
-    name: str,
-    inputs_json: Path,
-    work: Path,
-    endpoint: str,
-    env_extra: dict[str, str],
-    hudi_options: list[str],
-) -> SystemResult:
-    out = work / f"{name}.json"
+def command(name: str, inputs_json: Path, out: Path, hudi_options: list[str]) -> Command:
+    """System `name`'s worker command (bench/upsert_systems.py, upsert_spark.py, Hudi's)."""
     if name == "hudi":
-        why = hudi_missing()
-        if why:
-            return SystemResult(name, {}, why)
-        cmd = hudi_command("bench.peers.hudi_upsert", inputs_json, out, hudi_options)
-    elif name == "flowledger-spark":
-        cmd = [sys.executable, "-m", "bench.upsert_spark", str(inputs_json), str(out), str(work)]
-    else:
-        cmd = [sys.executable, "-m", "bench.upsert_systems", name, str(inputs_json), str(out),
-               str(work)]  # fmt: skip
-    return run_worker(name, LABELS[name], cmd, out, endpoint, env_extra, console)
+        return hudi_command("bench.peers.hudi_upsert", inputs_json, out, hudi_options)
+    if name == "flowledger-spark":
+        return [sys.executable, "-m", "bench.upsert_spark", str(inputs_json), str(out),
+                str(out.parent)]  # fmt: skip
+    return [sys.executable, "-m", "bench.upsert_systems", name, str(inputs_json), str(out),
+            str(out.parent)]  # fmt: skip
 
 
 def _ratio(value: float | None, base: float | None) -> str:
@@ -186,15 +174,17 @@ def main(argv: list[str] | None = None) -> None:
         args.load_batches,
     )
 
-    def run(work: Path, endpoint: str, env_extra: dict[str, str]) -> list[SystemResult]:
-        if args.key_scope:
-            env_extra["FLOWLEDGER_KEY_SCOPE"] = args.key_scope
-        inputs_json = work / "inputs" / "inputs.json"
-        return [run_system(s, inputs_json, work, endpoint, env_extra, args.hudi_option)
-                for s in systems]  # fmt: skip
-
+    env = {"FLOWLEDGER_KEY_SCOPE": args.key_scope} if args.key_scope else {}
     inputs, results, _ = run_side_by_side(
-        "flowledger-bench-upsert-", args.workdir, BUCKETS, lambda d: generate(w, d), run, console
+        "flowledger-bench-upsert-",
+        args.workdir,
+        lambda d: generate(w, d),
+        systems,
+        LABELS,
+        lambda name, inputs_json, out: command(name, inputs_json, out, args.hudi_option),
+        console,
+        buckets=BUCKETS,
+        env=env,
     )
     report(inputs, results)
     if args.json:
