@@ -118,3 +118,11 @@ def read_files(
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="default")
+
+
+def release_unused_memory() -> None:
+    """Hand the Arrow allocator's freed pages back to the operating system. Its allocator
+    (mimalloc or jemalloc) keeps what a large write freed, so without this a long-lived
+    writer's footprint stays at its largest commit so far: measured after loading 2M rows,
+    454 MiB resident of which 235 MiB were freed Arrow pages. Costs about a millisecond."""
+    pa.default_memory_pool().release_unused()

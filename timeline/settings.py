@@ -97,8 +97,14 @@ class TableSettings:
     bloom_index_fpp: float = 0.01
     #: File groups one writer process reads and rewrites at once (keyed writes and
     #: compaction; Hudi spreads the same work over hoodie.upsert.shuffle.parallelism tasks).
-    #: Reads, encoding and PUTs overlap; each holds one file group in memory.
+    #: Reads, encoding and PUTs overlap; each holds one file group's bytes and one row group
+    #: of it decoded in memory.
     write_parallelism: int = 4
+    #: Rows per Parquet row group of the base files keyed writes produce, and the rows a
+    #: rewrite decodes at a time (Hudi sizes row groups in bytes, hoodie.parquet.block.size):
+    #: a writer's memory then follows this, not the size of the files it rewrites. DuckDB
+    #: writes groups of 122,880 rows; readers skip by row group statistics either way.
+    parquet_row_group_rows: int = 131_072
     #: When a merge-on-read table compacts after a delta commit: `inline` (schedule and
     #: execute in the writer when the trigger fires, Hudi's hoodie.compact.inline), `async`
     #: (execute on a thread of the writing process), `off` (only `flowledger timeline compact`
@@ -159,6 +165,8 @@ class TableSettings:
             raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
         if self.write_parallelism < 1:
             raise ValueError("write_parallelism must be >= 1")
+        if self.parquet_row_group_rows < 1:
+            raise ValueError("parquet_row_group_rows must be >= 1")
         if self.compaction_mode not in ("inline", "async", "off"):
             raise ValueError("compaction_mode must be inline, async or off")
         if self.compaction_trigger not in (

@@ -82,11 +82,16 @@ class TaskWriter:
         self, data: pa.Table, partition: str = "", *, file_group: str = "", name: str = ""
     ) -> DataFile | None:
         """Upload `data` as one Parquet file of partition `partition` and describe it."""
+        return self.write_body(to_parquet_bytes(data), partition, file_group=file_group, name=name)
+
+    def write_body(
+        self, body: bytes, partition: str = "", *, file_group: str = "", name: str = ""
+    ) -> DataFile | None:
+        """Upload `body`, an encoded Parquet file, as `write` uploads what it encodes."""
         if not name:
             name = f"{self.task}-{self._seq:04d}_{self.target.instant_time}.parquet"
             self._seq += 1
         key = data_key(self.target.instant_time, partition, name)
-        body = to_parquet_bytes(data)
         self.store.put(key, body)
         if self.guard and not self.still_pending():
             self.store.delete(key)

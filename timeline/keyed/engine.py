@@ -14,11 +14,11 @@ partition moves) is the one `keyed_write` applies; see docs/tables.md.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,16 +26,15 @@ from storage import ObjectStore
 
 from ..engine_commit import sweep_strays
 from ..instant import Instant
-from ..layout import data_instant_time, heartbeat_key
+from ..layout import heartbeat_key
 from ..metadata import DataFile
 from ..parquet_io import read_files
-from ..schema import conform, merge_schemas
-from .index import WRITE_STATS, RangeBloomIndex, bloom_ref, range_bloom_index, write_stats_by_path
+from ..schema import merge_schemas
+from .index import WRITE_STATS, RangeBloomIndex, range_bloom_index, write_stats_by_path
 from .keys import (
     META_COLUMNS,
     RECORD_KEY_COL,
     identities,
-    key_range,
     partition_paths,
     record_keys,
     with_meta,
@@ -44,6 +43,7 @@ from .merge import incoming_wins
 from .planner import avg_record_size
 from .planning import plan_on
 from .properties import GLOBAL, KeyedProperties
+from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -70,6 +70,8 @@ class KeyedWritePlan:
     small_file_limit: int
     parquet_max_file_size: int
     record_size_estimate: int
+    #: Rows per row group of the slices written (TableSettings.parquet_row_group_rows).
+    row_group_rows: int
     by_group: Mapping[str, DataFile] = field(default_factory=dict)
 
     def index(self, store: ObjectStore) -> RangeBloomIndex:
@@ -121,6 +123,7 @@ def plan_keyed_write(
         small_file_limit=s.small_file_limit,
         parquet_max_file_size=s.parquet_max_file_size,
         record_size_estimate=s.copy_on_write_record_size_estimate,
+        row_group_rows=s.parquet_row_group_rows,
         by_group={f.group: f for f in files},
     )
 
@@ -238,49 +241,22 @@ def write_slice(
     returns the file and its write stats (None when the write was finished meanwhile, see
     `TaskWriter`). `counts`: inserts, updates, deletes."""
     base = plan.base(group)
-    incoming = with_meta(body, plan.instant_time, keys) if body is not None else None
-    pieces = []
+    n = plan.row_group_rows
+    parts: list[Iterator[pa.Table]] = []
     if base is not None:
-        kept = read_files(writer.store, [base], None, plan.table_schema) or pa.table({})
-        dropped = sorted(set(drop))
-        if dropped:
-            mask = np.ones(kept.num_rows, dtype=bool)
-            mask[np.array(dropped, dtype=np.int64)] = False
-            kept = kept.filter(pa.array(mask))
-        pieces.append(conform(kept, plan.schema))
+        parts.append(base_rows(writer.store, base, set(drop), plan.schema, n))
         partition = base.partition
-    if incoming is not None and incoming.num_rows:
-        pieces.append(conform(incoming, plan.schema))
-    data = (
-        pa.concat_tables(pieces, promote_options="default")
-        if pieces
-        else conform(plan.schema.empty_table(), plan.schema)
-    )
+    if body is not None and body.num_rows:
+        incoming = with_meta(body, plan.instant_time, keys)
+        parts.append(new_rows(incoming, list(range(incoming.num_rows)), plan.schema, n))
+    written = encode_slice(chain.from_iterable(parts), plan.schema, n)
     # One name per task attempt: a retried or speculative attempt never overwrites a slice
     # another attempt may have had committed.
     name = f"{group}_{writer.task}_{plan.instant_time}.parquet"
-    f = writer.write(data, partition, file_group=group, name=name)
+    f = writer.write_body(written.body, partition, file_group=group, name=name)
     if f is None:
         return None
-    lo, hi = key_range(data)
-    keys = data.column(RECORD_KEY_COL)
-    inserts, updates, deletes = counts
-    stat = {
-        "path": f.path,
-        "file_group": group,
-        "partition": partition,
-        "prev_commit": data_instant_time(base.path) if base else None,
-        "prev_path": base.path if base else None,
-        "inserts": inserts,
-        "updates": updates,
-        "deletes": deletes,
-        "rows": data.num_rows,
-        "bytes": f.size,
-        "min_key": lo,
-        "max_key": hi,
-        **bloom_ref(writer.store, f.path, keys, plan.bloom_fpp),
-    }
-    return f, stat
+    return f, slice_stats(writer.store, f, written, base, counts, plan.bloom_fpp)
 
 
 def commit_keyed(

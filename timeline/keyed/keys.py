@@ -95,9 +95,11 @@ def with_meta(data: pa.Table, instant_time: str, keys: Sequence[str] | pa.Array)
     )
 
 
-def key_range(data: pa.Table) -> tuple[str | None, str | None]:
-    """Smallest and largest record key of a file's rows (None, None when it is empty)."""
-    if data.num_rows == 0:
+def key_range(data: pa.Table | pa.ChunkedArray) -> tuple[str | None, str | None]:
+    """Smallest and largest record key of a file's rows, or of its record keys (None, None
+    when it is empty)."""
+    keys = data.column(RECORD_KEY_COL) if isinstance(data, pa.Table) else data
+    if len(keys) == 0:
         return None, None
-    mm = pc.min_max(data.column(RECORD_KEY_COL))
+    mm = pc.min_max(keys)
     return mm["min"].as_py(), mm["max"].as_py()

@@ -176,7 +176,7 @@ def delta_write(
             with ThreadPoolExecutor(min(WRITE_PARALLELISM, len(groups))) as pool:
                 logs = list(pool.map(put, groups))
         fpp = table.settings.bloom_index_fpp
-        written = [write_group(txn, plan, g, incoming_rows, schema, fpp) for g in new_groups]
+        written = [write_group(txn, g, incoming_rows, schema, fpp) for g in new_groups]
         for f, _ in written:
             txn.add(f)
         stats = [stat for _, stat in written]

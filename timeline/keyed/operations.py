@@ -13,6 +13,7 @@ from storage import ObjectStore
 
 from ..errors import TimelineError
 from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
+from ..parquet_io import release_unused_memory
 from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..writes import put_table
@@ -101,11 +102,14 @@ def write(
 def _keyed_write(table: Table, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
     """Copy-on-write rewrites file slices (write.py); merge-on-read appends log blocks in a
     delta commit (mor_write.py), then compacts as the settings say (compaction.py)."""
-    if props.table_type != MERGE_ON_READ:
-        return keyed_write(table, props, operation, **kw)
-    done = delta_write(table, props, operation, **kw)
-    compaction.after_write(table)
-    return done
+    try:
+        if props.table_type != MERGE_ON_READ:
+            return keyed_write(table, props, operation, **kw)
+        done = delta_write(table, props, operation, **kw)
+        compaction.after_write(table)
+        return done
+    finally:
+        release_unused_memory()
 
 
 def upsert(
@@ -300,7 +304,10 @@ class KeyedTableMethods:
         """Merge-on-read: schedule (always with `force`, else when the trigger fires) and
         execute one compaction; None when no file group has logs to fold."""
         self._keyed("compact")
-        return compaction.compact(self._table(), force=force)
+        try:
+            return compaction.compact(self._table(), force=force)
+        finally:
+            release_unused_memory()
 
     def schedule_compaction(self, *, force: bool = True) -> str | None:
         """Write a compaction plan (`compaction.requested`) to execute later; its time."""

@@ -17,9 +17,10 @@ disjoint ones both land.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,18 +28,16 @@ import pyarrow as pa
 
 from ..file_stats import describe_bytes
 from ..instant import COMMIT, Instant
-from ..layout import data_instant_time
 from ..metadata import DataFile
-from ..parquet_io import to_parquet_bytes
-from ..schema import conform, merge_schemas
+from ..schema import merge_schemas
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
-from .index import WRITE_STATS, IndexFactory, bloom_ref
+from .index import WRITE_STATS, IndexFactory
 from .indexing import merge_if_due
-from .keys import RECORD_KEY_COL, key_range
 from .planner import FAIL, Batch, Planner, avg_record_size, prepare_batch
 from .planning import Filter, plan_on
 from .properties import KeyedProperties
 from .record_index import RECORD_INDEX_DELTA, write_delta
+from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -139,7 +138,6 @@ def place_inserts(
 
 def write_group(
     txn: Transaction,
-    plan: Planner,
     g: Group,
     incoming: pa.Table | None,
     schema: pa.Schema,
@@ -147,42 +145,19 @@ def write_group(
 ) -> tuple[DataFile, dict[str, Any]]:
     """One file group's new slice: kept rows of its base plus its new rows, written and
     described (the caller adds it to the commit, in group order)."""
-    pieces = []
+    n = txn.table.settings.parquet_row_group_rows
+    parts: list[Iterator[pa.Table]] = []
     if g.base is not None:
-        kept = plan.rows_of(g.base)
-        if g.drop:
-            mask = np.ones(kept.num_rows, dtype=bool)
-            mask[np.fromiter(g.drop, dtype=np.int64, count=len(g.drop))] = False
-            kept = kept.filter(pa.array(mask))
-        pieces.append(conform(kept, schema))
+        parts.append(base_rows(txn.table.store, g.base, g.drop, schema, n))
     if g.new and incoming is not None:
-        pieces.append(conform(incoming.take(pa.array(g.new, pa.int64())), schema))
-    data = (
-        pa.concat_tables(pieces, promote_options="default")
-        if pieces
-        else conform(schema.empty_table(), schema)
-    )
+        parts.append(new_rows(incoming, g.new, schema, n))
+    written = encode_slice(chain.from_iterable(parts), schema, n)
     key = txn.data_key(g.partition, f"{g.group}_{txn.instant_time}.parquet")
-    body = to_parquet_bytes(data)
-    txn.table.store.put(key, body)
-    f = describe_bytes(key, body, g.partition, g.group)
-    lo, hi = key_range(data)
-    keys = data.column(RECORD_KEY_COL)
-    return f, {
-        "path": key,
-        "file_group": g.group,
-        "partition": g.partition,
-        "prev_commit": data_instant_time(g.base.path) if g.base else None,
-        "prev_path": g.base.path if g.base else None,
-        "inserts": g.inserts,
-        "updates": g.updates,
-        "deletes": g.deletes,
-        "rows": data.num_rows,
-        "bytes": len(body),
-        "min_key": lo,
-        "max_key": hi,
-        **bloom_ref(txn.table.store, key, keys, fpp),
-    }
+    store = txn.table.store
+    store.put(key, written.body)
+    f = describe_bytes(key, written.body, g.partition, g.group)
+    counts = (g.inserts, g.updates, g.deletes)
+    return f, slice_stats(store, f, written, g.base, counts, fpp)
 
 
 def _record_index_delta(
@@ -261,7 +236,7 @@ def keyed_write(
         with ThreadPoolExecutor(max(1, min(s.write_parallelism, len(todo)))) as pool:
             slices = list(
                 pool.map(
-                    lambda g: write_group(txn, plan, g, incoming_rows, schema, s.bloom_index_fpp),
+                    lambda g: write_group(txn, g, incoming_rows, schema, s.bloom_index_fpp),
                     todo,
                 )
             )

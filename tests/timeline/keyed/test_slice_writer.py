@@ -1,0 +1,52 @@
+"""Copy-on-write rewrites a file group a row group at a time: the new base file's row groups
+are bounded by `parquet_row_group_rows`, small pieces (kept rows, new rows) are gathered into
+full row groups, and the rows are those of a rewrite that decoded the whole file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from storage import StoreSettings, open_store
+from timeline import Table, TableSettings
+from timeline.keyed import RECORD_KEY_COL, KeyedProperties
+from timeline.keyed.slice_writer import encode_slice
+
+pytestmark = pytest.mark.unit
+
+PROPS = KeyedProperties.of("id", ordering_field="ts")
+
+
+def _rows(ids: range, ts: int) -> pa.Table:
+    return pa.table({"id": list(ids), "ts": [ts] * len(ids), "v": [f"v{i}" for i in ids]})
+
+
+def test_a_rewritten_file_group_has_bounded_row_groups_and_every_kept_row(tmp_path: Path) -> None:
+    settings = TableSettings(local_entry_cache=False, parquet_row_group_rows=1_000)
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    t = Table.create(store, PROPS, settings)
+    t.insert(_rows(range(0, 4_500), 1))
+    # Updates and deletes spread over every row group, and new keys, in one rewrite.
+    t.upsert(_rows(range(0, 4_500, 7), 2))
+    t.delete(pa.table({"id": list(range(3, 4_500, 11))}))
+    t.upsert(_rows(range(4_500, 5_200), 3))
+    files = t.snapshot().files
+    assert len(files) == 1, "the small file took the new keys: one file group"
+    md = pq.ParquetFile(pa.BufferReader(store.get(files[0].path))).metadata
+    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    assert max(sizes) == 1_000 and all(s == 1_000 for s in sizes[:-1]), sizes
+    got = {r["id"]: r["ts"] for r in t.read(columns=["id", "ts"]).to_pylist()}
+    expected = {i: (3 if i >= 4_500 else 2 if i % 7 == 0 else 1) for i in range(5_200)}
+    for i in range(3, 4_500, 11):
+        expected.pop(i)
+    assert got == expected
+
+
+def test_an_empty_slice_still_carries_the_schema() -> None:
+    schema = pa.schema([(RECORD_KEY_COL, pa.string()), ("id", pa.int64())])
+    written = encode_slice([], schema, 10)
+    assert written.rows == 0 and len(written.keys) == 0
+    assert pq.read_table(pa.BufferReader(written.body)).schema == schema
