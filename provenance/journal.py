@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from storage import AppendLog, Conflict, ObjectStore
 
+from . import crash
 from .errors import ProvenanceConflict
 from .ids import IdAllocator
 from .layout import JournalRef, block_ref, journal_key, log_key
@@ -223,6 +224,7 @@ class JournalWriter:
                 buf.tables, buf.seqs = tables + buf.tables, seqs + buf.seqs
                 buf.rows += table.num_rows
             raise
+        crash.point("provenance.journal.allocated")
         end = first + table.num_rows
         batches, at = [], first
         for s, t in zip(seqs, tables, strict=True):
@@ -296,6 +298,7 @@ class JournalWriter:
                 prepared = self._prepare(table)
             finally:
                 ref = writing.result()  # raises what the write raised: nothing reported durable
+        crash.point("provenance.journal.written")
         buf.pending = None
         with buf.lock:
             for s, first in p.batches:

@@ -6,6 +6,7 @@ importing `storage` (and `timeline`, `provenance`) loads no boto3.
 
 from typing import TYPE_CHECKING, Any
 
+from .append_log import HEADER_SIZE as LOG_HEADER_SIZE
 from .append_log import AppendLog, LogBlock, log_reader, read_log_block, scan_log
 from .documents import JsonDocument, read_document, write_document
 from .error_kinds import (
@@ -66,6 +67,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_REPO",
     "KIND_BASES",
+    "LOG_HEADER_SIZE",
     "MAX_KEY_BYTES",
     "AccessDenied",
     "AppendLog",
