@@ -22,14 +22,13 @@ INGEST_POINTS = (
     "provenance.journal.written",
 )
 
-_hits: dict[str, int] = {}
-
-
 def point(name: str) -> None:
-    """SIGKILL here if FLOWLEDGER_CRASH_AT is `name`, or `name#N` and this is its N-th hit."""
+    """SIGKILL here if FLOWLEDGER_CRASH_AT is `name`, or `name#N` and this is its N-th hit
+    (the count lives in the variable itself, counted down at each earlier hit)."""
     at = os.environ.get(ENV)
-    if at is None or not at.startswith(name):
+    if at is None or not (at == name or at.startswith(name + "#")):
         return
-    _hits[name] = hits = _hits.get(name, 0) + 1
-    if at == name or at == f"{name}#{hits}":
+    left = 1 if at == name else int(at.removeprefix(name + "#"))
+    if left <= 1:
         os.kill(os.getpid(), signal.SIGKILL)
+    os.environ[ENV] = f"{name}#{left - 1}"
