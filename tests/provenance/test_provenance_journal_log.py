@@ -198,3 +198,23 @@ def test_a_damaged_header_hides_the_blocks_after_it_and_is_reported(tmp_path: Pa
     # Its events and the third block's were acknowledged (no open allocation holds them).
     with pytest.raises(MissingEvents):
         ProvenanceRepository.open(store, _settings(str(tmp_path / "r")), background=False)
+
+
+@pytest.mark.unit
+def test_both_rollover_engines_merge_log_blocks_and_delete_the_log(tmp_path: Path) -> None:
+    from tests.provenance.test_provenance_ingest import _InlineSpark
+
+    store = open_store("file://" + str(tmp_path / "repo"))
+    repo = ProvenanceRepository.open(store, _settings(str(tmp_path / "c")), background=False)
+    for n in range(0, 4 * BATCH, BATCH):
+        repo.register_events([ev(i) for i in range(n, n + BATCH)], sync=True)
+    [first_log] = _logs(tmp_path / "repo")
+    result = repo.rollover(engine="spark", spark=_InlineSpark())  # tasks read ranged blocks
+    assert (result.events, result.journals) == (4 * BATCH, 4)
+    assert _logs(tmp_path / "repo") == []  # merged; its writer moved on to a new log
+    later = repo.register_events([ev(i) for i in range(100, 100 + BATCH)], sync=True)
+    assert _logs(tmp_path / "repo") != [first_log]
+    repo.rollover()
+    assert [e.event_id for e in repo.get_events(0, 100)] == [*range(4 * BATCH), *later]
+    assert repo.snapshot().journals == () and _logs(tmp_path / "repo") == []
+    repo.close()
