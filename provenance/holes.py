@@ -65,8 +65,9 @@ def missing_error(store: ObjectStore, missing: Sequence[Range]) -> MissingEvents
     return MissingEvents(
         f"provenance events {a}..{b - 1} are missing{more}: they were committed, but no "
         f"journal {JOURNALS}{a:0{WIDTH}d}-*.arrow or staged-ingest manifest "
-        f"{JOURNALS}*-{a:0{WIDTH}d}.staged.json under {where} holds them any more (the "
-        "object was deleted); nothing was skipped: restore it from a backup, or accept the "
+        f"{JOURNALS}*-{a:0{WIDTH}d}.staged.json or block of a journal log {JOURNALS}log-*.flog "
+        f"under {where} holds them any more (the object was deleted, or a damaged block header "
+        "ends the log before them); nothing was skipped: restore it from a backup, or accept the "
         f"loss with `flowledger provenance accept-missing {a} {b}`",
         where,
         tuple(missing),

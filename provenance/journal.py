@@ -2,6 +2,9 @@
 
 A flush takes its event ids from the allocator (one compare-and-swap), writes the events as
 one create-only Arrow IPC object named by its id range, and only then reports them durable.
+Where the store can append (the local backend), the flush is instead one block appended to the
+writer's log and one `fdatasync` (provenance/journal_logs.py); a log is replaced by a new one
+past `log_bytes`, and when an append fails (the block is then written into a new log).
 
 Group commit: a caller that needs its batch durable (`sync=True`) appends it to a journal and
 then waits for that journal's I/O lock. Whoever holds the lock writes *every* batch buffered in
@@ -16,6 +19,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,11 +27,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from storage import Conflict, ObjectStore
+from storage import AppendLog, Conflict, ObjectStore
 
+from . import crash
 from .errors import ProvenanceConflict
 from .ids import IdAllocator
-from .layout import JournalRef, journal_key
+from .layout import JournalRef, block_ref, journal_key, log_key
 from .parquet_io import encode_journal
 from .schema import assign_ids
 
@@ -73,9 +78,12 @@ class JournalWriter:
         on_flushed: Callable[[JournalRef, pa.Table | None, Any], None],
         sync_wait_s: float = 0.0,
         prepare: Callable[[pa.Table], Any] | None = None,
+        log_bytes: int = 0,
     ) -> None:
         """`prepare(table)` runs while a flush's journal is being written; its result is
-        passed to `on_flushed(ref, table, prepared)` once the journal is durable."""
+        passed to `on_flushed(ref, table, prepared)` once the journal is durable.
+        `log_bytes`: append flushes to a log of about this size where the store can (0: one
+        object per flush)."""
         self._store = store
         self._allocator = allocator
         self._buffers = [_Buffer() for _ in range(count)]
@@ -95,10 +103,30 @@ class JournalWriter:
         #: journal's I/O lock and waits for its one task, so a thread per journal is enough
         #: (threads start on demand). Shut down by `close()`.
         self._puts = ThreadPoolExecutor(max(1, count), thread_name_prefix="provenance-journal-put")
+        self._log_bytes = log_bytes
+        self._log: AppendLog | None = None
+        self._log_end_id = 0  # the end id of the last block appended to `_log`
+        self._log_lock = threading.Lock()
 
     def close(self) -> None:
-        """Stop the writer's I/O threads (after the owner's last flush)."""
+        """Stop the writer's I/O threads (after the owner's last flush) and let go of its log
+        (a rollover may then delete it once merged)."""
         self._puts.shutdown(wait=True)
+        with self._log_lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+    def release_log(self, high_water: int) -> str | None:
+        """Let go of this writer's log if every block in it is below `high_water` (merged),
+        so that it can be deleted; the next flush starts a new log. Returns its key."""
+        with self._log_lock:
+            log = self._log
+            if log is None or self._log_end_id > high_water:
+                return None
+            log.close()
+            self._log = None
+            return log.key
 
     def arriving(self) -> None:
         with self._arrival:
@@ -196,6 +224,7 @@ class JournalWriter:
                 buf.tables, buf.seqs = tables + buf.tables, seqs + buf.seqs
                 buf.rows += table.num_rows
             raise
+        crash.point("provenance.journal.allocated")
         end = first + table.num_rows
         batches, at = [], first
         for s, t in zip(seqs, tables, strict=True):
@@ -227,24 +256,49 @@ class JournalWriter:
             data = encode_journal(with_ids, self._compression)
         return first, with_ids, data
 
-    def _write(self, p: _Pending) -> None:
+    def _write(self, p: _Pending) -> JournalRef:
+        """Make the flush durable: a block of the writer's log, or one object."""
+        if self._log_bytes > 0:
+            ref = self._append(p)
+            if ref is not None:
+                return ref
         try:
             self._store.put_if_absent(p.key, p.data)
         except Conflict as exc:
             # Our ids are ours alone, so an existing object is our own earlier attempt.
             if self._store.get(p.key) != p.data:
                 raise ProvenanceConflict(f"journal {p.key} exists with other contents") from exc
+        return p.ref
+
+    def _append(self, p: _Pending) -> JournalRef | None:
+        """Append the flush to this writer's log (None: the store cannot append). A failed
+        append closes the log, so the retry goes into a new one."""
+        with self._log_lock:
+            log = self._log
+            if log is None or log.closed:
+                log = self._store.open_append_log(log_key(p.ref.first_id, uuid.uuid4().hex[:12]))
+                if log is None:
+                    self._log_bytes = 0
+                    return None
+                self._log = log
+            block = log.append(p.data, (p.ref.first_id, p.ref.end_id))
+            self._log_end_id = p.ref.end_id
+            if log.end >= self._log_bytes:
+                log.close()  # the next flush starts a new log; this one can go once merged
+                self._log = None
+        return block_ref(log.key, block.offset, block.length, p.ref.first_id, p.ref.end_id)
 
     def _put(self, buf: _Buffer, p: _Pending, table: pa.Table | None = None) -> JournalRef:
         prepared = None
         if table is None or self._prepare is None:
-            self._write(p)
+            ref = self._write(p)
         else:
             writing = self._puts.submit(self._write, p)
             try:
                 prepared = self._prepare(table)
             finally:
-                writing.result()  # raises what the write raised: nothing reported durable
+                ref = writing.result()  # raises what the write raised: nothing reported durable
+        crash.point("provenance.journal.written")
         buf.pending = None
         with buf.lock:
             for s, first in p.batches:
@@ -252,5 +306,5 @@ class JournalWriter:
                     buf.waiting.discard(s)
                     buf.ids[s] = first
             buf.durable = max(buf.durable, p.batches[-1][0] + 1)
-        self._on_flushed(p.ref, table, prepared)
-        return p.ref
+        self._on_flushed(ref, table, prepared)
+        return ref

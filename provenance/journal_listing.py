@@ -6,7 +6,9 @@ stat per journal on the local backend) was most of a lookup. Where the backend c
 a folder's keys are unchanged (`ObjectStore.folder_version`: the local filesystem), the last
 listing is reused, filtered by the fresh high-water mark; any journal added or deleted, by any
 process, changes the token and the next snapshot lists again. Object stores give no token
-and are listed every time, as before.
+and are listed every time, as before. An append-only log (local backend) keeps its name while
+it grows, so a reused listing still reads each log on from where it stopped (one small read
+per log when nothing was appended).
 """
 
 from __future__ import annotations
@@ -16,19 +18,27 @@ import threading
 from storage import ObjectInfo, ObjectStore
 
 from . import staging
+from .journal_logs import LogIndex
 from .layout import JOURNALS, JournalRef
-from .rollover import list_journals
+from .rollover import list_journals_and_logs, log_blocks, unique
 
 Listed = list[tuple[JournalRef, ObjectInfo]]
 
 
 class JournalListing:
-    def __init__(self, store: ObjectStore, manifests: staging.Manifests | None = None) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        manifests: staging.Manifests | None = None,
+        logs: LogIndex | None = None,
+    ) -> None:
         self._store = store
         self._manifests = manifests
+        self._logs = logs or LogIndex()
         self._lock = threading.Lock()
-        #: (folder token before the LIST, the high-water mark it listed from, the listing)
-        self._last: tuple[str, int, Listed] | None = None
+        #: (folder token before the LIST, the high-water mark it listed from, the listing,
+        #: the append-only logs it found: they grow without changing the token)
+        self._last: tuple[str, int, Listed, list[ObjectInfo]] | None = None
 
     def list(self, high_water: int) -> Listed:
         """Journals with ids at or above `high_water` (see rollover.list_journals)."""
@@ -37,11 +47,14 @@ class JournalListing:
             with self._lock:
                 last = self._last
             if last is not None and last[0] == version and last[1] <= high_water:
-                return [(ref, info) for ref, info in last[2] if ref.first_id >= high_water]
-        listed = list_journals(self._store, high_water, self._manifests)
+                kept = [(r, i) for r, i in last[2] if r.first_id >= high_water and r.log is None]
+                for info in last[3]:
+                    kept += log_blocks(self._store, info, high_water, self._logs)
+                return unique(sorted(kept, key=lambda p: p[0].first_id))
+        listed, logs = list_journals_and_logs(self._store, high_water, self._manifests, self._logs)
         if version is not None:
             with self._lock:
-                self._last = (version, high_water, listed)
+                self._last = (version, high_water, listed, logs)
         return listed
 
     def forget(self) -> None:

@@ -26,6 +26,7 @@ from .ids import IdAllocator
 from .journal import JournalWriter
 from .journal_cache import JournalCache
 from .journal_listing import JournalListing
+from .journal_logs import LogIndex, delete_merged_logs
 from .journal_terms import JournalTerms
 from .layout import JournalRef
 from .lineage import Lineage
@@ -81,12 +82,15 @@ class ProvenanceRepository(Closing):
             self._written,
             self.settings.journal_sync_wait_s,
             lambda table: self.journal_terms.filter_of(table),
+            self.settings.journal_log_bytes,
         )
         self.source = ParquetSource(self.store, cache_root(self.settings.cache_dir, self.store))
         #: Staged ingests' manifests, each read once (they never change).
         self._manifests = staging.Manifests()
         self._journal_cache = JournalCache(self._read_journal)
-        self.listing = JournalListing(self.store, self._manifests)
+        #: The blocks of append-only journal logs read so far (local backend).
+        self._logs = LogIndex()
+        self.listing = JournalListing(self.store, self._manifests, self._logs)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
         self._snapshots = SnapshotCache(self._load_snapshot)
         fields = (
@@ -163,7 +167,7 @@ class ProvenanceRepository(Closing):
         high = self.table.committed(fresh=True).high_water
         self._check_allocator()
         deleted = delete_merged_journals(self.store, high, self._manifests)
-        live = list_journals(self.store, high, self._manifests)
+        live = list_journals(self.store, high, self._manifests, self._logs)
         self.ids.settle(holes.object_ranges(live), high)
         self._verify_complete(high, [ref for ref, _ in live], tail=True)
         for ref, _ in live:
@@ -467,7 +471,16 @@ class ProvenanceRepository(Closing):
                     self._manifests,
                 )
             finally:
+                self._release_merged_log()
                 self._snapshots.invalidate()
+
+    def _release_merged_log(self) -> None:
+        """This process's writer keeps its log while it appends: once a rollover merged all
+        of it, the writer moves to a new log and the merged one is deleted."""
+        high = self.table.committed().high_water
+        key = self.journals.release_log(high)
+        if key is not None:
+            delete_merged_logs(self.store, [key], high, self._logs)
 
     def _rollover_spark(self, spark: Any) -> RolloverResult:
         from .spark_rollover import active_session, rollover_with_spark
@@ -486,6 +499,7 @@ class ProvenanceRepository(Closing):
             )
             if result is not None:
                 self._backlog.drop_upto(result.end_id)
+            self._release_merged_log()
             self._snapshots.invalidate()
             self._backlog.last_rollover = time.monotonic()
         if result is None:

@@ -23,7 +23,8 @@ from storage import NotFound, ObjectInfo, ObjectStore, ProgressCallback, report_
 from . import crash, staging
 from .errors import ProvenanceConflict
 from .index import build_terms
-from .layout import JOURNALS, JournalRef, journals_after, parse_journal_key
+from .journal_logs import LogIndex, delete_merged_logs
+from .layout import JOURNALS, JournalRef, is_log_key, journals_after, parse_journal_key
 from .parquet_io import encode_events_file, encode_index
 from .settings import ProvenanceSettings
 from .table import ProvenanceTable
@@ -48,12 +49,30 @@ class RolloverResult:
 
 
 def list_journals(
-    store: ObjectStore, high_water: int, manifests: staging.Manifests | None = None
+    store: ObjectStore,
+    high_water: int,
+    manifests: staging.Manifests | None = None,
+    logs: LogIndex | None = None,
 ) -> list[tuple[JournalRef, ObjectInfo]]:
     """Unmerged journals; a staged ingest's manifest is expanded into its parts (one GET,
-    none when `manifests` knows it)."""
-    out = []
+    none when `manifests` knows it), an append-only log into its blocks (read from where
+    `logs` last stopped)."""
+    return list_journals_and_logs(store, high_water, manifests, logs)[0]
+
+
+def list_journals_and_logs(
+    store: ObjectStore,
+    high_water: int,
+    manifests: staging.Manifests | None = None,
+    logs: LogIndex | None = None,
+) -> tuple[list[tuple[JournalRef, ObjectInfo]], list[ObjectInfo]]:
+    """`list_journals`, and the append-only logs listed (they may grow later)."""
+    out, found_logs = [], []
     for info in store.list(JOURNALS, start_after=journals_after(high_water)):
+        if is_log_key(info.key):
+            found_logs.append(info)
+            out += log_blocks(store, info, high_water, logs)
+            continue
         ref = parse_journal_key(info.key, info.size)
         if ref is not None and ref.first_id >= high_water:
             out.append((ref, info))
@@ -64,7 +83,25 @@ def list_journals(
             except NotFound:
                 continue  # merged and deleted by a concurrent rollover since the LIST
             out += [(p, info) for p in parts if p.first_id >= high_water]
-    return sorted(out, key=lambda p: p[0].first_id)
+    return unique(sorted(out, key=lambda p: p[0].first_id)), found_logs
+
+
+def log_blocks(
+    store: ObjectStore, info: ObjectInfo, high_water: int, logs: LogIndex | None = None
+) -> list[tuple[JournalRef, ObjectInfo]]:
+    blocks = (logs or LogIndex()).blocks(store, info.key)
+    return [(b, info) for b in blocks if b.first_id >= high_water]
+
+
+def unique(journals: list[tuple[JournalRef, ObjectInfo]]) -> list[tuple[JournalRef, ObjectInfo]]:
+    """Sorted journals without repeats: a block whose append failed is written again (same
+    ids, same bytes) into a new log, and the failed copy may have reached the disk too."""
+    out: list[tuple[JournalRef, ObjectInfo]] = []
+    for j in journals:
+        if out and (out[-1][0].first_id, out[-1][0].end_id) == (j[0].first_id, j[0].end_id):
+            continue
+        out.append(j)
+    return out
 
 
 def contiguous_run(
@@ -180,10 +217,14 @@ def rollover_once(
     )
 
 
-def delete_run(store: ObjectStore, run: Sequence[JournalRef]) -> None:
-    """Delete merged journals; a staged ingest's manifest goes with its last part."""
-    store.delete_many([j.key for j in run])
+def delete_run(store: ObjectStore, run: Sequence[JournalRef], logs: LogIndex | None = None) -> None:
+    """Delete merged journals; a staged ingest's manifest goes with its last part; a log once
+    every block of it is merged and its writer has moved on (else a later rollover or
+    recovery deletes it)."""
+    store.delete_many([j.key for j in run if j.log is None])
     store.delete_many([j.group for j in run if j.group and staging.is_last_part(j)])
+    if run:
+        delete_merged_logs(store, [j.log for j in run if j.log], run[-1].end_id, logs)
 
 
 def delete_merged_journals(
@@ -191,8 +232,11 @@ def delete_merged_journals(
 ) -> int:
     """Recovery: journals wholly below the high-water mark were merged; delete them (and the
     merged parts of staged ingests)."""
-    stale, deleted = [], 0
+    stale, deleted, logs = [], 0, []
     for info in store.list(JOURNALS):
+        if is_log_key(info.key):
+            logs.append(info.key)
+            continue
         ref = parse_journal_key(info.key)
         if ref is not None:
             if ref.end_id <= high_water:
@@ -202,4 +246,4 @@ def delete_merged_journals(
         if span is not None and span[0] < high_water:
             deleted += staging.delete_group(store, info.key, high_water, manifests)
     store.delete_many(stale)
-    return len(stale) + deleted
+    return len(stale) + deleted + delete_merged_logs(store, logs, high_water)

@@ -52,6 +52,11 @@ class ProvenanceSettings:
     #: Arrow IPC codec of journal objects: lz4, zstd or none (NiFi does not compress on
     #: write; lz4 costs little and shrinks each PUT about 5x).
     journal_compression: str = "lz4"
+    #: Where the store can append (the local backend), a writer appends each flush to its own
+    #: log, one `fdatasync` per flush, and starts a new log past this many bytes (a log is
+    #: deleted once merged and left). 0: one object per flush everywhere (object stores
+    #: always do that).
+    journal_log_bytes: int = 64 * MiB
     #: `nifi.provenance.repository.rollover.time` (seconds).
     rollover_time_s: float = 30.0
     #: `nifi.provenance.repository.rollover.size` (bytes of unmerged journals).

@@ -44,6 +44,7 @@ from storage import (
 from . import crash
 from .errors import ProvenanceConflict, ProvenanceError, ProvenanceUnknownOutcome
 from .ids import IdAllocator
+from .journal_logs import read_block
 from .layout import JOURNALS, WIDTH, JournalRef
 from .parquet_io import decode_journal, encode_journal
 from .schema import assign_ids
@@ -110,6 +111,10 @@ def _remember(
 
 def load(store: ObjectStore, ref: JournalRef) -> pa.Table:
     """A journal's events; a staged part gets its ids here (they were taken at commit)."""
+    if ref.log is not None:
+        where = f"{store.url(ref.log)} (block at offset {ref.offset})"
+        table = decode_journal(read_block(store, ref), where, ref.count)
+        return table
     table = decode_journal(store.get(ref.key), store.url(ref.key), ref.count)
     return assign_ids(table, ref.first_id) if ref.group else table
 

@@ -6,6 +6,8 @@ importing `storage` (and `timeline`, `provenance`) loads no boto3.
 
 from typing import TYPE_CHECKING, Any
 
+from .append_log import HEADER_SIZE as LOG_HEADER_SIZE
+from .append_log import AppendLog, LogBlock, log_reader, read_log_block, scan_log
 from .documents import JsonDocument, read_document, write_document
 from .error_kinds import (
     KIND_BASES,
@@ -65,8 +67,10 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_REPO",
     "KIND_BASES",
+    "LOG_HEADER_SIZE",
     "MAX_KEY_BYTES",
     "AccessDenied",
+    "AppendLog",
     "BackendError",
     "BucketMissing",
     "ByteRange",
@@ -87,6 +91,7 @@ __all__ = [
     "JsonDocument",
     "ListPage",
     "LocalObjectStore",
+    "LogBlock",
     "NotFound",
     "NotFoundError",
     "ObjectInfo",
@@ -110,6 +115,7 @@ __all__ = [
     "checksum_of",
     "datetime_to_ms",
     "kind_of",
+    "log_reader",
     "ms_to_datetime",
     "now_ms",
     "open_blob",
@@ -117,8 +123,10 @@ __all__ = [
     "open_store",
     "parse_uri",
     "read_document",
+    "read_log_block",
     "report_progress",
     "resolve_repo",
+    "scan_log",
     "seal_blob",
     "seal_json",
     "to_ms",

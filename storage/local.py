@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from .append_log import AppendLog, delete_idle
 from .errors import (
     Conflict,
     InvalidKey,
@@ -288,6 +289,19 @@ class LocalObjectStore(ObjectStore):
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+    def open_append_log(self, key: str) -> AppendLog:
+        self._key(key)
+        path = self._path(key)
+        self.stats.add("PUT")
+        with self._os_errors(key, "put"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return AppendLog(path, key, self.url(key), self.settings.fsync)
+
+    def delete_idle_log(self, key: str) -> bool:
+        self.stats.add("DELETE")
+        with self._os_errors(key, "delete"):
+            return delete_idle(self._path(key))
 
     def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
         self._key(key)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO
 
+from .append_log import AppendLog
 from .keys import validate_key, validate_prefix
 from .lifecycle import Finishing
 
@@ -158,6 +159,16 @@ class ObjectStore(ABC):
         self, key: str, sources: Sequence[ByteRange], *, if_none_match: bool = False
     ) -> ObjectInfo:
         """Write the concatenation of `sources` as `key`, server-side where the backend can."""
+
+    def open_append_log(self, key: str) -> AppendLog | None:
+        """A new append-only log at `key` (create-only; storage/append_log.py), or None where
+        the backend cannot append (object stores: the caller writes one object per write)."""
+        return None
+
+    def delete_idle_log(self, key: str) -> bool:
+        """Delete the append log at `key` unless a writer still appends to it; True if gone."""
+        self.delete(key)
+        return True
 
     # -- reads ------------------------------------------------------------------------------
     @abstractmethod

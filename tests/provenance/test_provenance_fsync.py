@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import storage.append_log
 import storage.local
 from provenance import ProvenanceRepository
 from provenance.ids import ALLOCATOR_KEY
@@ -26,7 +27,10 @@ def _store(tmp_path: Path) -> ObjectStore:
 def test_a_durable_flush_fsyncs_the_journal_and_its_folder_not_the_allocator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path), background=False)
+    # One object per flush (what object stores do; the local backend with logs turned off).
+    repo = ProvenanceRepository.open(
+        _store(tmp_path), settings(tmp_path, journal_log_bytes=0), background=False
+    )
     repo.register_events([ev(0)], sync=True)  # the allocator exists from now on
     synced: list[int] = []
     real = os.fsync
@@ -44,6 +48,36 @@ def test_a_durable_flush_fsyncs_the_journal_and_its_folder_not_the_allocator(
     # Before returning: the journal's bytes and its name (its folder), and nothing else.
     assert sorted(synced) == sorted([journal_path.stat().st_ino, journal_path.parent.stat().st_ino])
     assert (root / ALLOCATOR_KEY).stat().st_ino not in synced
+    repo.close()
+
+
+@pytest.mark.unit
+def test_a_durable_flush_into_the_log_is_one_fdatasync_of_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path), background=False)
+    repo.register_events([ev(0)], sync=True)  # the allocator and the writer's log exist now
+    synced: list[tuple[str, int]] = []
+    real_fsync, real_fdatasync = os.fsync, os.fdatasync
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        synced.append(("fsync", os.fstat(fd).st_ino))
+
+    def fdatasync(fd: int) -> None:
+        real_fdatasync(fd)
+        synced.append(("fdatasync", os.fstat(fd).st_ino))
+
+    with monkeypatch.context() as m:
+        for module in (storage.local.os, storage.append_log.os):
+            m.setattr(module, "fsync", fsync)
+            m.setattr(module, "fdatasync", fdatasync)
+        ids = repo.register_events([ev(i) for i in range(1, 4)], sync=True)
+    root = tmp_path / "repo" / "provenance"
+    [journal] = [j for j in repo.snapshot().journals if j.first_id == ids[0]]
+    assert journal.log is not None
+    # No new name, no folder fsync, no allocator fsync: one data flush of the log.
+    assert synced == [("fdatasync", (root / journal.log).stat().st_ino)]
     repo.close()
 
 

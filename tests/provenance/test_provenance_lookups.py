@@ -73,7 +73,9 @@ def test_a_reused_journal_listing_sees_every_journal_added_or_deleted(tmp_path: 
     folder is unchanged (no LIST per lookup); another process's new journal, and a journal
     deleted behind the reader's back, change the folder and are seen at the next search."""
     writer = ProvenanceRepository.open(
-        open_store(str(tmp_path / "repo")), settings(tmp_path / "w"), background=False
+        open_store(str(tmp_path / "repo")),
+        settings(tmp_path / "w", journal_log_bytes=0),  # one object per flush
+        background=False,
     )
     for i in range(0, 30, 10):
         writer.register_events([ev(j) for j in range(i, i + 10)], sync=True)
@@ -99,6 +101,36 @@ def test_a_reused_journal_listing_sees_every_journal_added_or_deleted(tmp_path: 
     victim.unlink()  # a committed journal lost behind everyone's back: reported, not skipped
     with pytest.raises(MissingEvents):
         search(25)
+    reader.close()
+    writer.close()
+
+
+@pytest.mark.unit
+def test_a_reused_journal_listing_sees_blocks_appended_to_a_log(tmp_path: Path) -> None:
+    """A log keeps its name while it grows: the reused listing still reads it on, and the
+    blocks already read are not read again."""
+    writer = ProvenanceRepository.open(
+        open_store(str(tmp_path / "repo")), settings(tmp_path / "w"), background=False
+    )
+    writer.register_events([ev(j) for j in range(10)], sync=True)
+    reader = ProvenanceRepository.open(
+        open_store(str(tmp_path / "repo")), settings(tmp_path / "r"), recover=False
+    )
+
+    def search(i: int) -> list[int]:
+        found = reader.query(Query((SearchTerm("flowfile_uuid", ev(i).flowfile_uuid),)))
+        return [e.event_id for e in found]
+
+    assert search(3) == [3]
+    for i in range(10, 40, 10):
+        later = writer.register_events([ev(j) for j in range(i, i + 10)], sync=True)
+        reader.store.stats.reset()
+        assert search(i + 9) == [later[-1]]
+        assert reader.store.stats.snapshot().get("LIST", 0) == 0  # same names: reused
+    assert {j.log for j in reader.snapshot().journals} == {
+        j.log for j in writer.snapshot().journals
+    }
+    assert len(reader.snapshot().journals) == 4
     reader.close()
     writer.close()
 

@@ -110,7 +110,7 @@ def test_deleted_manifest_between_others_stops_reads_and_rollover(tmp_path: Path
 @pytest.mark.unit
 def test_deleted_journal_is_reported(tmp_path: Path) -> None:
     root = tmp_path / "repo"
-    repo = _repo(root, tmp_path)
+    repo = _repo(root, tmp_path, journal_log_bytes=0)  # one object per flush
     for i in range(3):
         repo.register_events([ev(i)], sync=True)
     repo.close()
