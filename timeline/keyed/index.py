@@ -27,7 +27,7 @@ from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
 #: Bloom-filter sidecars one lookup fetches at once.
-BLOOM_READS = 8
+BLOOM_READS = 16
 
 
 class KeyIndex(Protocol):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from ..layout import data_instant_time
 from ..metadata import DataFile
 
 
@@ -46,14 +47,19 @@ def fill_small_files(
     rewritten: Collection[str] = (),
 ) -> list[Fill]:
     """How many of `count` new records each of one partition's `files` (latest slices) takes:
-    files the write rewrites anyway (`rewritten`, file groups) first, then the smallest;
+    files the write rewrites anyway (`rewritten`, file groups; the newest first), then the
+    smallest;
     each up to `small_file_limit` at its own average record size (`record_size` for a file
     without rows); a file not in `rewritten` only while its size is at most `rewrite_ratio`
     times the bytes it takes. What is left goes to new file groups (the caller's)."""
+    under = [f for f in files if f.size < small_file_limit]
+    # Rewritten groups newest first: new keys usually follow the newest ones (ids, times),
+    # and joining the newest key range keeps older groups' ranges narrow for the index.
     small = sorted(
-        (f for f in files if f.size < small_file_limit),
-        key=lambda f: (f.group not in rewritten, f.size, f.path),
-    )
+        (f for f in under if f.group in rewritten),
+        key=lambda f: (data_instant_time(f.path) or "", f.path),
+        reverse=True,
+    ) + sorted((f for f in under if f.group not in rewritten), key=lambda f: (f.size, f.path))
     out: list[Fill] = []
     left = count
     for f in small:

@@ -159,6 +159,18 @@ def test_a_group_rewritten_for_updates_takes_new_keys_whatever_its_size(tmp_path
     assert [(s["updates"], s["inserts"]) for s in stats] == [(1, 2)]
 
 
+def test_new_keys_join_the_newest_group_the_write_rewrites(tmp_path: Path) -> None:
+    t = _table(tmp_path, small_file_rewrite_ratio=0)  # every commit starts its own group
+    t.upsert(_rows(list(range(10))))
+    (old,) = {f.group for f in t.files()}
+    t.upsert(_rows(list(range(10, 20))))
+    (newest,) = {f.group for f in t.files()} - {old}
+    done = t.upsert(_rows([5, 15, 20, 21], ts=2, v="u"))  # updates in both, two new keys
+    stats = {s["file_group"]: s for s in t.entry(done.time).metadata["write_stats"]}
+    assert (stats[old]["inserts"], stats[newest]["inserts"]) == (0, 2)
+    assert stats[old]["max_key"] == "9"  # the older group's key range stays as it was
+
+
 def test_duplicates_in_a_batch_and_ordering(tmp_path: Path) -> None:
     t = _table(tmp_path)
     batch = pa.table({"id": [1, 1, 1], "ts": [2, 3, 3], "v": ["a", "b", "c"]})
