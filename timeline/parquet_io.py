@@ -28,9 +28,20 @@ def local_parquet(path: str | os.PathLike[str]) -> pq.ParquetFile:
         raise InvalidDataFile(f"{path}: not a Parquet file ({exc})") from None
 
 
+#: A column chunk's dictionary page at most (Arrow's default is 1 MiB). Past it Arrow falls
+#: back to plain encoding for the rest of the chunk; a column of unique values (record keys,
+#: names, ids) then pays for hashing up to 1 MiB of values into a dictionary it abandons, and
+#: the file is larger than plain + zstd: measured on a 100k-row keyed slice (12 columns), the
+#: 1 MiB limit wrote 3.6 MB in ~2x the encoding time of this one (2.3 MB), and decoding took
+#: ~1.8x as long. Columns with a few thousand distinct short values (categories, partitions,
+#: commit times) still fit and keep their dictionary.
+DICTIONARY_PAGE_LIMIT = 64 * 1024
+
+
 def to_parquet_bytes(table: pa.Table) -> bytes:
+    """A table as Parquet: zstd, dictionaries only while they stay small."""
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
+    pq.write_table(table, buf, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT)
     return buf.getvalue()
 
 

@@ -86,6 +86,11 @@ class TableSettings:
     #: hoodie.parquet.small.file.limit: a keyed table's files below this size take new
     #: records (inserts) before new file groups are started; 0 turns it off.
     small_file_limit: int = 100 * MiB
+    #: Not in Hudi: a small file takes new records only while its size is at most this many
+    #: times the bytes routed into it, so filling it never rewrites much more than the write
+    #: adds (1: a file at least doubles each time it is filled; 0: inserts never rewrite a
+    #: file the write does not rewrite anyway; inf: Hudi's rule). See timeline/keyed/sizing.py.
+    small_file_rewrite_ratio: float = 1.0
     #: hoodie.parquet.max.file.size: new file groups of a keyed write hold about this much.
     parquet_max_file_size: int = 120 * MiB
     #: hoodie.copyonwrite.record.size.estimate: bytes per record assumed for sizing while
@@ -161,6 +166,8 @@ class TableSettings:
             raise ValueError("heartbeat interval must be > 0 and tolerable misses >= 0")
         if self.small_file_limit < 0 or self.parquet_max_file_size <= 0:
             raise ValueError("small_file_limit must be >= 0 and parquet_max_file_size > 0")
+        if not self.small_file_rewrite_ratio >= 0:
+            raise ValueError("small_file_rewrite_ratio must be >= 0")
         if not 0 < self.bloom_index_fpp < 1 or self.copy_on_write_record_size_estimate <= 0:
             raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
         if self.write_parallelism < 1:

@@ -14,7 +14,7 @@ partition moves) is the one `keyed_write` applies; see docs/tables.md.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -40,9 +40,9 @@ from .keys import (
     with_meta,
 )
 from .merge import incoming_wins
-from .planner import avg_record_size
 from .planning import plan_on
 from .properties import GLOBAL, KeyedProperties
+from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
@@ -72,6 +72,9 @@ class KeyedWritePlan:
     record_size_estimate: int
     #: Rows per row group of the slices written (TableSettings.parquet_row_group_rows).
     row_group_rows: int
+    #: sizing.py: a small file takes new records only while its size is at most this many
+    #: times the bytes routed into it (TableSettings.small_file_rewrite_ratio).
+    small_file_rewrite_ratio: float = float("inf")
     by_group: Mapping[str, DataFile] = field(default_factory=dict)
 
     def index(self, store: ObjectStore) -> RangeBloomIndex:
@@ -124,6 +127,7 @@ def plan_keyed_write(
         parquet_max_file_size=s.parquet_max_file_size,
         record_size_estimate=s.copy_on_write_record_size_estimate,
         row_group_rows=s.parquet_row_group_rows,
+        small_file_rewrite_ratio=s.small_file_rewrite_ratio,
         by_group={f.group: f for f in files},
     )
 
@@ -197,28 +201,28 @@ class Placement:
     group: str
 
 
-def place_inserts(plan: KeyedWritePlan, counts: Mapping[str, int]) -> list[Placement]:
-    """Where new records go (Hudi's small files first, then new file groups of about
-    `parquet_max_file_size`), from the number of new records per partition; the same rule
-    as `keyed_write`."""
+def place_inserts(
+    plan: KeyedWritePlan, counts: Mapping[str, int], rewritten: Collection[str] = ()
+) -> list[Placement]:
+    """Where new records go (small files first, by the rule of sizing.py, then new file
+    groups of about `parquet_max_file_size`), from the number of new records per partition;
+    the same rule as `keyed_write`. `rewritten`: file groups the write rewrites anyway."""
     record_size = avg_record_size(plan.files, plan.record_size_estimate)
     per_file = max(1, plan.parquet_max_file_size // record_size)
     out: list[Placement] = []
     for partition, count in sorted(counts.items()):
         done = 0
-        small = sorted(
-            (f for f in plan.files if f.partition == partition and f.size < plan.small_file_limit),
-            key=lambda f: (f.size, f.path),
+        fills = fill_small_files(
+            [f for f in plan.files if f.partition == partition],
+            count,
+            record_size=record_size,
+            small_file_limit=plan.small_file_limit,
+            rewrite_ratio=plan.small_file_rewrite_ratio,
+            rewritten=rewritten,
         )
-        for f in small:
-            if done >= count:
-                break
-            room = (plan.small_file_limit - f.size) // avg_record_size([f], record_size)
-            if room <= 0:
-                continue
-            take = min(room, count - done)
-            out.append(Placement(partition, done, done + take, f.group))
-            done += take
+        for fill in fills:
+            out.append(Placement(partition, done, done + fill.records, fill.group))
+            done += fill.records
         while done < count:
             take = min(per_file, count - done)
             out.append(Placement(partition, done, done + take, f"{uuid.uuid4()}-0"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
@@ -25,6 +26,8 @@ from .keys import RECORD_KEY_COL
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
+#: Bloom-filter sidecars one lookup fetches at once.
+BLOOM_READS = 16
 
 
 class KeyIndex(Protocol):
@@ -95,8 +98,7 @@ class RangeBloomIndex:
         else:
             order = sorted(range(len(keys)), key=keys.__getitem__)
             ordered = [keys[i] for i in order]
-        out: dict[str, list[int]] = {}
-        hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # each key hashed once per hash
+        matched: list[tuple[DataFile, list[int]]] = []
         for f in files:
             lo, hi = self._range(f)
             if lo is None or hi is None:
@@ -106,11 +108,13 @@ class RangeBloomIndex:
             else:
                 first = bisect.bisect_left(ordered, lo)
                 last = bisect.bisect_right(ordered, hi)
-            if first >= last:
-                continue
-            self.probed_files += 1
-            positions = order[first:last]
-            bloom = self._bloom(f)
+            if first < last:
+                matched.append((f, order[first:last]))
+        self.probed_files += len(matched)
+        blooms = self._blooms([f for f, _ in matched])
+        out: dict[str, list[int]] = {}
+        hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # each key hashed once per hash
+        for (f, positions), bloom in zip(matched, blooms, strict=True):
             if bloom is not None:
                 h = hashes.get(bloom.hash_name)
                 if h is None:
@@ -121,6 +125,15 @@ class RangeBloomIndex:
             if positions:
                 out[f.path] = positions
         return out
+
+    def _blooms(self, files: Sequence[DataFile]) -> list[BloomFilter | None]:
+        """The bloom filters of `files` (sidecars fetched `BLOOM_READS` at a time: one GET
+        each, so with many file groups their latency overlaps rather than adds up)."""
+        sidecar = sum(1 for f in files if self.stats.get(f.path, {}).get("bloom_path"))
+        if sidecar <= 1:
+            return [self._bloom(f) for f in files]
+        with ThreadPoolExecutor(min(BLOOM_READS, sidecar)) as pool:
+            return list(pool.map(self._bloom, files))
 
     def in_some_range(self, files: Sequence[DataFile], keys: Sequence[str]) -> np.ndarray:
         """Per key: whether some file's key range holds it (a file without a range holds

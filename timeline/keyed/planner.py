@@ -92,12 +92,6 @@ def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upser
     return Batch(rows, keys, ids, parts, ordering)
 
 
-def avg_record_size(files: Sequence[DataFile], default: int) -> int:
-    rows = sum(f.rows for f in files)
-    size = sum(f.size for f in files if f.rows)
-    return max(1, size // rows) if rows else default
-
-
 def _no_hits() -> pa.Table:
     empty = pa.array([], pa.int64())
     return pa.table({"pos": empty, "file": empty, "row": empty})

@@ -22,7 +22,7 @@ from storage import ObjectStore
 
 from ..layout import data_instant_time
 from ..metadata import DataFile
-from ..parquet_io import read_verified
+from ..parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
 from ..schema import conform
 from .index import bloom_ref
 from .keys import RECORD_KEY_COL, key_range
@@ -73,7 +73,8 @@ def new_rows(incoming: pa.Table, positions: list[int], schema: pa.Schema,
 
 
 def encode_slice(parts: Iterable[pa.Table], schema: pa.Schema, rows_per_group: int) -> WrittenSlice:
-    """Encode `parts` into one Parquet file (zstd) of full row groups of `rows_per_group`
+    """Encode `parts` into one Parquet file (zstd and small dictionaries, as
+    `to_parquet_bytes`) of full row groups of `rows_per_group`
     rows but the last: small parts are gathered first, so a file of kept and new rows is not
     cut into small row groups. An empty file still carries the schema."""
     sink = pa.BufferOutputStream()
@@ -81,7 +82,9 @@ def encode_slice(parts: Iterable[pa.Table], schema: pa.Schema, rows_per_group: i
     rows = 0
     pending: list[pa.Table] = []
     held = 0
-    with pq.ParquetWriter(sink, schema, compression="zstd") as w:
+    with pq.ParquetWriter(
+        sink, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+    ) as w:
 
         def flush(upto: int) -> None:
             nonlocal pending, held, rows

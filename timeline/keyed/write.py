@@ -5,7 +5,8 @@ One write, after `begin` (so every commit it does not see is validated against i
 1. the batch's duplicate records are combined by the merge mode;
 2. the index names the files that may hold each key; only those are read;
 3. updates and deletes mark rows of their file group; new keys fill small files of their
-   partition first (Hudi's small-file handling), then new file groups;
+   partition first (Hudi's small-file handling, bounded by what the rewrite costs:
+   sizing.py), then new file groups;
 4. every touched group gets a new slice (untouched rows keep their commit time); the commit
    records per file its group, the slice it supersedes, inserts/updates/deletes, bytes,
    key range and bloom filter (`write_stats`).
@@ -33,10 +34,11 @@ from ..schema import merge_schemas
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .index import WRITE_STATS, IndexFactory
 from .indexing import merge_if_due
-from .planner import FAIL, Batch, Planner, avg_record_size, prepare_batch
+from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .properties import KeyedProperties
 from .record_index import RECORD_INDEX_DELTA, write_delta
+from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
@@ -97,30 +99,31 @@ def place_inserts(
     plan: Planner, pending: Mapping[str, np.ndarray], rewrites: _Rewrites | None = None
 ) -> list[Group]:
     """New records go into small files of their partition first (only with `rewrites`: the
-    copy-on-write writer rewrites them), then new file groups of about
-    `parquet_max_file_size`."""
+    copy-on-write writer rewrites them; the rule is sizing.py's), then new file groups of
+    about `parquet_max_file_size`."""
     s = plan.table.settings
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     per_file = max(1, s.parquet_max_file_size // record_size)
+    by_group = {f.group: f for f in plan.files}
+    rewritten = {k for k, g in rewrites.groups.items() if g.drop or g.new} if rewrites else set()
     new_groups: list[Group] = []
     for partition, rows in sorted(pending.items()):
         todo = rows.tolist()
-        small = sorted(
-            (f for f in plan.files if f.partition == partition and f.size < s.small_file_limit),
-            key=lambda f: (f.size, f.path),
-        )
-        for f in small:
-            if not todo or rewrites is None:
-                break
-            size = avg_record_size([f], record_size)
-            room = (s.small_file_limit - f.size) // size
-            if room <= 0:
-                continue
-            g = rewrites.group_of(f)
-            taken, todo = todo[:room], todo[room:]
-            g.new += taken
-            g.placed += taken
-            g.inserts += len(taken)
+        if rewrites is not None:
+            fills = fill_small_files(
+                [f for f in plan.files if f.partition == partition],
+                len(todo),
+                record_size=record_size,
+                small_file_limit=s.small_file_limit,
+                rewrite_ratio=s.small_file_rewrite_ratio,
+                rewritten=rewritten,
+            )
+            for fill in fills:
+                g = rewrites.group_of(by_group[fill.group])
+                taken, todo = todo[: fill.records], todo[fill.records :]
+                g.new += taken
+                g.placed += taken
+                g.inserts += len(taken)
         while todo:
             taken, todo = todo[:per_file], todo[per_file:]
             new_groups.append(

@@ -61,6 +61,7 @@ CASE = {
     "key_scope": st.sampled_from(["global", "partition"]),
     "small_file_limit": st.sampled_from([0, 0, 4000, 100 * 1024 * 1024]),
     "max_file_size": st.sampled_from([2500, 120 * 1024 * 1024]),
+    "rewrite_ratio": st.sampled_from([1.0, 0.0, float("inf")]),
 }
 case_st = st.fixed_dictionaries({**CASE, "ops": st.lists(op_st, min_size=1, max_size=7)})
 # With the record-level index: built at creation, rebuilt (merged) by `index` steps, and
@@ -103,6 +104,7 @@ def _run(
     ts = TableSettings(
         small_file_limit=case["small_file_limit"],
         parquet_max_file_size=case["max_file_size"],
+        small_file_rewrite_ratio=case.get("rewrite_ratio", 1.0),
         local_entry_cache=False,
         compaction_mode="off",  # compactions happen where the sequence says
         **(RECORD_INDEX_SETTINGS if record_index else {}),  # type: ignore[arg-type]

@@ -126,6 +126,51 @@ def test_new_keys_fill_small_files_then_new_groups(tmp_path: Path) -> None:
     assert len({f.group for f in t2.files()}) == 2
 
 
+def test_a_small_file_takes_inserts_only_while_its_rewrite_stays_bounded(
+    tmp_path: Path,
+) -> None:
+    t = _table(tmp_path)  # small_file_rewrite_ratio 1: rewrite at most what is added
+    t.upsert(_rows(list(range(100))))
+    (big,) = t.files()
+    t.upsert(_rows(list(range(100, 110))))  # 10 records are not worth rewriting 100
+    assert big in t.files() and len(t.files()) == 2
+    (small,) = [f for f in t.files() if f != big]
+    t.upsert(_rows(list(range(110, 120))))  # the 10-record file takes 10: it doubles
+    assert big in t.files() and small not in t.files()
+    assert {f.group for f in t.files()} == {big.group, small.group}
+    assert sorted(f.rows for f in t.files()) == [20, 100]
+    hudi = _table(tmp_path / "hudi", small_file_rewrite_ratio=float("inf"))
+    for lo, hi in ((0, 100), (100, 110), (110, 120)):
+        hudi.upsert(_rows(list(range(lo, hi))))
+    assert [f.rows for f in hudi.files()] == [120]  # Hudi's rule: fill whatever it costs
+    never = _table(tmp_path / "never", small_file_rewrite_ratio=0)
+    never.upsert(_rows([1]))
+    never.upsert(_rows([2]))
+    assert len(never.files()) == 2
+
+
+def test_a_group_rewritten_for_updates_takes_new_keys_whatever_its_size(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.upsert(_rows(list(range(100))))
+    (group,) = {f.group for f in t.files()}
+    done = t.upsert(_rows([5, 200, 201], ts=2, v="u"))  # one update, two new keys
+    assert {f.group for f in t.files()} == {group}
+    stats = t.entry(done.time).metadata["write_stats"]
+    assert [(s["updates"], s["inserts"]) for s in stats] == [(1, 2)]
+
+
+def test_new_keys_join_the_newest_group_the_write_rewrites(tmp_path: Path) -> None:
+    t = _table(tmp_path, small_file_rewrite_ratio=0)  # every commit starts its own group
+    t.upsert(_rows(list(range(10))))
+    (old,) = {f.group for f in t.files()}
+    t.upsert(_rows(list(range(10, 20))))
+    (newest,) = {f.group for f in t.files()} - {old}
+    done = t.upsert(_rows([5, 15, 20, 21], ts=2, v="u"))  # updates in both, two new keys
+    stats = {s["file_group"]: s for s in t.entry(done.time).metadata["write_stats"]}
+    assert (stats[old]["inserts"], stats[newest]["inserts"]) == (0, 2)
+    assert stats[old]["max_key"] == "9"  # the older group's key range stays as it was
+
+
 def test_duplicates_in_a_batch_and_ordering(tmp_path: Path) -> None:
     t = _table(tmp_path)
     batch = pa.table({"id": [1, 1, 1], "ts": [2, 3, 3], "v": ["a", "b", "c"]})
