@@ -99,6 +99,9 @@ class TableSettings:
     #: compaction; Hudi spreads the same work over hoodie.upsert.shuffle.parallelism tasks).
     #: Reads, encoding and PUTs overlap; each holds one file group in memory.
     write_parallelism: int = 4
+    #: Log blocks one delta commit of a merge-on-read table encodes and PUTs at once (blocks
+    #: are small: PUT latency, not memory, bounds it).
+    log_write_parallelism: int = 8
     #: When a merge-on-read table compacts after a delta commit: `inline` (schedule and
     #: execute in the writer when the trigger fires, Hudi's hoodie.compact.inline), `async`
     #: (execute on a thread of the writing process), `off` (only `flowledger timeline compact`
@@ -157,8 +160,8 @@ class TableSettings:
             raise ValueError("small_file_limit must be >= 0 and parquet_max_file_size > 0")
         if not 0 < self.bloom_index_fpp < 1 or self.copy_on_write_record_size_estimate <= 0:
             raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
-        if self.write_parallelism < 1:
-            raise ValueError("write_parallelism must be >= 1")
+        if self.write_parallelism < 1 or self.log_write_parallelism < 1:
+            raise ValueError("write_parallelism and log_write_parallelism must be >= 1")
         if self.compaction_mode not in ("inline", "async", "off"):
             raise ValueError("compaction_mode must be inline, async or off")
         if self.compaction_trigger not in (

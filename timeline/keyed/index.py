@@ -22,6 +22,7 @@ from ..metadata import DataFile
 from ..snapshot import TableState
 from .bloom import HASH_BLAKE2B, INLINE_MAX_BYTES, BloomFilter, Keys, key_hashes
 from .keys import RECORD_KEY_COL
+from .logfile import LOG_FILES
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
@@ -35,11 +36,15 @@ class KeyIndex(Protocol):
 
 
 def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
-    """Every live file's write stats (recorded by keyed commits), by path."""
+    """Every live file's write stats (recorded by keyed commits), and every log file's key
+    range and bloom filter, by path."""
     out: dict[str, Mapping[str, Any]] = {}
     for e in st.ordered_writes():
         for s in e.metadata.get(WRITE_STATS, ()):
             out[str(s["path"])] = s
+        for lg in e.metadata.get(LOG_FILES, ()):  # a log's keys (merge-on-read tables)
+            if "min_key" in lg:
+                out[str(lg["path"])] = lg
     return out
 
 
