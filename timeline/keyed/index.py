@@ -91,6 +91,9 @@ class RangeBloomIndex:
         self.store = store
         self.integer_key = integer_key
         self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
+        #: Filters fetched from sidecars, by data file: a write that asks twice (the
+        #: merge-on-read router, then its confirmation of the uncertain keys) GETs each once.
+        self._sidecars: dict[str, BloomFilter] = {}
 
     def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
         if self.integer_key is not None:
@@ -162,6 +165,12 @@ class RangeBloomIndex:
         path = s.get("bloom_path")
         if not path:
             return None
+        cached = self._sidecars.get(f.path)
+        if cached is None:
+            cached = self._sidecars[f.path] = self._sidecar(s, str(path))
+        return cached
+
+    def _sidecar(self, s: Mapping[str, Any], path: str) -> BloomFilter:
         data = self.store.get(str(path))
         where = self.store.url(str(path))
         verify(data, str(s.get("bloom_checksum", "")), where)
