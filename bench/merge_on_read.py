@@ -33,6 +33,7 @@ from pathlib import Path
 
 from bench.mor_data import READS_AT, generate
 from bench.mor_report import LABELS, console, report
+from bench.mor_systems import BLOOM_FPP_ENV
 from bench.s3_count_proxy import CountingProxy
 from bench.upsert import HUDI_ENV, StepResult, SystemResult, hudi_missing
 from bench.upsert_data import Workload
@@ -133,6 +134,12 @@ def main(argv: list[str] | None = None) -> None:
         metavar="K=V",
         help="extra Hudi write option (default: Hudi's defaults, see hudi_mor.py)",
     )
+    ap.add_argument(
+        "--bloom-fpp",
+        type=float,
+        help="flowledger's bloom_index_fpp (default: the table default); global keys over "
+        "overlapping key ranges leave keys with several candidates at a loose rate",
+    )
     ap.add_argument("--workdir", type=Path, help="keep inputs, logs and raw results here")
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)
@@ -162,6 +169,8 @@ def main(argv: list[str] | None = None) -> None:
         console.print(f"[dim]inputs generated in {time.perf_counter() - t0:.1f} s ({work})")
         server = minio.start(Path(tmp) / "minio", buckets=systems)
         env_extra = {k: v for k, v in server.env().items() if k != "AWS_ENDPOINT_URL"}
+        if args.bloom_fpp is not None:
+            env_extra[BLOOM_FPP_ENV] = str(args.bloom_fpp)
         try:
             results = [
                 run_system(
