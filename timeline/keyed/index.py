@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
@@ -26,6 +27,8 @@ from .logfile import LOG_FILES
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
+#: Bloom sidecar objects one index lookup fetches at once (GETs in flight).
+SIDECAR_PARALLELISM = 8
 
 
 class KeyIndex(Protocol):
@@ -105,6 +108,7 @@ class RangeBloomIndex:
             ordered = [keys[i] for i in order]
         out: dict[str, list[int]] = {}
         hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # each key hashed once per hash
+        probed: list[tuple[DataFile, int, int]] = []
         for f in files:
             lo, hi = self._range(f)
             if lo is None or hi is None:
@@ -114,8 +118,10 @@ class RangeBloomIndex:
             else:
                 first = bisect.bisect_left(ordered, lo)
                 last = bisect.bisect_right(ordered, hi)
-            if first >= last:
-                continue
+            if first < last:
+                probed.append((f, first, last))
+        self._fetch_sidecars([f for f, _, _ in probed])
+        for f, first, last in probed:
             self.probed_files += 1
             positions = order[first:last]
             bloom = self._bloom(f)
@@ -157,6 +163,22 @@ class RangeBloomIndex:
         out = np.zeros(n, dtype=bool)
         out[order] = inside
         return out
+
+    def _fetch_sidecars(self, files: Sequence[DataFile]) -> None:
+        """GET the sidecar filters of `files` not fetched yet, SIDECAR_PARALLELISM at once
+        (one round trip each: fetched one after the other they add up). They are kept for
+        the index's life, one write: at most 4 MiB a file, some tens of KiB in practice."""
+        todo = []
+        for f in files:
+            s = self.stats.get(f.path, {})
+            if f.path not in self._sidecars and not s.get("bloom") and s.get("bloom_path"):
+                todo.append((f.path, s, str(s["bloom_path"])))
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(min(SIDECAR_PARALLELISM, len(todo))) as pool:
+            got = list(pool.map(lambda t: self._sidecar(t[1], t[2]), todo))
+        for (path, _, _), bf in zip(todo, got, strict=True):
+            self._sidecars[path] = bf
 
     def _bloom(self, f: DataFile) -> BloomFilter | None:
         s = self.stats.get(f.path, {})
