@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench.mor_data import READS_AT, generate
 from bench.mor_report import LABELS, console, report
+from bench.mor_systems import BLOOM_FPP_ENV
 from bench.side_by_side import (
     Command,
     add_workload_args,
@@ -65,6 +66,12 @@ def main(argv: list[str] | None = None) -> None:
     add_workload_args(
         ap, SYSTEMS, "extra Hudi write option (default: Hudi's defaults, see hudi_mor.py)"
     )
+    ap.add_argument(
+        "--bloom-fpp",
+        type=float,
+        help="flowledger's bloom_index_fpp (default: the table default); global keys over "
+        "overlapping key ranges leave keys with several candidates at a loose rate",
+    )
     args = ap.parse_args(argv)
     systems = chosen_systems(ap, args, SYSTEMS)
     reads_at = tuple(sorted({int(n) for n in args.reads_at.split(",") if n.strip()}))
@@ -87,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
         LABELS,
         lambda name, inputs_json, out: command(name, inputs_json, out, args.hudi_option),
         console,
+        env={BLOOM_FPP_ENV: str(args.bloom_fpp)} if args.bloom_fpp is not None else None,
     )
     report(inputs, results)
     if args.json:

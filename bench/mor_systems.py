@@ -22,6 +22,7 @@ sum of `qty` as the checksum.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,9 @@ import pyarrow.parquet as pq
 from bench.mor_data import MorInputs
 from bench.upsert_probe import Recorder
 
+#: Carries `--bloom-fpp` from the driver to the flowledger workers.
+BLOOM_FPP_ENV = "FLOWLEDGER_BENCH_BLOOM_FPP"
+
 KINDS = {"flowledger-cow": "copy_on_write", "flowledger-mor": "merge_on_read"}
 
 
@@ -44,7 +48,9 @@ class Flowledger:
         from timeline.keyed import EVENT_TIME, KeyedProperties
 
         self.store = open_store(f"s3://{system}/t", StoreSettings())
-        self.settings = TableSettings(compaction_mode="off")
+        fpp = os.environ.get(BLOOM_FPP_ENV)  # merge_on_read.py --bloom-fpp
+        extra = {"bloom_index_fpp": float(fpp)} if fpp else {}
+        self.settings = TableSettings(compaction_mode="off", **extra)
         self.Table = Table
         self.props = KeyedProperties.of(
             "id",

@@ -110,6 +110,9 @@ class TableSettings:
     #: a writer's memory then follows this, not the size of the files it rewrites. DuckDB
     #: writes groups of 122,880 rows; readers skip by row group statistics either way.
     parquet_row_group_rows: int = 131_072
+    #: Log blocks one delta commit of a merge-on-read table encodes and PUTs at once (blocks
+    #: are small: PUT latency, not memory, bounds it).
+    log_write_parallelism: int = 8
     #: When a merge-on-read table compacts after a delta commit: `inline` (schedule and
     #: execute in the writer when the trigger fires, Hudi's hoodie.compact.inline), `async`
     #: (execute on a thread of the writing process), `off` (only `flowledger timeline compact`
@@ -170,8 +173,8 @@ class TableSettings:
             raise ValueError("small_file_rewrite_ratio must be >= 0")
         if not 0 < self.bloom_index_fpp < 1 or self.copy_on_write_record_size_estimate <= 0:
             raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
-        if self.write_parallelism < 1:
-            raise ValueError("write_parallelism must be >= 1")
+        if self.write_parallelism < 1 or self.log_write_parallelism < 1:
+            raise ValueError("write_parallelism and log_write_parallelism must be >= 1")
         if self.parquet_row_group_rows < 1:
             raise ValueError("parquet_row_group_rows must be >= 1")
         if self.compaction_mode not in ("inline", "async", "off"):

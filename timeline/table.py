@@ -39,7 +39,7 @@ from .instant import (
     parse_as_of,
 )
 from .keyed import operations as keyed_ops
-from .keyed.mor_read import read_slices
+from .keyed.mor_read import READ_PARALLELISM, read_slices
 from .keyed.operations import UNREAD, KeyedTableMethods
 from .keyed.properties import KeyedProperties
 from .keyed.slices import MorSlice, is_merge_on_read, mor_slices
@@ -301,7 +301,7 @@ class Table(KeyedTableMethods):
             ordered = sorted(slices.values(), key=lambda sl: sl.base.path)
             merged = read_slices(self.store, ordered, schema, columns)
             return merged if merged is not None else pa.table({})
-        table = read_files(self.store, snap.files, columns, schema)
+        table = read_files(self.store, snap.files, columns, schema, parallelism=READ_PARALLELISM)
         return table if table is not None else pa.table({})
 
     def merge_on_read_slices(self, as_of: str | None = None) -> list[MorSlice] | None:

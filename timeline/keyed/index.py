@@ -23,11 +23,12 @@ from ..metadata import DataFile
 from ..snapshot import TableState
 from .bloom import HASH_BLAKE2B, INLINE_MAX_BYTES, BloomFilter, Keys, key_hashes
 from .keys import RECORD_KEY_COL
+from .logfile import LOG_FILES
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
-#: Bloom-filter sidecars one lookup fetches at once.
-BLOOM_READS = 16
+#: Bloom sidecar objects one index lookup fetches at once (GETs in flight).
+SIDECAR_PARALLELISM = 16
 
 
 class KeyIndex(Protocol):
@@ -38,11 +39,15 @@ class KeyIndex(Protocol):
 
 
 def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
-    """Every live file's write stats (recorded by keyed commits), by path."""
+    """Every live file's write stats (recorded by keyed commits), and every log file's key
+    range and bloom filter, by path."""
     out: dict[str, Mapping[str, Any]] = {}
     for e in st.ordered_writes():
         for s in e.metadata.get(WRITE_STATS, ()):
             out[str(s["path"])] = s
+        for lg in e.metadata.get(LOG_FILES, ()):  # a log's keys (merge-on-read tables)
+            if "min_key" in lg:
+                out[str(lg["path"])] = lg
     return out
 
 
@@ -89,6 +94,9 @@ class RangeBloomIndex:
         self.store = store
         self.integer_key = integer_key
         self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
+        #: Filters fetched from sidecars, by data file: a write that asks twice (the
+        #: merge-on-read router, then its confirmation of the uncertain keys) GETs each once.
+        self._sidecars: dict[str, BloomFilter] = {}
 
     def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
         if self.integer_key is not None:
@@ -98,7 +106,9 @@ class RangeBloomIndex:
         else:
             order = sorted(range(len(keys)), key=keys.__getitem__)
             ordered = [keys[i] for i in order]
-        matched: list[tuple[DataFile, list[int]]] = []
+        out: dict[str, list[int]] = {}
+        hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # each key hashed once per hash
+        probed: list[tuple[DataFile, int, int]] = []
         for f in files:
             lo, hi = self._range(f)
             if lo is None or hi is None:
@@ -109,12 +119,12 @@ class RangeBloomIndex:
                 first = bisect.bisect_left(ordered, lo)
                 last = bisect.bisect_right(ordered, hi)
             if first < last:
-                matched.append((f, order[first:last]))
-        self.probed_files += len(matched)
-        blooms = self._blooms([f for f, _ in matched])
-        out: dict[str, list[int]] = {}
-        hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # each key hashed once per hash
-        for (f, positions), bloom in zip(matched, blooms, strict=True):
+                probed.append((f, first, last))
+        self._fetch_sidecars([f for f, _, _ in probed])
+        for f, first, last in probed:
+            self.probed_files += 1
+            positions = order[first:last]
+            bloom = self._bloom(f)
             if bloom is not None:
                 h = hashes.get(bloom.hash_name)
                 if h is None:
@@ -125,15 +135,6 @@ class RangeBloomIndex:
             if positions:
                 out[f.path] = positions
         return out
-
-    def _blooms(self, files: Sequence[DataFile]) -> list[BloomFilter | None]:
-        """The bloom filters of `files` (sidecars fetched `BLOOM_READS` at a time: one GET
-        each, so with many file groups their latency overlaps rather than adds up)."""
-        sidecar = sum(1 for f in files if self.stats.get(f.path, {}).get("bloom_path"))
-        if sidecar <= 1:
-            return [self._bloom(f) for f in files]
-        with ThreadPoolExecutor(min(BLOOM_READS, sidecar)) as pool:
-            return list(pool.map(self._bloom, files))
 
     def in_some_range(self, files: Sequence[DataFile], keys: Sequence[str]) -> np.ndarray:
         """Per key: whether some file's key range holds it (a file without a range holds
@@ -163,6 +164,22 @@ class RangeBloomIndex:
         out[order] = inside
         return out
 
+    def _fetch_sidecars(self, files: Sequence[DataFile]) -> None:
+        """GET the sidecar filters of `files` not fetched yet, SIDECAR_PARALLELISM at once
+        (one round trip each: fetched one after the other they add up). They are kept for
+        the index's life, one write: at most 4 MiB a file, some tens of KiB in practice."""
+        todo = []
+        for f in files:
+            s = self.stats.get(f.path, {})
+            if f.path not in self._sidecars and not s.get("bloom") and s.get("bloom_path"):
+                todo.append((f.path, s, str(s["bloom_path"])))
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(min(SIDECAR_PARALLELISM, len(todo))) as pool:
+            got = list(pool.map(lambda t: self._sidecar(t[1], t[2]), todo))
+        for (path, _, _), bf in zip(todo, got, strict=True):
+            self._sidecars[path] = bf
+
     def _bloom(self, f: DataFile) -> BloomFilter | None:
         s = self.stats.get(f.path, {})
         if s.get("bloom"):
@@ -170,6 +187,12 @@ class RangeBloomIndex:
         path = s.get("bloom_path")
         if not path:
             return None
+        cached = self._sidecars.get(f.path)
+        if cached is None:
+            cached = self._sidecars[f.path] = self._sidecar(s, str(path))
+        return cached
+
+    def _sidecar(self, s: Mapping[str, Any], path: str) -> BloomFilter:
         data = self.store.get(str(path))
         where = self.store.url(str(path))
         verify(data, str(s.get("bloom_checksum", "")), where)

@@ -15,6 +15,9 @@ upserts), and a record key that is the text of one key column (a single integer 
 key) is that column cast to text. Those columns are rebuilt on decoding, and each is dropped
 only when the block's rows really are so; it is what keeps a block close to the size of the
 changed rows themselves (docs/tables.md, "Log format"). Format 1 blocks stored every column.
+Format 3 is format 2 plus the rule a reader merges the block by (log_merge.py): entries
+compared by an ordering column at read time, where format 1 and 2 blocks were decided by
+their writer and apply in order.
 
 Arrow IPC rather than Parquet: a block is small and read whole, right after its footer-less
 stream header, with no page decoding; zstd buffer compression keeps it about as small as a
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,8 +43,11 @@ from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_bl
 from ..errors import TimelineError
 from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 
-LOG_FORMAT = "flowledger.log-block/2"
-_READABLE = ("flowledger.log-block/1", LOG_FORMAT)
+LOG_FORMAT = "flowledger.log-block/3"
+#: Format 3 is format 2's encoding with the read-time merge rule in the header and commit
+#: (`merge_by`, `ordered_deletes`): an older reader, which applies blocks in order, refuses it.
+_COMPACT_FORMATS = ("flowledger.log-block/2", LOG_FORMAT)
+_READABLE = ("flowledger.log-block/1", *_COMPACT_FORMATS)
 OP_COL = "_flowledger_op"
 UPSERT = "U"
 DELETE = "D"
@@ -51,6 +57,20 @@ _REBUILT = (*META_COLUMNS, OP_COL)
 #: A body that is one zstd frame of the whole (uncompressed) IPC stream, after this magic
 #: and the stream's length (8 bytes, little-endian).
 _WHOLE = b"FLZ1"
+#: The write-stats fields a log file's record carries for the index (index.py reads them as
+#: it reads a base file's).
+KEY_STATS = (
+    "min_key",
+    "max_key",
+    "key_min",
+    "key_max",
+    "bloom",
+    "bloom_path",
+    "bloom_checksum",
+    "bloom_num_bits",
+    "bloom_num_hashes",
+    "bloom_hash",
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,16 @@ class LogFile:
     checksum: str
     upserts: int = 0
     deletes: int = 0
+    #: The ordering column a reader compares this block's entries by (the event_time merge
+    #: mode, applied at read time); "" (format 1/2 blocks, commit_time tables): its entries
+    #: were decided when written, or the latest simply wins, so they apply in order.
+    merge_by: str = ""
+    #: Whether its deletes are compared by `merge_by` too; False: a delete without an
+    #: ordering value, which wins whatever the stored record's.
+    ordered_deletes: bool = False
+    #: What the index consults for this log's keys (key range, bloom filter: the fields of
+    #: a base file's write stats), so a key inserted into a log is found again.
+    key_stats: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def block_id(self) -> tuple[str, str, int]:
@@ -86,6 +116,9 @@ class LogFile:
             "checksum": self.checksum,
             "upserts": self.upserts,
             "deletes": self.deletes,
+            **({"merge_by": self.merge_by} if self.merge_by else {}),
+            **({"ordered_deletes": True} if self.ordered_deletes else {}),
+            **self.key_stats,
         }
 
     @staticmethod
@@ -101,6 +134,9 @@ class LogFile:
             str(d.get("checksum", "")),
             int(d.get("upserts", 0)),
             int(d.get("deletes", 0)),
+            str(d.get("merge_by", "")),
+            bool(d.get("ordered_deletes", False)),
+            {k: d[k] for k in KEY_STATS if k in d},
         )
 
 
@@ -136,14 +172,22 @@ def _implied(rows: pa.Table, instant: str, key_from: str | None) -> dict[str, An
 
 
 def encode_block(
-    rows: pa.Table, instant: str, file_group: str, block: int, key_from: str | None = None
+    rows: pa.Table,
+    instant: str,
+    file_group: str,
+    block: int,
+    key_from: str | None = None,
+    merge_by: str = "",
+    ordered_deletes: bool = False,
 ) -> bytes:
-    """One block's bytes; `key_from`: the single record key column, if there is one."""
+    """One block's bytes; `key_from`: the single record key column, if there is one;
+    `merge_by`, `ordered_deletes`: its read-time merge rule (LogFile)."""
     header = {
         "format": LOG_FORMAT,
         "instant": instant,
         "file_group": file_group,
         "block": block,
+        **({"merge_by": merge_by, "ordered_deletes": ordered_deletes} if merge_by else {}),
         **_implied(rows, instant, key_from),
     }
     implied = {
@@ -175,7 +219,7 @@ def _whole(stream: bytes) -> bytes:
 
 def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
     """The block's rows with the columns its header implies put back, in written order."""
-    if header.get("format") != LOG_FORMAT:
+    if header.get("format") not in _COMPACT_FORMATS:
         return rows  # format 1 stored every column
     n = rows.num_rows
     if "commit_time" in header:
@@ -204,10 +248,14 @@ def write_log(
     partition: str,
     block: int = 0,
     key_from: str | None = None,
+    merge_by: str = "",
+    ordered_deletes: bool = False,
+    key_stats: Mapping[str, Any] | None = None,
 ) -> LogFile:
     """PUT one block (immutable: a retry writes the same bytes at the same key);
-    `key_from`: the table's record key column when it has exactly one."""
-    body = encode_block(rows, instant, file_group, block, key_from)
+    `key_from`: the table's record key column when it has exactly one; `merge_by`,
+    `ordered_deletes`, `key_stats`: recorded with it (LogFile)."""
+    body = encode_block(rows, instant, file_group, block, key_from, merge_by, ordered_deletes)
     store.put(key, body)
     ops = rows.column(OP_COL)
     deletes = int(pa.compute.sum(pa.compute.equal(ops, DELETE)).as_py() or 0)
@@ -222,6 +270,9 @@ def write_log(
         checksum_of(body),
         rows.num_rows - deletes,
         deletes,
+        merge_by,
+        ordered_deletes and bool(merge_by),
+        dict(key_stats or {}),
     )
 
 

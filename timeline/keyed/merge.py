@@ -85,9 +85,14 @@ def wins(
 ) -> np.ndarray:
     """`incoming_wins` over aligned arrays (vectorized): which incoming versions replace
     the stored ones."""
-    n = len(stored)
     if props.merge_mode != EVENT_TIME or not has or incoming is None:
-        return np.ones(n, dtype=bool)
+        return np.ones(len(stored), dtype=bool)
+    return not_older(stored, incoming)
+
+
+def not_older(stored: pa.Array, incoming: pa.Array) -> np.ndarray:
+    """Per aligned pair: whether the incoming ordering value is not older than the stored
+    one (a null value is the lowest), as the event_time merge mode compares them."""
     try:
         inc = incoming if incoming.type == stored.type else pc.cast(incoming, stored.type)
         ge = pc.fill_null(pc.greater_equal(inc, stored), False)
@@ -95,6 +100,4 @@ def wins(
         return np.asarray(pc.fill_null(won, False).to_numpy(zero_copy_only=False), dtype=bool)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         pairs = zip(stored.to_pylist(), incoming.to_pylist(), strict=True)
-        return np.array(
-            [incoming_wins(a, b, props, has_ordering=True) for a, b in pairs], dtype=bool
-        )
+        return np.array([_ordering_key(b) >= _ordering_key(a) for a, b in pairs], dtype=bool)

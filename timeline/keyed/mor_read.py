@@ -1,13 +1,8 @@
 """Reading merge-on-read slices: a base file merged with its log blocks.
 
-The merge is the table's: the writer of each delta commit already decided, by the merge mode
-against the state it read, which records win (as copy-on-write does), and delta commits
-touching one file group conflict with each other, so a slice's blocks apply in completion
-order and the latest version of a key wins; a delete block entry removes the key.
-
-Vectorized, one file group at a time: the logs (small) are concatenated and reduced to the
-latest entry of each key (a hash group-by); base rows whose key a log names are dropped (a
-hash `is_in`, no sort of the base); the surviving upserts follow. Every object of a read (base
+The merge is the table's merge mode, applied here (log_merge.py): blocks in completion
+order, each entry by the rule its log file records, one file group at a time. Every object
+of a read (base
 files and logs) is fetched once, through one bounded pool the reader owns, so a slice's logs
 are fetched concurrently with each other and with other slices' objects.
 """
@@ -17,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from storage import ObjectStore
 
@@ -27,37 +20,25 @@ from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..schema import conform
 from .keys import RECORD_KEY_COL
-from .logfile import DELETE, OP_COL, LogFile, read_log
+from .log_merge import Rule, merge
+from .logfile import OP_COL, LogFile, read_log
 from .slices import MorSlice
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8
 
 
-def merge(base: pa.Table, logs: Sequence[pa.Table]) -> pa.Table:
-    """`base` (no op column) with `logs` (op column) applied in order; same columns as base:
-    base rows not named by a log in base order, then the logs' surviving upserts."""
-    logs = [lg for lg in logs if lg.num_rows]
-    if not logs:
-        return base
-    every = pa.concat_tables(logs, promote_options="default")
-    n = every.num_rows
-    # the latest entry of each key: the highest position (logs are in completion order)
-    at = pa.table({"k": every.column(RECORD_KEY_COL), "i": np.arange(n, dtype=np.int64)})
-    latest = np.sort(at.group_by("k").aggregate([("i", "max")]).column("i_max").to_numpy())
-    if len(latest) < n:
-        every = every.take(pa.array(latest, pa.int64()))
-    named = every.column(RECORD_KEY_COL)
-    kept = base.filter(pc.invert(pc.is_in(base.column(RECORD_KEY_COL), value_set=named)))
-    upserts = every.filter(pc.not_equal(every.column(OP_COL), DELETE)).drop_columns([OP_COL])
-    return pa.concat_tables([kept, upserts], promote_options="default")
-
-
-def _projection(columns: Sequence[str] | None) -> list[str] | None:
-    """The columns a slice read fetches: the record key whatever `columns` says."""
+def _projection(columns: Sequence[str] | None, sl: MorSlice) -> list[str] | None:
+    """The columns a slice read fetches: the record key and the ordering column its logs
+    merge by, whatever `columns` says."""
     if columns is None:
         return None
-    return list(columns) + ([RECORD_KEY_COL] if RECORD_KEY_COL not in columns else [])
+    need = [RECORD_KEY_COL, *sorted({lf.merge_by for _, lf in sl.logs if lf.merge_by})]
+    return list(columns) + [c for c in need if c not in columns]
+
+
+def _rules(sl: MorSlice) -> list[Rule]:
+    return [Rule(lf.merge_by, lf.ordered_deletes) for _, lf in sl.logs]
 
 
 def _log_rows(
@@ -80,9 +61,10 @@ def _base_rows(
 
 
 def _finish(merged: pa.Table, columns: Sequence[str] | None) -> pa.Table:
-    if columns is not None and RECORD_KEY_COL not in columns:
-        return merged.drop_columns([RECORD_KEY_COL])
-    return merged
+    if columns is None:
+        return merged
+    extra = [c for c in merged.column_names if c not in columns]
+    return merged.drop_columns(extra) if extra else merged
 
 
 class SliceReader:
@@ -98,7 +80,6 @@ class SliceReader:
         self.store = store
         self.schema = schema
         self.columns = columns
-        self.wanted = _projection(columns)
         self.parallelism = max(1, parallelism)
 
     def read(self, slices: Sequence[MorSlice]) -> list[pa.Table]:
@@ -106,26 +87,23 @@ class SliceReader:
         slice is merged as soon as its own objects are in, and they are then let go."""
         objects = sum(1 + len(sl.logs) for sl in slices)
         if objects <= 1 or self.parallelism == 1:
-            return [
-                _finish(
-                    merge(
-                        _base_rows(self.store, sl.base, self.schema, self.wanted),
-                        [_log_rows(self.store, lf, self.schema, self.wanted) for _, lf in sl.logs],
-                    ),
-                    self.columns,
-                )
-                for sl in slices
-            ]
+            out = []
+            for sl in slices:
+                w = _projection(self.columns, sl)
+                base = _base_rows(self.store, sl.base, self.schema, w)
+                logs = [_log_rows(self.store, lf, self.schema, w) for _, lf in sl.logs]
+                out.append(_finish(merge(base, logs, _rules(sl)), self.columns))
+            return out
         with ThreadPoolExecutor(min(self.parallelism, objects)) as pool:
             queued = [self._queue(pool, sl) for sl in slices]
             out = []
-            for parts in queued:
+            for sl, parts in zip(slices, queued, strict=True):
                 base, *logs = (fut.result() for fut in parts)
-                out.append(_finish(merge(base, logs), self.columns))
+                out.append(_finish(merge(base, logs, _rules(sl)), self.columns))
             return out
 
     def _queue(self, pool: ThreadPoolExecutor, sl: MorSlice) -> list[Future[pa.Table]]:
-        s, w = self.schema, self.wanted
+        s, w = self.schema, _projection(self.columns, sl)
         futs = [pool.submit(_base_rows, self.store, sl.base, s, w)]
         futs += [pool.submit(_log_rows, self.store, lf, s, w) for _, lf in sl.logs]
         return futs

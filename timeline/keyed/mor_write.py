@@ -1,19 +1,19 @@
 """Delta commits of merge-on-read tables: insert, upsert and delete as one `deltacommit`
 that appends a log block to each touched file group instead of rewriting its base file.
 
-One write, after `begin`, plans with the planner copy-on-write uses (planner.py, decide.py):
-1. the batch's duplicate records are combined by the merge mode;
-2. the index names the base files that may hold each key; the slices of those file groups
-   (base merged with its logs) are read for their key and ordering columns, so a key updated
-   or deleted in a log is seen as it is now;
-3. records the table holds get a log block in their file group, cut from the batch's arrays
-   (take by group): upserts whole, deletes as key and ordering value; the merge mode is
-   applied here against the merged state, so a reader only applies blocks in completion
-   order;
-4. new keys go into new base files (new file groups), never into logs: every key then has
-   a base file whose key range and bloom filter name it, and the index needs nothing else.
-   (Hudi can also route inserts into log files of small file groups when its index can
-   look keys up in logs; ours cannot, and small new groups are what clustering merges.)
+One write, after `begin`:
+1. the batch's duplicate records are combined by the merge mode (planner.py);
+2. each record is routed by the index without reading slices (mor_route.py): a key the
+   index places in exactly one file group goes into that group's log block, update or
+   insert alike; a key in no group goes into new base files (new file groups, placed as
+   copy-on-write places inserts); only the candidates of a key in several groups are read;
+3. each touched group gets one log block, cut from the batch's arrays (take by group):
+   upserts whole, deletes as key and ordering value. The block records the rule a reader
+   applies it by (log_merge.py): under the event_time merge mode its entries are compared
+   by ordering value at read time, against the merged state before them; a delete by keys
+   alone wins unconditionally;
+4. the block's log file records the key range and bloom filter of its upserts, so the index
+   finds a key inserted into a log again (mor_index.py).
 
 Delta commits touching one file group conflict (the timeline's file-group rule counts log
 files); a compaction never conflicts with them (slices.py).
@@ -32,21 +32,20 @@ import pyarrow as pa
 from .. import crash
 from ..instant import DELTA_COMMIT, Instant
 from ..schema import conform, merge_schemas
-from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
+from .decide import Replaced, decide_filter
 from .index import WRITE_STATS, IndexFactory
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT, log_name, write_log
+from .mor_index import log_key_stats
+from .mor_route import route_deletes, route_upserts
 from .planner import FAIL, Planner, prepare_batch
 from .planning import Filter, plan_on
-from .properties import KeyedProperties
+from .properties import EVENT_TIME, KeyedProperties
 from .slices import MorSlice
 from .write import Group, place_inserts, write_group
 
 if TYPE_CHECKING:
     from ..table import Table
-
-#: Log blocks one delta commit encodes and PUTs at once.
-WRITE_PARALLELISM = 8
 
 
 @dataclass
@@ -141,18 +140,39 @@ def delta_write(
         deltas = _Deltas(plan)
         new_groups: list[Group] = []
         if batch is not None:
-            upserts = decide_upserts(plan, batch, operation, on_duplicate)
+            upserts = route_upserts(plan, batch, operation, on_duplicate)
             deltas.mark(upserts.replaced)
             new_groups = place_inserts(plan, upserts.inserts)
+        ordered_deletes = True
         if deletes is not None:
             dbatch = prepare_batch(deletes, props, t, upsert=False)
-            deltas.mark(decide_deletes(plan, dbatch))
+            ordered_deletes = dbatch.ordering is not None  # by keys alone: deletes win
+            deltas.mark(route_deletes(plan, dbatch))
         if where is not None:
             deltas.mark(decide_filter(plan, where))
         if on_plan is not None:
             on_plan(plan)
         incoming_rows = batch.rows if batch is not None else None
         key_from = props.record_key[0] if len(props.record_key) == 1 else None
+        order = props.ordering_field
+        merge_by = (
+            order if order and props.merge_mode == EVENT_TIME and order in schema.names else ""
+        )
+        int_key = None  # a single integer key: its range is compared as numbers
+        if (
+            key_from
+            and key_from in schema.names
+            and pa.types.is_integer(schema.field(key_from).type)
+        ):
+            int_key = key_from
+        fpp = table.settings.bloom_index_fpp
+
+        def key_stats(d: _Delta) -> dict[str, Any]:
+            if batch is None or not d.upserts:
+                return {}
+            idx = pa.array(np.concatenate(d.upserts), pa.int64())
+            ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
+            return log_key_stats(batch.keys.take(idx), fpp, ints)
 
         def put(group: str) -> dict[str, Any]:
             d = deltas.groups[group]
@@ -166,6 +186,9 @@ def delta_write(
                 file_group=group,
                 partition=d.sl.partition,
                 key_from=key_from,
+                merge_by=merge_by,
+                ordered_deletes=ordered_deletes,
+                key_stats=key_stats(d),
             )
             crash.point(f"{DELTA_COMMIT}.log_written")
             return lf.to_json()
@@ -173,7 +196,8 @@ def delta_write(
         groups = sorted(deltas.groups)
         logs = []
         if groups:  # one block per group, encoded and PUT a bounded number at a time
-            with ThreadPoolExecutor(min(WRITE_PARALLELISM, len(groups))) as pool:
+            width = table.settings.log_write_parallelism
+            with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
                 logs = list(pool.map(put, groups))
         fpp = table.settings.bloom_index_fpp
         written = [write_group(txn, g, incoming_rows, schema, fpp) for g in new_groups]

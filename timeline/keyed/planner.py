@@ -9,7 +9,9 @@ writer (write.py) turns those decisions into rewritten file slices, the merge-on
 (mor_write.py) into log blocks.
 
 On a merge-on-read table a candidate "file" is its file group's latest slice, base merged
-with its logs (mor_read.py), so a key updated or deleted in a log is seen as it is now.
+with its logs (mor_read.py), so a key updated or deleted in a log is seen as it is now; the
+merge-on-read writer reads candidates only for the keys the index cannot place in exactly
+one file group (mor_route.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..snapshot import TableState
 from .index import IndexFactory, KeyIndex, range_bloom_index
 from .keys import RECORD_KEY_COL, partition_paths, record_keys, with_meta
 from .merge import combine_rows
+from .mor_index import SliceIndex
 from .mor_read import READ_PARALLELISM, read_slice
 from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
 from .record_index import IndexView, choose_index, index_view
@@ -117,18 +120,21 @@ class Planner:
         #: merge-on-read: file group -> its latest slice (base plus logs); None: copy-on-write
         self.slices: dict[str, MorSlice] | None = None
         #: The record-level index, if one exists: a copy-on-write commit then records its key
-        #: changes. Merge-on-read writes keep to ranges and blooms (new keys always get a base
-        #: file whose range and bloom name them) and leave the record index to fall back.
+        #: changes. Merge-on-read writes keep to ranges and blooms (of base files and logs,
+        #: mor_index.py) and leave the record index to fall back.
         self.record_index: IndexView | None = None
         if merge_on_read:
             self.slices = mor_slices(st)
             self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
-            factory = index or range_bloom_index
+            # a slice may hold a key in its base or in a log (mor_index.py)
+            self.index: KeyIndex = SliceIndex(
+                (index or range_bloom_index)(table.store, st, props), self.slices
+            )
         else:
             self.files = st.snapshot().files
             factory = index or choose_index(table.settings.keyed_index)
             self.record_index = index_view(st)
-        self.index: KeyIndex = factory(table.store, st, props)
+            self.index = factory(table.store, st, props)
         self.files_read = 0  # files (slices) whose keys were read to find the batch's records
 
     def rows_of(
@@ -155,24 +161,30 @@ class Planner:
             scopes.append((fidx, pos))
         return scopes
 
-    def locate(self, batch: Batch) -> pa.Table:
-        """The batch's records the table holds: a table of `pos` (batch row), `file` (index
-        into `self.files`), `row` (in `rows_of` that file) and `stored` (ordering value).
-        Candidate files are read for their key (and ordering) column only, a bounded number
-        at a time: memory holds the hits."""
+    def candidates(self, batch: Batch) -> list[tuple[int, np.ndarray]]:
+        """(file index, batch positions) pairs: the files the index says may hold those
+        records (none read)."""
         index_of = {f.path: k for k, f in enumerate(self.files)}
-        order_col = self.props.ordering_field
-        columns = [RECORD_KEY_COL]
-        if order_col and self.schema is not None and order_col in self.schema.names:
-            columns.append(order_col)
-        probes: list[tuple[int, np.ndarray]] = []  # (file index, batch positions to look for)
+        out: list[tuple[int, np.ndarray]] = []
         for fidx, positions in self._scopes(batch):
             if not fidx or not len(positions):
                 continue
             scope_keys = batch.keys.take(pa.array(positions))
             files = [self.files[k] for k in fidx]
             for path, hits in self.index.candidates(files, scope_keys.to_pylist()).items():
-                probes.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
+                out.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
+        return out
+
+    def locate(self, batch: Batch) -> pa.Table:
+        """The batch's records the table holds: a table of `pos` (batch row), `file` (index
+        into `self.files`), `row` (in `rows_of` that file) and `stored` (ordering value).
+        Candidate files are read for their key (and ordering) column only, a bounded number
+        at a time: memory holds the hits."""
+        order_col = self.props.ordering_field
+        columns = [RECORD_KEY_COL]
+        if order_col and self.schema is not None and order_col in self.schema.names:
+            columns.append(order_col)
+        probes = self.candidates(batch)
 
         alone = 1 if len(probes) > 1 else READ_PARALLELISM  # the pool below, or its own
 

@@ -1,0 +1,127 @@
+"""Merge-on-read writes that read no slice: keys routed by the index (base and log key
+ranges and blooms), the event_time merge mode applied by the reader, compaction and the
+change reads; new keys living in logs and found again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from storage import ObjectStore, StoreSettings, open_store
+from timeline import Table, TableSettings
+from timeline.keyed import KeyedProperties
+from timeline.keyed.index import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
+from timeline.keyed.logfile import LOG_FILES
+from timeline.keyed.mor_write import delta_write
+from timeline.snapshot import TableState
+
+PROPS = KeyedProperties.of(
+    "id",
+    ordering_field="ts",
+    partition_by="p",
+    merge_mode="event_time",
+    table_type="merge_on_read",
+)
+OFF = TableSettings(compaction_mode="off", local_entry_cache=False)
+
+
+def _ranges_only(store: ObjectStore, st: TableState, props: KeyedProperties) -> KeyIndex:
+    """The range and bloom index with its blooms left out: a new key inside a file group's
+    key range then has that group as its one candidate and goes into its log (as a bloom
+    false positive sends it)."""
+    index = range_bloom_index(store, st, props)
+    assert isinstance(index, RangeBloomIndex)
+    index.stats = {p: {k: v for k, v in s.items() if k != "bloom"} for p, s in index.stats.items()}
+    return index
+
+
+def _table(tmp_path: Path, settings: TableSettings = OFF) -> Table:
+    store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
+    return Table.create(store, PROPS, settings)
+
+
+def _rows(ids: list[int], v: str, ts: int) -> pa.Table:
+    n = len(ids)
+    return pa.table({"id": ids, "ts": [ts] * n, "p": ["a"] * n, "v": [v] * n})
+
+
+def _values(data: pa.Table) -> dict[int, str]:
+    return dict(zip(data.column("id").to_pylist(), data.column("v").to_pylist(), strict=True))
+
+
+def _upsert(t: Table, data: pa.Table, index: IndexFactory | None = None) -> tuple[Any, int]:
+    """A delta commit and how many slices its planning read."""
+    read: list[int] = []
+    done = delta_write(
+        t, PROPS, "upsert", data=data, on_plan=lambda p: read.append(p.files_read), index=index
+    )
+    return done, read[0]
+
+
+@pytest.mark.unit
+def test_an_upsert_reads_no_slice_and_readers_apply_event_time(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    first = t.upsert(_rows(list(range(1, 21)), "x", 5))
+    late = pa.concat_tables([_rows([1, 2], "older", 3), _rows([3], "newer", 7)])
+    _, read = _upsert(t, late)
+    assert read == 0  # routed by range and bloom alone
+    assert _values(t.read()) == {**{i: "x" for i in range(1, 21)}, 3: "newer"}
+    assert _values(t.read(columns=["id", "v"])) == _values(t.read())  # ts fetched to merge
+    assert _values(t.read(as_of=first.time)) == {i: "x" for i in range(1, 21)}
+    cdc = t.changes(first.time, cdc=True).to_pylist()
+    assert [(c["record_key"], c["op"]) for c in cdc] == [("3", "u")]  # the losers changed nothing
+    assert _values(t.changes(first.time)) == {3: "newer"}
+    # a delete older than the stored record loses (Hudi's rule), by keys alone it wins
+    t.delete(pa.table({"id": [3, 4], "ts": [6, 5], "p": ["a", "a"]}))
+    assert 3 in _values(t.read()) and 4 not in _values(t.read())
+    t.delete([3])
+    assert 3 not in _values(t.read())
+    # an upsert after a delete inserts whatever its ordering value
+    _upsert(t, _rows([3], "back", 0))
+    assert _values(t.read())[3] == "back"
+    expected = _values(t.read())
+    t.compact()
+    assert _values(t.read(read_optimized=True)) == expected == _values(t.read())
+
+
+@pytest.mark.unit
+def test_a_new_key_inside_a_group_lives_in_its_log_and_is_found_again(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    first = t.upsert(_rows([1, 3, 7, 9], "x", 1))
+    done, read = _upsert(t, _rows([5], "new", 1), _ranges_only)
+    e = t.entry(done.time)
+    assert read == 0 and not e.added  # into the log of the group whose range holds it
+    (log,) = e.metadata[LOG_FILES]
+    assert (log["min_key"], log["key_min"], log["key_max"]) == ("5", 5, 5) and log["bloom"]
+    assert _values(t.read()) == {1: "x", 3: "x", 5: "new", 7: "x", 9: "x"}
+    cdc = t.changes(first.time, cdc=True).to_pylist()
+    assert [(c["record_key"], c["op"]) for c in cdc] == [("5", "i")]
+    _upsert(t, _rows([5], "again", 2))
+    assert _values(t.read())[5] == "again" and t.read().num_rows == 5
+    t.delete([5])
+    assert 5 not in _values(t.read())
+    t.compact()
+    assert _values(t.read()) == {1: "x", 3: "x", 7: "x", 9: "x"}
+
+
+@pytest.mark.unit
+def test_a_key_in_a_log_the_compacted_base_never_saw_is_not_inserted_twice(
+    tmp_path: Path,
+) -> None:
+    """A delta commit completing while a compaction runs attaches its log to the compacted
+    base, whose bloom filter was built without that log's keys: the log's own range and
+    bloom keep such a key findable."""
+    t = _table(tmp_path)
+    t.upsert(_rows([1, 3, 7, 9], "x", 1))
+    _upsert(t, _rows([1], "y", 1))
+    planned = t.schedule_compaction()
+    assert planned is not None
+    _, read = _upsert(t, _rows([5], "in-log", 1), _ranges_only)  # a false positive's path
+    assert t.run_compaction() == [planned]
+    done, read = _upsert(t, _rows([5], "updated", 2))  # the new base's bloom lacks 5
+    assert read == 0 and not t.entry(done.time).added  # found in the log, not inserted anew
+    data = t.read()
+    assert data.num_rows == 5 and _values(data)[5] == "updated"
