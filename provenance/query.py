@@ -3,8 +3,10 @@ range, a size range and a maximum number of results, newest first."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
+import cachetools
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -84,18 +86,28 @@ def _match(values: pa.ChunkedArray | pa.Array, term: SearchTerm) -> pa.Array:
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
-def _rows_with_hit(col: pa.ListArray, hits: pa.Array) -> pa.Array:
-    """Rows of a list column holding at least one value flagged in `hits` (one flag per value
-    of `col.values`): hits counted by a running sum read at each row's offsets, all in C."""
-    seen = pc.cumulative_sum(hits.cast(pa.int64()), start=pa.scalar(0, pa.int64()))
-    before = pa.concat_arrays([pa.array([0], pa.int64()), seen])  # hits before value i
-    offsets = col.offsets
-    counts = pc.subtract(before.take(offsets.slice(1)), before.take(offsets.slice(0, len(col))))
-    return pc.and_(pc.greater(counts, 0), col.is_valid())
+class RowPositions:
+    """0..n-1 as int64 arrays, kept by the query engine that owns this object: a lookup reads
+    row groups of a few sizes, and building the array from a Python range costs more than the
+    lookup's own kernels. Bounded; thread-safe; the arrays are immutable."""
+
+    def __init__(self, sizes: int = 8) -> None:
+        self._arrays: cachetools.LRUCache[int, pa.Array] = cachetools.LRUCache(sizes)
+        self._lock = threading.Lock()
+
+    def __call__(self, n: int) -> pa.Array:
+        with self._lock:
+            found = self._arrays.get(n)
+        if found is None:
+            found = pa.array(range(n), pa.int64())
+            with self._lock:
+                self._arrays[n] = found
+        return found
 
 
-def term_mask(table: pa.Table, term: SearchTerm) -> pa.Array:
-    """Rows matching the term (before inversion)."""
+def term_mask(table: pa.Table, term: SearchTerm, positions: RowPositions | None = None) -> pa.Array:
+    """Rows matching the term (before inversion). `positions`: the caller's row positions
+    (a query engine keeps one; without it they are built for this call)."""
     f = term.field
     if f in ATTRIBUTE_FIELDS:
         return _match(attribute_values(table, ATTRIBUTE_FIELDS[f]), term)
@@ -105,9 +117,11 @@ def term_mask(table: pa.Table, term: SearchTerm) -> pa.Array:
     if f == "flowfile_uuid":
         for name in ("parent_uuids", "child_uuids"):
             col = table.column(name).combine_chunks()
-            hits = _match(col.values, term)
-            if pc.any(hits).as_py():
-                mask = pc.or_(mask, _rows_with_hit(col, hits))
+            hits = _match(pc.list_flatten(col), term)
+            rows = pc.filter(pc.list_parent_indices(col), hits)
+            if len(rows):
+                at = (positions or RowPositions(1))(table.num_rows)
+                mask = pc.or_(mask, pc.is_in(at, rows))
     return mask
 
 
@@ -115,10 +129,11 @@ def _ts(ms: int) -> pa.Scalar:
     return pa.scalar(ms, pa.int64()).cast(pa.timestamp("ms"))
 
 
-def query_mask(table: pa.Table, q: Query) -> pa.Array:
+def query_mask(table: pa.Table, q: Query, positions: RowPositions | None = None) -> pa.Array:
+    """Rows matching every part of `q` (`positions` as for `term_mask`)."""
     mask = pa.repeat(pa.scalar(True), table.num_rows)
     for term in q.terms:
-        m = term_mask(table, term)
+        m = term_mask(table, term, positions)
         mask = pc.and_(mask, pc.invert(m) if term.inverted else m)
     if q.start_time is not None:
         mask = pc.and_(
