@@ -3,9 +3,10 @@ range, a size range and a maximum number of results, newest first."""
 
 from __future__ import annotations
 
-import functools
+import threading
 from dataclasses import dataclass
 
+import cachetools
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -85,19 +86,28 @@ def _match(values: pa.ChunkedArray | pa.Array, term: SearchTerm) -> pa.Array:
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
-@functools.lru_cache(maxsize=8)
-def _positions(n: int) -> pa.Array:
-    """0..n-1 as int64 (built once per row-group size: from a Python range it costs ~1 ms)."""
-    return pa.array(range(n), pa.int64())
+class RowPositions:
+    """0..n-1 as int64 arrays, kept by the query engine that owns this object: a lookup reads
+    row groups of a few sizes, and building the array from a Python range costs more than the
+    lookup's own kernels. Bounded; thread-safe; the arrays are immutable."""
+
+    def __init__(self, sizes: int = 8) -> None:
+        self._arrays: cachetools.LRUCache[int, pa.Array] = cachetools.LRUCache(sizes)
+        self._lock = threading.Lock()
+
+    def __call__(self, n: int) -> pa.Array:
+        with self._lock:
+            found = self._arrays.get(n)
+        if found is None:
+            found = pa.array(range(n), pa.int64())
+            with self._lock:
+                self._arrays[n] = found
+        return found
 
 
-@functools.lru_cache(maxsize=8)
-def _all_true(n: int) -> pa.Array:
-    return pa.array([True] * n, pa.bool_())
-
-
-def term_mask(table: pa.Table, term: SearchTerm) -> pa.Array:
-    """Rows matching the term (before inversion)."""
+def term_mask(table: pa.Table, term: SearchTerm, positions: RowPositions | None = None) -> pa.Array:
+    """Rows matching the term (before inversion). `positions`: the caller's row positions
+    (a query engine keeps one; without it they are built for this call)."""
     f = term.field
     if f in ATTRIBUTE_FIELDS:
         return _match(attribute_values(table, ATTRIBUTE_FIELDS[f]), term)
@@ -110,8 +120,8 @@ def term_mask(table: pa.Table, term: SearchTerm) -> pa.Array:
             hits = _match(pc.list_flatten(col), term)
             rows = pc.filter(pc.list_parent_indices(col), hits)
             if len(rows):
-                in_rows = pc.is_in(_positions(table.num_rows), rows)
-                mask = pc.or_(mask, in_rows)
+                at = (positions or RowPositions(1))(table.num_rows)
+                mask = pc.or_(mask, pc.is_in(at, rows))
     return mask
 
 
@@ -119,10 +129,11 @@ def _ts(ms: int) -> pa.Scalar:
     return pa.scalar(ms, pa.int64()).cast(pa.timestamp("ms"))
 
 
-def query_mask(table: pa.Table, q: Query) -> pa.Array:
-    mask = _all_true(table.num_rows)
+def query_mask(table: pa.Table, q: Query, positions: RowPositions | None = None) -> pa.Array:
+    """Rows matching every part of `q` (`positions` as for `term_mask`)."""
+    mask = pa.repeat(pa.scalar(True), table.num_rows)
     for term in q.terms:
-        m = term_mask(table, term)
+        m = term_mask(table, term, positions)
         mask = pc.and_(mask, pc.invert(m) if term.inverted else m)
     if q.start_time is not None:
         mask = pc.and_(

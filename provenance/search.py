@@ -20,7 +20,7 @@ from . import index
 from .catalog import EventFile, Snapshot, Sums, file_containing
 from .layout import JournalRef
 from .objects import FOOTER_READ, ParquetSource
-from .query import Query, index_probe, query_mask
+from .query import Query, RowPositions, index_probe, query_mask
 from .ranged import RangedObject
 from .schema import SCHEMA
 
@@ -119,6 +119,7 @@ class EventReader:
         self.last_stats = SearchStats()
         self._bounds: dict[str, index.TermBounds] = {}
         self._ids: dict[str, tuple[list[int], list[int]] | None] = {}
+        self._positions = RowPositions()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -164,7 +165,7 @@ class EventReader:
         t = data.row_groups(keep)
         with self._lock:
             st.row_groups_read += len(keep)
-        return t.filter(query_mask(t, q))
+        return t.filter(query_mask(t, q, self._positions))
 
     def _index_lookup(
         self, ifile: _File, lo: str, hi: str, pattern: str | None, st: SearchStats
@@ -200,7 +201,7 @@ class EventReader:
             fut.result()
         for j in self._select(snap.journals, q):
             t = self._load_journal(j)
-            parts.append(t.filter(query_mask(t, q)))
+            parts.append(t.filter(query_mask(t, q, self._positions)))
         found = [p for p in parts if p is not None and p.num_rows]
         st.files_skipped = sum(1 for p in parts[: len(snap.files)] if p is None)
         self.last_stats = st

@@ -15,6 +15,7 @@ from .commit_info import (
     SparkJobInfo,
     add_commit_hook,
     commit_hooks,
+    remove_commit_hook,
 )
 from .compaction import compact
 from .errors import (
@@ -62,6 +63,7 @@ __all__ = [
     "read",
     "record_commit",
     "register",
+    "remove_commit_hook",
     "save",
     "session",
     "upstream",

@@ -84,20 +84,36 @@ class CommitInfo:
 
 
 CommitHook = Callable[[CommitInfo], None]
-_HOOKS: list[CommitHook] = []
+
+#: Attribute of a Spark session holding the hooks installed on it: they belong to the session
+#: the caller installed them on and go with it (nothing process-wide outlives the session).
+_SESSION_HOOKS = "_flowledger_commit_hooks"
 
 
-def add_commit_hook(hook: CommitHook) -> None:
-    """Run `hook` after every Spark write this process commits (idempotent per hook)."""
-    if hook not in _HOOKS:
-        _HOOKS.append(hook)
+def _installed(spark: Any) -> list[CommitHook]:
+    hooks: list[CommitHook] | None = getattr(spark, _SESSION_HOOKS, None)
+    if hooks is None:
+        hooks = []
+        setattr(spark, _SESSION_HOOKS, hooks)
+    return hooks
 
 
-def commit_hooks() -> tuple[CommitHook, ...]:
-    return tuple(_HOOKS)
+def add_commit_hook(spark: Any, hook: CommitHook) -> None:
+    """Run `hook` after every Spark write made through `spark` (idempotent per hook). The
+    data source picks up hooks when it is registered: call `flowledger.spark.register(spark)`
+    again after adding one."""
+    hooks = _installed(spark)
+    if hook not in hooks:
+        hooks.append(hook)
 
 
-def remove_commit_hook(hook: CommitHook) -> None:
-    """Stop running `hook` (no-op when it is not installed)."""
-    if hook in _HOOKS:
-        _HOOKS.remove(hook)
+def commit_hooks(spark: Any) -> tuple[CommitHook, ...]:
+    """The hooks installed on `spark`, in the order they run."""
+    return tuple(getattr(spark, _SESSION_HOOKS, None) or ())
+
+
+def remove_commit_hook(spark: Any, hook: CommitHook) -> None:
+    """Stop running `hook` after `spark`'s writes (no-op when it is not installed)."""
+    hooks = _installed(spark)
+    if hook in hooks:
+        hooks.remove(hook)

@@ -9,7 +9,7 @@ from typing import Any
 
 from timeline import COMMIT, REPLACE_COMMIT, DataFile, Entry, Instant
 
-from .commit_info import CommitHook, CommitInfo, OutputFile, SparkJobInfo, commit_hooks
+from .commit_info import CommitHook, CommitInfo, OutputFile, SparkJobInfo
 from .paths import TablePath
 
 log = logging.getLogger(__name__)
@@ -91,9 +91,9 @@ def entry_commit_info(path: TablePath, entry: Entry, repo_uri: str | None) -> Co
     )
 
 
-def run_hooks(info: CommitInfo, hooks: Iterable[CommitHook] | None = None) -> None:
+def run_hooks(info: CommitInfo, hooks: Iterable[CommitHook]) -> None:
     """Call each hook; the commit stands whatever a hook does (a failure is a warning)."""
-    for hook in commit_hooks() if hooks is None else hooks:
+    for hook in hooks:
         try:
             hook(info)
         except Exception as exc:

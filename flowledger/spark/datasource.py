@@ -15,7 +15,6 @@ captured by `register(spark)` into the registered class, which Spark pickles to 
 from __future__ import annotations
 
 import io
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -346,19 +345,20 @@ def register(spark: Any) -> None:
         app_id=str(sc.applicationId),
         app_name=str(sc.appName),
         user=str(sc.sparkUser()),
-        hooks=_picklable(commit_hooks()),
+        hooks=_picklable(commit_hooks(spark)),
     )
     # A class of its own per registration, so Spark pickles it by value with these facts.
     cls = type("FlowledgerDataSource", (FlowledgerDataSource,), {"facts": facts})
     spark.dataSource.register(cls)
-    _registered.add(spark)
+    setattr(spark, _REGISTERED, True)
 
 
-#: Sessions `register` ran on in this process (`flowledger.spark.save` registers the rest).
-_registered: weakref.WeakSet[Any] = weakref.WeakSet()
+#: Attribute marking a session `register` ran on: the mark lives and dies with the session
+#: (`flowledger.spark.save` registers the rest).
+_REGISTERED = "_flowledger_data_source_registered"
 
 
 def ensure_registered(spark: Any) -> None:
-    """Register the data source on `spark` unless this process already did."""
-    if spark not in _registered:
+    """Register the data source on `spark` unless it already was."""
+    if not getattr(spark, _REGISTERED, False):
         register(spark)

@@ -36,7 +36,7 @@ from timeline import (
 )
 
 from .arrow import arrow_schema
-from .commit_info import CommitHook, CommitInfo
+from .commit_info import CommitHook, CommitInfo, commit_hooks
 from .committing import commit_info, extra_metadata, job_info, run_hooks
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
@@ -102,7 +102,7 @@ def write_keyed(
     )
     repo = resolve_repo_uri(None, conf_of(spark))
     info = commit_info(path, instant, kopts.operation, files, job_meta, repo)
-    run_hooks(info, hooks)
+    run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info
 
 

@@ -187,18 +187,18 @@ class ProvenanceHook:
             )
 
 
-def install(spark: Any = None, settings: StoreSettings | None = None) -> None:
-    """Record provenance after every Spark write of this process (idempotent; the latest
-    settings replace earlier ones).
+def install(spark: Any, settings: StoreSettings | None = None) -> None:
+    """Record provenance after every write made through `spark` (idempotent; the latest
+    settings replace earlier ones). The hook is kept by the session and goes with it.
 
     `settings`: how to reach the repository's store (default: the AWS_* environment, like
-    every flowledger command). With `spark`, warn when the session names no repository
+    every flowledger command). Warns when the session names no repository
     (`spark.flowledger.repo`)."""
-    for hook in commit_hooks():
+    for hook in commit_hooks(spark):
         if isinstance(hook, ProvenanceHook):
-            remove_commit_hook(hook)
-    add_commit_hook(ProvenanceHook(settings))
-    if spark is not None and not spark.conf.get(REPO_CONF_KEY, None):
+            remove_commit_hook(spark, hook)
+    add_commit_hook(spark, ProvenanceHook(settings))
+    if not spark.conf.get(REPO_CONF_KEY, None):
         log.warning(
             "flowledger: %s is not set on this session; Spark writes record no provenance",
             REPO_CONF_KEY,

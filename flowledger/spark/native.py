@@ -36,7 +36,7 @@ from timeline import (
 )
 
 from .arrow import arrow_schema
-from .commit_info import CommitHook, CommitInfo
+from .commit_info import CommitHook, CommitInfo, commit_hooks
 from .committing import (
     commit_info,
     extra_metadata,
@@ -109,9 +109,10 @@ def write(
 ) -> CommitInfo:
     """Write `df` with Spark's Parquet writer as one commit (append) or replacecommit.
 
-    `hooks`: what runs after the commit; default every registered hook (the provenance
-    recorder among them). A job that records its own, richer provenance for the files (the
-    pipeline's sessions keep each file's bytes for replay) passes `hooks=()`.
+    `hooks`: what runs after the commit; default every hook installed on the DataFrame's
+    session (the provenance recorder among them). A job that records its own, richer
+    provenance for the files (the pipeline's sessions keep each file's bytes for replay)
+    passes `hooks=()`.
     `options`: a keyed write's options, as the data source takes them (`operation`:
     upsert, insert or delete; `recordKey`, `orderingField`, ... or Hudi's names; see
     docs/spark.md, "Keyed tables"); an append to a keyed table is an upsert."""
@@ -181,5 +182,5 @@ def write(
             "commit_s": f"{time.perf_counter() - started - spark_s:.3f}",
         },
     )
-    run_hooks(info, hooks)
+    run_hooks(info, commit_hooks(df.sparkSession) if hooks is None else hooks)
     return info

@@ -404,7 +404,11 @@ def test_four_concurrent_ingests_all_succeed(
                 env={"PATH": "/usr/bin:/bin", **env},
             )
         )
-    outcomes = [(p.wait(300), p.stderr.read() if p.stderr else "") for p in procs]
+    outcomes = []
+    for p in procs:
+        with p:  # reads both pipes to the end and closes them
+            _, err = p.communicate(timeout=300)
+        outcomes.append((p.returncode, err))
     assert [rc for rc, _ in outcomes] == [0, 0, 0, 0], outcomes
     p = _cli(
         ["sql", "SELECT count(*) AS n, count(DISTINCT event_id) AS d FROM provenance", "--json"],

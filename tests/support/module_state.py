@@ -40,22 +40,6 @@ CACHE_DECORATORS = frozenset({"lru_cache", "cache", "cached"})
 #: `__all__` is the language's export list, read by `import *` and by tools, never changed.
 ALLOWED_NAMES = frozenset({"__all__"})
 
-#: Module state kept on purpose, by "path: name", each for the reason beside it. Keep this short:
-#: anything else belongs to an object its creator closes.
-ALLOWED_STATE = {
-    # Memos of pure functions of immutable arguments, returning immutable Arrow arrays (row
-    # positions, constant columns): observably constant tables, bounded, and on the lookup and
-    # ingest hot paths, where building them costs more than the lookup they serve.
-    "provenance/query.py": frozenset({"_positions", "_all_true"}),
-    "provenance/schema.py": frozenset({"_filled", "_empty_lists", "_value_set", "_base"}),
-    # Commit hooks the caller installs and removes explicitly (`add_commit_hook`,
-    # `flowledger.spark.install`), as logging handlers are: Spark's commit path runs them.
-    "flowledger/spark/commit_info.py": frozenset({"_HOOKS"}),
-    # Spark sessions the data source was registered on: weak references to sessions the
-    # caller owns, so registration happens once per session and dies with it.
-    "flowledger/spark/datasource.py": frozenset({"_registered"}),
-}
-
 #: Base classes whose instances cannot change: a module-level instance of a class from the
 #: scanned packages is state unless the class is one of these or a frozen dataclass / model.
 IMMUTABLE_BASES = frozenset({"NamedTuple", "Enum", "StrEnum", "IntEnum", "Flag", "IntFlag"})
@@ -121,18 +105,18 @@ def _targets(s: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[str]:
     return [ast.unparse(t) for t in targets]
 
 
-def _state(s: ast.stmt, mutable_classes: set[str], allowed: frozenset[str]) -> str | None:
-    """What `s` builds as module state, or None (`allowed`: names kept on purpose)."""
+def _state(s: ast.stmt, mutable_classes: set[str]) -> str | None:
+    """What `s` builds as module state, or None."""
     if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef):
         for d in s.decorator_list:
             called = _callee(d.func if isinstance(d, ast.Call) else d)
-            if called in CACHE_DECORATORS and s.name not in allowed:
+            if called in CACHE_DECORATORS:
                 return f"a process-wide cache on {s.name}()"
         return None
     if not isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign) or s.value is None:
         return None
     names = _targets(s)
-    if set(names) <= ALLOWED_NAMES | allowed:
+    if set(names) <= ALLOWED_NAMES:
         return None
     value = s.value
     if isinstance(value, _LITERALS):
@@ -146,7 +130,7 @@ def _state(s: ast.stmt, mutable_classes: set[str], allowed: frozenset[str]) -> s
     return None
 
 
-def scan_module_state(root: Path, allowed: dict[str, frozenset[str]] = ALLOWED_STATE) -> list[str]:
+def scan_module_state(root: Path) -> list[str]:
     """Module-level mutable state and `global` statements, as "path:line: what"."""
     paths = [p for pkg in PACKAGES for p in sorted((root / pkg).rglob("*.py"))]
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in paths}
@@ -154,12 +138,11 @@ def scan_module_state(root: Path, allowed: dict[str, frozenset[str]] = ALLOWED_S
     found: list[str] = []
     for path, tree in trees.items():
         where = path.relative_to(root)
-        kept = allowed.get(where.as_posix(), frozenset())
         for n in ast.walk(tree):
             if isinstance(n, ast.Global):
                 found.append(f"{where}:{n.lineno}: global {', '.join(n.names)}")
         for s in _module_level(tree.body):
-            what = _state(s, mutable_classes, kept)
+            what = _state(s, mutable_classes)
             if what is not None:
                 found.append(f"{where}:{s.lineno}: {what}")
     return found

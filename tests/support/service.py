@@ -145,6 +145,8 @@ class ServiceProcess:
                 self.proc.kill()
                 self.proc.wait(10)
         self._pump.join(10) if hasattr(self, "_pump") else None
+        if self.proc.stdout is not None:  # the pipe we opened: ours to close once read out
+            self.proc.stdout.close()
 
 
 def _limit_fds(n: int) -> None:

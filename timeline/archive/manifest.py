@@ -221,14 +221,21 @@ def read_manifest(store: ObjectStore) -> Manifest:
         doc = read_document(store, MANIFEST)
     except NotFound:
         trace = archival_trace(store)
-        if trace is not None:
+        if trace is None:
+            return Manifest()
+        # A first run may have created the manifest and written its files between our GET
+        # and LIST: only a manifest still absent after its trace was seen is missing.
+        try:
+            doc = read_document(store, MANIFEST)
+        except NotFound:
             raise MissingArchiveManifest(
                 f"the archive manifest {store.url(MANIFEST)} is missing, but archival ran "
                 f"(it wrote {store.url(trace)}): archived instants cannot be told from "
                 "active ones; restore the manifest from a backup",
                 store.url(MANIFEST),
             ) from None
-        return Manifest()
+        except IntegrityError as exc:
+            raise CorruptArchive(str(exc), store.url(MANIFEST)) from exc
     except IntegrityError as exc:
         raise CorruptArchive(str(exc), store.url(MANIFEST)) from exc
     return Manifest.from_document(doc)

@@ -20,7 +20,7 @@ from flowledger.spark import (
     record_commit,
     upstream,
 )
-from flowledger.spark.commit_info import JOB_METADATA_KEY
+from flowledger.spark.commit_info import JOB_METADATA_KEY, REPO_CONF_KEY
 from provenance import ProvenanceRepository, validate
 from storage import StoreSettings, open_store
 from storage.s3a import to_spark_path
@@ -29,6 +29,17 @@ from timeline.table import Table
 
 pytestmark = pytest.mark.unit
 LOCAL = StoreSettings(fsync=False)
+
+
+class _Conf(dict[str, str]):
+    pass
+
+
+class _Session:
+    """What `install` uses of a Spark session: its conf, and room for the hooks it keeps."""
+
+    def __init__(self, conf: dict[str, str]) -> None:
+        self.conf = _Conf(conf)
 
 
 def _inputs(tmp_path: Path, n: int) -> list[str]:
@@ -160,16 +171,18 @@ def test_commit_without_repository_records_nothing(tmp_path: Path) -> None:
 
 
 def test_installed_hook_records_and_never_fails_a_committed_write(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from flowledger.spark import commit_hooks, commit_info, install, lineage
+    from flowledger.spark import commit_hooks, install, lineage
 
-    # Hooks are process-wide: keep this test's installation from reaching other tests.
-    monkeypatch.setattr(commit_info, "_HOOKS", [])
-    install(settings=None)
-    install(settings=LOCAL)
-    install(settings=LOCAL)
-    hooks = commit_hooks()
+    # Hooks belong to the session they are installed on: a stand-in session keeps this
+    # test's installation from reaching any other.
+    spark = _Session({REPO_CONF_KEY: "file:///repo"})
+    install(spark, settings=None)
+    install(spark, settings=LOCAL)
+    install(spark, settings=LOCAL)
+    hooks = commit_hooks(spark)
+    assert commit_hooks(_Session({})) == ()
     assert hooks == (lineage.ProvenanceHook(LOCAL),)  # installed once, the latest settings
     # The data source's commit worker gets the hook pickled, with the settings it holds.
     assert pickle.loads(pickle.dumps(hooks[0])).settings == LOCAL

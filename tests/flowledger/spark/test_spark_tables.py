@@ -158,17 +158,15 @@ def test_commit_records_job_and_runs_hooks(
     def failing(info: fs.CommitInfo) -> None:
         raise RuntimeError("hook broke")
 
-    from flowledger.spark import commit_info
-
-    installed = list(commit_info._HOOKS)
-    fs.add_commit_hook(failing)
-    fs.add_commit_hook(seen.append)
+    fs.add_commit_hook(spark, failing)
+    fs.add_commit_hook(spark, seen.append)
     uri = str(tmp_path / "t")
     try:
         with caplog.at_level(logging.WARNING):
             info = fs.write(spark.read.parquet(src), uri)
     finally:
-        commit_info._HOOKS[:] = installed
+        fs.remove_commit_hook(spark, failing)
+        fs.remove_commit_hook(spark, seen.append)
     assert seen == [info]  # the failing hook did not stop the next one, nor undo the commit
     assert "hook broke" in caplog.text
     assert fs.read(spark, uri).count() == 10

@@ -54,3 +54,30 @@ def test_a_table_never_archived_reads_without_a_manifest(tbackend: Backend) -> N
     table = Table.open(store, TableSettings())
     table.write(pa.table({"id": [1]}))
     assert read_manifest(store).archived_seqs == ()
+
+
+def test_a_manifest_created_between_its_read_and_the_listing_is_read_not_reported(
+    tbackend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader's GET of the manifest can come before a first run creates it and the LIST
+    after the run wrote its files: the manifest is there by then, so it is read, not missing."""
+    from storage import NotFound
+    from timeline.archive import manifest as manifest_module
+
+    store = tbackend.open().scoped("tables/race")
+    table = Table.open(store, TableSettings())
+    for k in range(8):
+        table.write(pa.table({"id": [k]}))
+    Archiver(table, ArchivalSettings(keep_min_commits=4, keep_max_commits=5)).run()
+    real = manifest_module.read_document
+    gets: list[str] = []
+
+    def before_the_run_then_real(s: object, key: str) -> object:
+        gets.append(key)
+        if len(gets) == 1:  # the first GET ran before the run created the manifest
+            raise NotFound(key)
+        return real(s, key)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(manifest_module, "read_document", before_the_run_then_real)
+    assert read_manifest(store).archived_seqs
+    assert gets == [MANIFEST, MANIFEST]
