@@ -11,6 +11,7 @@ Processes are started in sessions of their own and stopped by PID.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -43,7 +44,7 @@ class Cluster:
     master_url: str
     ui_url: str
     logs: Path
-    pids: list[int] = field(default_factory=list)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def alive_workers(self) -> int:
         with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=5) as r:
@@ -62,7 +63,7 @@ def _spark_class() -> tuple[Path, Path]:
     return home, home / "bin" / "spark-class"
 
 
-def _start(args: list[str], log: Path, env: dict[str, str]) -> int:
+def _start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     _, spark_class = _spark_class()
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -73,25 +74,23 @@ def _start(args: list[str], log: Path, env: dict[str, str]) -> int:
             cwd=log.parent,
             start_new_session=True,  # its own process group: stopped with everything it started
         )
-    return proc.pid
+    return proc
 
 
-def _stop(pid: int) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the process group `proc` leads (SIGTERM, then SIGKILL after 20 s) and reap `proc`:
+    an unreaped child is a ResourceWarning, which the tests treat as an error, and a reaped
+    leader is how we know the group's JVM is gone (`spark-class` execs it)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
     try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)
+    with contextlib.suppress(ProcessLookupError):  # anything else the group still holds
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @contextmanager
@@ -114,7 +113,7 @@ def standalone_cluster(root: Path, pythonpath: str, workers: int = 2) -> Iterato
     port, ui = free_port(), free_port()
     cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", root)
     try:
-        cluster.pids.append(
+        cluster.procs.append(
             _start(
                 [
                     "org.apache.spark.deploy.master.Master",
@@ -133,7 +132,7 @@ def standalone_cluster(root: Path, pythonpath: str, workers: int = 2) -> Iterato
         for k in range(workers):
             work = root / f"worker{k}"
             work.mkdir(exist_ok=True)
-            cluster.pids.append(
+            cluster.procs.append(
                 _start(
                     [
                         "org.apache.spark.deploy.worker.Worker",
@@ -158,8 +157,8 @@ def standalone_cluster(root: Path, pythonpath: str, workers: int = 2) -> Iterato
         _wait(cluster, lambda: cluster.alive_workers() == workers)
         yield cluster
     finally:
-        for pid in reversed(cluster.pids):
-            _stop(pid)
+        for proc in reversed(cluster.procs):
+            _stop(proc)
 
 
 def _wait(cluster: Cluster, ready: object) -> None:
