@@ -282,9 +282,25 @@ def plan_job(
         F.col(FPART).alias(PART),
     )  # fmt: skip
     pending = live.where(~found | ~in_place)
-    counts = {str(r[0]): int(r[1]) for r in pending.groupBy(PART).count().collect()}
+    # One small job for both facts placing new records needs, as the Python path has them:
+    # new records per partition, and the file groups this write rewrites anyway (updated in
+    # place or moved out of), which take new records before other small files do.
+    tally = (
+        live.select(
+            F.when(~found | ~in_place, F.col(PART)).alias(P + "into"),
+            F.when(found, F.col(GROUP)).alias(P + "hit"),
+        )
+        .groupBy(P + "into", P + "hit")
+        .count()
+        .collect()
+    )
+    counts: dict[str, int] = {}
+    for into, _, n in tally:
+        if into is not None:
+            counts[str(into)] = counts.get(str(into), 0) + int(n)
+    rewritten = {str(hit) for _, hit, _ in tally if hit is not None}
     work = updates.unionByName(moved, allowMissingColumns=True)
-    placements = place_inserts(plan, counts)
+    placements = place_inserts(plan, counts, rewritten)
     if placements:
         ranges = spark.createDataFrame(
             [(p.partition, p.start, p.end, p.group) for p in placements],

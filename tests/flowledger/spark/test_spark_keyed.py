@@ -63,6 +63,18 @@ def test_keyed_writes_equal_the_python_path(
     assert sum(s["updates"] for s in stats) >= 1 and sum(s["inserts"] for s in stats) >= 1
     # The updates went into new slices of existing file groups, not new groups.
     assert any(s["prev_commit"] for s in stats)
+    # New keys were placed as the Python path places them: into the groups the write
+    # rewrites anyway first, then small files, then new groups.
+    for mine, theirs in zip(instants, reference[1], strict=True):
+        assert placement(table, mine) == placement(reference[0], theirs)
+
+
+def placement(table: Table, instant: str) -> list[tuple[Any, ...]]:
+    """Per file the commit wrote: partition, whether it is a new file group, and its counts."""
+    return sorted(
+        (s["partition"], s["prev_commit"] is None, s["inserts"], s["updates"], s["deletes"])
+        for s in table.entry(instant).metadata.get("write_stats", [])
+    )
 
 
 @pytest.mark.parametrize("writer", ["native", "datasource"])
