@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from storage.timeutil import to_ms
 
 from .errors import InvalidEvent
-from .event import EVENT_TYPES, LINKING, NEEDS_TRANSIT_URI, ProvenanceEvent, now_ms
+from .event import EVENT_TYPES, LINKING, NEEDS_TRANSIT_URI, STORAGE_ORDER, ProvenanceEvent, now_ms
 
 _S = pa.string()
 _I64 = pa.int64()
@@ -88,6 +88,7 @@ SQL_TYPES: Mapping[str, str] = MappingProxyType(
 )
 
 assert {f.name for f in fields(ProvenanceEvent)} == set(COLUMNS)
+assert STORAGE_ORDER == COLUMNS  # an event is the tuple of its values in column order
 
 
 _INT_COLUMNS = frozenset(f.name for f in SCHEMA if f.type == pa.int64() or f.type == _TS)
@@ -104,24 +105,16 @@ _KINDS: Mapping[str, frozenset[type]] = MappingProxyType(
 )
 
 
-def _columns(events: Sequence[ProvenanceEvent]) -> list[list[Any]]:
-    """The events' values, column by column, with no object made per event.
-
-    Every event holds its fields in column order (ProvenanceEvent.__init__), so one C-level
-    pass lays the values of all events out flat and a column is every 31st of them. Not
-    transposed with `zip(*rows)`: that keeps a view object per event alive at once, and
-    those allocations ran the cyclic garbage collector during most conversions (a full
-    collection every few batches: milliseconds, the largest share of a conversion).
-    """
-    width = len(COLUMNS)
-    rows = list(map(vars, events))
-    if tuple(rows[0]) == COLUMNS and set(map(len, rows)) == {width}:
-        flat = list(itertools.chain.from_iterable(map(dict.values, rows)))
-        return [flat[i::width] for i in range(width)]
-    return [list(map(operator.attrgetter(name), events)) for name in COLUMNS]
+def _columns(events: Sequence[ProvenanceEvent]) -> list[tuple[Any, ...]]:
+    """The events' values, column by column: an event is the tuple of its values in column
+    order, so one C-level transposition does it, with no object made per event (objects
+    per event ran the cyclic garbage collector during conversions)."""
+    if set(map(type, events)) == {ProvenanceEvent}:
+        return list(zip(*events, strict=True))
+    return [tuple(map(operator.attrgetter(name), events)) for name in COLUMNS]
 
 
-def _map_array(col: list[Any], name: str) -> pa.Array:
+def _map_array(col: tuple[Any, ...], name: str) -> pa.Array:
     """dicts -> map<string, string> from flat key and value lists (what pa.array would
     build, at a third of the cost), checking their types on the way."""
     n = len(col)
@@ -136,7 +129,7 @@ def _map_array(col: list[Any], name: str) -> pa.Array:
     return pa.MapArray.from_arrays(offsets, pa.array(keys, _S), pa.array(values, _S))
 
 
-def _array(f: pa.Field, col: list[Any]) -> pa.Array:
+def _array(f: pa.Field, col: tuple[Any, ...]) -> pa.Array:
     """One column of the batch, its values' types checked first."""
     n = len(col)
     if f.type == _ATTRS:
