@@ -259,9 +259,16 @@ STORAGE_ORDER = (
     "previous_content_claim_identifier", "previous_content_claim_offset",
     "content_claim_checksum", "previous_content_claim_checksum", "source_fields",
 )  # fmt: skip
-for _i, _name in enumerate(STORAGE_ORDER):
-    setattr(ProvenanceEvent, _name, property(operator.itemgetter(_i), doc=_name))
-assert {f.name for f in fields(ProvenanceEvent)} == set(STORAGE_ORDER)
+
+
+def _add_getters() -> None:
+    """Each field read from its place in the tuple (replacing the dataclass defaults)."""
+    for i, name in enumerate(STORAGE_ORDER):
+        setattr(ProvenanceEvent, name, property(operator.itemgetter(i), doc=name))
+    assert {f.name for f in fields(ProvenanceEvent)} == set(STORAGE_ORDER)
+
+
+_add_getters()
 
 
 def _from_values(values: tuple[Any, ...]) -> ProvenanceEvent:
