@@ -273,7 +273,7 @@ _add_getters()
 
 def _from_values(values: tuple[Any, ...]) -> ProvenanceEvent:
     """An event from its values in storage order (unpickling, copying)."""
-    return _new(ProvenanceEvent, values)  # type: ignore[no-any-return]
+    return _new(ProvenanceEvent, values)
 
 
 def _uuids(name: str, value: Iterable[str]) -> tuple[str, ...]:
