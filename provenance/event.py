@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from storage import timeutil
 
@@ -47,11 +48,11 @@ def now_ms() -> int:
 _UNSET: Any = object()
 #: The default of the three maps: one shared, read-only empty mapping.
 _EMPTY: Mapping[str, str] = MappingProxyType({})
-_set = object.__setattr__
+_new = tuple.__new__
 
 
 @dataclass(frozen=True, eq=False, init=False)
-class ProvenanceEvent:
+class ProvenanceEvent(tuple[Any, ...]):
     """One provenance event. Times are epoch milliseconds (UTC), like NiFi's longs.
 
     `event_id` is -1 until the repository assigns one when the event's journal is flushed.
@@ -59,7 +60,14 @@ class ProvenanceEvent:
     Construction only stores the values (a list of UUIDs becomes a tuple, maps are copied);
     their types and NiFi's rules are checked when the events are registered (columnar, per
     batch) or by `from_dict`.
+
+    A frozen dataclass (`fields`, `replace`, `asdict` work) stored as a tuple of its values
+    in the storage schema's column order (schema.COLUMNS): building one is a single
+    allocation, and a batch transposes into columns in C. Indexing, iterating or comparing
+    it as a tuple is not part of its API.
     """
+
+    __slots__ = ()
 
     event_type: str
     flowfile_uuid: str
@@ -98,12 +106,12 @@ class ProvenanceEvent:
 
     # Written out rather than generated, and doing the least per event (building events was
     # half of a per-event ingest's wall time, benchmarks.md): explicit parameters bind
-    # fastest, the maps are copied only when given, and one dict literal sets every field,
-    # in the storage schema's column order (schema.COLUMNS), so a batch transposes into
-    # columns without a getattr per field. Types and NiFi's rules are checked per batch
-    # when the events are registered.
-    def __init__(
-        self,
+    # fastest, the maps are copied only when given, and one tuple holds every field. A
+    # dict per event (the dataclass default) was a second object for the cyclic garbage
+    # collector to track: its runs took a fifth of a per-event ingest. Types and NiFi's
+    # rules are checked per batch when the events are registered.
+    def __new__(
+        cls,
         event_type: str,
         flowfile_uuid: str,
         component_id: str,
@@ -135,7 +143,7 @@ class ProvenanceEvent:
         content_claim_checksum: str | None = None,
         previous_content_claim_checksum: str | None = None,
         source_fields: Mapping[str, str] = _EMPTY,
-    ) -> None:
+    ) -> ProvenanceEvent:
         if type(event_type) is not str and isinstance(event_type, EventType):
             event_type = event_type.value
         if type(parent_uuids) is not tuple:
@@ -149,42 +157,41 @@ class ProvenanceEvent:
             updated_attributes = dict(updated_attributes)
         if source_fields is not _EMPTY:
             source_fields = dict(source_fields)
-        _set(
-            self,
-            "__dict__",
-            {
-                "event_id": event_id,
-                "event_time": now_ms() if event_time is _UNSET else event_time,
-                "event_type": event_type,
-                "flowfile_uuid": flowfile_uuid,
-                "lineage_start_date": lineage_start_date,
-                "event_duration_ms": event_duration_ms,
-                "file_size": file_size,
-                "previous_file_size": previous_file_size,
-                "component_id": component_id,
-                "component_type": component_type,
-                "transit_uri": transit_uri,
-                "source_system_flowfile_identifier": source_system_flowfile_identifier,
-                "alternate_identifier_uri": alternate_identifier_uri,
-                "details": details,
-                "relationship": relationship,
-                "source_queue_identifier": source_queue_identifier,
-                "parent_uuids": parent_uuids,
-                "child_uuids": child_uuids,
-                "previous_attributes": previous_attributes,
-                "updated_attributes": updated_attributes,
-                "content_claim_container": content_claim_container,
-                "content_claim_section": content_claim_section,
-                "content_claim_identifier": content_claim_identifier,
-                "content_claim_offset": content_claim_offset,
-                "previous_content_claim_container": previous_content_claim_container,
-                "previous_content_claim_section": previous_content_claim_section,
-                "previous_content_claim_identifier": previous_content_claim_identifier,
-                "previous_content_claim_offset": previous_content_claim_offset,
-                "content_claim_checksum": content_claim_checksum,
-                "previous_content_claim_checksum": previous_content_claim_checksum,
-                "source_fields": source_fields,
-            },
+        return _new(
+            cls,
+            (
+                event_id,
+                now_ms() if event_time is _UNSET else event_time,
+                event_type,
+                flowfile_uuid,
+                lineage_start_date,
+                event_duration_ms,
+                file_size,
+                previous_file_size,
+                component_id,
+                component_type,
+                transit_uri,
+                source_system_flowfile_identifier,
+                alternate_identifier_uri,
+                details,
+                relationship,
+                source_queue_identifier,
+                parent_uuids,
+                child_uuids,
+                previous_attributes,
+                updated_attributes,
+                content_claim_container,
+                content_claim_section,
+                content_claim_identifier,
+                content_claim_offset,
+                previous_content_claim_container,
+                previous_content_claim_section,
+                previous_content_claim_identifier,
+                previous_content_claim_offset,
+                content_claim_checksum,
+                previous_content_claim_checksum,
+                source_fields,
+            ),
         )
 
     # -- NiFi semantics --------------------------------------------------------------------
@@ -214,8 +221,21 @@ class ProvenanceEvent:
             return NotImplemented
         return self._key() == other._key()
 
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     def __hash__(self) -> int:
         return hash(self._key())
+
+    # Events are not ordered (a dataclass without order=True), whatever tuples do.
+    def __lt__(self, other: object) -> NoReturn:
+        raise TypeError("ProvenanceEvent instances are not ordered")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __reduce__(self) -> tuple[Any, tuple[tuple[Any, ...]]]:
+        return _from_values, (tuple(self),)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -225,6 +245,35 @@ class ProvenanceEvent:
                 list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, Mapping) else v)
             )
         return out
+
+
+#: Fields in storage order (the order of the tuple), each read by a C-level getter.
+STORAGE_ORDER = (
+    "event_id", "event_time", "event_type", "flowfile_uuid", "lineage_start_date",
+    "event_duration_ms", "file_size", "previous_file_size", "component_id", "component_type",
+    "transit_uri", "source_system_flowfile_identifier", "alternate_identifier_uri", "details",
+    "relationship", "source_queue_identifier", "parent_uuids", "child_uuids",
+    "previous_attributes", "updated_attributes", "content_claim_container",
+    "content_claim_section", "content_claim_identifier", "content_claim_offset",
+    "previous_content_claim_container", "previous_content_claim_section",
+    "previous_content_claim_identifier", "previous_content_claim_offset",
+    "content_claim_checksum", "previous_content_claim_checksum", "source_fields",
+)  # fmt: skip
+
+
+def _add_getters() -> None:
+    """Each field read from its place in the tuple (replacing the dataclass defaults)."""
+    for i, name in enumerate(STORAGE_ORDER):
+        setattr(ProvenanceEvent, name, property(operator.itemgetter(i), doc=name))
+    assert {f.name for f in fields(ProvenanceEvent)} == set(STORAGE_ORDER)
+
+
+_add_getters()
+
+
+def _from_values(values: tuple[Any, ...]) -> ProvenanceEvent:
+    """An event from its values in storage order (unpickling, copying)."""
+    return _new(ProvenanceEvent, values)
 
 
 def _uuids(name: str, value: Iterable[str]) -> tuple[str, ...]:

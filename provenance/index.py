@@ -35,6 +35,26 @@ def attribute_values(table: pa.Table, name: str) -> pa.ChunkedArray:
     return pc.coalesce(updated, previous)
 
 
+def attribute_value_candidates(table: pa.Table, name: str) -> list[pa.Array]:
+    """Every value the attribute has in an event's updated or previous attributes: a
+    superset of `attribute_values` (a previous value the update replaced is in it too), for
+    filters that may hold extra values but must miss none. Read from the maps' flat entries:
+    a few kernels, where `attribute_values` looks the key up row by row (~10x the time)."""
+    out = []
+    for column in ("updated_attributes", "previous_attributes"):
+        for chunk in table.column(column).chunks:
+            if not len(chunk):
+                continue
+            # .keys/.items are the whole children, whatever the slice: cut them by offsets.
+            start = chunk.offsets[0].as_py()
+            length = chunk.offsets[-1].as_py() - start
+            if length:
+                keys = chunk.keys.slice(start, length)
+                items = chunk.items.slice(start, length)
+                out.append(items.filter(pc.equal(keys, name)))
+    return out
+
+
 def field_values(table: pa.Table, field: str) -> list[tuple[pa.ChunkedArray, pa.Array | None]]:
     """(values, row index or None for 1:1) per source of a searchable field.
 

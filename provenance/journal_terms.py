@@ -7,6 +7,12 @@ then loads only the journals whose filter may hold it; a journal not seen yet is
 and filtered from then on. Hashes may collide (a journal is loaded for nothing, then
 filtered row by row); they never miss. Memory: one small int per distinct value; journals
 leave the filter when rollover merges them.
+
+The hashes of a field are kept as the keys of a dict of ints (values None), not a frozenset:
+such a dict is not tracked by Python's cyclic garbage collector, which otherwise visits every
+hash of every unmerged journal on each full collection (with 1,000 journals of 1,000 events,
+~100 ms per collection, several per second under a per-event ingest). Membership tests cost
+the same.
 """
 
 from __future__ import annotations
@@ -18,20 +24,30 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from cachetools import FIFOCache
 
-from .index import field_values
+from .index import ATTRIBUTE_FIELDS, attribute_value_candidates, field_values
 from .layout import JournalRef
 from .query import Query
 
-Filter = dict[str, frozenset[int]]
+#: field -> hashes of its distinct values (dict keys: see the module docstring).
+Filter = dict[str, dict[int, None]]
+
+
+def _sources(table: pa.Table, name: str) -> list[pa.Array] | list[pa.ChunkedArray]:
+    """Arrays holding every value of the field (attributes: a superset, see index.py)."""
+    if name in ATTRIBUTE_FIELDS:
+        return attribute_value_candidates(table, ATTRIBUTE_FIELDS[name])
+    if name.startswith("attr."):
+        return attribute_value_candidates(table, name[5:])
+    return [col for col, _ in field_values(table, name)]
 
 
 def journal_filter(table: pa.Table, fields: Iterable[str]) -> Filter:
     out: Filter = {}
     for name in fields:
-        values: set[int] = set()
-        for col, _ in field_values(table, name):
-            values.update(map(hash, pc.unique(col).drop_null().to_pylist()))
-        out[name] = frozenset(values)
+        hashes: dict[int, None] = {}
+        for col in _sources(table, name):
+            hashes.update(dict.fromkeys(map(hash, pc.unique(col).drop_null().to_pylist())))
+        out[name] = hashes
     return out
 
 

@@ -184,7 +184,7 @@ def to_table(
     checked column by column (types, then NiFi's rules, vectorized); only a batch that fails
     (or holds dicts) is validated record by record, so the error names the event and field."""
     items = events if isinstance(events, list) else list(events)
-    if all(type(e) is ProvenanceEvent for e in items):
+    if set(map(type, items)) == {ProvenanceEvent}:  # one C-level pass
         try:
             table = events_to_table(items, max_attribute_length)  # type: ignore[arg-type]
             check_events(table)

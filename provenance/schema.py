@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from storage.timeutil import to_ms
 
 from .errors import InvalidEvent
-from .event import EVENT_TYPES, LINKING, NEEDS_TRANSIT_URI, ProvenanceEvent, now_ms
+from .event import EVENT_TYPES, LINKING, NEEDS_TRANSIT_URI, STORAGE_ORDER, ProvenanceEvent, now_ms
 
 _S = pa.string()
 _I64 = pa.int64()
@@ -88,24 +88,30 @@ SQL_TYPES: Mapping[str, str] = MappingProxyType(
 )
 
 assert {f.name for f in fields(ProvenanceEvent)} == set(COLUMNS)
+assert STORAGE_ORDER == COLUMNS  # an event is the tuple of its values in column order
 
 
-#: One C-level call per event reads every column (no per-field getattr in Python).
-_ROW = operator.attrgetter(*COLUMNS)
 _INT_COLUMNS = frozenset(f.name for f in SCHEMA if f.type == pa.int64() or f.type == _TS)
 _STR_COLUMNS = frozenset(f.name for f in SCHEMA if f.type == _S)
 _NONE = type(None)
 _VALUES = operator.methodcaller("values")
+#: The types a column's values may have, as the record validation has them (no bool for an
+#: int, no "12", no bytes for a string); lists of UUIDs are checked element by element.
+_KINDS: Mapping[str, frozenset[type]] = MappingProxyType(
+    {
+        name: frozenset({int, _NONE} if name in _INT_COLUMNS else {str, _NONE})
+        for name in _INT_COLUMNS | _STR_COLUMNS
+    }
+)
 
 
-def _plain(col: tuple[Any, ...], name: str) -> bool:
-    """Strict types, as the record validation has them (no bool for an int, no "12")."""
-    kinds = set(map(type, col))
-    if name in _INT_COLUMNS:
-        return kinds <= {int, _NONE}
-    if name in _STR_COLUMNS:
-        return kinds <= {str, _NONE}
-    return set(map(type, itertools.chain.from_iterable(col))) <= {str}  # lists of UUIDs
+def _columns(events: Sequence[ProvenanceEvent]) -> list[tuple[Any, ...]]:
+    """The events' values, column by column: an event is the tuple of its values in column
+    order, so one C-level transposition does it, with no object made per event (objects
+    per event ran the cyclic garbage collector during conversions)."""
+    if set(map(type, events)) == {ProvenanceEvent}:
+        return list(zip(*events, strict=True))
+    return [tuple(map(operator.attrgetter(name), events)) for name in COLUMNS]
 
 
 def _map_array(col: tuple[Any, ...], name: str) -> pa.Array:
@@ -123,37 +129,33 @@ def _map_array(col: tuple[Any, ...], name: str) -> pa.Array:
     return pa.MapArray.from_arrays(offsets, pa.array(keys, _S), pa.array(values, _S))
 
 
+def _array(f: pa.Field, col: tuple[Any, ...]) -> pa.Array:
+    """One column of the batch, its values' types checked first."""
+    n = len(col)
+    if f.type == _ATTRS:
+        return _map_array(col, f.name)
+    if f.type == _UUIDS:
+        if not any(col):
+            return _empty_lists(_UUIDS, n)
+        if not set(map(type, itertools.chain.from_iterable(col))) <= {str}:
+            raise InvalidEvent(f"{f.name}: a value of the wrong type")
+    elif col[0] is None and col.count(None) == n:  # identity tests only: cheap
+        return _filled(None, n, f.type)
+    elif not set(map(type, col)) <= _KINDS[f.name]:
+        raise InvalidEvent(f"{f.name}: a value of the wrong type")
+    try:
+        return pa.array(col, type=f.type)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise InvalidEvent(f"{f.name}: {exc}") from None
+
+
 def events_to_table(events: Sequence[ProvenanceEvent], max_attribute_length: int) -> pa.Table:
-    """Columnar form of events, built in one pass (rows transposed in C); attribute values
-    are cut at `max_attribute_length` (NiFi). Raises InvalidEvent when a value has the wrong
-    type for its column (callers validate record by record to name the event)."""
+    """Columnar form of events, built column by column in C; attribute values are cut at
+    `max_attribute_length` (NiFi). Raises InvalidEvent when a value has the wrong type for
+    its column (callers validate record by record to name the event)."""
     if not events:
         return SCHEMA.empty_table()
-    n = len(events)
-    values = list(map(dict.values, map(vars, events)))
-    if set(map(len, values)) == {len(COLUMNS)} and tuple(vars(events[0])) == COLUMNS:
-        # Every event holds its fields in column order (ProvenanceEvent.__init__): one
-        # C-level transposition, no getattr per field.
-        cols = list(zip(*values, strict=True))
-    else:
-        cols = list(zip(*map(_ROW, events), strict=True))
-    arrays = []
-    for f, col in zip(SCHEMA, cols, strict=True):
-        if f.type == _ATTRS:
-            arrays.append(_map_array(col, f.name))
-            continue
-        if f.type == _UUIDS and not any(col):
-            arrays.append(_empty_lists(_UUIDS, n))
-            continue
-        if f.type != _UUIDS and col.count(None) == n:
-            arrays.append(_filled(None, n, f.type))
-            continue
-        if not _plain(col, f.name):
-            raise InvalidEvent(f"{f.name}: a value of the wrong type")
-        try:
-            arrays.append(pa.array(col, type=f.type))
-        except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise InvalidEvent(f"{f.name}: {exc}") from None
+    arrays = list(map(_array, SCHEMA, _columns(events)))
     t = pa.Table.from_arrays(arrays, schema=SCHEMA)
     for name in ("previous_attributes", "updated_attributes"):
         i = t.schema.get_field_index(name)

@@ -3,12 +3,14 @@ filters (a lookup loads only the journals that may hold its FlowFile)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from pathlib import Path
 
 import pytest
 
 from provenance import InvalidEvent, ProvenanceRepository, ProvenanceSettings, Query, SearchTerm
+from provenance.journal_terms import JournalTerms
 from provenance.records import to_table, validate
 from provenance.schema import events_to_table
 from tests.support.backends import Backend
@@ -119,6 +121,19 @@ def test_lookup_loads_only_journals_that_may_hold_the_flowfile(
     assert [e.event_id for e in every] == [123]
     repo.close()
     other.close()
+
+
+@pytest.mark.unit
+def test_journal_filters_are_not_visited_by_the_garbage_collector() -> None:
+    """Filters of unmerged journals live until rollover: a full cyclic collection must not
+    visit each of their hashes (it ran every few batches of a per-event ingest)."""
+    table = to_table([ev(i, parent_uuids=[f"p{i}"]) for i in range(50)], 65536)
+    terms = JournalTerms(("flowfile_uuid", "component_id", "attr.filename"))
+    found = terms.filter_of(table)
+    assert set(found) == {"flowfile_uuid", "component_id", "attr.filename"}
+    assert not any(gc.is_tracked(hashes) for hashes in found.values())
+    assert hash("p7") in found["flowfile_uuid"] and hash("file-7.txt") in found["attr.filename"]
+    assert len(found["flowfile_uuid"]) == 100 and len(found["component_id"]) == 1
 
 
 @pytest.mark.unit

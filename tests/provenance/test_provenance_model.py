@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -163,6 +164,23 @@ def test_construction_keeps_the_dataclass_contract() -> None:
         ev(parent_uuids="abc")
     with pytest.raises(TypeError):
         ev().previous_attributes["x"] = "y"  # type: ignore[index]
+
+
+def test_an_event_is_one_object_without_a_dict() -> None:
+    """Events are built by the thousand per second: one object each (no per-event dict for
+    the garbage collector to track), still a frozen, unordered dataclass."""
+    a = ev(event_type="FORK", parent_uuids=["1", "2"], updated_attributes={"k": "v"})
+    assert not hasattr(a, "__dict__")
+    b = dataclasses.replace(a, parent_uuids=("2", "1"))
+    assert a == b and (a != b) is False and a != dataclasses.replace(a, file_size=9)
+    assert a.to_dict()["updated_attributes"] == {"k": "v"}
+    assert [f.name for f in dataclasses.fields(a)][:5] == [
+        "event_type", "flowfile_uuid", "component_id", "component_type", "file_size",
+    ]  # fmt: skip
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.file_size = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        assert a < b
 
 
 def test_arrow_round_trip_and_truncation() -> None:
