@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
 
@@ -78,6 +79,15 @@ def sidecars(stats: Sequence[Mapping[str, Any]], paths: set[str]) -> list[str]:
     return [str(s["bloom_path"]) for s in stats if s.get("bloom_path") and s["path"] in paths]
 
 
+def _key_arrow(keys: Keys) -> pa.Array:
+    """Record keys as one Arrow string array."""
+    if isinstance(keys, pa.ChunkedArray):
+        return keys.combine_chunks()
+    if isinstance(keys, pa.Array):
+        return keys
+    return pa.array(list(keys), pa.string())
+
+
 class RangeBloomIndex:
     """Key ranges prune first (a bisect per file over the sorted keys), bloom filters second
     (inline, or one GET of a checksummed sidecar for a file whose range matched)."""
@@ -136,33 +146,50 @@ class RangeBloomIndex:
                 out[f.path] = positions
         return out
 
-    def in_some_range(self, files: Sequence[DataFile], keys: Sequence[str]) -> np.ndarray:
+    def in_some_range(self, files: Sequence[DataFile], keys: Keys) -> np.ndarray:
         """Per key: whether some file's key range holds it (a file without a range holds
-        anything). A key outside every range is in no file: no index needs to look it up."""
-        n = len(keys)
-        if self.integer_key is not None:
-            values: np.ndarray = np.array([int(k) for k in keys], dtype=object)
-        else:
-            values = np.array(keys, dtype=object)
-        order = np.argsort(values, kind="stable")
-        ordered = values[order]
-        marks = np.zeros(n + 1, dtype=np.int64)
+        anything). A key outside every range is in no file: no index needs to look it up.
+
+        Vectorized over the keys (a load batch has millions): the files' ranges are merged
+        into disjoint intervals first (files written together share most of their range),
+        then each key is placed among them."""
+        arr = _key_arrow(keys)
+        n = len(arr)
+        spans: list[tuple[Any, Any]] = []
         for f in files:
             lo, hi = self._range(f)
             if lo is None or hi is None:
                 if f.rows == 0:
-                    continue
-                first, last = 0, n
+                    continue  # an empty slice holds nothing
+                return np.ones(n, dtype=bool)
+            spans.append((lo, hi))
+        if not spans or n == 0:
+            return np.zeros(n, dtype=bool)
+        spans.sort()
+        merged = [list(spans[0])]
+        for lo, hi in spans[1:]:
+            if lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
             else:
-                first = int(np.searchsorted(ordered, lo, "left"))
-                last = int(np.searchsorted(ordered, hi, "right"))
-            if first < last:
-                marks[first] += 1
-                marks[last] -= 1
-        inside = np.cumsum(marks[:n]) > 0
-        out = np.zeros(n, dtype=bool)
-        out[order] = inside
-        return out
+                merged.append([lo, hi])
+        if self.integer_key is not None:
+            try:
+                values = pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
+                starts = np.array([m[0] for m in merged], dtype=np.int64)
+                ends = np.array([m[1] for m in merged], dtype=np.int64)
+            except (pa.ArrowInvalid, OverflowError):  # beyond int64: compare as Python ints
+                values = np.array([int(k) for k in arr.to_pylist()], dtype=object)
+                starts = np.array([m[0] for m in merged], dtype=object)
+                ends = np.array([m[1] for m in merged], dtype=object)
+            at = np.searchsorted(starts, values, "right") - 1
+            inside: np.ndarray = at >= 0
+            inside[inside] = values[inside] <= ends[at[inside]]
+            return inside
+        hit = pa.array(np.zeros(n, dtype=bool))
+        for lo, hi in merged:  # text: Arrow comparisons, one pass per disjoint interval
+            within = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
+            hit = pc.or_(hit, within)
+        return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
 
     def _fetch_sidecars(self, files: Sequence[DataFile]) -> None:
         """GET the sidecar filters of `files` not fetched yet, SIDECAR_PARALLELISM at once

@@ -54,21 +54,27 @@ def _text(v: Any) -> str:
 
 def partition_paths(data: pa.Table, props: KeyedProperties) -> list[str]:
     """Each row's Hive-style partition path (`col=value/...`), as unkeyed writes name them."""
+    return [str(p) for p in partition_path_array(data, props).to_pylist()]
+
+
+def partition_path_array(data: pa.Table, props: KeyedProperties) -> pa.Array:
+    """`partition_paths` as an Arrow string array: each distinct value is named once and the
+    names are taken by index, so a batch of millions of rows never becomes Python strings."""
     if not props.partition_by:
-        return [""] * data.num_rows
+        return pa.repeat(pa.scalar("", pa.string()), data.num_rows)
     missing = [c for c in props.partition_by if c not in data.column_names]
     if missing:
         raise PropertiesError(f"partition column(s) {missing} not in the data's columns")
-    # Name each distinct value once: a batch has many rows and few partitions.
-    named: list[list[str]] = []
+    named: list[pa.Array] = []
     for c in props.partition_by:
         encoded = pc.dictionary_encode(data.column(c)).combine_chunks()
         names = [f"{c}={partition_value(v)}" for v in encoded.dictionary.to_pylist()]
-        nulls = f"{c}={partition_value(None)}"
-        named.append([nulls if i is None else names[i] for i in encoded.indices.to_pylist()])
+        null_name = f"{c}={partition_value(None)}"
+        path = pa.array(names, pa.string()).take(encoded.indices)
+        named.append(pc.fill_null(path, null_name) if path.null_count else path)
     if len(named) == 1:
         return named[0]
-    return ["/".join(parts) for parts in zip(*named, strict=True)]
+    return pc.binary_join_element_wise(*named, "/")
 
 
 def identities(keys: Sequence[str], partitions: Sequence[str], props: KeyedProperties) -> list[str]:
@@ -84,7 +90,7 @@ def with_meta(data: pa.Table, instant_time: str, keys: Sequence[str] | pa.Array)
     n = body.num_rows
     meta = pa.table(
         {
-            COMMIT_TIME_COL: pa.array([instant_time] * n, pa.string()),
+            COMMIT_TIME_COL: pa.repeat(pa.scalar(instant_time, pa.string()), n),
             RECORD_KEY_COL: keys
             if isinstance(keys, pa.Array)
             else pa.array(list(keys), pa.string()),

@@ -45,10 +45,29 @@ def combine(
     return sorted(best.values())
 
 
-def combine_rows(ids: pa.Array, ordering: pa.Array | None, props: KeyedProperties) -> np.ndarray:
-    """`combine` over Arrow arrays (vectorized): the surviving row positions, ascending."""
+def distinct_integers(values: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether an integer column without nulls holds no value twice: strictly increasing
+    (ids and times in arrival order, one pass) or, failing that, after a sort: on 1M keys a
+    few ms, or ~0.1 s shuffled, where counting the distinct keys as text by hashing
+    (`count_distinct`) took 1.7 s."""
+    arr = values.to_numpy()
+    if len(arr) < 2 or bool(np.all(arr[1:] > arr[:-1])):
+        return True
+    ordered = np.sort(arr)  # (np.unique took seconds here, a plain sort milliseconds)
+    return not bool(np.any(ordered[1:] == ordered[:-1]))
+
+
+def combine_rows(
+    ids: pa.Array,
+    ordering: pa.Array | None,
+    props: KeyedProperties,
+    *,
+    distinct: bool = False,
+) -> np.ndarray:
+    """`combine` over Arrow arrays (vectorized): the surviving row positions, ascending.
+    `distinct`: the caller knows no id repeats (nothing to combine)."""
     n = len(ids)
-    if n == 0 or pc.count_distinct(ids).as_py() == n:
+    if n == 0 or distinct or len(pc.unique(ids)) == n:
         return np.arange(n, dtype=np.int64)
     pos = pa.array(np.arange(n, dtype=np.int64))
     if props.merge_mode != EVENT_TIME or ordering is None:

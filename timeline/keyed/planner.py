@@ -28,13 +28,13 @@ import pyarrow.compute as pc
 from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..snapshot import TableState
-from .index import IndexFactory, KeyIndex, range_bloom_index
-from .keys import RECORD_KEY_COL, partition_paths, record_keys, with_meta
-from .merge import combine_rows
+from .index import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
+from .keys import RECORD_KEY_COL, partition_path_array, record_keys, with_meta
+from .merge import combine_rows, distinct_integers
 from .mor_index import SliceIndex
 from .mor_read import READ_PARALLELISM, read_slice
 from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
-from .record_index import IndexView, choose_index, index_view
+from .record_index import IndexView, RecordLevelIndex, choose_index, index_view
 from .slices import MorSlice, mor_slices
 
 if TYPE_CHECKING:
@@ -70,12 +70,19 @@ def _key_array(data: pa.Table, props: KeyedProperties) -> pa.Array:
     return pa.array(record_keys(data, props), pa.string())
 
 
+def _distinct_integer_key(data: pa.Table, props: KeyedProperties) -> bool:
+    if len(props.record_key) != 1 or props.record_key[0] not in data.column_names:
+        return False
+    col = data.column(props.record_key[0])
+    return pa.types.is_integer(col.type) and not col.null_count and distinct_integers(col)
+
+
 def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bool) -> Batch:
     keys = _key_array(data, props)
     if props.key_scope == GLOBAL and not upsert:
         parts = pa.array([""] * data.num_rows, pa.string())  # a global key names its record
     else:  # wherever it lives
-        parts = pa.array(partition_paths(data, props), pa.string())
+        parts = partition_path_array(data, props)
     ordering = None
     if props.ordering_field and props.ordering_field in data.column_names:
         ordering = data.column(props.ordering_field).combine_chunks()
@@ -85,7 +92,9 @@ def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upser
             "in the written data"
         )
     ids = keys if props.key_scope == GLOBAL else pc.binary_join_element_wise(parts, keys, "\x00")
-    keep = combine_rows(ids, ordering, props)
+    # Distinct keys make distinct ids in either scope: checked on the integer column when
+    # the key is one (cheaper than hashing the keys as text).
+    keep = combine_rows(ids, ordering, props, distinct=_distinct_integer_key(data, props))
     if len(keep) != data.num_rows:
         idx = pa.array(keep, pa.int64())
         data = data.take(idx)
@@ -161,16 +170,38 @@ class Planner:
             scopes.append((fidx, pos))
         return scopes
 
+    def _ranges(self) -> RangeBloomIndex | None:
+        """The key ranges of a copy-on-write table's files, when its index keeps them (a
+        merge-on-read slice may hold keys beyond its base file's range, in its logs)."""
+        if self.slices is not None:
+            return None
+        if isinstance(self.index, RangeBloomIndex):
+            return self.index
+        if isinstance(self.index, RecordLevelIndex):
+            fallback = self.index.fallback
+            return fallback if isinstance(fallback, RangeBloomIndex) else None
+        return None
+
     def candidates(self, batch: Batch) -> list[tuple[int, np.ndarray]]:
         """(file index, batch positions) pairs: the files the index says may hold those
         records (none read)."""
         index_of = {f.path: k for k, f in enumerate(self.files)}
         out: list[tuple[int, np.ndarray]] = []
+        ranges = self._ranges()
         for fidx, positions in self._scopes(batch):
             if not fidx or not len(positions):
                 continue
             scope_keys = batch.keys.take(pa.array(positions))
             files = [self.files[k] for k in fidx]
+            if ranges is not None:
+                # Keys beyond every file's range (a load of new, time-ordered keys) are in no
+                # file: dropped here as arrays, before any index sees them one by one.
+                inside = ranges.in_some_range(files, scope_keys)
+                if not inside.all():
+                    positions = positions[inside]
+                    scope_keys = scope_keys.filter(pa.array(inside))
+                if not len(positions):
+                    continue
             for path, hits in self.index.candidates(files, scope_keys.to_pylist()).items():
                 out.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
         return out

@@ -52,6 +52,14 @@ def base_rows(
     if drop:
         keep = np.ones(pf.metadata.num_rows, dtype=bool)
         keep[np.fromiter(drop, dtype=np.int64, count=len(drop))] = False
+    return kept_rows(pf, keep, schema, rows_per_batch)
+
+
+def kept_rows(
+    pf: pq.ParquetFile, keep: np.ndarray | None, schema: pa.Schema, rows_per_batch: int
+) -> Iterator[pa.Table]:
+    """The rows of an open (verified) base file where `keep` is True (all when None), in the
+    table's schema, at most `rows_per_batch` decoded at a time."""
     start = 0
     # use_threads=False: Arrow's pools are never started here (see parquet_io._read_one).
     for batch in pf.iter_batches(batch_size=rows_per_batch, use_threads=False):

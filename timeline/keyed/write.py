@@ -32,6 +32,7 @@ from ..instant import COMMIT, Instant
 from ..metadata import DataFile
 from ..schema import merge_schemas
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
+from .delete_rewrite import delete_by_keys
 from .index import WRITE_STATS, IndexFactory
 from .indexing import merge_if_due
 from .planner import FAIL, Batch, Planner, prepare_batch
@@ -189,6 +190,49 @@ def _record_index_delta(
     return write_delta(txn.table.store, path, changes, plan.table.settings)
 
 
+def _rewrite(
+    txn: Transaction,
+    plan: Planner,
+    rewrites: _Rewrites,
+    batch: Batch | None,
+    deletes: pa.Table | None,
+    where: Filter | None,
+    operation: str,
+    on_duplicate: str,
+    on_plan: Callable[[Planner], None] | None,
+    tombstones: list[tuple[pa.Array, pa.Array]],
+) -> tuple[list[tuple[DataFile, dict[str, Any]]], list[Group]]:
+    """Locate the batch's records, decide what each does, and write every touched file
+    group's new slice; (slices in group order, new file groups). Deleted records' keys go to
+    `tombstones`."""
+    s = plan.table.settings
+    schema = txn.schema
+    pending: dict[str, np.ndarray] = {}
+    if batch is not None:
+        upserts = decide_upserts(plan, batch, operation, on_duplicate)
+        rewrites.mark(upserts.replaced)
+        pending = upserts.inserts
+    if deletes is not None:
+        dbatch = prepare_batch(deletes, plan.props, txn.instant_time, upsert=False)
+        tombstones.append(rewrites.mark(decide_deletes(plan, dbatch)))
+    if where is not None:
+        tombstones.append(rewrites.mark(decide_filter(plan, where)))
+    new_groups = place_inserts(plan, pending, rewrites)
+    if on_plan is not None:
+        on_plan(plan)
+    incoming_rows = batch.rows if batch is not None else None
+    rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
+    todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
+    with ThreadPoolExecutor(max(1, min(s.write_parallelism, len(todo)))) as pool:
+        slices = list(
+            pool.map(
+                lambda g: write_group(txn, g, incoming_rows, schema, s.bloom_index_fpp),
+                todo,
+            )
+        )
+    return slices, new_groups
+
+
 def keyed_write(
     table: Table,
     props: KeyedProperties,
@@ -210,7 +254,6 @@ def keyed_write(
         st = table.state()  # read after begin: whatever it misses is validated at commit
         plan_on(txn, st)
         plan = Planner(table, props, st, index)
-        s = table.settings
         batch = (
             prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
         )
@@ -219,30 +262,20 @@ def keyed_write(
             schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
         txn.schema = schema
         rewrites = _Rewrites(plan)
-        pending: dict[str, np.ndarray] = {}
+        new_groups: list[Group] = []
         tombstones: list[tuple[pa.Array, pa.Array]] = []  # (keys, partitions) deleted
-        if batch is not None:
-            upserts = decide_upserts(plan, batch, operation, on_duplicate)
-            rewrites.mark(upserts.replaced)
-            pending = upserts.inserts
-        if deletes is not None:
+        if batch is None and where is None and deletes is not None:
+            # Keys alone: each candidate file is read once and filtered (delete_rewrite.py).
             dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
-            tombstones.append(rewrites.mark(decide_deletes(plan, dbatch)))
-        if where is not None:
-            tombstones.append(rewrites.mark(decide_filter(plan, where)))
-        new_groups = place_inserts(plan, pending, rewrites)
-        if on_plan is not None:
-            on_plan(plan)
-        incoming_rows = batch.rows if batch is not None else None
-        rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
-        todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
-        with ThreadPoolExecutor(max(1, min(s.write_parallelism, len(todo)))) as pool:
-            slices = list(
-                pool.map(
-                    lambda g: write_group(txn, g, incoming_rows, schema, s.bloom_index_fpp),
-                    todo,
-                )
-            )
+            if on_plan is not None:
+                on_plan(plan)
+            slices, gone = delete_by_keys(txn, plan, dbatch, schema)
+            tombstones.append(gone)
+        else:
+            slices, new_groups = _rewrite(
+                txn, plan, rewrites, batch, deletes, where, operation, on_duplicate, on_plan,
+                tombstones,
+            )  # fmt: skip
         for f, _ in slices:
             txn.add(f)
         stats = [stat for _, stat in slices]

@@ -1,0 +1,153 @@
+"""The copy-on-write writer's short paths: a delete by keys reads each file it touches once
+and removes a key from every file holding it; keys beyond every file's key range are
+dropped before the index sees them (a load of new keys reads no file); partition paths and
+key ranges are computed over whole arrays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from storage import StoreSettings, open_store
+from timeline import Table, TableSettings
+from timeline.keyed import KeyedProperties, RangeBloomIndex
+from timeline.keyed.keys import partition_path_array, partition_paths
+from timeline.keyed.write import keyed_write
+
+pytestmark = pytest.mark.unit
+
+PROPS = KeyedProperties.of("id", ordering_field="ts", merge_mode="event_time")
+
+
+def _table(tmp_path: Path, props: KeyedProperties = PROPS, **kw: Any) -> Table:
+    settings = TableSettings(**{"local_entry_cache": False, "small_file_limit": 0, **kw})
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    return Table.create(store, props, settings)
+
+
+def _rows(ids: list[int], ts: int = 1) -> pa.Table:
+    return pa.table({"id": ids, "ts": [ts] * len(ids), "v": [f"v{i}" for i in ids]})
+
+
+def _ids(t: Table) -> list[int]:
+    return sorted(t.read(columns=["id"]).column("id").to_pylist())
+
+
+def _count_gets(t: Table, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    got: list[str] = []
+    real = t.store.get
+
+    def get(key: str, *args: Any, **kwargs: Any) -> Any:
+        got.append(key)
+        return real(key, *args, **kwargs)
+
+    monkeypatch.setattr(t.store, "get", get)
+    return got
+
+
+def test_a_delete_by_keys_reads_each_file_it_rewrites_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _table(tmp_path)
+    t.upsert(_rows(list(range(0, 50))))
+    t.upsert(_rows(list(range(50, 100))))
+    files = {f.path for f in t.files()}
+    gets = _count_gets(t, monkeypatch)
+    done = t.delete([3, 60, 61, 1000])
+    data_gets = [k for k in gets if k in files]
+    assert sorted(data_gets) == sorted(files)  # two files rewritten, each fetched once
+    assert _ids(t) == [i for i in range(100) if i not in (3, 60, 61)]
+    stats = t.entry(done.time).metadata["write_stats"]
+    assert sorted(s["deletes"] for s in stats) == [1, 2]
+    assert all(s["inserts"] == 0 and s["updates"] == 0 for s in stats)
+
+
+def test_a_delete_removes_a_key_from_every_file_holding_it(tmp_path: Path) -> None:
+    """Two writers inserting one new key into new file groups both land; the key is then
+    held twice, and deleting it leaves neither copy."""
+    t = _table(tmp_path)
+    t.upsert(_rows([1, 2]))
+    other = Table.open(t.store, TableSettings(local_entry_cache=False, small_file_limit=0))
+    keyed_write(t, PROPS, "insert", data=_rows([7]), on_plan=lambda _: other.insert(_rows([7])))
+    assert _ids(t) == [1, 2, 7, 7]
+    t.delete([7])
+    assert _ids(t) == [1, 2]
+
+
+def test_an_older_delete_keeps_the_record_under_event_time(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.upsert(_rows([1, 2, 3], ts=5))
+    t.delete(pa.table({"id": [1, 2], "ts": [4, 5]}))  # 1: older, loses; 2: a tie, wins
+    assert _ids(t) == [1, 3]
+
+
+def test_a_load_of_new_keys_reads_no_file_and_asks_the_index_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _table(tmp_path)
+    t.insert(_rows(list(range(0, 100))))
+    asked: list[int] = []
+    real = RangeBloomIndex.candidates
+
+    def candidates(self: RangeBloomIndex, files: Any, keys: Any) -> Any:
+        asked.append(len(keys))
+        return real(self, files, keys)
+
+    monkeypatch.setattr(RangeBloomIndex, "candidates", candidates)
+    done = t.insert(_rows(list(range(100, 200))))
+    assert asked == []
+    assert t.entry(done.time).metadata["keyed"]["files_read"] == 0
+    t.upsert(_rows([5, 150, 500], ts=2))  # keys inside a range still go to the index
+    assert asked == [2]
+    assert len(_ids(t)) == 201
+
+
+def test_in_some_range_places_integer_and_text_keys() -> None:
+    from timeline.metadata import DataFile
+
+    def f(path: str, lo: Any, hi: Any) -> DataFile:
+        return DataFile(path, 1, 1, "", path, {"id": {"min": lo, "max": hi}})
+
+    files = [f("a", 0, 9), f("b", 5, 20), f("c", 100, 199)]
+    as_numbers = RangeBloomIndex({}, None, integer_key="id")  # type: ignore[arg-type]
+    keys = ["-1", "0", "20", "21", "99", "150", "200"]
+    assert as_numbers.in_some_range(files, keys).tolist() == [
+        False, True, True, False, False, True, False,
+    ]  # fmt: skip
+    assert as_numbers.in_some_range(files, pa.array(keys)).tolist() == (
+        as_numbers.in_some_range(files, keys).tolist()
+    )
+    stats = {"a": {"min_key": "a", "max_key": "c"}, "b": {"min_key": "b", "max_key": "d"},
+             "c": {"min_key": "x", "max_key": "y"}}  # fmt: skip
+    as_text = RangeBloomIndex(stats, None)  # type: ignore[arg-type]
+    got = as_text.in_some_range(files, ["a", "cz", "d", "da", "w", "xa", "z"]).tolist()
+    assert got == [True, True, True, False, False, True, False]
+    unranged = [*files, DataFile("d", 1, 5, "", "d")]  # a file with rows and no range
+    assert as_text.in_some_range(unranged, ["z"]).tolist() == [True]
+
+
+def test_partition_paths_over_arrays_match_the_unkeyed_naming() -> None:
+    from timeline.partitioning import partition_path
+
+    data = pa.table({"a": ["x", None, "y/z", "x"], "b": [1, 2, None, 1]})
+    rows = data.to_pylist()
+    for cols in (["a"], ["a", "b"]):
+        props = KeyedProperties.of("id", partition_by=cols)
+        expected = [partition_path([(c, r[c]) for c in cols]) for r in rows]
+        assert partition_path_array(data, props).to_pylist() == expected
+        assert partition_paths(data, props) == expected
+    assert partition_paths(data, KeyedProperties.of("id")) == [""] * 4
+
+
+def test_distinct_integer_keys_are_told_without_hashing_them_as_text(tmp_path: Path) -> None:
+    from timeline.keyed.merge import distinct_integers
+
+    assert distinct_integers(pa.array([1, 2, 3]))
+    assert distinct_integers(pa.chunked_array([[5, 1], [3]]))
+    assert not distinct_integers(pa.chunked_array([[5, 1], [5]]))
+    t = _table(tmp_path)
+    t.upsert(pa.table({"id": [3, 1, 3, 2], "ts": [1, 1, 2, 1], "v": ["a", "b", "c", "d"]}))
+    assert {r["id"]: r["v"] for r in t.read().to_pylist()} == {1: "b", 2: "d", 3: "c"}
