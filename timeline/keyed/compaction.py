@@ -129,7 +129,7 @@ def plan_compaction(table: Table, st: TableState) -> list[dict[str, Any]]:
                 "file_group": sl.group,
                 "partition": sl.partition,
                 "base_path": sl.base.path,
-                "log_paths": [lf.path for _, lf in sl.logs],
+                "log_paths": [lf.ref for _, lf in sl.logs],  # blocks, by LogFile.ref
                 "log_bytes": sl.log_bytes,
             }
         )
