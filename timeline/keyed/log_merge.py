@@ -94,25 +94,23 @@ def merge_slices(
         cmp_del = np.repeat([bool(r.merge_by) and r.ordered_deletes for _, r in ruled], sizes)
         cmp = np.where(up, cmp_up, cmp_del)
     keep, winners = _fold(base_all, bg, logs_all, lg_, up, cmp, field)
-    # each slice's surviving base rows in base order, then its upserts in log order
-    kept = np.flatnonzero(keep)
-    order = np.lexsort(
-        (
-            np.r_[kept, winners],
-            np.r_[np.zeros(len(kept), np.int64), np.ones(len(winners), np.int64)],
-            np.r_[bg[kept], lg_[winners]],
-        )
-    )
-    out = pa.concat_tables(
-        [
-            base_all.take(pa.array(kept, pa.int64())),
-            logs_all.take(pa.array(winners, pa.int64())).drop_columns([OP_COL]),
-        ],
-        promote_options="default",
-    )
-    if (np.diff(order) != 1).any():
-        out = out.take(pa.array(order, pa.int64()))
-    return out
+    # each slice's surviving base rows in base order, then its upserts in log order; the
+    # logs are in slice order, so each slice's winners are a contiguous run of `winners`.
+    # Filtering each base on its own keeps to single-chunk tables (no take across chunks).
+    ups = logs_all.take(pa.array(winners, pa.int64())).drop_columns([OP_COL])
+    bounds = np.searchsorted(lg_[winners], np.arange(len(slices) + 1))
+    out: list[pa.Table] = []
+    at = 0
+    for g, b in enumerate(bases):
+        m = keep[at : at + b.num_rows]
+        at += b.num_rows
+        if b.num_rows:
+            out.append(b if m.all() else b.filter(pa.array(m)))
+        if bounds[g + 1] > bounds[g]:
+            out.append(ups.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g])))
+    if not out:
+        out = [*bases[:1], ups]
+    return pa.concat_tables(out, promote_options="default")
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

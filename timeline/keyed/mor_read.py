@@ -63,10 +63,21 @@ def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) 
     """A block's rows in the table's schema, projected to `wanted` (op column last)."""
     ops = rows.column(OP_COL)
     body = rows.drop_columns([OP_COL])
-    body = conform(body, schema, wanted) if schema is not None else body
+    if schema is not None and not _conformed(body.schema, schema, wanted):
+        body = conform(body, schema, wanted)
     if wanted is not None:
         body = body.select([c for c in wanted if c in body.column_names])
     return body.append_column(OP_COL, ops)
+
+
+def _conformed(got: pa.Schema, schema: pa.Schema, wanted: list[str] | None) -> bool:
+    """Whether a block's columns are already what `conform` would make of them (the usual
+    block, written in the table's current schema): conforming it again costs more than the
+    check, paid for every block of a read."""
+    names = [c for c in wanted if c in schema.names] if wanted is not None else schema.names
+    if got.names != names:
+        return False
+    return all(got.field(c).type == schema.field(c).type for c in names)
 
 
 def _base_rows(
