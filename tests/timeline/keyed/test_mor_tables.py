@@ -491,3 +491,14 @@ def test_a_writer_reading_candidate_slices_gets_each_log_object_once(tmp_path: P
     assert _values(t.read()) == {1: "moved", 3: "x", 5: "moved", 7: "x"}
     parts = {r["id"]: r["p"] for r in t.read().to_pylist()}
     assert (parts[1], parts[5]) == ("b", "b")
+
+
+@pytest.mark.unit
+def test_a_compaction_gets_each_log_object_of_its_plan_once(tmp_path: Path) -> None:
+    t = _two_groups_in_one_partition(tmp_path)
+    t.upsert(_rows([1, 5], "y"))
+    t.upsert(_rows([3, 7], "z"))  # two objects, each with a block of both groups
+    gets = _CountingGets(t)
+    assert t.compact() is not None
+    assert len(gets.logs()) == len({k for k, _ in gets.logs()}) == 2
+    assert _values(t.read()) == {1: "y", 3: "z", 5: "y", 7: "z"}
