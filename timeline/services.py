@@ -22,7 +22,7 @@ from .instant import (
 )
 from .keyed import mor_clean
 from .keyed.index import WRITE_STATS, sidecars
-from .keyed.logfile import logs_of
+from .keyed.logfile import log_objects_of
 from .keyed.slices import is_merge_on_read
 from .layout import data_prefix
 from .recovery import finish_service, read_plan
@@ -93,7 +93,7 @@ def rollback(table: Table, instant_time: str) -> Instant:
         "target_time": instant_time,
         "target_action": target.action,
         "target_state": "completed",
-        "deleted": [f.path for f in entry.added] + [lf.path for lf in logs_of(entry.metadata)],
+        "deleted": [f.path for f in entry.added] + log_objects_of(entry.metadata),
         "rolled_back": [format_name(target)],
     }
     return run_service(table, ROLLBACK, metadata, base)
@@ -203,7 +203,7 @@ def restore(table: Table, instant_time: str) -> Instant:
     for i in later:
         if i.action in WRITE_ACTIONS:
             e = table.tl.entry_of(i)
-            deleted += [f.path for f in e.added] + [lf.path for lf in logs_of(e.metadata)]
+            deleted += [f.path for f in e.added] + log_objects_of(e.metadata)
     metadata = {
         "target_time": instant_time,
         "rolled_back": [format_name(i) for i in later],

@@ -110,8 +110,8 @@ class TableSettings:
     #: a writer's memory then follows this, not the size of the files it rewrites. DuckDB
     #: writes groups of 122,880 rows; readers skip by row group statistics either way.
     parquet_row_group_rows: int = 131_072
-    #: Log blocks one delta commit of a merge-on-read table encodes and PUTs at once (blocks
-    #: are small: PUT latency, not memory, bounds it).
+    #: Log blocks one delta commit of a merge-on-read table encodes, then log objects (one
+    #: per partition touched) it PUTs, at once (PUT latency, not memory, bounds it).
     log_write_parallelism: int = 8
     #: When a merge-on-read table compacts after a delta commit: `inline` (schedule and
     #: execute in the writer when the trigger fires, Hudi's hoodie.compact.inline), `async`

@@ -41,7 +41,9 @@ def log_writes(table: Table, entry: Entry) -> list[SliceWrite]:
         counts = {"upserts": int(lf.get("upserts", 0)), "deletes": int(lf.get("deletes", 0))}
         out.append(
             SliceWrite(
-                uri=table.store.url(str(lf["path"])),
+                uri=_log_uri(
+                    table, str(lf["path"]), lf.get("offset"), lf["size"], lf.get("object_size")
+                ),
                 size=int(lf["size"]),
                 rows=int(lf["rows"]),
                 partition=str(lf["partition"]),
@@ -52,6 +54,15 @@ def log_writes(table: Table, entry: Entry) -> list[SliceWrite]:
             )
         )
     return out
+
+
+def _log_uri(table: Table, path: str, offset: object, size: object, object_size: object) -> str:
+    """A log block's URI: its object's, with the block's offset as a fragment when the
+    object holds the blocks of several file groups (one FlowFile per block)."""
+    uri = table.store.url(path)
+    if offset is None or size == object_size:
+        return uri
+    return f"{uri}#{offset}"
 
 
 def record_write(
@@ -119,7 +130,10 @@ def record_compaction(
     events = []
     for w in writes:
         sl = folded.get(w.file_group)
-        logs = tuple(slice_uuid(table.store.url(lf.path)) for _, lf in sl.logs) if sl else ()
+        logs = tuple(
+            slice_uuid(_log_uri(table, lf.path, lf.offset, lf.size, lf.object_size))
+            for _, lf in (sl.logs if sl else ())
+        )
         job = CommitJob(
             component_id="pipeline.compaction",
             component_type=COMPONENT_TYPE,

@@ -50,6 +50,7 @@ from ..task_writer import WriteTarget
 from ..txn import Transaction
 from .compaction_task import CompactionWork, compact_file_group
 from .index import WRITE_STATS
+from .log_objects import LogCache
 from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_slices
 
 if TYPE_CHECKING:
@@ -63,6 +64,11 @@ NUM_AND_TIME = "NUM_AND_TIME"
 TRIGGERS = (NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME, NUM_AND_TIME)
 LOG_SIZE = "log_size"  # Hudi's LogFileSizeBasedCompactionStrategy
 STRATEGIES = (LOG_SIZE,)
+
+
+#: Log bytes of a plan up to which a compaction in one process keeps the plan's log objects
+#: in memory while it runs, so each is fetched once (whole), not once per file group.
+CACHED_LOGS = 256 * 1024 * 1024
 
 
 def _parse_time(t: str) -> datetime:
@@ -129,7 +135,7 @@ def plan_compaction(table: Table, st: TableState) -> list[dict[str, Any]]:
                 "file_group": sl.group,
                 "partition": sl.partition,
                 "base_path": sl.base.path,
-                "log_paths": [lf.path for _, lf in sl.logs],
+                "log_paths": [lf.ref for _, lf in sl.logs],  # blocks, by LogFile.ref
                 "log_bytes": sl.log_bytes,
             }
         )
@@ -301,10 +307,15 @@ def execute(table: Table, t: str) -> Instant | None:
     work = run.work
     try:
         writer = work.writer(table.store)
+        logs = [lf for sl in work.slices for _, lf in sl.logs]
+        # the plan's log objects, each fetched once for all its groups (not a ranged GET per
+        # block), when they fit in memory beside the tasks
+        cache = LogCache(table.store, logs) if sum(lf.size for lf in logs) <= CACHED_LOGS else None
+        task = partial(compact_file_group, writer, work, cache=cache)
         with ThreadPoolExecutor(
             max(1, min(run.table.settings.write_parallelism, len(work.slices)))
         ) as pool:
-            written = list(pool.map(partial(compact_file_group, writer, work), work.slices))
+            written = list(pool.map(task, work.slices))
     except BaseException:
         run.abandon()
         raise

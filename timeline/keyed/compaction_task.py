@@ -23,6 +23,7 @@ from ..metadata import DataFile
 from ..task_writer import TaskWriter, WriteTarget
 from .index import bloom_ref
 from .keys import RECORD_KEY_COL, key_range
+from .log_objects import LogCache
 from .mor_read import read_slice
 from .slices import MorSlice
 
@@ -57,11 +58,12 @@ def base_file_name(group: str, instant_time: str) -> str:
 
 
 def compact_file_group(
-    writer: TaskWriter, work: CompactionWork, sl: MorSlice
+    writer: TaskWriter, work: CompactionWork, sl: MorSlice, *, cache: LogCache | None = None
 ) -> tuple[DataFile, dict[str, Any]]:
     """Merge one slice (base + logs, by the table's merge) into its new base file; returns
-    the file and its write stats (the compaction commit's per-file record)."""
-    rows = read_slice(writer.store, sl, work.schema)
+    the file and its write stats (the compaction commit's per-file record). `cache`: the
+    plan's log objects, shared by the tasks of one process (else a ranged GET per block)."""
+    rows = read_slice(writer.store, sl, work.schema, cache=cache)
     name = base_file_name(sl.group, work.instant_time)
     f = writer.write(rows, sl.partition, file_group=sl.group, name=name)
     assert f is not None  # unguarded writers always describe what they wrote

@@ -24,7 +24,7 @@ from ..metadata import DataFile
 from ..snapshot import TableState
 from .bloom import HASH_BLAKE2B, INLINE_MAX_BYTES, BloomFilter, Keys, key_hashes
 from .keys import RECORD_KEY_COL
-from .logfile import LOG_FILES
+from .logfile import LOG_FILES, log_ref
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
@@ -48,7 +48,7 @@ def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
             out[str(s["path"])] = s
         for lg in e.metadata.get(LOG_FILES, ()):  # a log's keys (merge-on-read tables)
             if "min_key" in lg:
-                out[str(lg["path"])] = lg
+                out[log_ref(lg)] = lg
     return out
 
 

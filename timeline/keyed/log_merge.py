@@ -52,95 +52,146 @@ def merge(
     """`base` (no op column) with `logs` (op column) applied in order, each by its rule
     (None: all unconditionally); same columns as base: base rows that survive in base
     order, then the logs' surviving upserts in log order."""
-    ruled = [
-        (lg, r)
+    return merge_slices([(base, logs, rules)])
+
+
+def merge_slices(
+    slices: Sequence[tuple[pa.Table, Sequence[pa.Table], Sequence[Rule] | None]],
+) -> pa.Table:
+    """`merge` of many slices (base, logs, rules) in one pass, their results concatenated
+    in the order given: one set of array operations for all of them, not one per file
+    group. A key is matched within its own slice only (a key that moved between groups has
+    an entry in each)."""
+    bases: list[pa.Table] = []
+    bgroup: list[np.ndarray] = []
+    every: list[pa.Table] = []
+    lgroup: list[np.ndarray] = []
+    ruled: list[tuple[int, Rule]] = []  # (rows, rule) per log block, in `every` order
+    for g, (base, logs, rules) in enumerate(slices):
+        bases.append(base)
+        bgroup.append(np.full(base.num_rows, g, dtype=np.int64))
         for lg, r in zip(
             logs, rules if rules is not None else [UNCONDITIONAL] * len(logs), strict=True
-        )
-        if lg.num_rows
-    ]
-    if not ruled:
-        return base
-    every = pa.concat_tables([lg for lg, _ in ruled], promote_options="default")
-    sizes = [lg.num_rows for lg, _ in ruled]
-    up = np.asarray(pc.equal(every.column(OP_COL), UPSERT).to_numpy(zero_copy_only=False), bool)
+        ):
+            if lg.num_rows:
+                every.append(lg)
+                lgroup.append(np.full(lg.num_rows, g, dtype=np.int64))
+                ruled.append((lg.num_rows, r))
+    if not every:
+        return _concat(bases)
+    base_all = _concat(bases)
+    logs_all = pa.concat_tables(every, promote_options="default")
+    bg, lg_ = np.concatenate(bgroup), np.concatenate(lgroup)
+    sizes = [n for n, _ in ruled]
+    up = np.asarray(pc.equal(logs_all.column(OP_COL), UPSERT).to_numpy(zero_copy_only=False), bool)
     by = {r.merge_by for _, r in ruled if r.merge_by}
     if not by:
-        return _latest_wins(base, every)
-    (field,) = by  # a table's ordering field never changes
-    cmp_up = np.repeat([bool(r.merge_by) for _, r in ruled], sizes)
-    cmp_del = np.repeat([bool(r.merge_by) and r.ordered_deletes for _, r in ruled], sizes)
-    return _fold(base, every, up, np.where(up, cmp_up, cmp_del), field)
+        cmp = np.zeros(len(up), dtype=bool)
+        field = ""
+    else:
+        (field,) = by  # a table's ordering field never changes
+        cmp_up = np.repeat([bool(r.merge_by) for _, r in ruled], sizes)
+        cmp_del = np.repeat([bool(r.merge_by) and r.ordered_deletes for _, r in ruled], sizes)
+        cmp = np.where(up, cmp_up, cmp_del)
+    keep, winners = _fold(base_all, bg, logs_all, lg_, up, cmp, field)
+    # each slice's surviving base rows in base order, then its upserts in log order; the
+    # logs are in slice order, so each slice's winners are a contiguous run of `winners`.
+    # Filtering each base on its own keeps to single-chunk tables (no take across chunks).
+    ups = logs_all.take(pa.array(winners, pa.int64())).drop_columns([OP_COL])
+    bounds = np.searchsorted(lg_[winners], np.arange(len(slices) + 1))
+    out: list[pa.Table] = []
+    at = 0
+    for g, b in enumerate(bases):
+        m = keep[at : at + b.num_rows]
+        at += b.num_rows
+        if b.num_rows:
+            out.append(b if m.all() else b.filter(pa.array(m)))
+        if bounds[g + 1] > bounds[g]:
+            out.append(ups.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g])))
+    if not out:
+        out = [*bases[:1], ups]
+    return pa.concat_tables(out, promote_options="default")
 
 
-def _latest_wins(base: pa.Table, every: pa.Table) -> pa.Table:
-    n = every.num_rows
-    # the latest entry of each key: the highest position (logs are in completion order)
-    at = pa.table({"k": every.column(RECORD_KEY_COL), "i": np.arange(n, dtype=np.int64)})
-    latest = np.sort(at.group_by("k").aggregate([("i", "max")]).column("i_max").to_numpy())
-    if len(latest) < n:
-        every = every.take(pa.array(latest, pa.int64()))
-    named = every.column(RECORD_KEY_COL)
-    kept = base.filter(pc.invert(pc.is_in(base.column(RECORD_KEY_COL), value_set=named)))
-    upserts = every.filter(pc.equal(every.column(OP_COL), UPSERT)).drop_columns([OP_COL])
-    return pa.concat_tables([kept, upserts], promote_options="default")
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    if len(tables) == 1:
+        return tables[0]
+    tables = [t for t in tables if t.num_columns] or tables[:1]
+    return pa.concat_tables(tables, promote_options="default")
 
 
 def _column(t: pa.Table, name: str, n: int) -> pa.Array:
-    if name in t.column_names:
+    if name and name in t.column_names:
         return t.column(name).combine_chunks()
     return pa.nulls(n)
 
 
-def _fold(base: pa.Table, every: pa.Table, up: np.ndarray, cmp: np.ndarray, field: str) -> pa.Table:
+def _fold(
+    base: pa.Table,
+    bg: np.ndarray,
+    every: pa.Table,
+    lg: np.ndarray,
+    up: np.ndarray,
+    cmp: np.ndarray,
+    field: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which base rows survive (a mask) and which log entries (ascending positions)."""
     n = every.num_rows
     lkeys = every.column(RECORD_KEY_COL).combine_chunks()
     bkeys = base.column(RECORD_KEY_COL).combine_chunks() if base.num_rows else lkeys.slice(0, 0)
     named = np.asarray(pc.is_in(bkeys, value_set=lkeys).to_numpy(zero_copy_only=False), dtype=bool)
     bidx = np.flatnonzero(named)
-    codes = (
+    keys = (
         pc.dictionary_encode(
             pa.concat_arrays([lkeys, bkeys.take(pa.array(bidx, pa.int64())).cast(lkeys.type)])
         )
         .indices.to_numpy(zero_copy_only=False)
         .astype(np.int64)
     )
+    # a key is matched within its slice: (slice, key) pairs numbered densely
+    _, codes = np.unique(np.r_[lg, bg[bidx]] * (int(keys.max()) + 1) + keys, return_inverse=True)
+    codes = codes.astype(np.int64)
     lcodes, bcodes = codes[:n], codes[n:]
-    lord = _column(every, field, n)
-    bord = _column(base, field, base.num_rows).take(pa.array(bidx, pa.int64()))
-    if bord.type != lord.type:
-        if pa.types.is_null(lord.type):
-            lord = lord.cast(bord.type)
-        else:
-            bord = bord.cast(lord.type)
-    ords = pa.concat_arrays([lord, bord])  # log entries first, then the named base rows
     m = int(codes.max()) + 1
     present = np.zeros(m, dtype=bool)
-    src = np.full(m, -1, dtype=np.int64)  # the surviving version: index into `ords`
+    src = np.full(m, -1, dtype=np.int64)  # the surviving version: n + base position, or log
     present[bcodes] = True
     src[bcodes] = n + np.arange(len(bidx), dtype=np.int64)
+    ords: pa.Array | None = None
+    if cmp.any():
+        lord = _column(every, field, n)
+        bord = _column(base, field, base.num_rows).take(pa.array(bidx, pa.int64()))
+        if bord.type != lord.type:
+            if pa.types.is_null(lord.type):
+                lord = lord.cast(bord.type)
+            else:
+                bord = bord.cast(lord.type)
+        ords = pa.concat_arrays([lord, bord])  # log entries first, then the named base rows
     # entries of each key in log order; rank = how many of that key's entries came before
     order = np.lexsort((np.arange(n), lcodes))
     sc = lcodes[order]
     starts = np.r_[0, np.flatnonzero(np.diff(sc)) + 1]
     rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-    for r in range(int(rank.max()) + 1 if n else 0):
-        e = order[rank == r]  # one entry of each of these keys
-        c = lcodes[e]
-        win = np.ones(len(e), dtype=bool)
-        ask = cmp[e] & present[c]
-        if ask.any():
-            q = np.flatnonzero(ask)
-            inc = ords.take(pa.array(e[q], pa.int64()))
-            sto = ords.take(pa.array(src[c[q]], pa.int64()))
-            win[q] = not_older(sto, inc)
-        ups, dels = win & up[e], win & ~up[e]
-        present[c[ups]], src[c[ups]] = True, e[ups]
-        present[c[dels]], src[c[dels]] = False, -1
+    if not cmp.any() and n:  # unconditional: the last entry of each key decides
+        last = order[np.r_[starts[1:] - 1, n - 1]]
+        c = lcodes[last]
+        present[c], src[c] = up[last], np.where(up[last], last, -1)
+    else:
+        for r in range(int(rank.max()) + 1 if n else 0):
+            e = order[rank == r]  # one entry of each of these keys
+            c = lcodes[e]
+            win = np.ones(len(e), dtype=bool)
+            ask = cmp[e] & present[c]
+            if ask.any():
+                assert ords is not None
+                q = np.flatnonzero(ask)
+                inc = ords.take(pa.array(e[q], pa.int64()))
+                sto = ords.take(pa.array(src[c[q]], pa.int64()))
+                win[q] = not_older(sto, inc)
+            ups, dels = win & up[e], win & ~up[e]
+            present[c[ups]], src[c[ups]] = True, e[ups]
+            present[c[dels]], src[c[dels]] = False, -1
     final = src[present]
     keep = ~named
     keep[bidx[final[final >= n] - n]] = True
-    kept = base.filter(pa.array(keep))
-    winners = np.sort(final[final < n])
-    upserts = every.take(pa.array(winners, pa.int64())).drop_columns([OP_COL])
-    return pa.concat_tables([kept, upserts], promote_options="default")
+    return keep, np.sort(final[final < n])

@@ -97,12 +97,25 @@ class LogFile:
     #: What the index consults for this log's keys (key range, bloom filter: the fields of
     #: a base file's write stats), so a key inserted into a log is found again.
     key_stats: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: Where the block starts in a log object holding the blocks of several file groups
+    #: (log_objects.py); None: the object is this block alone (one object per file group).
+    #: `size` and `checksum` are then the block's, `object_size` and `object_checksum` the
+    #: whole object's (verified when a reader fetches it whole).
+    offset: int | None = None
+    object_size: int = 0
+    object_checksum: str = ""
 
     @property
     def block_id(self) -> tuple[str, str, int]:
         """What names a block: a task retried under another file name writes the same id,
         and readers keep one block per id."""
         return (self.instant, self.file_group, self.block)
+
+    @property
+    def ref(self) -> str:
+        """What names this block among a table's logs (compaction plans, the index): its
+        object's path, with its offset when the object holds several blocks."""
+        return self.path if self.offset is None else f"{self.path}#{self.offset}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +132,15 @@ class LogFile:
             **({"merge_by": self.merge_by} if self.merge_by else {}),
             **({"ordered_deletes": True} if self.ordered_deletes else {}),
             **self.key_stats,
+            **(
+                {
+                    "offset": self.offset,
+                    "object_size": self.object_size,
+                    "object_checksum": self.object_checksum,
+                }
+                if self.offset is not None
+                else {}
+            ),
         }
 
     @staticmethod
@@ -137,7 +159,22 @@ class LogFile:
             str(d.get("merge_by", "")),
             bool(d.get("ordered_deletes", False)),
             {k: d[k] for k in KEY_STATS if k in d},
+            int(d["offset"]) if d.get("offset") is not None else None,
+            int(d.get("object_size", 0)),
+            str(d.get("object_checksum", "")),
         )
+
+
+def log_ref(d: Mapping[str, Any]) -> str:
+    """`LogFile.ref` of a log as its commit metadata records it."""
+    off = d.get("offset")
+    return str(d["path"]) if off is None else f"{d['path']}#{int(off)}"
+
+
+def ref_path(ref: str) -> str:
+    """The object path of a `LogFile.ref` (a log name never ends in `#<digits>`)."""
+    head, sep, tail = ref.rpartition("#")
+    return head if sep and tail.isdigit() else ref
 
 
 def log_name(file_group: str, instant: str, block: int = 0) -> str:
@@ -277,15 +314,23 @@ def write_log(
 
 
 def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
-    """The block's rows, verified (commit checksum, trailer, header) before they are used."""
-    data = store.get(log.path)
-    where = store.url(log.path)
+    """The block's rows, verified (commit checksum, trailer, header) before they are used:
+    the whole object, or the block's byte range of an object holding several."""
+    whole = log.offset is None
+    data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
+    return decode_log(data, log, store.url(log.path))
+
+
+def decode_log(data: bytes | memoryview, log: LogFile, where: str) -> pa.Table:
+    """The rows of the block `data` (its bytes alone), verified before decoding."""
     if log.size and len(data) != log.size:
         raise IntegrityError(
-            f"{where} is corrupt: {len(data)} bytes read, the commit recorded {log.size}", where
+            f"{where} is corrupt: {len(data)} bytes read, the commit recorded {log.size}"
+            + (f" at offset {log.offset}" if log.offset is not None else ""),
+            where,
         )
     verify(data, log.checksum, where)
-    body, verified = open_blob(data, where)
+    body, verified = open_blob(bytes(data) if isinstance(data, memoryview) else data, where)
     if not verified:
         raise IntegrityError(f"{where} is corrupt: its checksum trailer is missing", where)
     if bytes(body[:4]) == _WHOLE:
@@ -318,3 +363,8 @@ def logs_of(metadata: Mapping[str, Any]) -> list[LogFile]:
             seen.add(lf.block_id)
             out.append(lf)
     return out
+
+
+def log_objects_of(metadata: Mapping[str, Any]) -> list[str]:
+    """The log objects a commit wrote, each once (an object may hold several blocks)."""
+    return list(dict.fromkeys(lf.path for lf in logs_of(metadata)))

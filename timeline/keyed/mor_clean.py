@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..instant import COMPACTION, Instant, State
 from ..metadata import decode_plan
 from ..snapshot import TableState
+from .logfile import ref_path
 from .slices import COMPACTION_DETAIL, anchor_of, live_logs, mor_slices
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ def newest_versions(st: TableState, retained: int) -> set[str]:
     """Base and log files of the newest `retained` slices of each file group."""
     anchors = {f.path: anchor_of(e) for e in st.ordered_writes() for f in e.added}
     logs: dict[str, list[tuple[int, str]]] = {}
-    for path, (seq, lf) in live_logs(st).items():
-        logs.setdefault(lf.file_group, []).append((seq, path))
+    for seq, lf in live_logs(st).values():
+        logs.setdefault(lf.file_group, []).append((seq, lf.path))
     out: set[str] = set()
     for group, files in st.file_slices().items():
         kept = files[-retained:]
@@ -58,9 +59,10 @@ def pending_compaction_paths(table: Table) -> set[str]:
             continue
         for op in plan.get(COMPACTION_DETAIL, {}).get("operations", ()):
             out.add(str(op["base_path"]))
-            out.update(str(p) for p in op["log_paths"])
+            out.update(ref_path(str(p)) for p in op["log_paths"])
     return out
 
 
 def log_candidates(st: TableState) -> set[str]:
-    return set(live_logs(st)) - st.cleaned()
+    """Log objects the cleaner may delete once no kept slice reads a block of theirs."""
+    return {lf.path for _, lf in live_logs(st).values()} - st.cleaned()

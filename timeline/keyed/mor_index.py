@@ -59,7 +59,7 @@ class SliceIndex:
         for sl in slices.values():
             for _, lf in sl.logs:
                 if lf.upserts and "min_key" in lf.key_stats:
-                    f = _as_file(sl, lf.path, lf.upserts, lf.key_stats, key)
+                    f = _as_file(sl, lf.ref, lf.upserts, lf.key_stats, key)
                     self.logs.setdefault(sl.base.path, []).append(f)
 
     def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:

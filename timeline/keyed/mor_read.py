@@ -1,16 +1,18 @@
 """Reading merge-on-read slices: a base file merged with its log blocks.
 
 The merge is the table's merge mode, applied here (log_merge.py): blocks in completion
-order, each entry by the rule its log file records, one file group at a time. Every object
-of a read (base
-files and logs) is fetched once, through one bounded pool the reader owns, so a slice's logs
-are fetched concurrently with each other and with other slices' objects.
+order, each entry by the rule its log file records, a key matched within its own file group;
+a snapshot merges many slices in one pass. Every object of a read (base files and log
+objects) is fetched once, through one bounded pool the reader owns, so a slice's logs are
+fetched concurrently with each other and with other slices' objects; a log object holding
+blocks of several slices read together is fetched whole, once (log_objects.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import pyarrow as pa
 
@@ -20,12 +22,17 @@ from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..schema import conform
 from .keys import RECORD_KEY_COL
-from .log_merge import Rule, merge
+from .log_merge import Rule, merge, merge_slices
+from .log_objects import LogCache, fetch_whole, read_log_object
 from .logfile import OP_COL, LogFile, read_log
 from .slices import MorSlice
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8
+#: Slices a snapshot read merges in one pass (log_merge.merge_slices): enough that the
+#: per-call overhead of the array operations is paid rarely, few enough that the merged
+#: rows of a batch are a small part of the read.
+MERGE_BATCH = 64
 
 
 def _projection(columns: Sequence[str] | None, sl: MorSlice) -> list[str] | None:
@@ -42,15 +49,35 @@ def _rules(sl: MorSlice) -> list[Rule]:
 
 
 def _log_rows(
-    store: ObjectStore, lf: LogFile, schema: pa.Schema | None, wanted: list[str] | None
+    store: ObjectStore,
+    lf: LogFile,
+    schema: pa.Schema | None,
+    wanted: list[str] | None,
+    cache: LogCache | None = None,
 ) -> pa.Table:
-    rows = read_log(store, lf)
+    rows = cache.read(lf) if cache is not None else read_log(store, lf)
+    return _shaped(rows, schema, wanted)
+
+
+def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) -> pa.Table:
+    """A block's rows in the table's schema, projected to `wanted` (op column last)."""
     ops = rows.column(OP_COL)
     body = rows.drop_columns([OP_COL])
-    body = conform(body, schema, wanted) if schema is not None else body
+    if schema is not None and not _conformed(body.schema, schema, wanted):
+        body = conform(body, schema, wanted)
     if wanted is not None:
         body = body.select([c for c in wanted if c in body.column_names])
     return body.append_column(OP_COL, ops)
+
+
+def _conformed(got: pa.Schema, schema: pa.Schema, wanted: list[str] | None) -> bool:
+    """Whether a block's columns are already what `conform` would make of them (the usual
+    block, written in the table's current schema): conforming it again costs more than the
+    check, paid for every block of a read."""
+    names = [c for c in wanted if c in schema.names] if wanted is not None else schema.names
+    if got.names != names:
+        return False
+    return all(got.field(c).type == schema.field(c).type for c in names)
 
 
 def _base_rows(
@@ -76,37 +103,88 @@ class SliceReader:
         schema: pa.Schema | None,
         columns: Sequence[str] | None = None,
         parallelism: int = READ_PARALLELISM,
+        cache: LogCache | None = None,
     ) -> None:
         self.store = store
         self.schema = schema
         self.columns = columns
         self.parallelism = max(1, parallelism)
+        self.cache = cache
 
     def read(self, slices: Sequence[MorSlice]) -> list[pa.Table]:
-        """Each slice's merged rows, in the order given. Every fetch is queued at once; a
-        slice is merged as soon as its own objects are in, and they are then let go."""
+        """Each slice's merged rows, in the order given."""
+        return [
+            _finish(merge(base, logs, _rules(sl)), self.columns)
+            for sl, base, logs in self._fetched(slices)
+        ]
+
+    def read_merged(self, slices: Sequence[MorSlice]) -> pa.Table | None:
+        """Every slice's merged rows, concatenated in the order given (None: no slices):
+        slices merged `MERGE_BATCH` at a time in one pass (log_merge.merge_slices), as
+        their objects come in."""
+        out: list[pa.Table] = []
+        todo: list[tuple[pa.Table, list[pa.Table], list[Rule]]] = []
+        for sl, base, logs in self._fetched(slices):
+            todo.append((base, logs, _rules(sl)))
+            if len(todo) >= MERGE_BATCH:
+                out.append(_finish(merge_slices(todo), self.columns))
+                todo = []
+        if todo:
+            out.append(_finish(merge_slices(todo), self.columns))
+        if not out:
+            return None
+        return pa.concat_tables(out, promote_options="default")
+
+    def _fetched(
+        self, slices: Sequence[MorSlice]
+    ) -> Iterator[tuple[MorSlice, pa.Table, list[pa.Table]]]:
+        """Each slice with its base rows and log rows, in the order given. Every fetch is
+        queued at once, and a slice comes out as soon as its own objects are in. A log
+        object holding blocks of several of these slices is fetched once, whole; a block
+        read alone is a ranged GET."""
         objects = sum(1 + len(sl.logs) for sl in slices)
         if objects <= 1 or self.parallelism == 1:
-            out = []
             for sl in slices:
                 w = _projection(self.columns, sl)
                 base = _base_rows(self.store, sl.base, self.schema, w)
-                logs = [_log_rows(self.store, lf, self.schema, w) for _, lf in sl.logs]
-                out.append(_finish(merge(base, logs, _rules(sl)), self.columns))
-            return out
+                c = self.cache
+                logs = [_log_rows(self.store, lf, self.schema, w, c) for _, lf in sl.logs]
+                yield sl, base, logs
+            return
+        whole = {} if self.cache else fetch_whole([lf for sl in slices for _, lf in sl.logs])
         with ThreadPoolExecutor(min(self.parallelism, objects)) as pool:
-            queued = [self._queue(pool, sl) for sl in slices]
-            out = []
-            for sl, parts in zip(slices, queued, strict=True):
-                base, *logs = (fut.result() for fut in parts)
-                out.append(_finish(merge(base, logs, _rules(sl)), self.columns))
-            return out
+            shared = {
+                p: pool.submit(read_log_object, self.store, p, lfs) for p, lfs in whole.items()
+            }
+            queued = [self._queue(pool, sl, shared) for sl in slices]
+            for sl, (base_fut, parts) in zip(slices, queued, strict=True):
+                w = _projection(self.columns, sl)
+                pairs = zip(parts, sl.logs, strict=True)
+                yield sl, base_fut.result(), [self._part(part, lf, w) for part, (_, lf) in pairs]
 
-    def _queue(self, pool: ThreadPoolExecutor, sl: MorSlice) -> list[Future[pa.Table]]:
+    def _part(
+        self, part: Future[pa.Table] | Future[dict[str, pa.Table]], lf: LogFile, w: list[str] | None
+    ) -> pa.Table:
+        got = part.result()
+        if isinstance(got, dict):  # a block of an object fetched whole
+            return _shaped(got[lf.ref], self.schema, w)
+        return got
+
+    def _queue(
+        self,
+        pool: ThreadPoolExecutor,
+        sl: MorSlice,
+        shared: dict[str, Future[dict[str, pa.Table]]],
+    ) -> tuple[Future[pa.Table], list[Any]]:
         s, w = self.schema, _projection(self.columns, sl)
-        futs = [pool.submit(_base_rows, self.store, sl.base, s, w)]
-        futs += [pool.submit(_log_rows, self.store, lf, s, w) for _, lf in sl.logs]
-        return futs
+        base = pool.submit(_base_rows, self.store, sl.base, s, w)
+        parts: list[Any] = [
+            shared[lf.path]
+            if lf.path in shared
+            else pool.submit(_log_rows, self.store, lf, s, w, self.cache)
+            for _, lf in sl.logs
+        ]
+        return base, parts
 
 
 def read_slice(
@@ -116,12 +194,13 @@ def read_slice(
     columns: Sequence[str] | None = None,
     *,
     parallelism: int = READ_PARALLELISM,
+    cache: LogCache | None = None,
 ) -> pa.Table:
     """One slice's merged rows in the table's schema (`columns`: a projection; the record
     key is read whatever it says, and dropped again when not asked for). Its base and logs
     are fetched concurrently (`parallelism` 1: one after the other, for a caller that
-    already reads several slices at once)."""
-    return SliceReader(store, schema, columns, parallelism).read([sl])[0]
+    already reads several slices at once); `cache`: its log blocks from there."""
+    return SliceReader(store, schema, columns, parallelism, cache).read([sl])[0]
 
 
 def read_slices(
@@ -131,7 +210,4 @@ def read_slices(
     columns: Sequence[str] | None = None,
 ) -> pa.Table | None:
     """Every slice's merged rows, concatenated in the order given (None: no slices)."""
-    tables = SliceReader(store, schema, columns).read(slices)
-    if not tables:
-        return None
-    return pa.concat_tables(tables, promote_options="default")
+    return SliceReader(store, schema, columns).read_merged(slices)

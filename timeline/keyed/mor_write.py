@@ -13,7 +13,9 @@ One write, after `begin`:
    by ordering value at read time, against the merged state before them; a delete by keys
    alone wins unconditionally;
 4. the block's log file records the key range and bloom filter of its upserts, so the index
-   finds a key inserted into a log again (mor_index.py).
+   finds a key inserted into a log again (mor_index.py);
+5. the blocks of one partition are PUT as one log object (log_objects.py): a delta commit
+   makes one PUT per partition it touches, not one per file group.
 
 Delta commits touching one file group conflict (the timeline's file-group rule counts log
 files); a compaction never conflicts with them (slices.py).
@@ -35,7 +37,8 @@ from ..schema import conform, merge_schemas
 from .decide import Replaced, decide_filter
 from .index import WRITE_STATS, IndexFactory
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT, log_name, write_log
+from .log_objects import Block, encode, log_object_name, write_log_object
+from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT
 from .mor_index import log_key_stats
 from .mor_route import route_deletes, route_upserts
 from .planner import FAIL, Planner, prepare_batch
@@ -174,31 +177,42 @@ def delta_write(
             ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
             return log_key_stats(batch.keys.take(idx), fpp, ints)
 
-        def put(group: str) -> dict[str, Any]:
+        def block(group: str) -> Block:
             d = deltas.groups[group]
-            rows = _block(d, incoming_rows, schema, props, t)
-            key = txn.data_key(d.sl.partition, log_name(group, t))
-            lf = write_log(
-                table.store,
-                key,
-                rows,
-                instant=t,
-                file_group=group,
-                partition=d.sl.partition,
+            return encode(
+                _block(d, incoming_rows, schema, props, t),
+                group,
+                t,
                 key_from=key_from,
                 merge_by=merge_by,
                 ordered_deletes=ordered_deletes,
                 key_stats=key_stats(d),
             )
+
+        def put(part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
+            partition, blocks = part
+            lfs = write_log_object(
+                table.store,
+                txn.data_key(partition, log_object_name(t)),
+                blocks,
+                instant=t,
+                partition=partition,
+                merge_by=merge_by,
+                ordered_deletes=ordered_deletes,
+            )
             crash.point(f"{DELTA_COMMIT}.log_written")
-            return lf.to_json()
+            return [lf.to_json() for lf in lfs]
 
         groups = sorted(deltas.groups)
-        logs = []
-        if groups:  # one block per group, encoded and PUT a bounded number at a time
+        logs: list[dict[str, Any]] = []
+        if groups:  # blocks encoded, then one object per partition PUT, a few at a time
             width = table.settings.log_write_parallelism
             with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
-                logs = list(pool.map(put, groups))
+                by_partition: dict[str, list[Block]] = {}
+                for g, b in zip(groups, pool.map(block, groups), strict=True):
+                    by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)
+                for part in pool.map(put, sorted(by_partition.items())):
+                    logs += part
         fpp = table.settings.bloom_index_fpp
         written = [write_group(txn, g, incoming_rows, schema, fpp) for g in new_groups]
         for f, _ in written:

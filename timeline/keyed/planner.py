@@ -30,6 +30,7 @@ from ..parquet_io import read_files
 from ..snapshot import TableState
 from .index import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
 from .keys import RECORD_KEY_COL, partition_path_array, record_keys, with_meta
+from .log_objects import LogCache
 from .merge import combine_rows, distinct_integers
 from .mor_index import SliceIndex
 from .mor_read import READ_PARALLELISM, read_slice
@@ -145,6 +146,7 @@ class Planner:
             self.record_index = index_view(st)
             self.index = factory(table.store, st, props)
         self.files_read = 0  # files (slices) whose keys were read to find the batch's records
+        self.log_cache: LogCache | None = None  # merge-on-read: the logs `locate` reads
 
     def rows_of(
         self, f: DataFile, columns: Sequence[str] | None = None, *, parallelism: int = 1
@@ -153,7 +155,14 @@ class Planner:
         merge-on-read table (`parallelism`: its objects fetched at once); nothing is kept."""
         if self.slices is not None:
             sl = self.slices[f.group]
-            return read_slice(self.table.store, sl, self.schema, columns, parallelism=parallelism)
+            return read_slice(
+                self.table.store,
+                sl,
+                self.schema,
+                columns,
+                parallelism=parallelism,
+                cache=self.log_cache,
+            )
         return read_files(self.table.store, [f], columns, self.schema) or pa.table({})
 
     def _scopes(self, batch: Batch) -> list[tuple[list[int], np.ndarray]]:
@@ -216,6 +225,10 @@ class Planner:
         if order_col and self.schema is not None and order_col in self.schema.names:
             columns.append(order_col)
         probes = self.candidates(batch)
+        if self.slices is not None:  # each log object these slices share: one GET
+            groups = {self.files[k].group for k, _ in probes}
+            wanted = [lf for g in groups for _, lf in self.slices[g].logs]
+            self.log_cache = LogCache(self.table.store, wanted)
 
         alone = 1 if len(probes) > 1 else READ_PARALLELISM  # the pool below, or its own
 

@@ -82,5 +82,6 @@ def mor_slices(st: TableState, upto_seq: int | None = None) -> dict[str, MorSlic
 
 
 def live_logs(st: TableState) -> dict[str, tuple[int, LogFile]]:
-    """Every log file of a live (completed, not rolled-back) delta commit, by path."""
-    return {lf.path: (e.seq, lf) for e in st.ordered_writes() for lf in logs_of(e.metadata)}
+    """Every log block of a live (completed, not rolled-back) delta commit, by `ref` (its
+    object's path, with its offset when the object holds several blocks)."""
+    return {lf.ref: (e.seq, lf) for e in st.ordered_writes() for lf in logs_of(e.metadata)}

@@ -39,13 +39,18 @@ def _objects(t: Table) -> set[str]:
     return {o.key for o in t.store.list("data/")}
 
 
+def _log_objects(t: Table) -> set[str]:
+    """The log objects of the table's live delta commits."""
+    return {lf.path for _, lf in live_logs(t.state()).values()}
+
+
 @pytest.mark.unit
 def test_clean_removes_compacted_slices_with_their_logs(tmp_path: Path) -> None:
     t = _table(tmp_path)
     _up(t, [1, 2], "a")
     _up(t, [1], "b")
     _up(t, [2], "c")
-    old_logs = set(live_logs(t.state()))
+    old_logs = _log_objects(t)
     old_base = {f.path for f in t.snapshot().files}
     t.compact()
     _up(t, [1], "d")  # a log of the new slice
@@ -55,7 +60,7 @@ def test_clean_removes_compacted_slices_with_their_logs(tmp_path: Path) -> None:
     assert old_logs | old_base <= gone
     assert not (old_logs | old_base) & _objects(t)
     assert _values(t.read()) == {1: "d", 2: "c"}
-    newest = set(live_logs(t.state())) - old_logs
+    newest = _log_objects(t) - old_logs
     assert newest and newest <= _objects(t)  # the new slice's log stays
 
 
@@ -67,7 +72,7 @@ def test_clean_keeps_what_a_pending_compaction_and_a_savepoint_read(tmp_path: Pa
     t.savepoint(first)
     planned = t.schedule_compaction()
     assert planned is not None
-    planned_logs = set(live_logs(t.state()))
+    planned_logs = _log_objects(t)
     for k in range(4):
         _up(t, [2 + k], "x")  # new file groups: retained commits move on
     assert t.clean(retained=1) is None or planned_logs <= _objects(t)
