@@ -45,7 +45,7 @@ def _table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
 
 def _index(t: Table) -> RangeBloomIndex:
     st = t.state()
-    assert all(s.get("bloom_path") for e in st.ordered_writes() for s in e.metadata[WRITE_STATS])
+    assert all(s.get("bloom_path") for e in st.ordered_writes() for s in e.metadata.get(WRITE_STATS, ()))
     return RangeBloomIndex(write_stats_by_path(st), t.store, integer_key="id")
 
 
