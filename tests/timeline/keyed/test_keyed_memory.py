@@ -45,7 +45,8 @@ def _table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
 
 def _index(t: Table) -> RangeBloomIndex:
     st = t.state()
-    assert all(s.get("bloom_path") for e in st.ordered_writes() for s in e.metadata.get(WRITE_STATS, ()))
+    stats = [s for e in st.ordered_writes() for s in e.metadata.get(WRITE_STATS, ())]
+    assert stats and all(s.get("bloom_path") for s in stats)
     return RangeBloomIndex(write_stats_by_path(st), t.store, integer_key="id")
 
 
