@@ -105,6 +105,11 @@ class TableSettings:
     #: Reads, encoding and PUTs overlap; each holds one file group's bytes and one row group
     #: of it decoded in memory.
     write_parallelism: int = 4
+    #: Bytes of file groups (base slice plus the new records at the table's average record
+    #: size) those rewrites hold at once: a rewrite holds its file's bytes a few times over,
+    #: and files grow with the table up to `parquet_max_file_size`, so this keeps a writer's
+    #: peak bounded whatever the file sizes. A group bigger than this is rewritten alone.
+    write_inflight_bytes: int = 256 * MiB
     #: Rows per Parquet row group of the base files keyed writes produce, and the rows a
     #: rewrite decodes at a time (Hudi sizes row groups in bytes, hoodie.parquet.block.size):
     #: a writer's memory then follows this, not the size of the files it rewrites. DuckDB
@@ -175,6 +180,8 @@ class TableSettings:
             raise ValueError("bloom_index_fpp must be within (0, 1), record size estimate > 0")
         if self.write_parallelism < 1 or self.log_write_parallelism < 1:
             raise ValueError("write_parallelism and log_write_parallelism must be >= 1")
+        if self.write_inflight_bytes < 1:
+            raise ValueError("write_inflight_bytes must be >= 1")
         if self.parquet_row_group_rows < 1:
             raise ValueError("parquet_row_group_rows must be >= 1")
         if self.compaction_mode not in ("inline", "async", "off"):

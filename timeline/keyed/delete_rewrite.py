@@ -16,7 +16,6 @@ deleted from both: a delete removes the record wherever it is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ import pyarrow.parquet as pq
 from ..file_stats import describe_bytes
 from ..metadata import DataFile
 from ..parquet_io import read_verified
+from .inflight import bounded_map
 from .keys import RECORD_KEY_COL
 from .merge import wins
 from .planner import Batch, Planner
@@ -119,9 +119,14 @@ def delete_by_keys(
         ordering = dbatch.ordering.take(idx) if has_order and dbatch.ordering is not None else None
         return _rewrite(txn, plan, plan.files[k], dbatch.keys.take(idx), ordering, schema)
 
-    workers = max(1, min(txn.table.settings.write_parallelism, len(probes)))
-    with ThreadPoolExecutor(workers) as pool:
-        done: Sequence[DeletedSlice | None] = list(pool.map(one, probes))
+    s = txn.table.settings
+    done: Sequence[DeletedSlice | None] = bounded_map(
+        one,
+        probes,
+        workers=s.write_parallelism,
+        budget=s.write_inflight_bytes,
+        cost=lambda probe: plan.files[probe[0]].size,
+    )
     deleted = sorted((d for d in done if d is not None), key=lambda d: d.file.group)
     keys = [d.keys for d in deleted]
     parts = [pa.repeat(pa.scalar(d.partition, pa.string()), len(d.keys)) for d in deleted]

@@ -28,8 +28,14 @@ from .logfile import LOG_FILES, log_ref
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
-#: Bloom sidecar objects one index lookup fetches at once (GETs in flight).
+#: Bloom sidecar objects one index lookup fetches at once (GETs in flight); a lookup holds
+#: the filters of at most this many files beyond its cache (below) at a time.
 SIDECAR_PARALLELISM = 16
+#: Bytes of sidecar filters an index keeps once probed (a merge-on-read write asks twice: its
+#: router, then the confirmation of uncertain keys). Past it a filter is dropped after its
+#: probe and fetched again if asked again: a table's filters add up to ~1.2 bytes per key
+#: (fpp 0.01), so holding all of them would grow a writer's memory with the table.
+SIDECAR_CACHE_BYTES = 32 * 1024 * 1024
 
 
 class KeyIndex(Protocol):
@@ -104,9 +110,11 @@ class RangeBloomIndex:
         self.store = store
         self.integer_key = integer_key
         self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
-        #: Filters fetched from sidecars, by data file: a write that asks twice (the
-        #: merge-on-read router, then its confirmation of the uncertain keys) GETs each once.
+        #: Filters fetched from sidecars, by data file, up to `SIDECAR_CACHE_BYTES`: a write
+        #: that asks twice (the merge-on-read router, then its confirmation of the uncertain
+        #: keys) GETs each once while they fit.
         self._sidecars: dict[str, BloomFilter] = {}
+        self._cached_bytes = 0
 
     def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
         if self.integer_key is not None:
@@ -130,11 +138,28 @@ class RangeBloomIndex:
                 last = bisect.bisect_right(ordered, hi)
             if first < last:
                 probed.append((f, first, last))
-        self._fetch_sidecars([f for f, _, _ in probed])
-        for f, first, last in probed:
+        # A window of files at a time: their sidecars are fetched together (latency
+        # overlaps) and dropped after the probe unless the cache keeps them.
+        for start in range(0, len(probed), SIDECAR_PARALLELISM):
+            window = probed[start : start + SIDECAR_PARALLELISM]
+            self._probe(window, order, keys, hashes, out)
+        return out
+
+    def _probe(
+        self,
+        window: Sequence[tuple[DataFile, int, int]],
+        order: Sequence[int],
+        keys: Sequence[str],
+        hashes: dict[str, tuple[np.ndarray, np.ndarray]],
+        out: dict[str, list[int]],
+    ) -> None:
+        """Probe the files of `window` (file, first, last: its keys' span in `order`) with
+        their bloom filters, adding each file's possible keys to `out`."""
+        fetched = self._fetch_sidecars([f for f, _, _ in window])
+        for f, first, last in window:
             self.probed_files += 1
             positions = order[first:last]
-            bloom = self._bloom(f)
+            bloom = self._bloom(f, fetched)
             if bloom is not None:
                 h = hashes.get(bloom.hash_name)
                 if h is None:
@@ -143,8 +168,7 @@ class RangeBloomIndex:
                 maybe = bloom.might_contain_hashed(h[0][pos], h[1][pos])
                 positions = pos[maybe].tolist()
             if positions:
-                out[f.path] = positions
-        return out
+                out[f.path] = list(positions)
 
     def in_some_range(self, files: Sequence[DataFile], keys: Keys) -> np.ndarray:
         """Per key: whether some file's key range holds it (a file without a range holds
@@ -191,33 +215,40 @@ class RangeBloomIndex:
             hit = pc.or_(hit, within)
         return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
 
-    def _fetch_sidecars(self, files: Sequence[DataFile]) -> None:
-        """GET the sidecar filters of `files` not fetched yet, SIDECAR_PARALLELISM at once
-        (one round trip each: fetched one after the other they add up). They are kept for
-        the index's life, one write: at most 4 MiB a file, some tens of KiB in practice."""
+    def _fetch_sidecars(self, files: Sequence[DataFile]) -> dict[str, BloomFilter]:
+        """GET the sidecar filters of `files` not cached, all at once (one round trip each:
+        fetched one after the other they add up); kept in the cache while it has room, and
+        returned by data file either way (the caller drops them after its probe)."""
         todo = []
         for f in files:
             s = self.stats.get(f.path, {})
             if f.path not in self._sidecars and not s.get("bloom") and s.get("bloom_path"):
                 todo.append((f.path, s, str(s["bloom_path"])))
-        if len(todo) < 2:
-            return
-        with ThreadPoolExecutor(min(SIDECAR_PARALLELISM, len(todo))) as pool:
-            got = list(pool.map(lambda t: self._sidecar(t[1], t[2]), todo))
+        if not todo:
+            return {}
+        if len(todo) == 1:
+            got = [self._sidecar(todo[0][1], todo[0][2])]
+        else:
+            with ThreadPoolExecutor(min(SIDECAR_PARALLELISM, len(todo))) as pool:
+                got = list(pool.map(lambda t: self._sidecar(t[1], t[2]), todo))
+        out = {}
         for (path, _, _), bf in zip(todo, got, strict=True):
-            self._sidecars[path] = bf
+            out[path] = bf
+            self._keep(path, bf)
+        return out
 
-    def _bloom(self, f: DataFile) -> BloomFilter | None:
+    def _keep(self, path: str, bf: BloomFilter) -> None:
+        if self._cached_bytes + len(bf.bits) <= SIDECAR_CACHE_BYTES:
+            self._sidecars[path] = bf
+            self._cached_bytes += len(bf.bits)
+
+    def _bloom(self, f: DataFile, fetched: Mapping[str, BloomFilter]) -> BloomFilter | None:
         s = self.stats.get(f.path, {})
         if s.get("bloom"):
             return BloomFilter.from_json(s["bloom"])
-        path = s.get("bloom_path")
-        if not path:
+        if not s.get("bloom_path"):
             return None
-        cached = self._sidecars.get(f.path)
-        if cached is None:
-            cached = self._sidecars[f.path] = self._sidecar(s, str(path))
-        return cached
+        return self._sidecars.get(f.path) or fetched.get(f.path)
 
     def _sidecar(self, s: Mapping[str, Any], path: str) -> BloomFilter:
         data = self.store.get(str(path))

@@ -17,7 +17,6 @@ one file group (mor_route.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..snapshot import TableState
 from .index import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
+from .inflight import bounded_map
 from .keys import RECORD_KEY_COL, partition_path_array, record_keys, with_meta
 from .log_objects import LogCache
 from .merge import combine_rows, distinct_integers
@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 FAIL = "fail"
 DROP = "drop"
 
-#: Candidate files whose keys one write reads at once (GETs in flight; each holds only the
-#: key and ordering columns).
+#: Candidate files whose keys one write reads at once (GETs in flight; each holds its whole
+#: file's bytes while its key and ordering columns are decoded; `write_inflight_bytes`
+#: bounds their sum).
 LOCATE_PARALLELISM = 8
 
 
@@ -254,9 +255,15 @@ class Planner:
         self.files_read += len(probes)
         if len(probes) <= 1:
             found = [match(p) for p in probes]
-        else:  # object-store latency overlaps; results stay in candidate order
-            with ThreadPoolExecutor(min(LOCATE_PARALLELISM, len(probes))) as pool:
-                found = list(pool.map(match, probes))
+        else:  # object-store latency overlaps, within the bytes-in-flight budget (each read
+            # holds its whole file's bytes); results stay in candidate order
+            found = bounded_map(
+                match,
+                probes,
+                workers=LOCATE_PARALLELISM,
+                budget=self.table.settings.write_inflight_bytes,
+                cost=lambda p: self.files[p[0]].size,
+            )
         pieces = [t for t in found if t is not None]
         if not pieces:
             return _no_hits()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .delete_rewrite import delete_by_keys
 from .index import WRITE_STATS, IndexFactory
 from .indexing import merge_if_due
+from .inflight import bounded_map
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .properties import KeyedProperties
@@ -223,13 +223,14 @@ def _rewrite(
     incoming_rows = batch.rows if batch is not None else None
     rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
     todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
-    with ThreadPoolExecutor(max(1, min(s.write_parallelism, len(todo)))) as pool:
-        slices = list(
-            pool.map(
-                lambda g: write_group(txn, g, incoming_rows, schema, s.bloom_index_fpp),
-                todo,
-            )
-        )
+    record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
+    slices = bounded_map(
+        lambda g: write_group(txn, g, incoming_rows, schema, s.bloom_index_fpp),
+        todo,
+        workers=s.write_parallelism,
+        budget=s.write_inflight_bytes,
+        cost=lambda g: (g.base.size if g.base else 0) + len(g.new) * record_size,
+    )
     return slices, new_groups
 
 
