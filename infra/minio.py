@@ -222,6 +222,13 @@ def _healthy(endpoint: str) -> bool:
     return True
 
 
+def new_secret_key() -> str:
+    """A random root password for a throwaway server. MinIO reads a credential value that
+    begins with "env" as a reference to somewhere else and then refuses to start ("Missing
+    credential environment variable"), so the random part never comes first."""
+    return "fl-" + secrets.token_urlsafe(24)
+
+
 def _server_env(access_key: str, secret_key: str, region: str) -> dict[str, str]:
     # Never leak the caller's AWS profile/credentials or MinIO settings into the server.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MINIO_"))}
@@ -328,7 +335,7 @@ def start(
     binary = binary_path()
     if not binary.is_file():
         raise MinioError(f"no MinIO binary at {binary}: run `python -m infra.minio build`")
-    secret_key = secret_key or secrets.token_urlsafe(24)
+    secret_key = secret_key or new_secret_key()
     data_dir = state_dir / "data"
     data_dir.mkdir(exist_ok=True)
     log_path = state_dir / "minio.log"
