@@ -13,22 +13,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
-from ..parquet_io import release_unused_memory
-
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def _released(fn: Callable[[T], R], item: T) -> R:
-    """`fn(item)`, then the freed pages of this thread's allocator heap returned: Arrow's
-    mimalloc keeps a heap per thread, and pages a task freed stay with its thread until that
-    thread collects them (the writer's own `release_unused_memory` after the commit runs on
-    another thread). Measured on the upsert bench at 2M rows, a step's peak was ~100 MiB
-    above the system allocator's without this."""
-    try:
-        return fn(item)
-    finally:
-        release_unused_memory()
 
 
 def bounded_map(
@@ -57,7 +43,7 @@ def bounded_map(
                 c = max(0, cost(items[nxt]))
                 if running and used + c > budget:
                     break
-                running[pool.submit(_released, fn, items[nxt])] = (nxt, c)
+                running[pool.submit(fn, items[nxt])] = (nxt, c)
                 used += c
                 nxt += 1
             done, _ = wait(running, return_when=FIRST_COMPLETED)
