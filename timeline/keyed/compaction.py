@@ -50,6 +50,7 @@ from ..task_writer import WriteTarget
 from ..txn import Transaction
 from .compaction_task import CompactionWork, compact_file_group
 from .index import WRITE_STATS
+from .keys import integer_key_column
 from .log_objects import LogCache
 from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_slices
 
@@ -256,8 +257,13 @@ def start(table: Table, t: str) -> CompactionRun | None:
     seen = max([anchor, *(e.seq for e in st.entries)])
     txn = _CompactionTxn(table, t, COMMIT, seen, "compact")
     target = WriteTarget(t, table.settings.writer_id, math.inf)
+    schema = st.schema(anchor)
     work = CompactionWork(
-        target, st.schema(anchor), table.settings.bloom_index_fpp, tuple(s for s in slices if s)
+        target,
+        schema,
+        table.settings.bloom_index_fpp,
+        tuple(s for s in slices if s),
+        integer_key_column(table.properties, schema),
     )
     return CompactionRun(table, txn, work, anchor)
 
