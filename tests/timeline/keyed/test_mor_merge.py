@@ -35,7 +35,11 @@ def _base(chunks: list[list[tuple[int, int | None]]], g: int) -> pa.Table:
     seen: set[int] = set()  # a base holds a key once
     tables = []
     for chunk in chunks:
-        rows = [(k, t) for k, t in chunk if k not in seen and not seen.add(k)]  # type: ignore[func-returns-value]
+        rows = []
+        for k, t in chunk:
+            if k not in seen:
+                seen.add(k)
+                rows.append((k, t))
         tables.append(
             pa.table(
                 {
