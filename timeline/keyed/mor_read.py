@@ -64,6 +64,8 @@ def _log_rows(
 
 def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) -> pa.Table:
     """A block's rows in the table's schema, projected to `wanted` (op column last)."""
+    if wanted is None and schema is not None and _as_written(rows.schema, schema):
+        return rows  # the usual block of a full read: nothing to reshape
     ops = rows.column(OP_COL)
     body = rows.drop_columns([OP_COL])
     if schema is not None and not _conformed(body.schema, schema, wanted):
@@ -71,6 +73,14 @@ def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) 
     if wanted is not None:
         body = body.select([c for c in wanted if c in body.column_names])
     return body.append_column(OP_COL, ops)
+
+
+def _as_written(got: pa.Schema, schema: pa.Schema) -> bool:
+    """Whether a block's columns are the table's schema and the op column, in order and
+    of the same types (a schema comparison in Arrow, not a loop over the fields here)."""
+    if len(got) != len(schema) + 1 or got.names[-1] != OP_COL:
+        return False
+    return got.remove(len(schema)).equals(schema)
 
 
 def _conformed(got: pa.Schema, schema: pa.Schema, wanted: list[str] | None) -> bool:
