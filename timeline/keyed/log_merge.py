@@ -90,7 +90,9 @@ def merge_slices(
         return _concat(bases)
     base_all = _concat(bases)  # chunks of the bases, no copy
     starts = np.cumsum([0, *(b.num_rows for b in bases)])  # each slice's first row there
-    logs_all = pa.concat_tables(every, promote_options="default")
+    # one copy of the (few) log rows: every operation below then runs on one chunk, where
+    # a take across a chunk per block (thousands after many delta commits) was slow
+    logs_all = pa.concat_tables(every, promote_options="default").combine_chunks()
     lg_ = np.concatenate(lgroup)
     sizes = [n for n, _ in ruled]
     up = np.asarray(pc.equal(logs_all.column(OP_COL), UPSERT).to_numpy(zero_copy_only=False), bool)
