@@ -80,7 +80,7 @@ def _as_written(got: pa.Schema, schema: pa.Schema) -> bool:
     of the same types (a schema comparison in Arrow, not a loop over the fields here)."""
     if len(got) != len(schema) + 1 or got.names[-1] != OP_COL:
         return False
-    return got.remove(len(schema)).equals(schema)
+    return bool(got.remove(len(schema)).equals(schema))
 
 
 def _conformed(got: pa.Schema, schema: pa.Schema, wanted: list[str] | None) -> bool:
