@@ -40,13 +40,13 @@ from timeline import (
     TaskWriter,
     check_schema,
     commit_files,
+    integer_key_column,
     latest_schema,
     read_footer,
     read_slice,
     read_verified,
     split_partitions,
 )
-from timeline.keyed import integer_key_column
 
 from .arrow import arrow_schema
 from .changes_reader import changes_reader, changes_request, changes_schema

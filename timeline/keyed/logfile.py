@@ -54,7 +54,7 @@ DELETE = "D"
 LOG_FILES = "log_files"  # the commit-metadata field listing a delta commit's log files
 _HEADER = b"flowledger.log"
 _REBUILT = (*META_COLUMNS, OP_COL)
-_OPS = {op: pa.scalar(op, pa.string()) for op in (UPSERT, DELETE)}
+_UPSERT_VALUE, _DELETE_VALUE = pa.scalar(UPSERT, pa.string()), pa.scalar(DELETE, pa.string())
 #: A block is small: decompressing its few buffers on Arrow's thread pool costs more in
 #: hand-offs than it saves, and a snapshot already decodes blocks on several threads.
 _READ_OPTIONS = ipc.IpcReadOptions(use_threads=False)
@@ -271,7 +271,7 @@ def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
         rows = rows.append_column(RECORD_KEY_COL, key)
     if "upserts" in header:
         u = int(header["upserts"])
-        ops = pa.concat_arrays([pa.repeat(_OPS[UPSERT], u), pa.repeat(_OPS[DELETE], n - u)])
+        ops = pa.concat_arrays([pa.repeat(_UPSERT_VALUE, u), pa.repeat(_DELETE_VALUE, n - u)])
         rows = rows.append_column(OP_COL, ops)
     if "columns" in header:
         return rows.select([str(c) for c in header["columns"]])
