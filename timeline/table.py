@@ -39,6 +39,7 @@ from .instant import (
     parse_as_of,
 )
 from .keyed import operations as keyed_ops
+from .keyed.keys import integer_key_column
 from .keyed.mor_read import READ_PARALLELISM, read_slices
 from .keyed.operations import UNREAD, KeyedTableMethods
 from .keyed.properties import KeyedProperties
@@ -299,7 +300,8 @@ class Table(KeyedTableMethods):
         if not read_optimized and is_merge_on_read(st):
             slices = mor_slices(st, snap.seq)
             ordered = sorted(slices.values(), key=lambda sl: sl.base.path)
-            merged = read_slices(self.store, ordered, schema, columns)
+            key_col = integer_key_column(self.properties, schema)
+            merged = read_slices(self.store, ordered, schema, columns, key_col=key_col)
             return merged if merged is not None else pa.table({})
         table = read_files(self.store, snap.files, columns, schema, parallelism=READ_PARALLELISM)
         return table if table is not None else pa.table({})

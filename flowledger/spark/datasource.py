@@ -40,6 +40,7 @@ from timeline import (
     TaskWriter,
     check_schema,
     commit_files,
+    integer_key_column,
     latest_schema,
     read_footer,
     read_slice,
@@ -131,9 +132,9 @@ class FlowledgerDataSource(DataSource):
         table = self._table(path)
         slices = table.merge_on_read_slices(_option(self.options, "asOf"))
         if slices is not None:  # base files alone would miss the changes still in logs
-            return MergedSliceReader(
-                self.facts.store, path, slices, schema, table.schema(_option(self.options, "asOf"))
-            )
+            merged = table.schema(_option(self.options, "asOf"))
+            key_col = integer_key_column(table.properties, merged)
+            return MergedSliceReader(self.facts.store, path, slices, schema, merged, key_col)
         snap = table.snapshot(_option(self.options, "asOf"))
         return SnapshotReader(self.facts.store, path, list(snap.files), schema)
 
@@ -287,19 +288,21 @@ class MergedSliceReader(DataSourceReader):
         slices: list[MorSlice],
         schema: StructType,
         table_schema: pa.Schema | None,
+        key_col: str | None = None,
     ) -> None:
         self.store = store
         self.path = path
         self.slices = slices
         self.names = list(schema.names)
         self.table_schema = table_schema
+        self.key_col = key_col  # the single integer record key: keys matched as numbers
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(sl) for sl in self.slices]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         store = open_store(self.path.store_uri, self.store)
-        data = read_slice(store, partition.value, self.table_schema)
+        data = read_slice(store, partition.value, self.table_schema, key_col=self.key_col)
         columns = [
             data.column(n) if n in data.column_names else pa.nulls(data.num_rows)
             for n in self.names

@@ -32,7 +32,7 @@ from .engine_reads import (
 )
 from .index import KeyIndex, RangeBloomIndex
 from .indexing import build_index
-from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
+from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL, integer_key_column
 from .properties import (
     COMMIT_TIME,
     COPY_ON_WRITE,
@@ -81,6 +81,7 @@ __all__ = [
     "compact_file_group",
     "complete_compaction",
     "index_view",
+    "integer_key_column",
     "load_properties",
     "locate_in_file",
     "place_inserts",

@@ -50,6 +50,7 @@ from ..task_writer import WriteTarget
 from ..txn import Transaction
 from .compaction_task import CompactionWork, compact_file_group
 from .index import WRITE_STATS
+from .keys import integer_key_column
 from .log_objects import LogCache
 from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_slices
 
@@ -178,19 +179,25 @@ def schedule(table: Table, *, force: bool = False) -> str | None:
     return t
 
 
-def _slice_of(st: TableState, op: dict[str, Any]) -> MorSlice | None:
-    """The planned slice, or None when the plan no longer fits the table (a planned log's
-    delta commit was rolled back, or the base was replaced)."""
-    files = st.all_files()
-    base = files.get(str(op["base_path"]))
-    logs = live_logs(st)
-    if base is None or any(p not in logs for p in op["log_paths"]):
-        return None
-    current = st.file_slices().get(str(op["file_group"]))
-    if not current or base not in current:
-        return None
-    picked = sorted((logs[p] for p in op["log_paths"]), key=lambda x: x[0])
-    return MorSlice(str(op["file_group"]), str(op["partition"]), base, 0, tuple(picked))
+def _planned_slices(st: TableState, ops: Sequence[dict[str, Any]]) -> list[MorSlice | None]:
+    """Each planned slice, or None where the plan no longer fits the table (a planned log's
+    delta commit was rolled back, or the base was replaced). The table's files, live logs
+    and file slices are gathered once for the whole plan: gathered per operation, they were
+    most of a compaction of many file groups after many delta commits."""
+    files, logs, groups = st.all_files(), live_logs(st), st.file_slices()
+    out: list[MorSlice | None] = []
+    for op in ops:
+        base = files.get(str(op["base_path"]))
+        current = groups.get(str(op["file_group"])) or []
+        fits = base is not None and base in current and all(p in logs for p in op["log_paths"])
+        if not fits:
+            out.append(None)
+            continue
+        assert base is not None
+        picked = sorted((logs[p] for p in op["log_paths"]), key=lambda x: x[0])
+        group, part = str(op["file_group"]), str(op["partition"])
+        out.append(MorSlice(group, part, base, 0, tuple(picked)))
+    return out
 
 
 def _discard(table: Table, t: str) -> None:
@@ -243,21 +250,26 @@ def start(table: Table, t: str) -> CompactionRun | None:
     detail = plan[COMPACTION_DETAIL]
     anchor = int(detail["log_anchor_seq"])
     st = table.state(refresh=False)
-    slices = [_slice_of(st, op) for op in detail["operations"]]
+    slices = _planned_slices(st, detail["operations"])
     if any(sl is None for sl in slices):
         _discard(table, t)
         return None
     with contextlib.suppress(Conflict):
         table.tl.states.create(Instant(t, COMPACTION, State.INFLIGHT), b"{}")
     crash.point(f"{COMPACTION}.inflight")
-    # The plan was just checked against this state (`_slice_of`: its base files current, its
+    # The plan was just checked against this state (`_planned_slices`: its base files current, its
     # logs live), so only completions after it are validated: a rollback or restore that left
     # the plan intact does not stop it. Completes as a commit.
     seen = max([anchor, *(e.seq for e in st.entries)])
     txn = _CompactionTxn(table, t, COMMIT, seen, "compact")
     target = WriteTarget(t, table.settings.writer_id, math.inf)
+    schema = st.schema(anchor)
     work = CompactionWork(
-        target, st.schema(anchor), table.settings.bloom_index_fpp, tuple(s for s in slices if s)
+        target,
+        schema,
+        table.settings.bloom_index_fpp,
+        tuple(s for s in slices if s),
+        integer_key_column(table.properties, schema),
     )
     return CompactionRun(table, txn, work, anchor)
 

@@ -40,6 +40,9 @@ class CompactionWork:
     bloom_fpp: float
     #: The planned slices, in plan order: base file and logs of each file group.
     slices: tuple[MorSlice, ...]
+    #: The table's single integer record key column, which the merge matches keys by
+    #: (keys.integer_key_column); None: by the record key text.
+    key_col: str | None = None
 
     @property
     def instant_time(self) -> str:
@@ -63,7 +66,7 @@ def compact_file_group(
     """Merge one slice (base + logs, by the table's merge) into its new base file; returns
     the file and its write stats (the compaction commit's per-file record). `cache`: the
     plan's log objects, shared by the tasks of one process (else a ranged GET per block)."""
-    rows = read_slice(writer.store, sl, work.schema, cache=cache)
+    rows = read_slice(writer.store, sl, work.schema, cache=cache, key_col=work.key_col)
     name = base_file_name(sl.group, work.instant_time)
     f = writer.write(rows, sl.partition, file_group=sl.group, name=name)
     assert f is not None  # unguarded writers always describe what they wrote

@@ -77,6 +77,18 @@ def partition_path_array(data: pa.Table, props: KeyedProperties) -> pa.Array:
     return pc.binary_join_element_wise(*named, "/")
 
 
+def integer_key_column(props: KeyedProperties | None, schema: pa.Schema | None) -> str | None:
+    """The record key column when it is the table's only one and holds integers, else None:
+    each row's record key is then that value as text (`record_keys`), so readers can match
+    records by the numbers instead of hashing text."""
+    if props is None or schema is None or len(props.record_key) != 1:
+        return None
+    (col,) = props.record_key
+    if col in schema.names and pa.types.is_integer(schema.field(col).type):
+        return col
+    return None
+
+
 def identities(keys: Sequence[str], partitions: Sequence[str], props: KeyedProperties) -> list[str]:
     """What names one record: its key (global keys) or its partition and key."""
     if props.key_scope == PARTITION:

@@ -54,6 +54,10 @@ DELETE = "D"
 LOG_FILES = "log_files"  # the commit-metadata field listing a delta commit's log files
 _HEADER = b"flowledger.log"
 _REBUILT = (*META_COLUMNS, OP_COL)
+_UPSERT_VALUE, _DELETE_VALUE = pa.scalar(UPSERT, pa.string()), pa.scalar(DELETE, pa.string())
+#: A block is small: decompressing its few buffers on Arrow's thread pool costs more in
+#: hand-offs than it saves, and a snapshot already decodes blocks on several threads.
+_READ_OPTIONS = ipc.IpcReadOptions(use_threads=False)
 #: A body that is one zstd frame of the whole (uncompressed) IPC stream, after this magic
 #: and the stream's length (8 bytes, little-endian).
 _WHOLE = b"FLZ1"
@@ -267,12 +271,14 @@ def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
         rows = rows.append_column(RECORD_KEY_COL, key)
     if "upserts" in header:
         u = int(header["upserts"])
-        ops = np.where(np.arange(n) < u, UPSERT, DELETE)
-        rows = rows.append_column(OP_COL, pa.array(ops, pa.string()))
+        ops = pa.concat_arrays([pa.repeat(_UPSERT_VALUE, u), pa.repeat(_DELETE_VALUE, n - u)])
+        rows = rows.append_column(OP_COL, ops)
     if "columns" in header:
         return rows.select([str(c) for c in header["columns"]])
-    rest = [c for c in rows.column_names if c not in _REBUILT]
-    return rows.select([c for c in (*META_COLUMNS, *rest, OP_COL) if c in rows.column_names])
+    names = rows.column_names  # (a fresh list per call: read once, as a snapshot decodes
+    # thousands of blocks)
+    rest = [c for c in names if c not in _REBUILT]
+    return rows.select([c for c in (*META_COLUMNS, *rest, OP_COL) if c in names])
 
 
 def write_log(
@@ -336,7 +342,7 @@ def decode_log(data: bytes | memoryview, log: LogFile, where: str) -> pa.Table:
     if bytes(body[:4]) == _WHOLE:
         size = int.from_bytes(bytes(body[4:12]), "little")
         body = pa.Codec("zstd").decompress(bytes(body[12:]), decompressed_size=size)
-    with ipc.open_stream(pa.BufferReader(body)) as r:
+    with ipc.open_stream(pa.BufferReader(body), options=_READ_OPTIONS) as r:
         rows = r.read_all()
     meta = rows.schema.metadata or {}
     try:

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ..metadata import Entry
 from .changes import DELETE, INSERT, UPDATE, ChangeRange, cdc_schema, change_row
-from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from .logfile import logs_of
 from .mor_read import read_slices
 from .properties import PARTITION, KeyedProperties
@@ -51,7 +51,8 @@ def incremental(
                     lf.file_group for lf in logs_of(e.metadata)
                 }
         picked = [slices[g] for g in sorted(touched) if g in slices]
-    data = read_slices(table.store, picked, r.schema)
+    key_col = integer_key_column(table.properties, r.schema)
+    data = read_slices(table.store, picked, r.schema, key_col=key_col)
     if data is None:
         return r.schema.empty_table() if r.schema is not None else pa.table({})
     if data.num_rows == 0 or COMMIT_TIME_COL not in data.column_names:
@@ -63,8 +64,9 @@ def _rows_by_id(
     table: Table, r: ChangeRange, slices: list[MorSlice], props: KeyedProperties
 ) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
+    key_col = integer_key_column(props, r.schema)
     for sl in slices:
-        data = read_slices(table.store, [sl], r.schema)
+        data = read_slices(table.store, [sl], r.schema, key_col=key_col)
         if data is None:
             continue
         for row in data.to_pylist():

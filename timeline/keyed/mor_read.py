@@ -35,12 +35,15 @@ READ_PARALLELISM = 8
 MERGE_BATCH = 64
 
 
-def _projection(columns: Sequence[str] | None, sl: MorSlice) -> list[str] | None:
-    """The columns a slice read fetches: the record key and the ordering column its logs
-    merge by, whatever `columns` says."""
+def _projection(
+    columns: Sequence[str] | None, sl: MorSlice, key_col: str | None = None
+) -> list[str] | None:
+    """The columns a slice read fetches: the record key (and the integer key column keys
+    are matched by) and the ordering column its logs merge by, whatever `columns` says."""
     if columns is None:
         return None
-    need = [RECORD_KEY_COL, *sorted({lf.merge_by for _, lf in sl.logs if lf.merge_by})]
+    keys = [RECORD_KEY_COL, *([key_col] if key_col else [])]
+    need = [*keys, *sorted({lf.merge_by for _, lf in sl.logs if lf.merge_by})]
     return list(columns) + [c for c in need if c not in columns]
 
 
@@ -61,6 +64,8 @@ def _log_rows(
 
 def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) -> pa.Table:
     """A block's rows in the table's schema, projected to `wanted` (op column last)."""
+    if wanted is None and schema is not None and _as_written(rows.schema, schema):
+        return rows  # the usual block of a full read: nothing to reshape
     ops = rows.column(OP_COL)
     body = rows.drop_columns([OP_COL])
     if schema is not None and not _conformed(body.schema, schema, wanted):
@@ -68,6 +73,14 @@ def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) 
     if wanted is not None:
         body = body.select([c for c in wanted if c in body.column_names])
     return body.append_column(OP_COL, ops)
+
+
+def _as_written(got: pa.Schema, schema: pa.Schema) -> bool:
+    """Whether a block's columns are the table's schema and the op column, in order and
+    of the same types (a schema comparison in Arrow, not a loop over the fields here)."""
+    if len(got) != len(schema) + 1 or got.names[-1] != OP_COL:
+        return False
+    return bool(got.remove(len(schema)).equals(schema))
 
 
 def _conformed(got: pa.Schema, schema: pa.Schema, wanted: list[str] | None) -> bool:
@@ -104,17 +117,21 @@ class SliceReader:
         columns: Sequence[str] | None = None,
         parallelism: int = READ_PARALLELISM,
         cache: LogCache | None = None,
+        key_col: str | None = None,
     ) -> None:
         self.store = store
         self.schema = schema
         self.columns = columns
         self.parallelism = max(1, parallelism)
         self.cache = cache
+        #: The table's single integer record key column: keys are matched as its numbers
+        #: (log_merge.py); None: as the record key text.
+        self.key_col = key_col
 
     def read(self, slices: Sequence[MorSlice]) -> list[pa.Table]:
         """Each slice's merged rows, in the order given."""
         return [
-            _finish(merge(base, logs, _rules(sl)), self.columns)
+            _finish(merge(base, logs, _rules(sl), key_col=self.key_col), self.columns)
             for sl, base, logs in self._fetched(slices)
         ]
 
@@ -127,10 +144,10 @@ class SliceReader:
         for sl, base, logs in self._fetched(slices):
             todo.append((base, logs, _rules(sl)))
             if len(todo) >= MERGE_BATCH:
-                out.append(_finish(merge_slices(todo), self.columns))
+                out.append(_finish(merge_slices(todo, key_col=self.key_col), self.columns))
                 todo = []
         if todo:
-            out.append(_finish(merge_slices(todo), self.columns))
+            out.append(_finish(merge_slices(todo, key_col=self.key_col), self.columns))
         if not out:
             return None
         return pa.concat_tables(out, promote_options="default")
@@ -145,7 +162,7 @@ class SliceReader:
         objects = sum(1 + len(sl.logs) for sl in slices)
         if objects <= 1 or self.parallelism == 1:
             for sl in slices:
-                w = _projection(self.columns, sl)
+                w = _projection(self.columns, sl, self.key_col)
                 base = _base_rows(self.store, sl.base, self.schema, w)
                 c = self.cache
                 logs = [_log_rows(self.store, lf, self.schema, w, c) for _, lf in sl.logs]
@@ -158,7 +175,7 @@ class SliceReader:
             }
             queued = [self._queue(pool, sl, shared) for sl in slices]
             for sl, (base_fut, parts) in zip(slices, queued, strict=True):
-                w = _projection(self.columns, sl)
+                w = _projection(self.columns, sl, self.key_col)
                 pairs = zip(parts, sl.logs, strict=True)
                 yield sl, base_fut.result(), [self._part(part, lf, w) for part, (_, lf) in pairs]
 
@@ -176,7 +193,7 @@ class SliceReader:
         sl: MorSlice,
         shared: dict[str, Future[dict[str, pa.Table]]],
     ) -> tuple[Future[pa.Table], list[Any]]:
-        s, w = self.schema, _projection(self.columns, sl)
+        s, w = self.schema, _projection(self.columns, sl, self.key_col)
         base = pool.submit(_base_rows, self.store, sl.base, s, w)
         parts: list[Any] = [
             shared[lf.path]
@@ -195,12 +212,15 @@ def read_slice(
     *,
     parallelism: int = READ_PARALLELISM,
     cache: LogCache | None = None,
+    key_col: str | None = None,
 ) -> pa.Table:
     """One slice's merged rows in the table's schema (`columns`: a projection; the record
     key is read whatever it says, and dropped again when not asked for). Its base and logs
     are fetched concurrently (`parallelism` 1: one after the other, for a caller that
-    already reads several slices at once); `cache`: its log blocks from there."""
-    return SliceReader(store, schema, columns, parallelism, cache).read([sl])[0]
+    already reads several slices at once); `cache`: its log blocks from there; `key_col`:
+    the table's single integer record key column (`keys.integer_key_column`), keys
+    matched as numbers."""
+    return SliceReader(store, schema, columns, parallelism, cache, key_col).read([sl])[0]
 
 
 def read_slices(
@@ -208,6 +228,9 @@ def read_slices(
     slices: Sequence[MorSlice],
     schema: pa.Schema | None,
     columns: Sequence[str] | None = None,
+    *,
+    key_col: str | None = None,
 ) -> pa.Table | None:
-    """Every slice's merged rows, concatenated in the order given (None: no slices)."""
-    return SliceReader(store, schema, columns).read_merged(slices)
+    """Every slice's merged rows, concatenated in the order given (None: no slices);
+    `key_col` as for `read_slice`."""
+    return SliceReader(store, schema, columns, key_col=key_col).read_merged(slices)
