@@ -28,6 +28,9 @@ from .logfile import LOG_FILES, log_ref
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
+#: Appended to a log's ref: the index entry of the keys it upserts that its slice's base
+#: file's range and bloom do not name (mor_index.py).
+BEYOND_BASE = "#beyond_base"
 #: Bloom sidecar objects one index lookup fetches at once (GETs in flight); a lookup holds
 #: the filters of at most this many files beyond its cache (below) at a time.
 SIDECAR_PARALLELISM = 16
@@ -55,6 +58,8 @@ def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
         for lg in e.metadata.get(LOG_FILES, ()):  # a log's keys (merge-on-read tables)
             if "min_key" in lg:
                 out[log_ref(lg)] = lg
+            if lg.get("beyond_base"):  # its keys its base's range and bloom do not name
+                out[log_ref(lg) + BEYOND_BASE] = lg["beyond_base"]
     return out
 
 

@@ -12,8 +12,9 @@ One write, after `begin`:
    applies it by (log_merge.py): under the event_time merge mode its entries are compared
    by ordering value at read time, against the merged state before them; a delete by keys
    alone wins unconditionally;
-4. the block's log file records the key range and bloom filter of its upserts, so the index
-   finds a key inserted into a log again (mor_index.py);
+4. the block's log file records the key range of its upserts and a bloom filter of those
+   its base's range and bloom may not name, so the index finds a key inserted into a log
+   again (mor_index.py);
 5. the blocks of one partition are PUT as one log object (log_objects.py): a delta commit
    makes one PUT per partition it touches, not one per file group.
 
@@ -35,11 +36,11 @@ from .. import crash
 from ..instant import DELTA_COMMIT, Instant
 from ..schema import conform, merge_schemas
 from .decide import Replaced, decide_filter
-from .index import WRITE_STATS, IndexFactory
+from .index import WRITE_STATS, IndexFactory, range_bloom_index
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .log_objects import Block, encode, log_object_name, write_log_object
 from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT
-from .mor_index import log_key_stats
+from .mor_index import SliceIndex, log_key_stats
 from .mor_route import route_deletes, route_upserts
 from .planner import FAIL, Planner, prepare_batch
 from .planning import Filter, plan_on
@@ -170,12 +171,25 @@ def delta_write(
             int_key = key_from
         fpp = table.settings.bloom_index_fpp
 
+        # The base files' recorded ranges and blooms, as every later lookup reads them: the
+        # router's own when it is the default (its sidecar filters are then cached already)
+        named = (
+            plan.index.inner
+            if index is None and isinstance(plan.index, SliceIndex)
+            else range_bloom_index(table.store, st, props)
+        )
+
         def key_stats(d: _Delta) -> dict[str, Any]:
             if batch is None or not d.upserts:
                 return {}
             idx = pa.array(np.concatenate(d.upserts), pa.int64())
             ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
-            return log_key_stats(batch.keys.take(idx), fpp, ints)
+            keys = batch.keys.take(idx)
+            base = d.sl.base
+            hits = named.candidates([base], keys.to_pylist()).get(base.path, [])
+            beyond = np.ones(len(keys), dtype=bool)
+            beyond[np.asarray(hits, dtype=np.int64)] = False
+            return log_key_stats(keys, fpp, ints, base=base.path, beyond=pa.array(beyond))
 
         def block(group: str) -> Block:
             d = deltas.groups[group]

@@ -95,7 +95,12 @@ def test_a_new_key_inside_a_group_lives_in_its_log_and_is_found_again(tmp_path: 
     e = t.entry(done.time)
     assert read == 0 and not e.added  # into the log of the group whose range holds it
     (log,) = e.metadata[LOG_FILES]
-    assert (log["min_key"], log["key_min"], log["key_max"]) == ("5", 5, 5) and log["bloom"]
+    assert (log["min_key"], log["key_min"], log["key_max"]) == ("5", 5, 5)
+    # the base's recorded bloom does not name 5 (the writer's index left blooms out): the
+    # log's own entry does, for every later lookup
+    beyond = log["beyond_base"]
+    assert (beyond["min_key"], beyond["key_min"], beyond["key_max"]) == ("5", 5, 5)
+    assert beyond["bloom"] and log["base"] == t.state().snapshot().files[0].path
     assert _values(t.read()) == {1: "x", 3: "x", 5: "new", 7: "x", 9: "x"}
     cdc = t.changes(first.time, cdc=True).to_pylist()
     assert [(c["record_key"], c["op"]) for c in cdc] == [("5", "i")]
@@ -125,3 +130,32 @@ def test_a_key_in_a_log_the_compacted_base_never_saw_is_not_inserted_twice(
     assert read == 0 and not t.entry(done.time).added  # found in the log, not inserted anew
     data = t.read()
     assert data.num_rows == 5 and _values(data)[5] == "updated"
+
+
+@pytest.mark.unit
+def test_logs_of_keys_their_base_names_add_nothing_for_the_index_to_probe(
+    tmp_path: Path,
+) -> None:
+    """Updates of stored keys are named by their base file's range and bloom already: their
+    logs record the base and the range of their keys but no filter, so later writes probe
+    one filter per file group however many delta commits came before."""
+    t = _table(tmp_path)
+    t.upsert(_rows(list(range(1, 41)), "x", 1))
+    base = t.state().snapshot().files[0].path
+    probed: list[int] = []
+    for i in range(2, 6):
+        done = delta_write(
+            t,
+            PROPS,
+            "upsert",
+            data=_rows([i, 10 + i, 20 + i], f"v{i}", i),
+            on_plan=lambda p: probed.append(sum(len(v) for v in p.index.logs.values())),
+        )
+        (log,) = t.entry(done.time).metadata[LOG_FILES]
+        assert log["base"] == base and "beyond_base" not in log and "bloom" not in log
+        assert (log["key_min"], log["key_max"]) == (i, 20 + i)
+    assert probed == [0, 0, 0, 0]
+    assert _values(t.read()) == {
+        **{k: "x" for k in range(1, 41)},
+        **{k: f"v{i}" for i in range(2, 6) for k in (i, 10 + i, 20 + i)},
+    }
