@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -92,9 +93,16 @@ class SliceIndex:
     """A KeyIndex over slices: asked about base files, it answers for their whole slices
     (base or logs), under the base file's path."""
 
-    def __init__(self, inner: KeyIndex, slices: Mapping[str, MorSlice]) -> None:
+    def __init__(
+        self, inner: KeyIndex, slices: Mapping[str, MorSlice], *, record_base_hits: bool = False
+    ) -> None:
+        """`record_base_hits`: `inner` reads the base files' recorded ranges and blooms as
+        they are (the default index): remember which keys each base named, so a writer
+        knows which keys its logs must index beyond their base (`named_by_base`) without
+        probing (and fetching) the base filters again."""
         self.inner = inner
         self.logs: dict[str, list[DataFile]] = {}
+        self.base_hits: dict[str, set[str]] | None = {} if record_base_hits else None
         key = getattr(inner, "integer_key", None)  # RangeBloomIndex compares it as numbers
         for sl in slices.values():
             for _, lf in sl.logs:
@@ -121,9 +129,23 @@ class SliceIndex:
                 owner[lf.path] = f.path
                 asked.append(lf)
         found = self.inner.candidates(asked, keys)
+        if self.base_hits is not None:
+            for path, hits in found.items():
+                if owner[path] == path:
+                    self.base_hits.setdefault(path, set()).update(keys[i] for i in hits)
         if len(asked) == len(files):
             return found  # no log keys to consult: the base files answer alone
         out: dict[str, set[int]] = {}
         for path, hits in found.items():
             out.setdefault(owner[path], set()).update(hits)
         return {p: sorted(h) for p, h in out.items()}
+
+    def named_by_base(self, base: DataFile, keys: pa.Array) -> pa.Array | None:
+        """Per key of a log written to `base`'s slice (a key this index named that slice
+        for): whether the base's recorded range and bloom name it; None when unknown."""
+        if self.base_hits is None:
+            return None
+        named = self.base_hits.get(base.path)
+        if not named:
+            return pa.array(np.zeros(len(keys), dtype=bool))
+        return pc.is_in(keys, value_set=pa.array(list(named), pa.string()))

@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import crash
 from ..instant import DELTA_COMMIT, Instant
+from ..metadata import DataFile
 from ..schema import conform, merge_schemas
 from .decide import Replaced, decide_filter
-from .index import WRITE_STATS, IndexFactory, range_bloom_index
+from .index import WRITE_STATS, IndexFactory, KeyIndex, range_bloom_index
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .log_objects import Block, encode, log_object_name, write_log_object
 from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT
@@ -171,13 +173,21 @@ def delta_write(
             int_key = key_from
         fpp = table.settings.bloom_index_fpp
 
-        # The base files' recorded ranges and blooms, as every later lookup reads them: the
-        # router's own when it is the default (its sidecar filters are then cached already)
-        named = (
-            plan.index.inner
-            if index is None and isinstance(plan.index, SliceIndex)
-            else range_bloom_index(table.store, st, props)
-        )
+        router = plan.index if isinstance(plan.index, SliceIndex) else None
+        canonical: list[KeyIndex] = []  # built when the router's index is not the default
+
+        def named_by_base(base: DataFile, keys: pa.Array) -> pa.Array:
+            """Whether the base's recorded range and bloom (as every later lookup reads
+            them) name each key: the router's answer when it had the default index."""
+            named = router.named_by_base(base, keys) if router is not None else None
+            if named is not None:
+                return named
+            if not canonical:
+                canonical.append(range_bloom_index(table.store, st, props))
+            hits = canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
+            mask = np.zeros(len(keys), dtype=bool)
+            mask[np.asarray(hits, dtype=np.int64)] = True
+            return pa.array(mask)
 
         def key_stats(d: _Delta) -> dict[str, Any]:
             if batch is None or not d.upserts:
@@ -185,11 +195,8 @@ def delta_write(
             idx = pa.array(np.concatenate(d.upserts), pa.int64())
             ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
             keys = batch.keys.take(idx)
-            base = d.sl.base
-            hits = named.candidates([base], keys.to_pylist()).get(base.path, [])
-            beyond = np.ones(len(keys), dtype=bool)
-            beyond[np.asarray(hits, dtype=np.int64)] = False
-            return log_key_stats(keys, fpp, ints, base=base.path, beyond=pa.array(beyond))
+            beyond = pc.invert(named_by_base(d.sl.base, keys))
+            return log_key_stats(keys, fpp, ints, base=d.sl.base.path, beyond=beyond)
 
         def block(group: str) -> Block:
             d = deltas.groups[group]

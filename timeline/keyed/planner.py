@@ -139,7 +139,9 @@ class Planner:
             self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
             # a slice may hold a key in its base or in a log (mor_index.py)
             self.index: KeyIndex = SliceIndex(
-                (index or range_bloom_index)(table.store, st, props), self.slices
+                (index or range_bloom_index)(table.store, st, props),
+                self.slices,
+                record_base_hits=index is None,
             )
         else:
             self.files = st.snapshot().files
