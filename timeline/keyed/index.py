@@ -34,10 +34,10 @@ BEYOND_BASE = "#beyond_base"
 #: Bloom sidecar objects one index lookup fetches at once (GETs in flight); a lookup holds
 #: the filters of at most this many files beyond its cache (below) at a time.
 SIDECAR_PARALLELISM = 16
-#: Bytes of sidecar filters an index keeps once probed (a merge-on-read write asks twice: its
-#: router, then the confirmation of uncertain keys). Past it a filter is dropped after its
-#: probe and fetched again if asked again: a table's filters add up to ~1.2 bytes per key
-#: (fpp 0.01), so holding all of them would grow a writer's memory with the table.
+#: Bytes of sidecar filters an index keeps once probed (for an index asked more than once
+#: in one write). Past it a filter is dropped after its probe and fetched again if asked
+#: again: a table's filters add up to ~1.2 bytes per key (fpp 0.01), so holding all of them
+#: would grow a writer's memory with the table.
 SIDECAR_CACHE_BYTES = 32 * 1024 * 1024
 
 
@@ -116,8 +116,7 @@ class RangeBloomIndex:
         self.integer_key = integer_key
         self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
         #: Filters fetched from sidecars, by data file, up to `SIDECAR_CACHE_BYTES`: a write
-        #: that asks twice (the merge-on-read router, then its confirmation of the uncertain
-        #: keys) GETs each once while they fit.
+        #: that asks more than once GETs each once while they fit.
         self._sidecars: dict[str, BloomFilter] = {}
         self._cached_bytes = 0
 
