@@ -104,7 +104,9 @@ def test_a_new_key_inside_a_group_lives_in_its_log_and_is_found_again(tmp_path: 
     assert _values(t.read()) == {1: "x", 3: "x", 5: "new", 7: "x", 9: "x"}
     cdc = t.changes(first.time, cdc=True).to_pylist()
     assert [(c["record_key"], c["op"]) for c in cdc] == [("5", "i")]
-    _upsert(t, _rows([5], "again", 2))
+    again, read = _upsert(t, _rows([5], "again", 2))  # found through the log's entry
+    (log,) = t.entry(again.time).metadata[LOG_FILES]
+    assert read == 0 and log["beyond_base"]["key_min"] == 5  # still beyond the base
     assert _values(t.read())[5] == "again" and t.read().num_rows == 5
     t.delete([5])
     assert 5 not in _values(t.read())
