@@ -144,15 +144,16 @@ class RangeBloomIndex:
                 probed.append((f, first, last))
         # A window of files at a time: their sidecars are fetched together (latency
         # overlaps) and dropped after the probe unless the cache keeps them.
+        at = np.asarray(order, dtype=np.int64)  # one array: each file's span is a view of it
         for start in range(0, len(probed), SIDECAR_PARALLELISM):
             window = probed[start : start + SIDECAR_PARALLELISM]
-            self._probe(window, order, keys, hashes, out)
+            self._probe(window, at, keys, hashes, out)
         return out
 
     def _probe(
         self,
         window: Sequence[tuple[DataFile, int, int]],
-        order: Sequence[int],
+        order: np.ndarray,
         keys: Sequence[str],
         hashes: dict[str, tuple[np.ndarray, np.ndarray]],
         out: dict[str, list[int]],
@@ -162,17 +163,15 @@ class RangeBloomIndex:
         fetched = self._fetch_sidecars([f for f, _, _ in window])
         for f, first, last in window:
             self.probed_files += 1
-            positions = order[first:last]
+            pos = order[first:last]
             bloom = self._bloom(f, fetched)
             if bloom is not None:
                 h = hashes.get(bloom.hash_name)
                 if h is None:
                     h = hashes[bloom.hash_name] = key_hashes(keys, bloom.hash_name)
-                pos = np.asarray(positions, dtype=np.int64)
-                maybe = bloom.might_contain_hashed(h[0][pos], h[1][pos])
-                positions = pos[maybe].tolist()
-            if positions:
-                out[f.path] = list(positions)
+                pos = pos[bloom.might_contain_hashed(h[0][pos], h[1][pos])]
+            if len(pos):
+                out[f.path] = pos.tolist()
 
     def in_some_range(self, files: Sequence[DataFile], keys: Keys) -> np.ndarray:
         """Per key: whether some file's key range holds it (a file without a range holds
