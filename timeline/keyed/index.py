@@ -36,7 +36,7 @@ BEYOND_BASE = "#beyond_base"
 SIDECAR_PARALLELISM = 16
 #: Bytes of sidecar filters an index keeps once probed (for an index asked more than once
 #: in one write). Past it a filter is dropped after its probe and fetched again if asked
-#: again: a table's filters add up to ~1.2 bytes per key (fpp 0.01), so holding all of them
+#: again: a table's filters add up to ~3.6 bytes per key (fpp 1e-6), so holding all of them
 #: would grow a writer's memory with the table.
 SIDECAR_CACHE_BYTES = 32 * 1024 * 1024
 

@@ -161,3 +161,32 @@ def test_logs_of_keys_their_base_names_add_nothing_for_the_index_to_probe(
         **{k: "x" for k in range(1, 41)},
         **{k: f"v{i}" for i in range(2, 6) for k in (i, 10 + i, 20 + i)},
     }
+
+
+@pytest.mark.unit
+def test_random_updates_of_global_keys_over_overlapping_ranges_read_no_slice(
+    tmp_path: Path,
+) -> None:
+    """Keys partitioned by something else than their order give every file of a load the
+    same key range, so each key is probed against the filters of all of them: at the
+    default false-positive rate a random update batch still has one candidate per key."""
+    props = KeyedProperties.of(
+        "id", ordering_field="ts", partition_by="p", merge_mode="event_time",
+        table_type="merge_on_read", key_scope="global",
+    )  # fmt: skip
+    store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
+    t = Table.create(store, props, OFF)
+    ids = list(range(20_000))
+    t.upsert(pa.table({"id": ids, "ts": [1] * len(ids), "p": [f"p{i % 20}" for i in ids]}))
+    assert len(t.state().snapshot().files) == 20  # one key range, twenty filters
+    picked = ids[7::10]
+    batch = pa.table({"id": picked, "ts": [2] * len(picked), "p": [f"p{i % 20}" for i in picked]})
+    read: list[int] = []
+    done = delta_write(t, props, "upsert", data=batch, on_plan=lambda p: read.append(p.files_read))
+    assert read == [0] and not t.entry(done.time).added
+    data = t.read()
+    assert data.num_rows == len(ids)
+    assert (
+        sorted(data.filter(pa.compute.equal(data.column("ts"), 2)).column("id").to_pylist())
+        == picked
+    )
