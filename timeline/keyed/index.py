@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
@@ -143,16 +143,31 @@ class RangeBloomIndex:
             if first < last:
                 probed.append((f, first, last))
         # A window of files at a time: their sidecars are fetched together (latency
-        # overlaps) and dropped after the probe unless the cache keeps them.
+        # overlaps), the next window's while this one is probed, through one pool for the
+        # whole lookup; each is dropped after its probe unless the cache keeps it.
         at = np.asarray(order, dtype=np.int64)  # one array: each file's span is a view of it
-        for start in range(0, len(probed), SIDECAR_PARALLELISM):
-            window = probed[start : start + SIDECAR_PARALLELISM]
-            self._probe(window, at, keys, hashes, out)
+        windows = [
+            probed[i : i + SIDECAR_PARALLELISM] for i in range(0, len(probed), SIDECAR_PARALLELISM)
+        ]
+        if not any(self._missing([f for f, _, _ in w]) for w in windows):
+            for window in windows:
+                self._probe(window, {}, at, keys, hashes, out)
+            return out
+        with ThreadPoolExecutor(SIDECAR_PARALLELISM) as pool:
+            ahead = self._fetch_sidecars(pool, [f for f, _, _ in windows[0]])
+            for i, window in enumerate(windows):
+                fetched = {path: fut.result() for path, fut in ahead.items()}
+                for path, bf in fetched.items():
+                    self._keep(path, bf)
+                if i + 1 < len(windows):
+                    ahead = self._fetch_sidecars(pool, [f for f, _, _ in windows[i + 1]])
+                self._probe(window, fetched, at, keys, hashes, out)
         return out
 
     def _probe(
         self,
         window: Sequence[tuple[DataFile, int, int]],
+        fetched: Mapping[str, BloomFilter],
         order: np.ndarray,
         keys: Sequence[str],
         hashes: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -160,7 +175,6 @@ class RangeBloomIndex:
     ) -> None:
         """Probe the files of `window` (file, first, last: its keys' span in `order`) with
         their bloom filters, adding each file's possible keys to `out`."""
-        fetched = self._fetch_sidecars([f for f, _, _ in window])
         for f, first, last in window:
             self.probed_files += 1
             pos = order[first:last]
@@ -218,27 +232,25 @@ class RangeBloomIndex:
             hit = pc.or_(hit, within)
         return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
 
-    def _fetch_sidecars(self, files: Sequence[DataFile]) -> dict[str, BloomFilter]:
-        """GET the sidecar filters of `files` not cached, all at once (one round trip each:
-        fetched one after the other they add up); kept in the cache while it has room, and
-        returned by data file either way (the caller drops them after its probe)."""
+    def _missing(self, files: Sequence[DataFile]) -> list[tuple[str, Mapping[str, Any]]]:
+        """The files among `files` whose filter is a sidecar not in the cache, with stats."""
         todo = []
         for f in files:
             s = self.stats.get(f.path, {})
             if f.path not in self._sidecars and not s.get("bloom") and s.get("bloom_path"):
-                todo.append((f.path, s, str(s["bloom_path"])))
-        if not todo:
-            return {}
-        if len(todo) == 1:
-            got = [self._sidecar(todo[0][1], todo[0][2])]
-        else:
-            with ThreadPoolExecutor(min(SIDECAR_PARALLELISM, len(todo))) as pool:
-                got = list(pool.map(lambda t: self._sidecar(t[1], t[2]), todo))
-        out = {}
-        for (path, _, _), bf in zip(todo, got, strict=True):
-            out[path] = bf
-            self._keep(path, bf)
-        return out
+                todo.append((f.path, s))
+        return todo
+
+    def _fetch_sidecars(
+        self, pool: ThreadPoolExecutor, files: Sequence[DataFile]
+    ) -> dict[str, Future[BloomFilter]]:
+        """Start the GETs of the sidecar filters of `files` not cached, all at once (one
+        round trip each: fetched one after the other they add up); the caller keeps them
+        in the cache while it has room and drops the rest after its probe."""
+        return {
+            path: pool.submit(self._sidecar, s, str(s["bloom_path"]))
+            for path, s in self._missing(files)
+        }
 
     def _keep(self, path: str, bf: BloomFilter) -> None:
         if self._cached_bytes + len(bf.bits) <= SIDECAR_CACHE_BYTES:

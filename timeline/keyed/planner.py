@@ -218,9 +218,7 @@ class Planner:
                 out.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
         return out
 
-    def locate(
-        self, batch: Batch, probes: list[tuple[int, np.ndarray]] | None = None
-    ) -> pa.Table:
+    def locate(self, batch: Batch, probes: list[tuple[int, np.ndarray]] | None = None) -> pa.Table:
         """The batch's records the table holds: a table of `pos` (batch row), `file` (index
         into `self.files`), `row` (in `rows_of` that file) and `stored` (ordering value).
         Candidate files are read for their key (and ordering) column only, a bounded number
