@@ -97,9 +97,12 @@ class TableSettings:
     #: the table has no rows to measure.
     copy_on_write_record_size_estimate: int = 1024
     #: hoodie.index.bloom.fpp: false-positive rate of the per-file bloom filter of record
-    #: keys (bigger than Hudi's 1e-9: a filter up to 4 KiB sits in the commit metadata, a
-    #: bigger one in a checksummed sidecar object, at most 4 MiB; see timeline/keyed/bloom.py).
-    bloom_index_fpp: float = 0.01
+    #: keys. Tight, because a merge-on-read write reads the slices of every key with a false
+    #: second candidate, and a global key over overlapping ranges is probed against dozens
+    #: of filters; bigger than Hudi's 1e-9 so that a 1,000-key file's filter (~29 bits a key)
+    #: still fits inline in the commit metadata (4 KiB; bigger ones go to a checksummed
+    #: sidecar object, at most 4 MiB; see timeline/keyed/bloom.py).
+    bloom_index_fpp: float = 1e-6
     #: File groups one writer process reads and rewrites at once (keyed writes and
     #: compaction; Hudi spreads the same work over hoodie.upsert.shuffle.parallelism tasks).
     #: Reads, encoding and PUTs overlap; each holds one file group's bytes and one row group

@@ -59,8 +59,15 @@ def _stored(found: pa.Table) -> pa.Array:
     return pa.nulls(found.num_rows)
 
 
-def decide_upserts(plan: Planner, batch: Batch, operation: str, on_duplicate: str) -> Upserts:
-    found = plan.locate(batch)
+def decide_upserts(
+    plan: Planner,
+    batch: Batch,
+    operation: str,
+    on_duplicate: str,
+    probes: list[tuple[int, np.ndarray]] | None = None,
+) -> Upserts:
+    """`probes`: the batch's candidates, if the caller has them (Planner.locate)."""
+    found = plan.locate(batch, probes)
     n = len(batch.ids)
     pos = found.column("pos").to_numpy()
     is_new = np.ones(n, dtype=bool)
@@ -102,9 +109,11 @@ def decide_upserts(plan: Planner, batch: Batch, operation: str, on_duplicate: st
     return Upserts(replaced, inserts)
 
 
-def decide_deletes(plan: Planner, dbatch: Batch) -> Replaced:
-    """The stored records the deletes win over."""
-    found = plan.locate(dbatch)
+def decide_deletes(
+    plan: Planner, dbatch: Batch, probes: list[tuple[int, np.ndarray]] | None = None
+) -> Replaced:
+    """The stored records the deletes win over (`probes`: as for `decide_upserts`)."""
+    found = plan.locate(dbatch, probes)
     pos = found.column("pos").to_numpy()
     has = dbatch.ordering is not None
     stored = _stored(found)

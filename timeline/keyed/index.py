@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
@@ -28,13 +28,16 @@ from .logfile import LOG_FILES, log_ref
 from .properties import KeyedProperties
 
 WRITE_STATS = "write_stats"
+#: Appended to a log's ref: the index entry of the keys it upserts that its slice's base
+#: file's range and bloom do not name (mor_index.py).
+BEYOND_BASE = "#beyond_base"
 #: Bloom sidecar objects one index lookup fetches at once (GETs in flight); a lookup holds
 #: the filters of at most this many files beyond its cache (below) at a time.
 SIDECAR_PARALLELISM = 16
-#: Bytes of sidecar filters an index keeps once probed (a merge-on-read write asks twice: its
-#: router, then the confirmation of uncertain keys). Past it a filter is dropped after its
-#: probe and fetched again if asked again: a table's filters add up to ~1.2 bytes per key
-#: (fpp 0.01), so holding all of them would grow a writer's memory with the table.
+#: Bytes of sidecar filters an index keeps once probed (for an index asked more than once
+#: in one write). Past it a filter is dropped after its probe and fetched again if asked
+#: again: a table's filters add up to ~3.6 bytes per key (fpp 1e-6), so holding all of them
+#: would grow a writer's memory with the table.
 SIDECAR_CACHE_BYTES = 32 * 1024 * 1024
 
 
@@ -55,6 +58,8 @@ def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
         for lg in e.metadata.get(LOG_FILES, ()):  # a log's keys (merge-on-read tables)
             if "min_key" in lg:
                 out[log_ref(lg)] = lg
+            if lg.get("beyond_base"):  # its keys its base's range and bloom do not name
+                out[log_ref(lg) + BEYOND_BASE] = lg["beyond_base"]
     return out
 
 
@@ -111,8 +116,7 @@ class RangeBloomIndex:
         self.integer_key = integer_key
         self.probed_files = 0  # files whose range held some key (for benchmarks and tests)
         #: Filters fetched from sidecars, by data file, up to `SIDECAR_CACHE_BYTES`: a write
-        #: that asks twice (the merge-on-read router, then its confirmation of the uncertain
-        #: keys) GETs each once while they fit.
+        #: that asks more than once GETs each once while they fit.
         self._sidecars: dict[str, BloomFilter] = {}
         self._cached_bytes = 0
 
@@ -139,36 +143,49 @@ class RangeBloomIndex:
             if first < last:
                 probed.append((f, first, last))
         # A window of files at a time: their sidecars are fetched together (latency
-        # overlaps) and dropped after the probe unless the cache keeps them.
-        for start in range(0, len(probed), SIDECAR_PARALLELISM):
-            window = probed[start : start + SIDECAR_PARALLELISM]
-            self._probe(window, order, keys, hashes, out)
+        # overlaps), the next window's while this one is probed, through one pool for the
+        # whole lookup; each is dropped after its probe unless the cache keeps it.
+        at = np.asarray(order, dtype=np.int64)  # one array: each file's span is a view of it
+        windows = [
+            probed[i : i + SIDECAR_PARALLELISM] for i in range(0, len(probed), SIDECAR_PARALLELISM)
+        ]
+        if not any(self._missing([f for f, _, _ in w]) for w in windows):
+            for window in windows:
+                self._probe(window, {}, at, keys, hashes, out)
+            return out
+        with ThreadPoolExecutor(SIDECAR_PARALLELISM) as pool:
+            ahead = self._fetch_sidecars(pool, [f for f, _, _ in windows[0]])
+            for i, window in enumerate(windows):
+                fetched = {path: fut.result() for path, fut in ahead.items()}
+                for path, bf in fetched.items():
+                    self._keep(path, bf)
+                if i + 1 < len(windows):
+                    ahead = self._fetch_sidecars(pool, [f for f, _, _ in windows[i + 1]])
+                self._probe(window, fetched, at, keys, hashes, out)
         return out
 
     def _probe(
         self,
         window: Sequence[tuple[DataFile, int, int]],
-        order: Sequence[int],
+        fetched: Mapping[str, BloomFilter],
+        order: np.ndarray,
         keys: Sequence[str],
         hashes: dict[str, tuple[np.ndarray, np.ndarray]],
         out: dict[str, list[int]],
     ) -> None:
         """Probe the files of `window` (file, first, last: its keys' span in `order`) with
         their bloom filters, adding each file's possible keys to `out`."""
-        fetched = self._fetch_sidecars([f for f, _, _ in window])
         for f, first, last in window:
             self.probed_files += 1
-            positions = order[first:last]
+            pos = order[first:last]
             bloom = self._bloom(f, fetched)
             if bloom is not None:
                 h = hashes.get(bloom.hash_name)
                 if h is None:
                     h = hashes[bloom.hash_name] = key_hashes(keys, bloom.hash_name)
-                pos = np.asarray(positions, dtype=np.int64)
-                maybe = bloom.might_contain_hashed(h[0][pos], h[1][pos])
-                positions = pos[maybe].tolist()
-            if positions:
-                out[f.path] = list(positions)
+                pos = pos[bloom.might_contain_hashed(h[0][pos], h[1][pos])]
+            if len(pos):
+                out[f.path] = pos.tolist()
 
     def in_some_range(self, files: Sequence[DataFile], keys: Keys) -> np.ndarray:
         """Per key: whether some file's key range holds it (a file without a range holds
@@ -215,27 +232,25 @@ class RangeBloomIndex:
             hit = pc.or_(hit, within)
         return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
 
-    def _fetch_sidecars(self, files: Sequence[DataFile]) -> dict[str, BloomFilter]:
-        """GET the sidecar filters of `files` not cached, all at once (one round trip each:
-        fetched one after the other they add up); kept in the cache while it has room, and
-        returned by data file either way (the caller drops them after its probe)."""
+    def _missing(self, files: Sequence[DataFile]) -> list[tuple[str, Mapping[str, Any]]]:
+        """The files among `files` whose filter is a sidecar not in the cache, with stats."""
         todo = []
         for f in files:
             s = self.stats.get(f.path, {})
             if f.path not in self._sidecars and not s.get("bloom") and s.get("bloom_path"):
-                todo.append((f.path, s, str(s["bloom_path"])))
-        if not todo:
-            return {}
-        if len(todo) == 1:
-            got = [self._sidecar(todo[0][1], todo[0][2])]
-        else:
-            with ThreadPoolExecutor(min(SIDECAR_PARALLELISM, len(todo))) as pool:
-                got = list(pool.map(lambda t: self._sidecar(t[1], t[2]), todo))
-        out = {}
-        for (path, _, _), bf in zip(todo, got, strict=True):
-            out[path] = bf
-            self._keep(path, bf)
-        return out
+                todo.append((f.path, s))
+        return todo
+
+    def _fetch_sidecars(
+        self, pool: ThreadPoolExecutor, files: Sequence[DataFile]
+    ) -> dict[str, Future[BloomFilter]]:
+        """Start the GETs of the sidecar filters of `files` not cached, all at once (one
+        round trip each: fetched one after the other they add up); the caller keeps them
+        in the cache while it has room and drops the rest after its probe."""
+        return {
+            path: pool.submit(self._sidecar, s, str(s["bloom_path"]))
+            for path, s in self._missing(files)
+        }
 
     def _keep(self, path: str, bf: BloomFilter) -> None:
         if self._cached_bytes + len(bf.bits) <= SIDECAR_CACHE_BYTES:

@@ -74,6 +74,8 @@ KEY_STATS = (
     "bloom_num_bits",
     "bloom_num_hashes",
     "bloom_hash",
+    "base",
+    "beyond_base",
 )
 
 

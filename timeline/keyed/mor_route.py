@@ -39,17 +39,35 @@ def _pick(batch: Batch, pos: np.ndarray) -> Batch:
     )
 
 
-def _single(plan: Planner, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+Probes = list[tuple[int, np.ndarray]]
+
+
+def _single(plan: Planner, batch: Batch) -> tuple[np.ndarray, np.ndarray, Probes]:
     """Per batch record: how many file groups may hold it, and the one file (index into
-    `plan.files`) when there is exactly one (-1 otherwise)."""
+    `plan.files`) when there is exactly one (-1 otherwise); and the index's answer."""
     n = len(batch.ids)
     count = np.zeros(n, dtype=np.int64)
     only = np.full(n, -1, dtype=np.int64)
-    for k, pos in plan.candidates(batch):
+    probes = plan.candidates(batch)
+    for k, pos in probes:
         count[pos] += 1
         only[pos] = k
     only[count != 1] = -1
-    return count, only
+    return count, only, probes
+
+
+def _probes_of(probes: Probes, n: int, pos: np.ndarray) -> Probes:
+    """`probes` of a batch of `n` records, for the batch of its records `pos` (the index
+    answers each key alone, so asking again about them would give the same)."""
+    at = np.full(n, -1, dtype=np.int64)
+    at[pos] = np.arange(len(pos), dtype=np.int64)
+    out = []
+    for k, p in probes:
+        sub = at[p]
+        sub = sub[sub >= 0]
+        if len(sub):
+            out.append((k, sub))
+    return out
 
 
 def _concat(a: Replaced, b: Replaced) -> Replaced:
@@ -76,7 +94,7 @@ def route_upserts(plan: Planner, batch: Batch, operation: str, on_duplicate: str
     """What an upsert does, reading only the candidates of keys the index cannot place."""
     if operation == "insert":
         return decide_upserts(plan, batch, operation, on_duplicate)
-    count, only = _single(plan, batch)
+    count, only, probes = _single(plan, batch)
     file_part = np.array([f.partition for f in plan.files] + [""], dtype=object)
     batch_part = np.asarray(batch.partitions.to_numpy(zero_copy_only=False), dtype=object)
     direct = (count == 1) & (file_part[only] == batch_part)
@@ -97,7 +115,13 @@ def route_upserts(plan: Planner, batch: Batch, operation: str, on_duplicate: str
     for p in np.unique(batch_part[fpos]) if len(fpos) else ():
         inserts.setdefault(str(p), []).append(fpos[batch_part[fpos] == p])
     if len(unsure):
-        sub = decide_upserts(plan, _pick(batch, unsure), operation, on_duplicate)
+        sub = decide_upserts(
+            plan,
+            _pick(batch, unsure),
+            operation,
+            on_duplicate,
+            _probes_of(probes, len(batch.ids), unsure),
+        )
         replaced = _concat(replaced, _shifted(sub.replaced, unsure))
         for p, rows in sub.inserts.items():
             inserts.setdefault(p, []).append(unsure[rows])
@@ -108,7 +132,7 @@ def route_deletes(plan: Planner, dbatch: Batch) -> Replaced:
     """The deletes to write, reading only the candidates of keys the index cannot place: a
     key in one group gets a delete entry there (a no-op for the reader if the group does not
     hold it); a key in no group is not stored (deleting it is a no-op)."""
-    count, only = _single(plan, dbatch)
+    count, only, probes = _single(plan, dbatch)
     dpos = np.flatnonzero(count == 1)
     unsure = np.flatnonzero(count > 1)
     has = dbatch.ordering is not None
@@ -122,7 +146,9 @@ def route_deletes(plan: Planner, dbatch: Batch) -> Replaced:
         else None,
     )
     if len(unsure):
-        sub = decide_deletes(plan, _pick(dbatch, unsure))
+        sub = decide_deletes(
+            plan, _pick(dbatch, unsure), _probes_of(probes, len(dbatch.ids), unsure)
+        )
         if not has:  # decided here, so it wins unconditionally like the unread ones
             sub = Replaced(sub.file, sub.row, sub.keys, sub.new, None)
         out = _concat(out, sub)

@@ -12,8 +12,9 @@ One write, after `begin`:
    applies it by (log_merge.py): under the event_time merge mode its entries are compared
    by ordering value at read time, against the merged state before them; a delete by keys
    alone wins unconditionally;
-4. the block's log file records the key range and bloom filter of its upserts, so the index
-   finds a key inserted into a log again (mor_index.py);
+4. the block's log file records the key range of its upserts and a bloom filter of those
+   its base's range and bloom may not name, so the index finds a key inserted into a log
+   again (mor_index.py);
 5. the blocks of one partition are PUT as one log object (log_objects.py): a delta commit
    makes one PUT per partition it touches, not one per file group.
 
@@ -30,16 +31,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import crash
 from ..instant import DELTA_COMMIT, Instant
+from ..metadata import DataFile
 from ..schema import conform, merge_schemas
 from .decide import Replaced, decide_filter
-from .index import WRITE_STATS, IndexFactory
+from .index import WRITE_STATS, IndexFactory, KeyIndex, range_bloom_index
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .log_objects import Block, encode, log_object_name, write_log_object
 from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT
-from .mor_index import log_key_stats
+from .mor_index import SliceIndex, log_key_stats
 from .mor_route import route_deletes, route_upserts
 from .planner import FAIL, Planner, prepare_batch
 from .planning import Filter, plan_on
@@ -170,12 +173,30 @@ def delta_write(
             int_key = key_from
         fpp = table.settings.bloom_index_fpp
 
+        router = plan.index if isinstance(plan.index, SliceIndex) else None
+        canonical: list[KeyIndex] = []  # built when the router's index is not the default
+
+        def named_by_base(base: DataFile, keys: pa.Array) -> pa.Array:
+            """Whether the base's recorded range and bloom (as every later lookup reads
+            them) name each key: the router's answer when it had the default index."""
+            named = router.named_by_base(base, keys) if router is not None else None
+            if named is not None:
+                return named
+            if not canonical:
+                canonical.append(range_bloom_index(table.store, st, props))
+            hits = canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
+            mask = np.zeros(len(keys), dtype=bool)
+            mask[np.asarray(hits, dtype=np.int64)] = True
+            return pa.array(mask)
+
         def key_stats(d: _Delta) -> dict[str, Any]:
             if batch is None or not d.upserts:
                 return {}
             idx = pa.array(np.concatenate(d.upserts), pa.int64())
             ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
-            return log_key_stats(batch.keys.take(idx), fpp, ints)
+            keys = batch.keys.take(idx)
+            beyond = pc.invert(named_by_base(d.sl.base, keys))
+            return log_key_stats(keys, fpp, ints, base=d.sl.base.path, beyond=beyond)
 
         def block(group: str) -> Block:
             d = deltas.groups[group]

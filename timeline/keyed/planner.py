@@ -139,7 +139,9 @@ class Planner:
             self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
             # a slice may hold a key in its base or in a log (mor_index.py)
             self.index: KeyIndex = SliceIndex(
-                (index or range_bloom_index)(table.store, st, props), self.slices
+                (index or range_bloom_index)(table.store, st, props),
+                self.slices,
+                record_base_hits=index is None,
             )
         else:
             self.files = st.snapshot().files
@@ -216,16 +218,18 @@ class Planner:
                 out.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
         return out
 
-    def locate(self, batch: Batch) -> pa.Table:
+    def locate(self, batch: Batch, probes: list[tuple[int, np.ndarray]] | None = None) -> pa.Table:
         """The batch's records the table holds: a table of `pos` (batch row), `file` (index
         into `self.files`), `row` (in `rows_of` that file) and `stored` (ordering value).
         Candidate files are read for their key (and ordering) column only, a bounded number
-        at a time: memory holds the hits."""
+        at a time: memory holds the hits. `probes`: the batch's `candidates`, when the
+        caller already asked the index (asking again would probe every filter again)."""
         order_col = self.props.ordering_field
         columns = [RECORD_KEY_COL]
         if order_col and self.schema is not None and order_col in self.schema.names:
             columns.append(order_col)
-        probes = self.candidates(batch)
+        if probes is None:
+            probes = self.candidates(batch)
         if self.slices is not None:  # each log object these slices share: one GET
             groups = {self.files[k].group for k, _ in probes}
             wanted = [lf for g in groups for _, lf in self.slices[g].logs]

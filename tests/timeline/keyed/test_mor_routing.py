@@ -95,11 +95,18 @@ def test_a_new_key_inside_a_group_lives_in_its_log_and_is_found_again(tmp_path: 
     e = t.entry(done.time)
     assert read == 0 and not e.added  # into the log of the group whose range holds it
     (log,) = e.metadata[LOG_FILES]
-    assert (log["min_key"], log["key_min"], log["key_max"]) == ("5", 5, 5) and log["bloom"]
+    assert (log["min_key"], log["key_min"], log["key_max"]) == ("5", 5, 5)
+    # the base's recorded bloom does not name 5 (the writer's index left blooms out): the
+    # log's own entry does, for every later lookup
+    beyond = log["beyond_base"]
+    assert (beyond["min_key"], beyond["key_min"], beyond["key_max"]) == ("5", 5, 5)
+    assert beyond["bloom"] and log["base"] == t.state().snapshot().files[0].path
     assert _values(t.read()) == {1: "x", 3: "x", 5: "new", 7: "x", 9: "x"}
     cdc = t.changes(first.time, cdc=True).to_pylist()
     assert [(c["record_key"], c["op"]) for c in cdc] == [("5", "i")]
-    _upsert(t, _rows([5], "again", 2))
+    again, read = _upsert(t, _rows([5], "again", 2))  # found through the log's entry
+    (log,) = t.entry(again.time).metadata[LOG_FILES]
+    assert read == 0 and log["beyond_base"]["key_min"] == 5  # still beyond the base
     assert _values(t.read())[5] == "again" and t.read().num_rows == 5
     t.delete([5])
     assert 5 not in _values(t.read())
@@ -125,3 +132,61 @@ def test_a_key_in_a_log_the_compacted_base_never_saw_is_not_inserted_twice(
     assert read == 0 and not t.entry(done.time).added  # found in the log, not inserted anew
     data = t.read()
     assert data.num_rows == 5 and _values(data)[5] == "updated"
+
+
+@pytest.mark.unit
+def test_logs_of_keys_their_base_names_add_nothing_for_the_index_to_probe(
+    tmp_path: Path,
+) -> None:
+    """Updates of stored keys are named by their base file's range and bloom already: their
+    logs record the base and the range of their keys but no filter, so later writes probe
+    one filter per file group however many delta commits came before."""
+    t = _table(tmp_path)
+    t.upsert(_rows(list(range(1, 41)), "x", 1))
+    base = t.state().snapshot().files[0].path
+    probed: list[int] = []
+    for i in range(2, 6):
+        done = delta_write(
+            t,
+            PROPS,
+            "upsert",
+            data=_rows([i, 10 + i, 20 + i], f"v{i}", i),
+            on_plan=lambda p: probed.append(sum(len(v) for v in p.index.logs.values())),
+        )
+        (log,) = t.entry(done.time).metadata[LOG_FILES]
+        assert log["base"] == base and "beyond_base" not in log and "bloom" not in log
+        assert (log["key_min"], log["key_max"]) == (i, 20 + i)
+    assert probed == [0, 0, 0, 0]
+    assert _values(t.read()) == {
+        **{k: "x" for k in range(1, 41)},
+        **{k: f"v{i}" for i in range(2, 6) for k in (i, 10 + i, 20 + i)},
+    }
+
+
+@pytest.mark.unit
+def test_random_updates_of_global_keys_over_overlapping_ranges_read_no_slice(
+    tmp_path: Path,
+) -> None:
+    """Keys partitioned by something else than their order give every file of a load the
+    same key range, so each key is probed against the filters of all of them: at the
+    default false-positive rate a random update batch still has one candidate per key."""
+    props = KeyedProperties.of(
+        "id", ordering_field="ts", partition_by="p", merge_mode="event_time",
+        table_type="merge_on_read", key_scope="global",
+    )  # fmt: skip
+    store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
+    t = Table.create(store, props, OFF)
+    ids = list(range(20_000))
+    t.upsert(pa.table({"id": ids, "ts": [1] * len(ids), "p": [f"p{i % 20}" for i in ids]}))
+    assert len(t.state().snapshot().files) == 20  # one key range, twenty filters
+    picked = ids[7::10]
+    batch = pa.table({"id": picked, "ts": [2] * len(picked), "p": [f"p{i % 20}" for i in picked]})
+    read: list[int] = []
+    done = delta_write(t, props, "upsert", data=batch, on_plan=lambda p: read.append(p.files_read))
+    assert read == [0] and not t.entry(done.time).added
+    data = t.read()
+    assert data.num_rows == len(ids)
+    assert (
+        sorted(data.filter(pa.compute.equal(data.column("ts"), 2)).column("id").to_pylist())
+        == picked
+    )
