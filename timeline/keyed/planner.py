@@ -29,7 +29,7 @@ from ..parquet_io import read_files
 from ..snapshot import TableState
 from .index import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
 from .inflight import bounded_map
-from .keys import RECORD_KEY_COL, partition_path_array, record_keys, with_meta
+from .keys import RECORD_KEY_COL, integer_key_column, partition_path_array, record_keys, with_meta
 from .log_objects import LogCache
 from .merge import combine_rows, distinct_integers
 from .mor_index import SliceIndex
@@ -165,6 +165,7 @@ class Planner:
                 columns,
                 parallelism=parallelism,
                 cache=self.log_cache,
+                key_col=integer_key_column(self.props, self.schema),
             )
         return read_files(self.table.store, [f], columns, self.schema) or pa.table({})
 
