@@ -267,7 +267,7 @@ def start(table: Table, t: str) -> CompactionRun | None:
     work = CompactionWork(
         target,
         schema,
-        table.settings.bloom_index_fpp,
+        table.settings.bloom_fpp(merge_on_read=True),
         tuple(s for s in slices if s),
         integer_key_column(table.properties, schema),
     )

@@ -41,7 +41,7 @@ from .keys import (
 )
 from .merge import incoming_wins
 from .planning import plan_on
-from .properties import GLOBAL, KeyedProperties
+from .properties import GLOBAL, MERGE_ON_READ, KeyedProperties
 from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
@@ -122,7 +122,7 @@ def plan_keyed_write(
         files=files,
         stats={p: v for p, v in write_stats_by_path(st).items() if p in live},
         integer_key=integer_key,
-        bloom_fpp=s.bloom_index_fpp,
+        bloom_fpp=s.bloom_fpp(props.table_type == MERGE_ON_READ),
         small_file_limit=s.small_file_limit,
         parquet_max_file_size=s.parquet_max_file_size,
         record_size_estimate=s.copy_on_write_record_size_estimate,

@@ -174,6 +174,7 @@ def insert_overwrite(
         txn.schema = merge_schemas(st.schema(), batch.rows.schema, table.uri)
         stats = []
         written = set()
+        fpp = table.settings.bloom_fpp(props.table_type == MERGE_ON_READ)
         for partition, piece in split_partitions(batch.rows, parts):
             f = put_table(txn, partition, piece)
             written.add(partition)
@@ -193,7 +194,7 @@ def insert_overwrite(
                     "bytes": f.size,
                     "min_key": lo,
                     "max_key": hi,
-                    **bloom_ref(table.store, f.path, keys, table.settings.bloom_index_fpp),
+                    **bloom_ref(table.store, f.path, keys, fpp),
                 }
             )
         current = {f.partition for f in st.snapshot().files}

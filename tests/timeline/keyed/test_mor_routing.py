@@ -13,7 +13,13 @@ import pytest
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
-from timeline.keyed.index import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
+from timeline.keyed.index import (
+    IndexFactory,
+    KeyIndex,
+    RangeBloomIndex,
+    range_bloom_index,
+    write_stats_by_path,
+)
 from timeline.keyed.logfile import LOG_FILES
 from timeline.keyed.mor_write import delta_write
 from timeline.snapshot import TableState
@@ -190,3 +196,34 @@ def test_random_updates_of_global_keys_over_overlapping_ranges_read_no_slice(
         sorted(data.filter(pa.compute.equal(data.column("ts"), 2)).column("id").to_pylist())
         == picked
     )
+
+
+def _bloom_bits_per_key(t: Table, keys: int) -> float:
+    (stats,) = write_stats_by_path(t.state()).values()
+    return int(stats["bloom"]["num_bits"]) / keys
+
+
+@pytest.mark.unit
+def test_filters_default_to_a_tight_rate_on_merge_on_read_and_a_loose_one_on_copy_on_write(
+    tmp_path: Path,
+) -> None:
+    """A false candidate costs a merge-on-read write a slice read, and copy-on-write a read
+    of a file it mostly rewrites anyway while bigger filters slow every rewrite: the
+    default rate follows the table type, and an explicit `bloom_index_fpp` applies to both."""
+    data = pa.table({"id": list(range(500)), "ts": [1] * 500, "p": ["a"] * 500})
+    bits = {}
+    for name, kind, settings in [
+        ("mor", "merge_on_read", OFF),
+        ("cow", "copy_on_write", OFF),
+        ("cow-tight", "copy_on_write", TableSettings(compaction_mode="off", bloom_index_fpp=1e-6)),
+    ]:
+        props = KeyedProperties.of("id", ordering_field="ts", partition_by="p", table_type=kind)
+        store = open_store(f"file://{tmp_path}/{name}", StoreSettings(fsync=False))
+        t = Table.create(store, props, settings)
+        t.upsert(data)
+        bits[name] = _bloom_bits_per_key(t, 500)
+    assert 27 < bits["mor"] < 31 and 27 < bits["cow-tight"] < 31  # 1e-6: ~28.8 bits a key
+    assert 9 < bits["cow"] < 11  # 0.01: ~9.6 bits a key
+    assert OFF.bloom_fpp(merge_on_read=True) == 1e-6 and OFF.bloom_fpp(False) == 0.01
+    with pytest.raises(ValueError, match="bloom_index_fpp"):
+        TableSettings(bloom_index_fpp=1.0)
