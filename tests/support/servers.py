@@ -6,11 +6,13 @@ and starting a server on it later is a race with every other process on the mach
 from __future__ import annotations
 
 import socket
+import threading
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -63,15 +65,46 @@ class S3Endpoint:
         return name
 
 
+class _AtomicConditionalWrites:
+    """WSGI middleware: conditional requests (`If-Match`, `If-None-Match`) one at a time."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if "HTTP_IF_MATCH" not in environ and "HTTP_IF_NONE_MATCH" not in environ:
+            return self._app(environ, start_response)
+        with self._lock:
+            # moto builds the whole response inside the call; list() keeps it inside the lock.
+            return list(self._app(environ, start_response))
+
+
 class MotoServer:
-    """moto's threaded server on 127.0.0.1, on the port the kernel chose when it bound port 0."""
+    """moto's S3 app in a threaded werkzeug server on 127.0.0.1, on the port the kernel chose
+    when it bound port 0.
+
+    moto checks a conditional write's precondition and then stores the object in two steps, with
+    no lock between them, so two threads can both pass `If-Match` on the same etag and the second
+    store silently overwrites the first: a lost update that S3 and MinIO never produce. Requests
+    carrying `If-Match` or `If-None-Match` therefore run one at a time here; every other request
+    stays concurrent."""
 
     def __init__(self) -> None:
-        from moto.server import ThreadedMotoServer
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
 
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._server.start()  # returns once the socket is bound and listening
-        self.port = int(self._server.get_host_and_port()[1])
+        app = _AtomicConditionalWrites(DomainDispatcherApplication(create_backend_app))
+        self._server = make_server(
+            "127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler
+        )
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.port = int(self._server.server_address[1])
         self.endpoint = S3Endpoint("moto", f"http://127.0.0.1:{self.port}", "testing", "testing")
 
     def reset(self) -> None:
@@ -79,4 +112,5 @@ class MotoServer:
         urllib.request.urlopen(req, timeout=10).read()
 
     def stop(self) -> None:
-        self._server.stop()
+        self._server.shutdown()
+        self._thread.join()
