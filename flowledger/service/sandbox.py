@@ -11,7 +11,7 @@ Layers, each enough on its own for what it guards:
 3. The connection itself (`provenance.sql.connect`): external access off, configuration
    locked, allowed paths = the repository's committed files, temp folder = a private folder.
 4. Resources: at most `sql_concurrency` queries at once on threads of their own, a bounded
-   queue before them (sql_slots.py: others are refused with 429); each request bounded by
+   queue before them (sql_slots.py: others are refused with 503); each request bounded by
    `sql_timeout_s` as a whole (DuckDB `interrupt()` from a timer, then the deadline checked
    while the answer is converted), by `sql_max_rows` rows and `sql_max_answer_bytes` bytes
    (sql_answer.py).

@@ -4,7 +4,7 @@ SQL never runs on the thread pool that serves the other routes (event lookups, c
 timelines): a burst of slow queries would hold every one of those threads and lookups would
 queue behind them. Here at most `concurrency` queries run, on threads of their own; up to
 `queue_size` more wait on the event loop (holding no thread) for at most `queue_timeout_s`;
-anything beyond is refused at once (429 with Retry-After).
+anything beyond is refused at once (503 with Retry-After).
 """
 
 from __future__ import annotations

@@ -37,7 +37,11 @@ def _batch(i: int) -> bytes:
 def test_fifty_clients_query_while_events_are_ingested(tmp_path: Path) -> None:
     repo = str(tmp_path / "repo")
     seed_lineage(repo)
-    server = ServiceProcess(repo, env={"FLOWLEDGER_SQL_CONCURRENCY": "4"})
+    # Queries queue behind 4 slots; the wait limit is raised from its 2 s default so that a
+    # busy machine slows this test down instead of turning waits into 503s (the refusal
+    # itself is tested with the SQL slots).
+    env = {"FLOWLEDGER_SQL_CONCURRENCY": "4", "FLOWLEDGER_SQL_QUEUE_TIMEOUT_S": "60"}
+    server = ServiceProcess(repo, env=env)
     api = server.client
     query = {"provenance": {"request": {"searchTerms": {"FlowFileUUID": {"value": "ff-1"}}}}}
     calls: list[Callable[[Client], Answer]] = [
