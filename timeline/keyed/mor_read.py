@@ -33,6 +33,10 @@ READ_PARALLELISM = 8
 #: per-call overhead of the array operations is paid rarely, few enough that the merged
 #: rows of a batch are a small part of the read.
 MERGE_BATCH = 64
+#: Threads a snapshot read filters the bases that lose rows on (log_merge.py): each filter
+#: is one Arrow call on one thread that mostly waits on fresh pages, so more threads than
+#: cores still help; measured on 2 cores, 4 beat 2 and 8.
+FILTER_PARALLELISM = 4
 
 
 def _projection(
@@ -141,13 +145,16 @@ class SliceReader:
         their objects come in."""
         out: list[pa.Table] = []
         todo: list[tuple[pa.Table, list[pa.Table], list[Rule]]] = []
-        for sl, base, logs in self._fetched(slices):
-            todo.append((base, logs, _rules(sl)))
-            if len(todo) >= MERGE_BATCH:
-                out.append(_finish(merge_slices(todo, key_col=self.key_col), self.columns))
-                todo = []
-        if todo:
-            out.append(_finish(merge_slices(todo, key_col=self.key_col), self.columns))
+        with ThreadPoolExecutor(FILTER_PARALLELISM) as filters:
+            for sl, base, logs in self._fetched(slices):
+                todo.append((base, logs, _rules(sl)))
+                if len(todo) >= MERGE_BATCH:
+                    merged = merge_slices(todo, key_col=self.key_col, map_=filters.map)
+                    out.append(_finish(merged, self.columns))
+                    todo = []
+            if todo:
+                merged = merge_slices(todo, key_col=self.key_col, map_=filters.map)
+                out.append(_finish(merged, self.columns))
         if not out:
             return None
         return pa.concat_tables(out, promote_options="default")
