@@ -31,7 +31,6 @@ from .inflight import bounded_map
 from .keys import RECORD_KEY_COL
 from .merge import wins
 from .planner import Batch, Planner
-from .properties import MERGE_ON_READ
 from .slice_writer import encode_slice, kept_rows, slice_stats
 
 if TYPE_CHECKING:
@@ -98,8 +97,7 @@ def _rewrite(
     key = txn.data_key(f.partition, f"{f.group}_{txn.instant_time}.parquet")
     store.put(key, written.body)
     new = describe_bytes(key, written.body, f.partition, f.group)
-    fpp = txn.table.settings.bloom_fpp(plan.props.table_type == MERGE_ON_READ)
-    stats = slice_stats(store, new, written, f, (0, 0, len(gone)), fpp)
+    stats = slice_stats(store, new, written, f, (0, 0, len(gone)), plan.bloom_fpp)
     return DeletedSlice(new, stats, removed_keys.cast(pa.string()), f.partition)
 
 

@@ -171,7 +171,7 @@ def delta_write(
             and pa.types.is_integer(schema.field(key_from).type)
         ):
             int_key = key_from
-        fpp = table.settings.bloom_fpp(merge_on_read=True)
+        fpp = plan.bloom_fpp
 
         router = plan.index if isinstance(plan.index, SliceIndex) else None
         canonical: list[KeyIndex] = []  # built when the router's index is not the default
@@ -234,7 +234,6 @@ def delta_write(
                     by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)
                 for part in pool.map(put, sorted(by_partition.items())):
                     logs += part
-        fpp = table.settings.bloom_fpp(merge_on_read=True)
         written = [write_group(txn, g, incoming_rows, schema, fpp) for g in new_groups]
         for f, _ in written:
             txn.add(f)

@@ -128,6 +128,11 @@ class Planner:
         self.props = props
         self.st = st
         self.schema = st.schema()
+        #: The table's single integer record key column, keys matched as its numbers (None:
+        #: as the record key text); and the false-positive rate of the filters this write
+        #: builds (TableSettings.bloom_fpp, by table type).
+        self.key_col = integer_key_column(props, self.schema)
+        self.bloom_fpp = table.settings.bloom_fpp(merge_on_read)
         #: merge-on-read: file group -> its latest slice (base plus logs); None: copy-on-write
         self.slices: dict[str, MorSlice] | None = None
         #: The record-level index, if one exists: a copy-on-write commit then records its key
@@ -165,7 +170,7 @@ class Planner:
                 columns,
                 parallelism=parallelism,
                 cache=self.log_cache,
-                key_col=integer_key_column(self.props, self.schema),
+                key_col=self.key_col,
             )
         return read_files(self.table.store, [f], columns, self.schema) or pa.table({})
 

@@ -37,7 +37,7 @@ from .indexing import merge_if_due
 from .inflight import bounded_map
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
-from .properties import MERGE_ON_READ, KeyedProperties
+from .properties import KeyedProperties
 from .record_index import RECORD_INDEX_DELTA, write_delta
 from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
@@ -224,7 +224,7 @@ def _rewrite(
     rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
     todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
-    fpp = s.bloom_fpp(plan.props.table_type == MERGE_ON_READ)
+    fpp = plan.bloom_fpp
     slices = bounded_map(
         lambda g: write_group(txn, g, incoming_rows, schema, fpp),
         todo,
