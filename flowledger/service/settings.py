@@ -42,7 +42,8 @@ class ServiceSettings:
     sql_timeout_s: float = field(default_factory=lambda: _env("FLOWLEDGER_SQL_TIMEOUT_S", 10.0))
     #: Rows one SQL answer carries at most (the answer says when it was truncated).
     sql_max_rows: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_MAX_ROWS", 10_000)))
-    #: SQL queries running at once; more wait up to `sql_queue_timeout_s`, then 503 with Retry-After.
+    #: SQL queries running at once; more wait up to `sql_queue_timeout_s`, then get 503 with
+    #: Retry-After.
     sql_concurrency: int = field(default_factory=lambda: int(_env("FLOWLEDGER_SQL_CONCURRENCY", 4)))
     sql_queue_timeout_s: float = field(
         default_factory=lambda: _env("FLOWLEDGER_SQL_QUEUE_TIMEOUT_S", 2.0)
