@@ -181,3 +181,13 @@ def conform(data: pa.Table, schema: pa.Schema, columns: Sequence[str] | None = N
     for c in extra:  # written before the schema was recorded: keep, never drop data
         out = out.append_column(c, data.column(c))
     return out
+
+
+def no_rows(schema: pa.Schema | None, columns: Sequence[str] | None = None) -> pa.Table:
+    """A read that found no file (every partition dropped, nothing left): no rows, but the
+    columns and types of the table's schema, as a read of files would have them; no
+    columns only when no commit ever stated a schema (a keyed table created and never
+    written)."""
+    if schema is None:
+        return pa.table({})
+    return conform(schema.empty_table(), schema, columns)

@@ -49,6 +49,7 @@ from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
 from .parquet_io import read_files
 from .recovery import handle_failed_writes
+from .schema import no_rows
 from .services import clean, restore, rollback, savepoint
 from .settings import EAGER, TableSettings
 from .snapshot import Snapshot, TableState
@@ -302,9 +303,9 @@ class Table(KeyedTableMethods):
             ordered = sorted(slices.values(), key=lambda sl: sl.base.path)
             key_col = integer_key_column(self.properties, schema)
             merged = read_slices(self.store, ordered, schema, columns, key_col=key_col)
-            return merged if merged is not None else pa.table({})
+            return merged if merged is not None else no_rows(schema, columns)
         table = read_files(self.store, snap.files, columns, schema, parallelism=READ_PARALLELISM)
-        return table if table is not None else pa.table({})
+        return table if table is not None else no_rows(schema, columns)
 
     def merge_on_read_slices(self, as_of: str | None = None) -> list[MorSlice] | None:
         """The file slices (base plus logs) a merged snapshot read covers, one per file group,
