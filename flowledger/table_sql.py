@@ -31,7 +31,7 @@ from provenance.sql import VIEW, ViewSource
 from storage import IntegrityError, ObjectStore
 from storage.checksum import format_checksum
 from storage.local import LocalObjectStore
-from timeline import DataFile, Table
+from timeline import DataFile, Table, parse_as_of
 from timeline.keyed import MERGE_ON_READ
 
 #: The short alias every table view also gets, so a query can be written once for any table.
@@ -48,6 +48,11 @@ class TableRead:
     full_scan: bool = False
 
     def __post_init__(self) -> None:
+        # Refused here, named as the command line and the service call them.
+        if self.as_of is not None:
+            parse_as_of(self.as_of, "--as-of/asOf")
+        if self.changes_since is not None:
+            parse_as_of(self.changes_since, "--changes-since/changesSince")
         if self.changes_since is None and (self.cdc or self.full_scan):
             raise ValueError(
                 "cdc and full scan apply to a read of changes (--changes-since, changesSince)"

@@ -50,6 +50,7 @@ from .instant import (
     InstantTimeGenerator,
     State,
     format_name,
+    parse_as_of,
     parse_name,
     parse_time,
 )
@@ -184,6 +185,7 @@ __all__ = [
     "locate_in_file",
     "merge_schemas",
     "parquet_metadata",
+    "parse_as_of",
     "parse_name",
     "parse_time",
     "partition_from_stats",

@@ -173,17 +173,29 @@ class InstantTimeGenerator:
             return n
 
 
-def parse_as_of(text: str) -> str:
-    """A time-travel point as an instant time: yyyyMMddHHmmssSSS, yyyyMMddHHmmss or ISO 8601
-    (Hudi's `as.of.instant` forms; a naive ISO time is UTC)."""
+#: The forms `parse_as_of` accepts, as every message about a refused one lists them.
+AS_OF_FORMS = (
+    "an instant time (yyyyMMddHHmmssSSS), yyyyMMddHHmmss or an ISO 8601 time such as "
+    "2024-01-31T12:00:00Z or 2024-01-31"
+)
+
+
+def parse_as_of(text: str, name: str = "as_of") -> str:
+    """A point in time as an instant time: yyyyMMddHHmmssSSS, yyyyMMddHHmmss or ISO 8601
+    (Hudi's `as.of.instant` forms; a naive ISO time is UTC). `name`: what the caller calls
+    the value (`as_of`, `begin`, `--changes-since`), so that a refusal names it."""
     t = text.strip()
     if t.isdigit() and len(t) in (14, TIME_LEN):
-        return validate_time(t.ljust(TIME_LEN, "0"))
+        full = t.ljust(TIME_LEN, "0")
+        try:
+            parse_time(full)
+        except ValueError:  # digits that are no date, e.g. month 13
+            raise InvalidInstant(
+                f"invalid {name} {text!r}: not a date and time; expected {AS_OF_FORMS}"
+            ) from None
+        return full
     try:
         dt = datetime.fromisoformat(t)
     except ValueError:
-        raise InvalidInstant(
-            f"invalid --as-of {text!r}: expected an instant time (yyyyMMddHHmmssSSS), "
-            "yyyyMMddHHmmss or an ISO 8601 time such as 2024-01-31T12:00:00Z"
-        ) from None
+        raise InvalidInstant(f"invalid {name} {text!r}: expected {AS_OF_FORMS}") from None
     return format_time(dt if dt.tzinfo else dt.replace(tzinfo=UTC))

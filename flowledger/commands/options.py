@@ -7,6 +7,8 @@ from typing import Annotated, Protocol
 
 import typer
 
+from timeline import parse_as_of
+
 REPO_HELP = "Repository URI (default ./flowledger-data; env FLOWLEDGER_REPO)"
 
 
@@ -57,13 +59,28 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Machine-readable output (one JSON document on stdout)")
 ]
 
+
+def instant_option(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    """A point in time given on the command line, as an instant time; a refusal names the
+    option it was given to and the forms accepted (exit 2, as any bad input)."""
+    if value is None:
+        return None
+    return parse_as_of(value, param.opts[0] if param.opts else param.name or "instant")
+
+
+_WHEN = "an instant (yyyyMMddHHmmssSSS, yyyyMMddHHmmss or ISO 8601; UTC unless it says)"
+
 # What a table read sees (`table read` and `table sql`): a snapshot, or a keyed table's changes.
-AsOfOption = Annotated[str | None, typer.Option("--as-of", help="Instant time")]
+AsOfOption = Annotated[
+    str | None,
+    typer.Option("--as-of", help=f"Read as of {_WHEN}", callback=instant_option),
+]
 ChangesSinceOption = Annotated[
     str | None,
     typer.Option(
         "--changes-since",
-        help="Keyed tables: the records changed after this instant (up to --as-of)",
+        help=f"Keyed tables: the records changed after {_WHEN} (up to --as-of)",
+        callback=instant_option,
     ),
 ]
 CdcOption = Annotated[

@@ -21,10 +21,13 @@ from ..context import cli_context
 from ..output import emit_json, jsonable
 from ..progress import reading, steps
 from .options import JsonOption, RepoOption
+from .row_output import ALL, parse_limit
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
 MAX_ID = 2**63 - 1  # event ids are BIGINT
 MAX_EVENTS = 2**31 - 1  # NiFi's getEvents takes an int maxRecords
+#: Events `provenance events` prints for a person when no --max is given.
+DISPLAY_EVENTS = 100
 
 
 def _open(ctx: typer.Context, repo: str | None, *, recover: bool = False) -> ProvenanceRepository:
@@ -33,12 +36,19 @@ def _open(ctx: typer.Context, repo: str | None, *, recover: bool = False) -> Pro
     return ProvenanceRepository.open(open_store(repo), settings, recover=recover)
 
 
-def _print_events(events: list[ProvenanceEvent], as_json: bool) -> None:
+def _print_events(events: list[ProvenanceEvent], as_json: bool, caption: str | None = None) -> None:
     if as_json:
         emit_json([e.to_dict() for e in events])
         return
     table = RichTable(
-        "event_id", "event_time", "event_type", "flowfile_uuid", "component_id", "size", "details"
+        "event_id",
+        "event_time",
+        "event_type",
+        "flowfile_uuid",
+        "component_id",
+        "size",
+        "details",
+        caption=caption,
     )
     for e in events:
         when = ms_to_iso(e.event_time)
@@ -143,18 +153,34 @@ def events(
     ctx: typer.Context,
     first: Annotated[int, typer.Option("--first", min=0, max=MAX_ID, help="First event id")] = 0,
     max_events: Annotated[
-        int, typer.Option("--max", min=1, max=MAX_EVENTS, help="At most this many events")
-    ] = 100,
+        str | None,
+        typer.Option(
+            "--max",
+            metavar="N|all",
+            help=f"At most this many events ({ALL!r}: no limit); default: "
+            f"{DISPLAY_EVENTS} printed, all in --json",
+        ),
+    ] = None,
     repo: RepoOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Events with id >= FIRST in id order (NiFi's getEvents)."""
+    wanted = parse_limit(max_events, "--max", json_out, display=DISPLAY_EVENTS, minimum=1)
+    limit = MAX_EVENTS if wanted is None else min(wanted, MAX_EVENTS)
     repo_ = _open(ctx, repo)
     try:
-        found = repo_.get_events(first, max_events)
+        # One more than shown: a person is told when more events follow.
+        found = repo_.get_events(first, limit if json_out else min(limit + 1, MAX_EVENTS))
     finally:
         repo_.close()
-    _print_events(found, json_out)
+    caption = None
+    if len(found) > limit:
+        found = found[:limit]
+        caption = (
+            f"showing {limit} events from id {first}; more follow "
+            f"(--first {found[-1].event_id + 1}, --max N or --max {ALL})"
+        )
+    _print_events(found, json_out, caption)
 
 
 @app.command()

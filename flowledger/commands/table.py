@@ -44,6 +44,7 @@ from .options import (
     JsonOption,
     RepoOption,
 )
+from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_table
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
@@ -239,7 +240,15 @@ def read(
     table_uri: UriArg,
     as_of: AsOfOption = None,
     count: Annotated[bool, typer.Option("--count", help="Only the row count")] = False,
-    limit: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="Rows to print")] = 20,
+    limit: Annotated[
+        str | None,
+        typer.Option(
+            "--limit",
+            metavar="N|all",
+            help=f"Rows to print or put in --json ({ALL!r}: every row); default: "
+            f"{DISPLAY_ROWS} printed, all in --json",
+        ),
+    ] = None,
     read_optimized: Annotated[
         bool,
         typer.Option(
@@ -254,6 +263,7 @@ def read(
     as_json: JsonOption = False,
 ) -> None:
     """Read the table's snapshot (optionally as of an instant), or its changes."""
+    wanted = parse_limit(limit, "--limit", as_json)
     table = open_table(ctx, table_uri)
     if changes_since is None and (cdc or full_scan):
         raise ValueError("--cdc and --full-scan apply to --changes-since")
@@ -265,7 +275,7 @@ def read(
             else:
                 print(data.num_rows)
             return
-        _print_rows(data, limit, as_json, table.uri)
+        print_table(data, wanted, as_json, table.uri)
         return
     if read_optimized and changes_since is not None:
         raise ValueError("--read-optimized reads a snapshot, not --changes-since")
@@ -285,23 +295,12 @@ def read(
         else:
             print(data.num_rows)
         return
-    _print_rows(data, limit, as_json, table.uri)
+    print_table(data, wanted, as_json, table.uri)
 
 
 def _has_logs(table: Table) -> bool:
     props = table.properties
     return props is not None and props.table_type == "merge_on_read"
-
-
-def _print_rows(data: pa.Table, limit: int, as_json: bool, uri: str) -> None:
-    rows = data.slice(0, limit).to_pylist() if data.num_rows else []
-    if as_json:
-        emit_json(jsonable(rows))
-        return
-    out = RichTable(*data.column_names, caption=f"{uri}: {data.num_rows} rows")
-    for r in rows:
-        out.add_row(*(str(v) for v in r.values()))
-    Console().print(out)
 
 
 @app.command("sql")

@@ -296,9 +296,9 @@ class KeyedTableMethods:
         `cdc` one row per change (op i/u/d, before and after images, instant)."""
         props = self._keyed("changes")
         if begin is not None:
-            begin = parse_as_of(begin)
+            begin = parse_as_of(begin, "begin")
         if end is not None:
-            end = parse_as_of(end)
+            end = parse_as_of(end, "end")
         return changes(self._table(), props, begin, end, cdc_rows=cdc, full_scan=full_scan)
 
     def compact(self, *, force: bool = True) -> Instant | None:

@@ -226,7 +226,7 @@ def test_json_never_emits_nan(
 
     rc, out, _ = _cli(monkeypatch, capsys, "table", "read", table_uri, "--json")
     assert rc == 0
-    assert [r["v"] for r in strict(out)] == [0.5, None]  # type: ignore[union-attr,index]
+    assert [r["v"] for r in strict(out)["data"]] == [0.5, None]  # type: ignore[index]
     query = "select 'nan'::double as a, 'inf'::double as b, -1e309 as c, 1.5 as d"
     rc, out, _ = _cli(
         monkeypatch, capsys, "provenance", "sql", query, "--repo", prov_repo, "--json"

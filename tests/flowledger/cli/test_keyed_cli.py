@@ -58,13 +58,13 @@ def test_keyed_table_from_the_command_line(tmp_path: Path) -> None:
     _json("table", "write", uri, b, "--operation", "upsert")
     d = _csv(tmp_path / "d.csv", "id\n2\n9\n")
     _json("table", "write", uri, d, "--operation", "delete")
-    rows = _json("table", "read", uri)
+    rows = _json("table", "read", uri)["data"]
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x"), (3, "z")]  # 1: older ts lost
     assert all(r["_flowledger_commit_time"] and r["_flowledger_record_key"] for r in rows)
 
-    changed = _json("table", "read", uri, "--changes-since", first)
+    changed = _json("table", "read", uri, "--changes-since", first)["data"]
     assert [r["id"] for r in changed] == [3]
-    cdc = _json("table", "read", uri, "--changes-since", first, "--cdc")
+    cdc = _json("table", "read", uri, "--changes-since", first, "--cdc")["data"]
     assert [(c["op"], c["record_key"]) for c in cdc] == [("i", "3"), ("d", "2")]
     assert cdc[1]["before"]["v"] == "y2" and cdc[1]["after"] is None
 
@@ -91,13 +91,13 @@ def test_merge_on_read_table_from_the_command_line(tmp_path: Path, monkeypatch: 
     b = _csv(tmp_path / "b.csv", "id,v\n1,x2\n")
     done = _json("table", "write", uri, b, "--operation", "upsert")
     assert done["action"] == "deltacommit"
-    rows = _json("table", "read", uri)
+    rows = _json("table", "read", uri)["data"]
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x2"), (2, "y")]
-    ro = _json("table", "read", uri, "--read-optimized")
+    ro = _json("table", "read", uri, "--read-optimized")["data"]
     assert sorted((r["id"], r["v"]) for r in ro) == [(1, "x"), (2, "y")]
     assert _json("timeline", "compact", "--table", uri, "--schedule-only")["scheduled"]
     assert len(_json("timeline", "compact", "--table", uri)["compacted"]) == 1
-    ro = _json("table", "read", uri, "--read-optimized")
+    ro = _json("table", "read", uri, "--read-optimized")["data"]
     assert sorted((r["id"], r["v"]) for r in ro) == [(1, "x2"), (2, "y")]
     shown = [(r["action"], r.get("operation")) for r in _json("timeline", "show", "--table", uri)]
     assert ("commit", "compact") in shown

@@ -34,7 +34,7 @@ def test_table_write_read_and_timeline_commands(tmp_path: Path) -> None:
     second = json.loads(_run("table", "write", uri, str(tmp_path / "b.parquet"), "--json"))
     assert json.loads(_run("table", "read", uri, "--count", "--json"))["rows"] == 5
     assert _run("table", "read", uri, "--count", "--as-of", first["instant_time"]).strip() == "3"
-    rows = json.loads(_run("table", "read", uri, "--json"))
+    rows = json.loads(_run("table", "read", uri, "--json"))["data"]
     assert sorted(r["id"] for r in rows) == [1, 2, 3, 10, 11]
 
     shown = json.loads(_run("timeline", "show", "--table", uri, "--json"))
