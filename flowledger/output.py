@@ -4,7 +4,8 @@ document per command, the same field names everywhere) and the one-line error on
 Field names shared by every JSON output: an instant is `instant_time`, `action`, `state` and
 `completion_order` (its position in the commit log; `seq` in the timeline's code and object
 names); events are counted as `events`, files as `files`, bytes as `bytes`; event ids are
-`first_event_id` / `last_event_id` (both inclusive)."""
+`first_event_id` / `last_event_id` (both inclusive); rows are counted as `rows`, and a table
+read's rows are `data` beside its `columns` and `truncated` (commands/row_output.py)."""
 
 from __future__ import annotations
 
