@@ -7,6 +7,7 @@ with `partition_path` (docs/spark.md, "The seam").
 """
 
 from .active import Timeline
+from .check import CheckProblem, CheckRepair, CheckReport, check_table
 from .crash import point as crash_point
 from .engine_commit import PendingWrite, commit_files, describe_files, sweep_strays
 from .errors import (
@@ -15,6 +16,7 @@ from .errors import (
     CorruptTimelineObject,
     DuplicateKeys,
     InstantNotFound,
+    MissingTableObject,
     InvalidDataFile,
     InvalidInstant,
     PlanError,
@@ -128,6 +130,9 @@ __all__ = [
     "ActiveTimeline",
     "ArchivalSettings",
     "ChangesPlan",
+    "CheckProblem",
+    "CheckRepair",
+    "CheckReport",
     "ColumnStats",
     "CommitConflict",
     "CommitUnit",
@@ -143,6 +148,7 @@ __all__ = [
     "InstantTimeGenerator",
     "InvalidDataFile",
     "InvalidInstant",
+    "MissingTableObject",
     "KeyedProperties",
     "KeyedWritePlan",
     "MorSlice",
@@ -162,6 +168,7 @@ __all__ = [
     "Transaction",
     "WriteTarget",
     "check_schema",
+    "check_table",
     "checksummed",
     "commit_files",
     "commit_keyed",
