@@ -18,7 +18,14 @@ import pytest
 from storage import open_store
 from timeline import Table, TableSettings, check_table
 from timeline.archive import Archiver
-from timeline.check import DAMAGED, DUPLICATE_KEY, MISSING, PHANTOM_PENDING, RECORD_INDEX
+from timeline.check import (
+    BLOOM_SIDECAR,
+    DAMAGED,
+    DUPLICATE_KEY,
+    MISSING,
+    PHANTOM_PENDING,
+    RECORD_INDEX,
+)
 from timeline.instant import COMMIT, COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties, build_index
 from timeline.keyed.record_index import put_shard
@@ -243,3 +250,21 @@ def test_the_report_is_json(tmp_path: Path) -> None:
     doc = check_table(t).to_json()
     assert json.loads(json.dumps(doc))["ok"] is False
     assert doc["problems"][0]["kind"] == MISSING
+
+
+def test_a_damaged_bloom_sidecar_is_rebuilt_as_it_was_written(tmp_path: Path) -> None:
+    big = TableSettings(local_entry_cache=False)  # one file: its filter is a sidecar
+    t = Table.create(open_store(str(tmp_path / "b")), KeyedProperties.of("id"), big)
+    t.upsert(pa.table({"id": [f"k{i}" for i in range(6000)], "v": ["x"] * 6000}))
+    stats = t.entry(t.snapshot().instant_time).metadata["write_stats"]
+    path = next(s["bloom_path"] for s in stats if s.get("bloom_path"))
+    local = _local(t, path)
+    written = local.read_bytes()
+    local.write_bytes(written[:-4] + b"XXXX")
+    report = check_table(open_store(t.uri))
+    assert _kinds(report) == [BLOOM_SIDECAR] and report.problems[0].subject == t.store.url(path)
+    fixed = check_table(open_store(t.uri), repair=True)
+    assert fixed.ok and fixed.repairs[0].done, fixed.repairs
+    assert local.read_bytes() == written
+    local.unlink()
+    assert check_table(open_store(t.uri), repair=True).ok and local.read_bytes() == written
