@@ -7,7 +7,8 @@ with `partition_path` (docs/spark.md, "The seam").
 """
 
 from .active import Timeline
-from .check import CheckProblem, CheckRepair, CheckReport, check_table
+from .check import check_table
+from .check_report import CheckProblem, CheckRepair, CheckReport
 from .crash import point as crash_point
 from .engine_commit import PendingWrite, commit_files, describe_files, sweep_strays
 from .errors import (

@@ -35,17 +35,30 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage import IntegrityError, NotFound, ObjectStore, open_blob, seal_blob, verify
+from storage import IntegrityError, NotFound, ObjectStore, open_blob, verify
 
+from .check_repair import repair_all
+from .check_report import (
+    BLOOM_SIDECAR,
+    DAMAGED,
+    DUPLICATE_KEY,
+    MISSING,
+    MISSING_PROPERTIES,
+    PHANTOM_PENDING,
+    RECORD_INDEX,
+    SHOWN_KEYS,
+    TIMELINE,
+    CheckProblem,
+    CheckReport,
+    cut,
+)
 from .errors import MissingTableObject
 from .instant import COMMIT, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, parse_name
-from .keyed.bloom import BloomFilter
 from .keyed.index import write_stats_by_path
-from .keyed.indexing import build_index
 from .keyed.keys import RECORD_KEY_COL, integer_key_column
 from .keyed.logfile import LogFile, read_log
 from .keyed.mor_read import read_slice
-from .keyed.properties import GLOBAL, KeyedProperties, create_properties
+from .keyed.properties import GLOBAL, KeyedProperties
 from .keyed.record_index import INDEX_SCHEMA, apply_delta, index_view, read_shard
 from .keyed.slices import COMPACTION_DETAIL, MorSlice, is_merge_on_read, live_logs, mor_slices
 from .metadata import DataFile
@@ -55,89 +68,6 @@ from .snapshot import TableState
 from .table import Table
 
 log = logging.getLogger(__name__)
-
-#: CheckProblem kinds.
-MISSING = "missing"  # a needed file is gone
-DAMAGED = "damaged"  # a needed file fails its checksum (or its size)
-PHANTOM_PENDING = "phantom_pending"  # a completed or archived instant listed as pending
-MISSING_PROPERTIES = "missing_properties"
-DUPLICATE_KEY = "duplicate_key"
-RECORD_INDEX = "record_index"  # unreadable or disagreeing with the files
-BLOOM_SIDECAR = "bloom_sidecar"
-TIMELINE = "timeline"  # the timeline itself could not be read
-#: Kinds `repair=True` can fix.
-REPAIRABLE = frozenset({PHANTOM_PENDING, MISSING_PROPERTIES, RECORD_INDEX, BLOOM_SIDECAR})
-#: Keys named in one problem line at most.
-SHOWN_KEYS = 5
-
-
-@dataclass(frozen=True)
-class CheckProblem:
-    """One thing wrong with the table, said in one line (`message`); `subject` names the
-    object or instant it is about."""
-
-    kind: str
-    subject: str
-    message: str
-
-    @property
-    def repairable(self) -> bool:
-        return self.kind in REPAIRABLE
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.message}"
-
-
-@dataclass(frozen=True)
-class CheckRepair:
-    """What `repair=True` did about a problem (`done`), or why it did not."""
-
-    problem: CheckProblem
-    done: bool
-    message: str
-
-    def __str__(self) -> str:
-        return f"{'repaired' if self.done else 'not repaired'}: {self.message}"
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    uri: str
-    #: What was wrong when the check ran (before any repair).
-    problems: tuple[CheckProblem, ...]
-    repairs: tuple[CheckRepair, ...] = ()
-    files_checked: int = 0
-    snapshots_checked: int = 0
-
-    @property
-    def remaining(self) -> tuple[CheckProblem, ...]:
-        """Problems still there after the repairs (all of them without `repair`)."""
-        fixed = {r.problem for r in self.repairs if r.done}
-        return tuple(p for p in self.problems if p not in fixed)
-
-    @property
-    def ok(self) -> bool:
-        return not self.remaining
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "uri": self.uri,
-            "ok": self.ok,
-            "files_checked": self.files_checked,
-            "snapshots_checked": self.snapshots_checked,
-            "problems": [
-                {"kind": p.kind, "subject": p.subject, "message": p.message} for p in self.problems
-            ],
-            "repairs": [
-                {
-                    "kind": r.problem.kind,
-                    "subject": r.problem.subject,
-                    "done": r.done,
-                    "message": r.message,
-                }
-                for r in self.repairs
-            ],
-        }
 
 
 @dataclass
@@ -160,13 +90,13 @@ def check_table(target: Table | ObjectStore, *, repair: bool = False) -> CheckRe
         st = table.state()
     except (IntegrityError, NotFound) as exc:
         found.add(TIMELINE, getattr(exc, "uri", "") or table.uri, f"timeline unreadable: {exc}")
-        return _report(table, found, props, creation, None, repair)
+        return _report(table, found, creation, None, repair)
     _phantoms(table, st, found)
     _files(table, st, found)
     if props is not None:
         _keys(table, st, props, found)
         _bloom_sidecars(table, st, found)
-    return _report(table, found, props, creation, st, repair)
+    return _report(table, found, creation, st, repair)
 
 
 # -- properties ---------------------------------------------------------------------------
@@ -310,12 +240,7 @@ def _verify(
     except NotFound:
         found.add(MISSING, store.url(path), f"{where} is missing ({who} reads it)")
     except IntegrityError as exc:
-        found.add(DAMAGED, store.url(path), f"{where} is damaged ({who} reads it): {_cut(exc)}")
-
-
-def _cut(exc: Exception) -> str:
-    text = str(exc).replace("\n", " ")
-    return text if len(text) <= 200 else text[:197] + "..."
+        found.add(DAMAGED, store.url(path), f"{where} is damaged ({who} reads it): {cut(exc)}")
 
 
 # -- keys and the record index ------------------------------------------------------------
@@ -455,30 +380,18 @@ def _bloom_sidecars(table: Table, st: TableState, found: _Found) -> None:
         except NotFound:
             found.add(BLOOM_SIDECAR, where, f"bloom filter {where} of {f.path} is missing")
         except IntegrityError as exc:
-            found.add(BLOOM_SIDECAR, where, f"bloom filter {where} is damaged: {_cut(exc)}")
+            found.add(BLOOM_SIDECAR, where, f"bloom filter {where} is damaged: {cut(exc)}")
 
 
-# -- repairs ------------------------------------------------------------------------------
+# -- report -------------------------------------------------------------------------------
 def _report(
     table: Table,
     found: _Found,
-    props: KeyedProperties | None,
     creation: KeyedProperties | None,
     st: TableState | None,
     repair: bool,
 ) -> CheckReport:
-    repairs: list[CheckRepair] = []
-    if repair:
-        index_done: CheckRepair | None = None
-        for p in found.problems:
-            if p.kind == RECORD_INDEX:
-                if index_done is None:
-                    index_done = _rebuild_index(table, p)
-                    repairs.append(index_done)
-                else:
-                    repairs.append(CheckRepair(p, index_done.done, index_done.message))
-            else:
-                repairs.append(_repair_one(table, p, creation, st))
+    repairs = repair_all(table, found.problems, creation, st) if repair else []
     for p in found.problems:
         log.info("table check %s: %s", table.uri, p)
     return CheckReport(
@@ -486,73 +399,4 @@ def _report(
     )
 
 
-def _repair_one(
-    table: Table, p: CheckProblem, creation: KeyedProperties | None, st: TableState | None
-) -> CheckRepair:
-    if p.kind == PHANTOM_PENDING:
-        gone = [i for i in table.tl.states.of_time(p.subject) if i.is_pending]
-        table.tl.states.delete(sorted(gone, key=lambda i: -i.state.rank))
-        names = ", ".join(f"{i.action}.{i.state.value}" for i in gone) or "nothing left"
-        return CheckRepair(p, True, f"deleted the pending states of {p.subject} ({names})")
-    if p.kind == MISSING_PROPERTIES:
-        if creation is None:
-            return CheckRepair(p, False, "no creation commit records the properties: not guessed")
-        create_properties(table.store, creation)
-        return CheckRepair(
-            p, True, f"wrote {p.subject} from the creation commit ({creation.describe()})"
-        )
-    if p.kind == BLOOM_SIDECAR and st is not None:
-        return _rebuild_bloom(table, st, p)
-    why = {
-        MISSING: "the file's bytes exist nowhere else; restore it from a backup or roll back "
-        "the instant that wrote it",
-        DAMAGED: "the file's bytes cannot be recomputed; restore it from a backup or roll back "
-        "the instant that wrote it",
-        DUPLICATE_KEY: "which copy of the key is current cannot be told without guessing",
-        TIMELINE: "the timeline itself is unreadable",
-    }.get(p.kind, "no repair without guessing")
-    return CheckRepair(p, False, f"{p.subject}: {why}")
-
-
-def _rebuild_index(table: Table, p: CheckProblem) -> CheckRepair:
-    try:
-        done = build_index(table, from_files=True)
-    except Exception as exc:  # reported on its line; the other repairs still run
-        return CheckRepair(p, False, f"record index rebuild failed: {_cut(exc)}")
-    return CheckRepair(p, True, f"rebuilt the record index from the files ({done.time})")
-
-
-def _rebuild_bloom(table: Table, st: TableState, p: CheckProblem) -> CheckRepair:
-    """Rebuild a sidecar from its data file's keys, written back only when the bytes match
-    the checksum its commit recorded (the same filter), else refused."""
-    stats = write_stats_by_path(st)
-    store = table.store
-    for f in st.snapshot().files:
-        s = stats.get(f.path, {})
-        if not s.get("bloom_path") or store.url(str(s["bloom_path"])) != p.subject:
-            continue
-        try:
-            rows = read_files(store, [f], [RECORD_KEY_COL])
-        except (IntegrityError, NotFound) as exc:
-            return CheckRepair(p, False, f"its data file {f.path} is unreadable: {_cut(exc)}")
-        keys = rows.column(RECORD_KEY_COL) if rows is not None else pa.array([], pa.string())
-        bf = BloomFilter.build_sized(
-            keys, int(s["bloom_num_bits"]), int(s["bloom_num_hashes"]), str(s.get("bloom_hash"))
-        )
-        body = seal_blob(bf.bits)
-        try:
-            verify(body, str(s.get("bloom_checksum", "")), p.subject)
-        except IntegrityError:
-            return CheckRepair(
-                p,
-                False,
-                "the rebuilt filter differs from the one its commit recorded: not "
-                "written (writes read the file instead of the filter)",
-            )
-        store.delete(str(s["bloom_path"]))
-        store.put(str(s["bloom_path"]), body)
-        return CheckRepair(p, True, f"rebuilt {p.subject} from {f.path}")
-    return CheckRepair(p, False, "no live data file names this sidecar")
-
-
-__all__ = ["CheckProblem", "CheckRepair", "CheckReport", "check_table"]
+__all__ = ["check_table"]

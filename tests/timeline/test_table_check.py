@@ -18,7 +18,7 @@ import pytest
 from storage import open_store
 from timeline import Table, TableSettings, check_table
 from timeline.archive import Archiver
-from timeline.check import (
+from timeline.check_report import (
     BLOOM_SIDECAR,
     DAMAGED,
     DUPLICATE_KEY,
