@@ -7,6 +7,8 @@ with `partition_path` (docs/spark.md, "The seam").
 """
 
 from .active import Timeline
+from .check import check_table
+from .check_report import CheckProblem, CheckRepair, CheckReport
 from .crash import point as crash_point
 from .engine_commit import PendingWrite, commit_files, describe_files, sweep_strays
 from .errors import (
@@ -17,6 +19,7 @@ from .errors import (
     InstantNotFound,
     InvalidDataFile,
     InvalidInstant,
+    MissingTableObject,
     PlanError,
     RangeNotReadable,
     SchemaMismatch,
@@ -129,6 +132,9 @@ __all__ = [
     "ActiveTimeline",
     "ArchivalSettings",
     "ChangesPlan",
+    "CheckProblem",
+    "CheckRepair",
+    "CheckReport",
     "ColumnStats",
     "CommitConflict",
     "CommitUnit",
@@ -146,6 +152,7 @@ __all__ = [
     "InvalidInstant",
     "KeyedProperties",
     "KeyedWritePlan",
+    "MissingTableObject",
     "MorSlice",
     "PendingWrite",
     "PlanError",
@@ -163,6 +170,7 @@ __all__ = [
     "Transaction",
     "WriteTarget",
     "check_schema",
+    "check_table",
     "checksummed",
     "commit_files",
     "commit_keyed",

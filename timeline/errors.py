@@ -86,3 +86,9 @@ class InvalidDataFile(TimelineError, InvalidInputError, ValueError):
 class CorruptTimelineObject(TimelineError, IntegrityError):
     """A timeline object (or the schema in its commit metadata) passed its checksum but cannot
     be decoded. Also a `storage.IntegrityError`; the message names the object."""
+
+
+class MissingTableObject(TimelineError, IntegrityError):
+    """An object the table's committed timeline says exists is gone (its keyed properties, a
+    data or log file a commit names): a read would answer from less than the table holds, so
+    it is refused, naming the object (`uri`). Also a `storage.IntegrityError`."""

@@ -17,9 +17,9 @@ from rich.table import Table as RichTable
 
 from provenance import ProvenanceRepository
 from provenance import sql as prov_sql
-from storage import open_store
+from storage import ErrorKind, open_store
 from storage.uri import resolve_repo
-from timeline import Instant, Table, conform, local_parquet, merge_schemas
+from timeline import Instant, Table, check_table, conform, local_parquet, merge_schemas
 from timeline.keyed import (
     COMMIT_TIME,
     COPY_ON_WRITE,
@@ -32,6 +32,7 @@ from timeline.keyed import (
 
 from .. import table_sql
 from ..context import CliContext, cli_context
+from ..errors import ANSWERS
 from ..output import emit_json, instant_json, jsonable
 from ..slice_provenance import CommitJob, SliceProvenance
 from ..spark.lineage import canonical
@@ -301,6 +302,47 @@ def read(
 def _has_logs(table: Table) -> bool:
     props = table.properties
     return props is not None and props.table_type == "merge_on_read"
+
+
+#: Exit code of `table check` when the table has problems left: the integrity kind's (committed
+#: data missing or failing its checksum; docs/architecture.md, "Errors").
+EXIT_PROBLEMS = ANSWERS[ErrorKind.INTEGRITY].exit_code
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    table_uri: UriArg,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Fix what needs no guess (phantom pending instants, the record index, bloom "
+            "sidecars, the properties object); say why for the rest",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Verify the table (Delta's FSCK, hudi-cli's validate): every file a retained snapshot or
+    a pending plan reads exists and matches its checksum, no completed instant is listed as
+    pending, the record index agrees with the files, no key is held twice. One line per
+    problem; exit 6 when any is left (docs/tables.md, "Checking a table")."""
+    table = open_table(ctx, table_uri)
+    report = check_table(table, repair=repair)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        for p in report.problems:
+            print(p)
+        for r in report.repairs:
+            print(r)
+        if report.ok:
+            print(
+                f"{table.uri}: ok ({report.files_checked} files, "
+                f"{report.snapshots_checked} snapshots checked)"
+            )
+    if not report.ok:
+        raise typer.Exit(EXIT_PROBLEMS)
 
 
 @app.command("sql")

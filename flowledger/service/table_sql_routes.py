@@ -7,28 +7,15 @@ import duckdb
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
-from timeline import Table
-
-from ..context import table_settings
 from ..table_sql import ALIAS, TableRead, connect
-from .errors import InvalidRequest, ServiceNotFound
+from .errors import InvalidRequest
 from .models import TableSqlBody
-from .names import checked
 from .sandbox import VIEW
 from .sql_routes import ANSWER
 from .state import Services, services
-from .timeline_routes import TABLES
+from .timeline_routes import named_table
 
 router = APIRouter(tags=["sql"])
-
-
-def _table(svc: Services, name: str) -> Table:
-    prefix = f"{TABLES}{checked(name, 'table name')}/"
-    if not svc.root.list_page(prefix, None, max_keys=1).objects:
-        raise ServiceNotFound(f"no table {name!r} in this repository (looked in {prefix})")
-    return Table.open(
-        svc.root.scoped(prefix.rstrip("/")), table_settings(svc.settings.auto_archive)
-    )
 
 
 def _run(svc: Services, name: str, body: TableSqlBody) -> bytes:
@@ -37,7 +24,7 @@ def _run(svc: Services, name: str, body: TableSqlBody) -> bytes:
     except ValueError as exc:
         raise InvalidRequest(str(exc)) from exc
     svc.sql.check(body.sql, (name, ALIAS, VIEW))  # before any request for the table
-    table = _table(svc, name)
+    table = named_table(svc, name)
     temp_dir, memory = svc.sql.temp_dir, svc.settings.sql_memory_limit
 
     def connect_table() -> duckdb.DuckDBPyConnection:

@@ -239,3 +239,44 @@ def test_concurrent_writers_never_look_like_a_loss(
     repo = _repo(root, tmp_path)
     assert _count(repo) == 180
     repo.close()
+
+
+@pytest.mark.unit
+def test_deleted_last_manifest_is_reported_by_events_paging(tmp_path: Path) -> None:
+    """`provenance events` (getEvents) pages to the newest event: a page that reaches the end
+    of what is held names the missing events instead of ending early."""
+    root = tmp_path / "repo"
+    repo = _repo(root, tmp_path)
+    ingest_file(repo, _file(tmp_path, "a.jsonl", 0, 200))
+    repo.rollover()
+    ingest_file(repo, _file(tmp_path, "b.jsonl", 200, 30))
+    repo.close()
+    _prov(root).delete_many([manifest_key(200, 230)])
+
+    reader = _repo(root, tmp_path, recover=False)
+    assert [e.event_id for e in reader.get_events(0, 50)][-1] == 49  # a full page: no end seen
+    with pytest.raises(MissingEvents, match=r"events 200\.\.229 are missing"):
+        reader.get_events(150, 1000)
+    reader.close()
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flowledger",
+            "provenance",
+            "events",
+            "--repo",
+            str(root),
+            "--first",
+            "0",
+            "--max",
+            "1000",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert res.returncode == 6, (res.returncode, res.stdout[-300:], res.stderr)
+    assert "200..229 are missing" in res.stderr and "accept-missing 200 230" in res.stderr

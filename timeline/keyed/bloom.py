@@ -145,6 +145,23 @@ class BloomFilter:
             array[_hashed_positions(h1[i : i + step], h2[i : i + step], m, k).ravel()] = True
         return BloomFilter(np.packbits(array, bitorder="little").tobytes(), m, k, HASH_WORDS)
 
+    @staticmethod
+    def build_sized(keys: Keys, num_bits: int, num_hashes: int, hash_name: str) -> BloomFilter:
+        """The filter of `keys` with a given size and hash (a filter rebuilt as it was
+        written: `build` chose them from its key count and false-positive rate)."""
+        array = np.zeros(num_bits, dtype=bool)
+        if len(keys):
+            h1, h2 = key_hashes(keys, hash_name)
+            step = max(1, _CHUNK_CELLS // num_hashes)
+            for i in range(0, len(h1), step):
+                pos = _hashed_positions(
+                    h1[i : i + step], h2[i : i + step], num_bits, num_hashes, hash_name
+                )
+                array[pos.ravel()] = True
+        return BloomFilter(
+            np.packbits(array, bitorder="little").tobytes(), num_bits, num_hashes, hash_name
+        )
+
     def might_contain(self, keys: Keys) -> np.ndarray:
         """One bool per key: False = certainly absent."""
         if not len(keys):

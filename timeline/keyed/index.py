@@ -10,6 +10,7 @@ same interface.
 from __future__ import annotations
 
 import bisect
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeAlias
@@ -18,7 +19,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage import ObjectStore, checksum_of, open_blob, seal_blob, verify
+from storage import (
+    IntegrityError,
+    NotFound,
+    ObjectStore,
+    checksum_of,
+    open_blob,
+    seal_blob,
+    verify,
+)
 
 from ..metadata import DataFile
 from ..snapshot import TableState
@@ -26,6 +35,8 @@ from .bloom import HASH_BLAKE2B, INLINE_MAX_BYTES, BloomFilter, Keys, key_hashes
 from .keys import RECORD_KEY_COL
 from .logfile import LOG_FILES, log_ref
 from .properties import KeyedProperties
+
+log = logging.getLogger(__name__)
 
 WRITE_STATS = "write_stats"
 #: Appended to a log's ref: the index entry of the keys it upserts that its slice's base
@@ -156,7 +167,7 @@ class RangeBloomIndex:
         with ThreadPoolExecutor(SIDECAR_PARALLELISM) as pool:
             ahead = self._fetch_sidecars(pool, [f for f, _, _ in windows[0]])
             for i, window in enumerate(windows):
-                fetched = {path: fut.result() for path, fut in ahead.items()}
+                fetched = self._arrived(ahead)
                 for path, bf in fetched.items():
                     self._keep(path, bf)
                 if i + 1 < len(windows):
@@ -251,6 +262,20 @@ class RangeBloomIndex:
             path: pool.submit(self._sidecar, s, str(s["bloom_path"]))
             for path, s in self._missing(files)
         }
+
+    def _arrived(self, ahead: Mapping[str, Future[BloomFilter]]) -> dict[str, BloomFilter]:
+        """The fetched filters; a sidecar missing or damaged is left out (its file is then a
+        candidate for every key in its range: a filter is derived data, never a reason to
+        refuse a write), with a warning naming it."""
+        out = {}
+        for path, fut in ahead.items():
+            try:
+                out[path] = fut.result()
+            except (IntegrityError, NotFound) as exc:
+                log.warning(
+                    "bloom filter of %s unreadable (%s): its file is read instead", path, exc
+                )
+        return out
 
     def _keep(self, path: str, bf: BloomFilter) -> None:
         if self._cached_bytes + len(bf.bits) <= SIDECAR_CACHE_BYTES:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage import Conflict, NotFound
+from storage import Conflict, IntegrityError, NotFound
 
 from .. import crash
 from ..commit import materialize
@@ -82,11 +82,15 @@ def _start(table: Table, st: TableState, plan: dict[str, Any]) -> tuple[pa.Table
     """The mapping the plan starts from and the log position it is current at."""
     view = index_view(st)
     if plan.get("source") and view is not None and view.instant == plan["source"]:
-        parts = [read_shard(table.store, ref)[0] for ref in view.shards]
-        mapping = pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
-        return mapping, view.covered_seq
-    # No index to merge (or it went stale since the plan): every file of the snapshot at
-    # the planned position; the catch-up brings it to the newest completion.
+        try:
+            parts = [read_shard(table.store, ref)[0] for ref in view.shards]
+        except (IntegrityError, NotFound) as exc:  # derived data: rebuilt from the files
+            log.warning("record index shard damaged (%s): rebuilding from the table's files", exc)
+        else:
+            mapping = pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
+            return mapping, view.covered_seq
+    # No index to merge (or it went stale since the plan, or a shard is damaged): every file
+    # of the snapshot at the planned position; the catch-up brings it to the newest completion.
     seq = int(plan["start_seq"])
     return _from_files(table, list(st.snapshot(seq).files)), seq
 
@@ -102,7 +106,13 @@ def catch_up(
         d = w.metadata.get(RECORD_INDEX_DELTA)
         if d is not None:
             if int(d.get("rows", 0)):
-                delta, _ = read_shard(table.store, ShardRef.from_json(d))
+                try:
+                    delta, _ = read_shard(table.store, ShardRef.from_json(d))
+                except (IntegrityError, NotFound) as exc:
+                    # A damaged delta: its write's file groups are read again from their files.
+                    log.warning("record index delta damaged (%s): reading its groups", exc)
+                    untracked |= touched_groups(w, st)
+                    continue
                 mapping = apply_delta(mapping, delta, props)
         elif w.added or w.replaced or w.replaced_partitions:
             untracked |= touched_groups(w, st)
@@ -174,7 +184,7 @@ def _resume(table: Table, inst: Instant) -> tuple[_IndexingTransaction, dict[str
     return _IndexingTransaction(table, inst.time, INDEXING, base, OPERATION), plan
 
 
-def _run(table: Table, props: KeyedProperties) -> Instant:
+def _run(table: Table, props: KeyedProperties, from_files: bool = False) -> Instant:
     pending = _pending(table)
     if pending is not None:
         got = _resume(table, pending)
@@ -187,7 +197,7 @@ def _run(table: Table, props: KeyedProperties) -> Instant:
         start_seq = max((e.seq for e in st.entries), default=0)
         plan = {
             "operation": OPERATION,
-            "source": view.instant if view is not None else None,
+            "source": view.instant if view is not None and not from_files else None,
             "start_seq": start_seq,
         }
         begun = table.begin(INDEXING, operation=OPERATION, plan=plan)
@@ -228,14 +238,16 @@ def _run(table: Table, props: KeyedProperties) -> Instant:
         raise
 
 
-def build_index(table: Table, attempts: int = 3) -> Instant:
-    """Run the `indexing` action (resuming an interrupted one); returns its completion."""
+def build_index(table: Table, attempts: int = 3, *, from_files: bool = False) -> Instant:
+    """Run the `indexing` action (resuming an interrupted one); returns its completion.
+    `from_files`: build from the table's files, not by merging the current index (a repair
+    of an index that disagrees with them)."""
     props = table.properties
     if props is None:
         raise PlanError(f"{table.uri} is not a keyed table: only keyed tables have a record index")
     for attempt in range(attempts):
         try:
-            return _run(table, props)
+            return _run(table, props, from_files)
         except CommitConflict:
             # A rollback or restore changed history while it ran: its instant was removed
             # (Transaction.complete aborts); plan again on the new state.

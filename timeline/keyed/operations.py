@@ -11,11 +11,12 @@ import pyarrow.parquet as pq
 
 from storage import ObjectStore
 
-from ..errors import TimelineError
+from ..errors import MissingTableObject, TimelineError
 from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
 from ..parquet_io import release_unused_memory
 from ..partitioning import split_partitions
 from ..schema import merge_schemas
+from ..table_schema import latest_schema
 from ..writes import put_table
 from . import compaction, mor_changes
 from .changes import cdc, incremental
@@ -26,6 +27,7 @@ from .planner import prepare_batch
 from .planning import Filter
 from .properties import (
     MERGE_ON_READ,
+    PROPERTIES_KEY,
     KeyedProperties,
     PropertiesError,
     create_properties,
@@ -228,6 +230,21 @@ def changes(
 UNREAD = object()
 
 
+def _refuse_missing_properties(table: Table) -> None:
+    """No properties object: an unkeyed table, unless its commits state the meta columns
+    (a keyed table's creation commit writes them after the properties object). Then the
+    object was lost, and a read without it would merge nothing (a merge-on-read table
+    would answer from its base files alone): refused, naming the object."""
+    if is_keyed_schema(latest_schema(table, refresh=False)):
+        where = table.store.url(PROPERTIES_KEY)
+        raise MissingTableObject(
+            f"{where} is missing: {table.uri} is a keyed table (its commits hold the record "
+            "key column) and its record key, merge mode and table type are in that object; "
+            "`flowledger table check --repair` restores it from the creation commit",
+            where,
+        )
+
+
 class KeyedTableMethods:
     """`Table`'s keyed methods (docs/tables.md): its properties, upsert, insert, delete,
     incremental and CDC reads, and merge-on-read compaction. An unkeyed table refuses them
@@ -243,7 +260,10 @@ class KeyedTableMethods:
     def properties(self) -> KeyedProperties | None:
         """The keyed table's properties; None for an unkeyed table (one GET, once)."""
         if self._props is UNREAD:
-            self._props = load_properties(self.store)
+            found = load_properties(self.store)
+            if found is None:
+                _refuse_missing_properties(self._table())
+            self._props = found
         props: KeyedProperties | None = self._props
         return props
 

@@ -21,6 +21,7 @@ falls back to ranges and blooms until the next `indexing` run).
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from storage import ObjectStore, checksum_of, verify
+from storage import IntegrityError, NotFound, ObjectStore, checksum_of, verify
 
 from ..instant import INDEXING, RESTORE, ROLLBACK, parse_name
 from ..metadata import DataFile, Entry
@@ -50,6 +51,8 @@ AUTO = "auto"
 RANGE_BLOOM = "range_bloom"
 RECORD_LEVEL = "record_level"
 KEYED_INDEXES = (AUTO, RANGE_BLOOM, RECORD_LEVEL)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,9 @@ class RecordLevelIndex:
         self.shards_read = 0  # index objects fetched (base shards and deltas)
         self.blocks_read = 0  # row groups of base shards decoded
         self.probed_files = 0
+        #: The object that failed its read (missing or damaged), once one did: the index is
+        #: derived data, so this write finds its keys through `fallback` instead.
+        self.damaged: str | None = None
 
     def lookup(self, keys: pa.Array) -> pa.Table:
         """The index rows (key, partition, file_group) of `keys`, as of the view."""
@@ -276,6 +282,21 @@ class RecordLevelIndex:
         return mapping
 
     def candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
+        if self.damaged is None:
+            try:
+                return self._candidates(files, keys)
+            except (IntegrityError, NotFound) as exc:
+                self.damaged = exc.uri or str(exc)
+                log.warning(
+                    "record index of %s is damaged (%s): this write finds its keys through "
+                    "key ranges and bloom filters; `flowledger table check --repair` rebuilds "
+                    "the index",
+                    self.view.instant,
+                    exc,
+                )
+        return self.fallback.candidates(files, keys) if keys and files else {}
+
+    def _candidates(self, files: Sequence[DataFile], keys: Sequence[str]) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
         if not keys or not files:
             return out

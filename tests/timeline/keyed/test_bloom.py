@@ -3,11 +3,15 @@ filters written with the earlier per-key blake2b hash still probed correctly."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from timeline.keyed import bloom
+from storage import open_store
+from timeline import Table, TableSettings
+from timeline.keyed import KeyedProperties, bloom
 from timeline.keyed.bloom import HASH_BLAKE2B, HASH_WORDS, BloomFilter, key_hashes
 
 pytestmark = pytest.mark.unit
@@ -72,3 +76,32 @@ def test_an_unknown_hash_is_refused_by_name() -> None:
 def test_a_null_key_is_refused() -> None:
     with pytest.raises(ValueError, match="null"):
         key_hashes(pa.array(["a", None]))
+
+
+def _sidecar_table(root: str) -> tuple[Table, str]:
+    """A keyed table whose file's bloom filter is a sidecar object, and that object's path."""
+    t = Table.create(
+        open_store(root), KeyedProperties.of("id"), TableSettings(local_entry_cache=False)
+    )
+    t.upsert(pa.table({"id": list(range(6000)), "v": ["x"] * 6000}))
+    stats = t.entry(t.snapshot().instant_time).metadata["write_stats"]
+    paths = [s["bloom_path"] for s in stats if s.get("bloom_path")]
+    assert paths, stats
+    return t, paths[0]
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "delete"])
+def test_a_damaged_sidecar_never_refuses_a_write(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    t, path = _sidecar_table(str(tmp_path / "t"))
+    local = Path(tmp_path / "t" / path)
+    if damage == "delete":
+        local.unlink()
+    else:
+        local.write_bytes(local.read_bytes()[:-4] + b"XXXX")
+    with caplog.at_level("WARNING"):
+        t.upsert(pa.table({"id": [5, 7000], "v": ["new", "new"]}))
+    assert any(path in r.getMessage() for r in caplog.records)
+    rows = {r["id"]: r["v"] for r in t.read().to_pylist()}
+    assert len(rows) == 6001 and rows[5] == rows[7000] == "new" and rows[4] == "x"

@@ -298,3 +298,32 @@ def test_two_runs_of_one_plan_race(tmp_path: Path, monkeypatch: Any) -> None:
     assert raced == [done.time]
     assert len([i for i in t.timeline().completed() if i.action == INDEXING]) == 1
     _agrees(t)  # every shard still there, checksums verified
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("damage", ["corrupt", "delete"])
+def test_a_damaged_index_never_refuses_a_write(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The index is derived data: a write whose shard is missing or fails its checksum
+    finds its keys through ranges and blooms, warning once and naming the object; the next
+    merge of the index rebuilds it from the files."""
+    t = _table(open_store("file://" + str(tmp_path / "t")))
+    done = build_index(t)
+    shards = t.entry(done.time).metadata["record_index"]["shards"]
+    for s in shards:
+        local = tmp_path / "t" / s["path"]
+        if damage == "delete":
+            local.unlink()
+        else:
+            local.write_bytes(local.read_bytes()[:-4] + b"XXXX")
+    with caplog.at_level("WARNING"):
+        t.upsert(_rows([1, 2, 77, 149, 900], ts=1, v="new"))
+    warned = [r.getMessage() for r in caplog.records if "record index" in r.getMessage()]
+    assert len(warned) == 1 and shards[0]["path"] in warned[0]
+    rows = {r["id"]: r["v"] for r in t.read().to_pylist()}
+    assert len(rows) == 151 and [rows[i] for i in (1, 2, 77, 149, 900)] == ["new"] * 5
+    assert rows[3] == "x"
+    rebuilt = build_index(t)  # the merge of a damaged index starts from the files
+    assert t.entry(rebuilt.time).metadata["record_index"]["keys"] == 151
+    _agrees(t)
