@@ -61,7 +61,7 @@ def test_a_lost_properties_object_is_named_by_every_read_path(tmp_path: Path) ->
         ("table", "sql", t.uri, "SELECT count(*) AS n FROM t", "--repo", repo),
         ("table", "read", t.uri, "--count"),
         ("table", "read", t.uri),
-        ("table", "read", t.uri, "--changes-since", "0"),
+        ("table", "read", t.uri, "--changes-since", "20000101000000000"),
         ("table", "write", t.uri, "--operation", "delete", "--where", "k = 3"),
     ):
         res = _cli(*args)
