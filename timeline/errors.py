@@ -86,3 +86,7 @@ class InvalidDataFile(TimelineError, InvalidInputError, ValueError):
 class CorruptTimelineObject(TimelineError, IntegrityError):
     """A timeline object (or the schema in its commit metadata) passed its checksum but cannot
     be decoded. Also a `storage.IntegrityError`; the message names the object."""
+
+
+class PartitionNamingError(TimelineError, InvalidInputError, ValueError):
+    """A table's partition naming this version does not know (written by a newer one)."""

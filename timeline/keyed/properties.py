@@ -7,13 +7,14 @@ A table without that object is unkeyed and behaves as it always did (append, ove
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from storage import Conflict, InvalidInputError, NotFound, ObjectStore, open_json, seal_json
 
 from ..errors import TimelineError
 from ..layout import TIMELINE
+from ..partitioning import HIVE_NAMING, LEGACY_NAMING, check_naming
 
 PROPERTIES_KEY = TIMELINE + "properties.json"
 FORMAT = "flowledger.table-properties/1"
@@ -47,6 +48,11 @@ class KeyedProperties:
     #: partitions. `partition` scopes keys to their partition (cheaper lookups: only the
     #: incoming partitions' files are candidates), as Hudi's non-global indexes do.
     key_scope: str = GLOBAL
+    #: How partition values become path segments (`timeline.partitioning`): percent-escaped
+    #: (`hive`) for every table created now; `legacy` for tables whose properties predate
+    #: it (they keep their names). Not a choice a user makes, so not compared: opening an
+    #: older table with the properties it was created with is not a change.
+    partition_naming: str = field(default=HIVE_NAMING, compare=False)
 
     def __post_init__(self) -> None:
         if not self.record_key or any(not c for c in self.record_key):
@@ -65,6 +71,7 @@ class KeyedProperties:
             )
         if self.key_scope not in KEY_SCOPES:
             raise PropertiesError(f"key scope must be one of {KEY_SCOPES}, not {self.key_scope!r}")
+        check_naming(self.partition_naming)
 
     @staticmethod
     def of(
@@ -94,6 +101,7 @@ class KeyedProperties:
             "merge_mode": self.merge_mode,
             "table_type": self.table_type,
             "key_scope": self.key_scope,
+            "partition_naming": self.partition_naming,
         }
 
     @staticmethod
@@ -105,6 +113,8 @@ class KeyedProperties:
             str(d.get("merge_mode", COMMIT_TIME)),
             str(d.get("table_type", COPY_ON_WRITE)),
             str(d.get("key_scope", GLOBAL)),
+            # Properties written before the field existed: the names those tables hold.
+            str(d.get("partition_naming", LEGACY_NAMING)),
         )
 
     def describe(self) -> str:
