@@ -23,12 +23,15 @@ from timeline import (
     split_partitions,
 )
 from timeline.keyed import KeyedProperties
-from timeline.keyed.properties import FORMAT, PROPERTIES_KEY
+from timeline.keyed.properties import FORMAT, FORMATS, PROPERTIES_KEY
 from timeline.naming import NAMING_KEY
 from timeline.partitioning import ESCAPED
 from timeline.writes import put_table
 
 pytestmark = pytest.mark.unit
+
+#: The properties format of keyed tables written before partition naming was recorded.
+OLD_FORMAT = "flowledger.table-properties/1"
 
 #: Spark's `ExternalCatalogUtils.charToEscape` (Hive's `FileUtils`), the characters it adds
 #: on Windows, and NUL.
@@ -98,7 +101,9 @@ def _naming_object(store: ObjectStore) -> Any:
 def test_new_tables_record_the_escaped_naming(tmp_path: Path) -> None:
     keyed = open_store(str(tmp_path / "keyed"))
     Table.create(keyed, KeyedProperties.of("id", partition_by="p"))
-    assert open_json(keyed.get(PROPERTIES_KEY), "")["partition_naming"] == HIVE_NAMING
+    written = open_json(keyed.get(PROPERTIES_KEY), "")
+    assert (written["format"], written["partition_naming"]) == (FORMAT, HIVE_NAMING)
+    assert FORMATS == (OLD_FORMAT, FORMAT)  # older versions refuse `FORMAT`: no mixed names
     assert Table.open(keyed).partition_naming() == HIVE_NAMING
 
     unkeyed = open_store(str(tmp_path / "unkeyed"))
@@ -147,7 +152,7 @@ def test_an_older_keyed_table_keeps_its_names(tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "t"))
     props = KeyedProperties.of("v", partition_by="p", key_scope="partition")
     old = {k: v for k, v in props.to_json().items() if k != "partition_naming"}
-    store.put_if_absent(PROPERTIES_KEY, seal_json({"format": FORMAT, **old}))
+    store.put_if_absent(PROPERTIES_KEY, seal_json({"format": OLD_FORMAT, **old}))
     table = Table.create(store, props)  # the same properties: a no-op, not a change
     assert table.partition_naming() == LEGACY_NAMING
     table.upsert(ROWS)

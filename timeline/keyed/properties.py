@@ -17,7 +17,10 @@ from ..layout import TIMELINE
 from ..partitioning import HIVE_NAMING, LEGACY_NAMING, check_naming
 
 PROPERTIES_KEY = TIMELINE + "properties.json"
-FORMAT = "flowledger.table-properties/1"
+#: `/2` added `partition_naming`: an older version, which would name partitions the old way
+#: in a table that escapes them, refuses the table instead. `/1` objects read as `legacy`.
+FORMAT = "flowledger.table-properties/2"
+FORMATS = ("flowledger.table-properties/1", FORMAT)
 
 COMMIT_TIME = "commit_time"  # the latest write wins (Hudi 1.x COMMIT_TIME_ORDERING)
 EVENT_TIME = "event_time"  # the highest ordering value wins, ties by commit order
@@ -139,7 +142,7 @@ def load_properties(store: ObjectStore) -> KeyedProperties | None:
     except NotFound:
         return None
     d = open_json(data, store.url(PROPERTIES_KEY))
-    if d.get("format") != FORMAT:
+    if d.get("format") not in FORMATS:
         where = store.url(PROPERTIES_KEY)
         raise PropertiesError(f"{where}: unsupported format {d.get('format')!r}")
     return KeyedProperties.from_json(d)
