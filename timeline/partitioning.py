@@ -4,7 +4,7 @@ A partition's name is built from the canonical JSON form of its values (`file_st
 so a timestamp names its partition in UTC and bytes in hex). How that text becomes a path
 segment is the table's partition naming, fixed when the table is created:
 
-* `hive` (every table created since partition names round-trip): Hive's and Spark's
+* `hive` (every table this version creates): Hive's and Spark's
   `escapePathName`. The characters they escape (ASCII controls, `"#%'*/:=?\\{[]^` and DEL,
   plus the space and `<>|` they also escape on Windows, and NUL) become `%XX`, their code in
   hex; every other character, non-ASCII ones included, is kept. Column names are escaped
@@ -12,9 +12,9 @@ segment is the table's partition naming, fixed when the table is created:
   string that is literally that name is written `%5F_HIVE_DEFAULT_PARTITION__` and the empty
   string is `col=` (Spark writes both as null; here they stay distinct values). Distinct
   values therefore always have distinct names, and `parse_partition` gives the values back.
-* `legacy` (tables written before): every character outside `[A-Za-z0-9-_.:]` became `_`, so
-  distinct values could share a name. Such a table keeps that naming for all its writes, so
-  its existing partitions keep their names; it never mixes the two.
+* `legacy` (tables earlier versions created): every character outside `[A-Za-z0-9-_.:]`
+  became `_`, so distinct values could share a name. Such a table keeps that naming for all
+  its writes, so its existing partitions keep their names; it never mixes the two.
 
 Timeline's own writer splits rows by these names (`split_partitions`); a writer that only sees
 finished files (Spark's JVM writer) names each file's partition from the file's footer
@@ -38,7 +38,7 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 #: Percent-escaping as Hive and Spark write partition paths (see the module docstring).
 HIVE_NAMING = "hive"
-#: The naming of tables written before partition names round-tripped (lossy: `x y` is `x_y`).
+#: The naming of tables earlier versions created (lossy: `x y` and `x/y` are both `x_y`).
 LEGACY_NAMING = "legacy"
 NAMINGS = (HIVE_NAMING, LEGACY_NAMING)
 
