@@ -59,7 +59,12 @@ def _add_views(con: duckdb.DuckDBPyConnection, views: Mapping[str, ViewSource]) 
         else:
             if not source:
                 raise ValueError(f"view {name}: no files (pass an empty Arrow table instead)")
-            body = f"SELECT * FROM read_parquet({_list(source)}, union_by_name=true)"
+            # The files hold every column, partition columns included: their values come from
+            # the files as written, never from `col=value` folder names DuckDB would parse.
+            body = (
+                f"SELECT * FROM read_parquet({_list(source)}, union_by_name=true, "
+                "hive_partitioning=false)"
+            )
         con.execute(f"CREATE VIEW {quoted(name)} AS {body}")
 
 

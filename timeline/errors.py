@@ -92,3 +92,7 @@ class MissingTableObject(TimelineError, IntegrityError):
     """An object the table's committed timeline says exists is gone (its keyed properties, a
     data or log file a commit names): a read would answer from less than the table holds, so
     it is refused, naming the object (`uri`). Also a `storage.IntegrityError`."""
+
+
+class PartitionNamingError(TimelineError, InvalidInputError, ValueError):
+    """A table's partition naming this version does not know (written by a newer one)."""

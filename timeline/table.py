@@ -47,6 +47,7 @@ from .keyed.slices import MorSlice, is_merge_on_read, mor_slices
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
+from .naming import unkeyed_naming
 from .parquet_io import read_files
 from .recovery import handle_failed_writes
 from .schema import no_rows
@@ -104,6 +105,7 @@ class Table(KeyedTableMethods):
         self._full = False
         self._begun: set[str] = set()  # instant times this object began
         self._props: Any = UNREAD  # KeyedProperties | None once read (they never change)
+        self._naming: str | None = None  # an unkeyed table's partition naming, once read
         #: Compactions this object started in the background (`compaction_mode` async);
         #: `timeline.keyed.compaction.wait_async` joins them.
         self.background: list[threading.Thread] = []
@@ -323,6 +325,17 @@ class Table(KeyedTableMethods):
         return st.schema(self._snapshot(st, as_of).seq if as_of else None)
 
     # -- writing --------------------------------------------------------------------------------
+    def partition_naming(self) -> str:
+        """How this table's writes name partitions (`timeline.partitioning`): a keyed table's
+        properties say; an unkeyed table's is recorded at its first partitioned write
+        (`timeline.naming`). Read once per table object: it never changes."""
+        props = self.properties
+        if props is not None:
+            return props.partition_naming
+        if self._naming is None:
+            self._naming = unkeyed_naming(self.store, self.state)
+        return self._naming
+
     def data_key(self, partition: str, name: str, *, instant_time: str) -> str:
         return data_key(instant_time, partition, name)
 

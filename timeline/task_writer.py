@@ -100,10 +100,13 @@ class TaskWriter:
         self.beat_if_due()
         return f
 
-    def write_partitions(self, data: pa.Table, partition_by: Sequence[str]) -> list[DataFile]:
-        """One file per Hive-style partition of `data` (see partitioning.py)."""
+    def write_partitions(
+        self, data: pa.Table, partition_by: Sequence[str], *, naming: str
+    ) -> list[DataFile]:
+        """One file per Hive-style partition of `data` (see partitioning.py), named by the
+        table's partition naming (`Table.partition_naming()`, read where the write began)."""
         out = []
-        for partition, piece in split_partitions(data, partition_by):
+        for partition, piece in split_partitions(data, partition_by, naming=naming):
             f = self.write(piece, partition)
             if f is not None:
                 out.append(f)

@@ -63,6 +63,7 @@ def write(
         for path in data:
             schema = local_parquet(path).schema_arrow
             incoming = merge_schemas(incoming, schema, f"{table.uri} from {path}")
+    naming = table.partition_naming() if parts else ""
     overwrite = mode == "overwrite"
     if overwrite:
         operation = "insert_overwrite" if parts else "insert_overwrite_table"
@@ -76,7 +77,7 @@ def write(
         txn.schema = current if incoming is None else merge_schemas(current, incoming, table.uri)
         written: set[str] = set()
         if isinstance(data, pa.Table):
-            for partition, piece in split_partitions(data, parts):
+            for partition, piece in split_partitions(data, parts, naming=naming):
                 put_table(txn, partition, piece)
                 written.add(partition)
         else:

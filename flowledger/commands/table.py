@@ -117,6 +117,7 @@ def create(
         key_scope=key_scope,
     )
     table = Table.create(open_store(table_uri), props, cli_context(ctx).table_settings())
+    props = table.properties or props  # an existing table's own (e.g. its partition naming)
     if as_json:
         emit_json({"table": table.uri, **props.to_json()})
     else:

@@ -163,6 +163,7 @@ class FlowledgerDataSource(DataSource):
         current = latest_schema(table, refresh=False)
         if current is not None and RECORD_KEY_COL in current.names:
             raise SparkWriteError(f"{path.given} is a keyed table: {BARE_KEYED}")
+        naming = table.partition_naming() if parts else ""
         txn = table.begin(action, operation=operation)
         try:  # fail before any task runs if the data does not fit the table's schema
             txn.schema = check_schema(current, arrow_schema(schema))
@@ -173,6 +174,7 @@ class FlowledgerDataSource(DataSource):
             facts=self.facts,
             path=path,
             parts=tuple(parts),
+            naming=naming,
             # The commit worker (another process) completes or aborts it.
             pending=PendingWrite.detach(txn),
             repo_uri=resolve_repo_uri(_option(self.options, "repo"), self.facts.conf),
@@ -185,6 +187,8 @@ class TimelineWriter(DataSourceArrowWriter):
     facts: DriverFacts
     path: TablePath
     parts: tuple[str, ...]
+    #: The table's partition naming (`Table.partition_naming`), read on the driver.
+    naming: str
     pending: PendingWrite
     repo_uri: str
     options: dict[str, str]
@@ -216,7 +220,9 @@ class TimelineWriter(DataSourceArrowWriter):
                     out.files.append(f)
 
         for batch in iterator:
-            for partition, piece in split_partitions(pa.Table.from_batches([batch]), self.parts):
+            for partition, piece in split_partitions(
+                pa.Table.from_batches([batch]), self.parts, naming=self.naming
+            ):
                 pending.setdefault(partition, []).append(piece)
                 counts[partition] = counts.get(partition, 0) + piece.num_rows
                 if counts[partition] >= FILE_ROWS:

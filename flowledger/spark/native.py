@@ -56,27 +56,29 @@ from .paths import resolve_repo_uri, table_path
 PART_PREFIX = "__flp_"
 
 
-def partition_of(rel_key: str) -> str:
+def partition_of(rel_key: str, naming: str) -> str:
     """`__flp_a=1/__flp_b=x/part-0.parquet` -> `a=1/b=x`: the partition named from Spark's
-    directory names (values as Spark prints them). Used only where the file's statistics
-    cannot name it (see `file_partition`)."""
+    directory names (values as Spark prints them, unescaped from Spark's `%XX`), in the
+    table's `naming`. Used only where the file's statistics cannot name it (see
+    `file_partition`)."""
     values: list[tuple[str, str | None]] = []
     for d in rel_key.split("/")[:-1]:
         name, _, value = d.partition("=")
         text = unquote(value)
-        values.append((name.removeprefix(PART_PREFIX), None if text == NULL_PARTITION else text))
-    return partition_path(values)
+        column = unquote(name).removeprefix(PART_PREFIX)
+        values.append((column, None if text == NULL_PARTITION else text))
+    return partition_path(values, naming=naming)
 
 
-def file_partition(parts: Sequence[str], f: DataFile, rel_key: str) -> str:
+def file_partition(parts: Sequence[str], f: DataFile, rel_key: str, naming: str) -> str:
     """A Spark-written file's partition, named by timeline's partition naming from the typed
     values in the file's footer (a partition column's min equals its max), so it is the name
     the Python writers give the same rows (Spark prints `true`, a timestamp in the session's
     zone...); Spark's directory names when the statistics cannot tell."""
     if not parts:
         return ""
-    named = partition_from_stats(parts, f.column_stats, f.rows)
-    return named if named is not None else partition_of(rel_key)
+    named = partition_from_stats(parts, f.column_stats, f.rows, naming=naming)
+    return named if named is not None else partition_of(rel_key, naming)
 
 
 def is_data_file(rel_key: str) -> bool:
@@ -142,6 +144,7 @@ def write(
 
         return write_keyed(df, uri, mode, {**opts, "operation": "upsert"}, hooks)
     job = job_info(spark, df)  # inputs are known before the write runs
+    naming = table.partition_naming() if parts else ""
     txn = table.begin(action, operation=operation)
     try:
         # Fail before any file is written if the DataFrame does not fit the table's schema.
@@ -164,7 +167,7 @@ def write(
         crash_point("spark.written")
         # The add actions: each file Spark wrote, described from its footer and checksum.
         files = [
-            replace(f, partition=file_partition(parts, f, f.path[len(prefix) :]))
+            replace(f, partition=file_partition(parts, f, f.path[len(prefix) :], naming))
             for f in describe_files(store, collect_written(store, prefix))
         ]
     except BaseException:

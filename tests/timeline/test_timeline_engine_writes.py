@@ -17,6 +17,8 @@ import pytest
 from storage import NotFound, ObjectStore
 from tests.support.backends import Backend
 from timeline import (
+    HIVE_NAMING,
+    LEGACY_NAMING,
     NULL_PARTITION,
     REPLACE_COMMIT,
     DataFile,
@@ -153,19 +155,26 @@ def test_partition_names_from_rows_and_from_footer_stats_agree() -> None:
         }
     )
     parts = ["flag", "at", "amount", "s"]
-    split = split_partitions(data, parts)
-    assert [p for p, _ in split] == sorted(
-        [
+    null = NULL_PARTITION
+    expected = {
+        HIVE_NAMING: [
+            "flag=False/at=2026-01-01T00%3A00%3A00+00%3A00/amount=2.00/s=c%2Fd",
+            "flag=True/at=2026-01-01T00%3A00%3A00+00%3A00/amount=1.50/s=a%20b",
+        ],
+        LEGACY_NAMING: [
             "flag=False/at=2026-01-01T00:00:00_00:00/amount=2.00/s=c_d",
             "flag=True/at=2026-01-01T00:00:00_00:00/amount=1.50/s=a_b",
-            f"flag={NULL_PARTITION}/at={NULL_PARTITION}/amount={NULL_PARTITION}/s={NULL_PARTITION}",
-        ]
-    )
-    for name, piece in split:
-        f = describe_bytes("k", to_parquet_bytes(piece))
-        assert partition_from_stats(parts, f.column_stats, f.rows) == name
-    mixed = describe_bytes("k", to_parquet_bytes(data))
-    assert partition_from_stats(parts, mixed.column_stats, mixed.rows) is None
+        ],
+    }
+    for naming, names in expected.items():
+        split = split_partitions(data, parts, naming=naming)
+        all_null = f"flag={null}/at={null}/amount={null}/s={null}"
+        assert [p for p, _ in split] == sorted([*names, all_null])
+        for name, piece in split:
+            f = describe_bytes("k", to_parquet_bytes(piece))
+            assert partition_from_stats(parts, f.column_stats, f.rows, naming=naming) == name
+        mixed = describe_bytes("k", to_parquet_bytes(data))
+        assert partition_from_stats(parts, mixed.column_stats, mixed.rows, naming=naming) is None
 
 
 @pytest.fixture
@@ -185,7 +194,7 @@ def test_tasks_write_files_a_driver_commits_as_add_actions(tstore: ObjectStore) 
     for task in range(2):
         writer = TaskWriter(tstore, target, task=f"{task:05d}-{task}")
         rows = pa.table({"id": [task * 10, task * 10 + 1], "p": ["a", "b"]})
-        described += writer.write_partitions(rows, ["p"])
+        described += writer.write_partitions(rows, ["p"], naming=table.partition_naming())
     # A failed attempt's file: uploaded, never described.
     stray = TaskWriter(tstore, target, task="00000-99").write(pa.table({"id": [99], "p": ["a"]}))
     assert stray is not None and tstore.head(stray.path)

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..partitioning import partition_value
+from ..partitioning import partition_column, partition_value
 from .properties import PARTITION, KeyedProperties, PropertiesError
 
 COMMIT_TIME_COL = "_flowledger_commit_time"
@@ -66,10 +66,12 @@ def partition_path_array(data: pa.Table, props: KeyedProperties) -> pa.Array:
     if missing:
         raise PropertiesError(f"partition column(s) {missing} not in the data's columns")
     named: list[pa.Array] = []
+    naming = props.partition_naming
     for c in props.partition_by:
         encoded = pc.dictionary_encode(data.column(c)).combine_chunks()
-        names = [f"{c}={partition_value(v)}" for v in encoded.dictionary.to_pylist()]
-        null_name = f"{c}={partition_value(None)}"
+        col = partition_column(c, naming)
+        names = [f"{col}={partition_value(v, naming)}" for v in encoded.dictionary.to_pylist()]
+        null_name = f"{col}={partition_value(None, naming)}"
         path = pa.array(names, pa.string()).take(encoded.indices)
         named.append(pc.fill_null(path, null_name) if path.null_count else path)
     if len(named) == 1:

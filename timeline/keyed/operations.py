@@ -177,7 +177,7 @@ def insert_overwrite(
         stats = []
         written = set()
         fpp = table.settings.bloom_fpp(props.table_type == MERGE_ON_READ)
-        for partition, piece in split_partitions(batch.rows, parts):
+        for partition, piece in split_partitions(batch.rows, parts, naming=props.partition_naming):
             f = put_table(txn, partition, piece)
             written.add(partition)
             lo, hi = key_range(piece)

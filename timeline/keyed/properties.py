@@ -7,16 +7,20 @@ A table without that object is unkeyed and behaves as it always did (append, ove
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from storage import Conflict, InvalidInputError, NotFound, ObjectStore, open_json, seal_json
 
 from ..errors import TimelineError
 from ..layout import TIMELINE
+from ..partitioning import HIVE_NAMING, LEGACY_NAMING, check_naming
 
 PROPERTIES_KEY = TIMELINE + "properties.json"
-FORMAT = "flowledger.table-properties/1"
+#: `/2` added `partition_naming`: an older version, which would name partitions the old way
+#: in a table that escapes them, refuses the table instead. `/1` objects read as `legacy`.
+FORMAT = "flowledger.table-properties/2"
+FORMATS = ("flowledger.table-properties/1", FORMAT)
 
 COMMIT_TIME = "commit_time"  # the latest write wins (Hudi 1.x COMMIT_TIME_ORDERING)
 EVENT_TIME = "event_time"  # the highest ordering value wins, ties by commit order
@@ -47,6 +51,11 @@ class KeyedProperties:
     #: partitions. `partition` scopes keys to their partition (cheaper lookups: only the
     #: incoming partitions' files are candidates), as Hudi's non-global indexes do.
     key_scope: str = GLOBAL
+    #: How partition values become path segments (`timeline.partitioning`): percent-escaped
+    #: (`hive`) for every table created now; `legacy` for tables whose properties predate
+    #: it (they keep their names). Not a choice a user makes, so not compared: opening an
+    #: older table with the properties it was created with is not a change.
+    partition_naming: str = field(default=HIVE_NAMING, compare=False)
 
     def __post_init__(self) -> None:
         if not self.record_key or any(not c for c in self.record_key):
@@ -65,6 +74,7 @@ class KeyedProperties:
             )
         if self.key_scope not in KEY_SCOPES:
             raise PropertiesError(f"key scope must be one of {KEY_SCOPES}, not {self.key_scope!r}")
+        check_naming(self.partition_naming)
 
     @staticmethod
     def of(
@@ -94,6 +104,7 @@ class KeyedProperties:
             "merge_mode": self.merge_mode,
             "table_type": self.table_type,
             "key_scope": self.key_scope,
+            "partition_naming": self.partition_naming,
         }
 
     @staticmethod
@@ -105,6 +116,8 @@ class KeyedProperties:
             str(d.get("merge_mode", COMMIT_TIME)),
             str(d.get("table_type", COPY_ON_WRITE)),
             str(d.get("key_scope", GLOBAL)),
+            # Properties written before the field existed: the names those tables hold.
+            str(d.get("partition_naming", LEGACY_NAMING)),
         )
 
     def describe(self) -> str:
@@ -129,7 +142,7 @@ def load_properties(store: ObjectStore) -> KeyedProperties | None:
     except NotFound:
         return None
     d = open_json(data, store.url(PROPERTIES_KEY))
-    if d.get("format") != FORMAT:
+    if d.get("format") not in FORMATS:
         where = store.url(PROPERTIES_KEY)
         raise PropertiesError(f"{where}: unsupported format {d.get('format')!r}")
     return KeyedProperties.from_json(d)

@@ -101,3 +101,18 @@ def test_merge_on_read_table_from_the_command_line(tmp_path: Path, monkeypatch: 
     assert sorted((r["id"], r["v"]) for r in ro) == [(1, "x2"), (2, "y")]
     shown = [(r["action"], r.get("operation")) for r in _json("timeline", "show", "--table", uri)]
     assert ("commit", "compact") in shown
+
+
+def test_create_reports_the_partition_naming_the_table_has(tmp_path: Path) -> None:
+    """A new table escapes partition values; creating an older table again reports the
+    naming it keeps (its properties were written before the naming was recorded)."""
+    from storage import open_store, seal_json
+    from timeline.keyed.properties import PROPERTIES_KEY
+
+    args = ("--record-key", "id", "--partition-by", "p")
+    new = _json("table", "create", str(tmp_path / "new"), *args)
+    assert new["partition_naming"] == "hive"
+    old = open_store(str(tmp_path / "old"))
+    body = {k: v for k, v in new.items() if k not in ("table", "partition_naming")}
+    old.put(PROPERTIES_KEY, seal_json({"format": "flowledger.table-properties/1", **body}))
+    assert _json("table", "create", str(tmp_path / "old"), *args)["partition_naming"] == "legacy"

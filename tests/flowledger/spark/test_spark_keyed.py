@@ -196,3 +196,20 @@ def test_merge_on_read_snapshot_is_merged_on_spark(registered: Any, where: tuple
         assert got == want
     old = fs.read(spark, uri, as_of=first.time).select("id", "delay").collect()
     assert sorted((r["id"], r["delay"]) for r in old) == [(1, 5), (2, 7), (3, 9)]
+
+
+@pytest.mark.parametrize("writer", ["native", "datasource"])
+def test_partition_scoped_keys_in_look_alike_partitions_stay_two_records(
+    registered: Any, writer: str, tmp_path: Path
+) -> None:
+    """('x y', 1) and ('x_y', 1) are two records; an upsert of one leaves the other."""
+    spark, uri = registered, str(tmp_path / "t")
+    opts = {**PARTITION_PROPS, "operation": "upsert"}
+    write = fs.write if writer == "native" else fs.save
+    schema = "id long, p string, v long"
+    write(spark.createDataFrame([(1, "x y", 0), (1, "x/y", 0)], schema), uri, options=opts)
+    write(spark.createDataFrame([(1, "x_y", 2)], schema), uri, options=opts)
+    table = Table.open(open_store(uri))
+    got = sorted((r["p"], r["v"]) for r in table.read().select(["p", "v"]).to_pylist())
+    assert got == [("x y", 0), ("x/y", 0), ("x_y", 2)]
+    assert {f.partition for f in table.snapshot().files} == {"p=x%20y", "p=x%2Fy", "p=x_y"}

@@ -13,6 +13,7 @@ from flowledger.spark.jars import bundled_hadoop_version, check_hadoop_aws
 from flowledger.spark.native import is_data_file, partition_of
 from flowledger.spark.paths import table_path
 from flowledger.spark.session import session_conf
+from timeline import HIVE_NAMING, LEGACY_NAMING
 
 pytestmark = pytest.mark.unit
 
@@ -72,8 +73,10 @@ def test_settings_follow_the_sessions_s3a_conf() -> None:
 
 
 def test_spark_output_names_map_to_partitions() -> None:
-    assert partition_of("__flp_p=1/__flp_d=a%20b/part-0.parquet") == "p=1/d=a_b"
-    assert partition_of("part-0.snappy.parquet") == ""
+    spark_dirs = "__flp_p=1/__flp_d=a%20b%2Fc%3D/part-0.parquet"
+    assert partition_of(spark_dirs, HIVE_NAMING) == "p=1/d=a%20b%2Fc%3D"
+    assert partition_of(spark_dirs, LEGACY_NAMING) == "p=1/d=a_b_c_"
+    assert partition_of("part-0.snappy.parquet", HIVE_NAMING) == ""
     assert is_data_file("__flp_p=1/part-0.snappy.parquet")
     assert not is_data_file("_SUCCESS") and not is_data_file(".part-0.parquet.crc")
     assert not is_data_file("_temporary/0/part-0.parquet")

@@ -323,3 +323,26 @@ def test_unknown_commit_outcome_keeps_the_write_for_recovery(
     pending = [i.time for i in table.timeline().pending()]
     assert len(pending) == 1
     assert list(table.store.list(data_prefix(pending[0])))  # left for recovery to decide
+
+
+def test_every_writer_keeps_look_alike_partition_values_apart(
+    registered: Any, where: tuple[str, Any]
+) -> None:
+    """Values a lossy naming folds together are distinct partitions whichever writer wrote
+    them (the native writer names its files' partitions from their footers), and reads
+    return them as stored. On MinIO the escaped names are S3 keys, `%` included, read over s3a."""
+    spark, (base, settings) = registered, where
+    values = ["x y", "x_y", "a/b", "x%20y", "é ü", "é_ü", None]
+    rows = list(enumerate(values))
+    df = spark.createDataFrame(rows, "id int, s string").coalesce(1)
+    uris = {w: f"{base}_{w}" for w in ("native", "datasource", "python")}
+    fs.write(df, uris["native"], partition_by="s")
+    fs.save(df, uris["datasource"], partition_by="s")
+    _table(uris["python"], settings).write(df.toArrow(), partition_by="s")
+    expected = {
+        "s=x%20y", "s=x_y", "s=a%2Fb", "s=x%2520y", "s=é%20ü", "s=é_ü",
+        "s=__HIVE_DEFAULT_PARTITION__",
+    }  # fmt: skip
+    for w, uri in uris.items():
+        assert {f.partition for f in _table(uri, settings).snapshot().files} == expected, w
+        assert sorted((r.id, r.s) for r in fs.read(spark, uri).collect()) == rows, w

@@ -5,6 +5,7 @@ key ranges are computed over whole arrays."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -130,15 +131,16 @@ def test_in_some_range_places_integer_and_text_keys() -> None:
 
 
 def test_partition_paths_over_arrays_match_the_unkeyed_naming() -> None:
-    from timeline.partitioning import partition_path
+    from timeline.partitioning import HIVE_NAMING, LEGACY_NAMING, partition_path
 
     data = pa.table({"a": ["x", None, "y/z", "x"], "b": [1, 2, None, 1]})
     rows = data.to_pylist()
     for cols in (["a"], ["a", "b"]):
-        props = KeyedProperties.of("id", partition_by=cols)
-        expected = [partition_path([(c, r[c]) for c in cols]) for r in rows]
-        assert partition_path_array(data, props).to_pylist() == expected
-        assert partition_paths(data, props) == expected
+        for naming in (HIVE_NAMING, LEGACY_NAMING):
+            props = replace(KeyedProperties.of("id", partition_by=cols), partition_naming=naming)
+            expected = [partition_path([(c, r[c]) for c in cols], naming=naming) for r in rows]
+            assert partition_path_array(data, props).to_pylist() == expected
+            assert partition_paths(data, props) == expected
     assert partition_paths(data, KeyedProperties.of("id")) == [""] * 4
 
 
