@@ -21,6 +21,7 @@ from .errors import (
     RangeNotReadable,
     SchemaMismatch,
     TimelineError,
+    WriterNotSupported,
 )
 from .file_stats import (
     ColumnStats,
@@ -63,6 +64,7 @@ from .keyed import (
     KeyedProperties,
     KeyedWritePlan,
     PropertiesError,
+    check_engine_write,
     commit_keyed,
     compact_file_group,
     complete_compaction,
@@ -161,6 +163,8 @@ __all__ = [
     "TimelineError",
     "Transaction",
     "WriteTarget",
+    "WriterNotSupported",
+    "check_engine_write",
     "check_schema",
     "checksummed",
     "commit_files",

@@ -1,0 +1,65 @@
+"""Spark's keyed writers and merge-on-read tables: a keyed write rewrites each touched file
+group from its base file alone, so it refuses a merge-on-read table (whose file groups keep
+committed changes in logs) before anything is begun, and the table keeps every change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import flowledger.spark as fs
+from flowledger.errors import answer_for
+from flowledger.spark.commit_info import REPO_CONF_KEY
+from storage import ErrorKind, kind_of, open_store
+from timeline import Table, TableSettings, WriterNotSupported
+from timeline.keyed import KeyedProperties
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    spark.conf.set(REPO_CONF_KEY, str(tmp_path_factory.mktemp("repo")))
+    fs.register(spark)
+    yield spark
+    spark.conf.unset(REPO_CONF_KEY)
+
+
+def _values(table: Table) -> dict[int, int]:
+    return {r["id"]: r["v"] for r in table.read().select(["id", "v"]).to_pylist()}
+
+
+@pytest.mark.parametrize("writer", ["datasource", "native"])
+def test_an_upsert_into_a_merge_on_read_table_is_refused(
+    registered: Any, tmp_path: Path, writer: str
+) -> None:
+    """100 rows, ids 1-3 upserted to v=1 in a delta commit (log blocks), then ids 4-5
+    upserted through Spark: refused with one line naming the table type and what writes it,
+    no instant begun, and ids 1-3 still read v=1 (a rewrite from the base alone read 0)."""
+    spark = registered
+    uri = str(tmp_path / "mor")
+    props = KeyedProperties.of("id", table_type="merge_on_read")
+    table = Table.create(open_store(uri), props, TableSettings(compaction_mode="off"))
+    table.upsert(pa.table({"id": list(range(100)), "v": [0] * 100}))
+    table.upsert(pa.table({"id": [1, 2, 3], "v": [1, 1, 1]}))
+    assert table.merge_on_read_slices() is not None  # the update is in logs
+    before = _values(table)
+    instants = table.timeline().instants
+    df = spark.createDataFrame([(4, 1), (5, 1)], "id long, v long")
+    with pytest.raises(WriterNotSupported) as caught:
+        if writer == "datasource":
+            fs.save(df, uri, options={"operation": "upsert"})
+        else:
+            fs.write(df, uri, options={"operation": "upsert"})
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "merge_on_read" in message and "Table.upsert" in message
+    assert kind_of(caught.value) == ErrorKind.REFUSED and answer_for(caught.value).exit_code == 1
+    after = Table.open(open_store(uri))
+    assert after.timeline().instants == instants  # nothing begun, nothing to roll back
+    assert _values(after) == before
+    assert [before[i] for i in (1, 2, 3, 4, 5)] == [1, 1, 1, 0, 0]
