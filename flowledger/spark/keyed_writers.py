@@ -35,7 +35,6 @@ from timeline import (
     Table,
     Transaction,
     WriteTarget,
-    check_engine_write,
     commit_keyed,
     plan_keyed_write,
 )
@@ -60,8 +59,7 @@ def _begin(
     path = table_path(uri)
     settings = store_settings(conf)
     table = Table.open(open_store(path.store_uri, settings), table_settings(conf, options))
-    table, props = resolve_properties(table, options)
-    check_engine_write(props, path.given)  # merge-on-read: refused before anything begins
+    table, props = resolve_properties(table, options)  # refuses merge-on-read tables
     kopts = keyed_options(options) or KeyedOptions("upsert")
     txn = table.begin(COMMIT, operation=kopts.operation)
     try:

@@ -14,6 +14,8 @@ import pytest
 import flowledger.spark as fs
 from flowledger.errors import answer_for
 from flowledger.spark.commit_info import REPO_CONF_KEY
+from flowledger.spark.errors import SparkWriteError
+from flowledger.spark.keyed_options import requested_properties
 from storage import ErrorKind, kind_of, open_store
 from timeline import Table, TableSettings, WriterNotSupported
 from timeline.keyed import KeyedProperties
@@ -96,3 +98,28 @@ def test_change_reads_of_a_merge_on_read_table_see_its_logs(
     )
     assert got == expected
     assert sorted((g[0], g[1]) for g in got) == [("d", "3"), ("i", "30"), ("u", "1"), ("u", "2")]
+
+
+def test_a_merge_on_read_table_asked_for_or_stored_is_refused_before_creating(
+    registered: Any, tmp_path: Path
+) -> None:
+    """Hudi's table-type option asking for merge-on-read is refused, and nothing is created;
+    the record key given for a stored merge-on-read table is refused the same way (not as a
+    change of properties)."""
+    spark = registered
+    df = spark.createDataFrame([(1, 1)], "id long, v long")
+    uri = str(tmp_path / "new")
+    opts = {"recordKey": "id", "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    with pytest.raises(WriterNotSupported, match="merge_on_read"):
+        fs.write(df, uri, options={**opts, "operation": "upsert"})
+    assert Table.open(open_store(uri)).properties is None  # no table was created
+    with pytest.raises(SparkWriteError, match="tableType"):
+        requested_properties({"recordKey": "id", "tableType": "mor_please"})
+    stored = str(tmp_path / "stored")
+    Table.create(open_store(stored), KeyedProperties.of("id", table_type="merge_on_read"))
+    with pytest.raises(WriterNotSupported, match="merge_on_read"):
+        fs.save(df, stored, options={"recordKey": "id", "operation": "upsert"})
+    cow = str(tmp_path / "cow")
+    fs.write(df, cow, options={"recordKey": "id", "tableType": "copy_on_write"})
+    props = Table.open(open_store(cow)).properties
+    assert props is not None and props.table_type == "copy_on_write"

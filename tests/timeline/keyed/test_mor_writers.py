@@ -23,6 +23,7 @@ from timeline import (
     plan_keyed_write,
 )
 from timeline.keyed import KeyedProperties
+from timeline.keyed.mor_write import delta_write
 from timeline.parquet_io import read_files
 
 MOR = KeyedProperties.of("id", partition_by="p", table_type="merge_on_read")
@@ -122,6 +123,23 @@ def test_insert_overwrite_keeps_the_logs_of_partitions_it_does_not_replace(
     t.run_compaction(pending)
     t.compact()
     assert _values(_reopen(t)) == want
+
+
+@pytest.mark.unit
+def test_a_delta_commit_into_a_partition_overwritten_meanwhile_conflicts(tmp_path: Path) -> None:
+    """Logs appended to a file group an insert_overwrite replaced (it completed first) would
+    belong to no live slice: the delta commit fails instead of landing unread."""
+    t = _table(tmp_path)
+    t.upsert(_rows(list(range(10)), 0))
+    done: list[str] = []
+
+    def overwrite(_: Any) -> None:
+        done.append(_reopen(t).write(_rows([101], 5, "a"), mode="overwrite").time)
+
+    with pytest.raises(CommitConflict) as caught:
+        delta_write(t, MOR, "upsert", data=_rows([1, 2, 3], 7), on_plan=overwrite)
+    assert caught.value.winner == done[0]
+    assert _values(_reopen(t)) == {0: 0, 2: 0, 4: 0, 6: 0, 8: 0, 101: 5}
 
 
 @pytest.mark.unit
