@@ -123,3 +123,27 @@ def test_a_merge_on_read_table_asked_for_or_stored_is_refused_before_creating(
     fs.write(df, cow, options={"recordKey": "id", "tableType": "copy_on_write"})
     props = Table.open(open_store(cow)).properties
     assert props is not None and props.table_type == "copy_on_write"
+
+
+@pytest.mark.parametrize("table_type", ["copy_on_write", "merge_on_read"])
+def test_a_native_overwrite_of_a_keyed_table_is_refused_before_writing(
+    registered: Any, tmp_path: Path, table_type: str
+) -> None:
+    """Spark's Parquet files carry no record keys: an overwrite of a keyed table through the
+    native writer is refused with one line before the job writes anything (the commit used
+    to refuse it after every file was written)."""
+    spark = registered
+    uri = str(tmp_path / "t")
+    props = KeyedProperties.of("id", table_type=table_type)
+    table = Table.create(open_store(uri), props, TableSettings(compaction_mode="off"))
+    table.upsert(pa.table({"id": [1, 2], "v": [0, 0]}))
+    instants = table.timeline().instants
+    objects = {o.key for o in table.store.list("")}
+    df = spark.createDataFrame([(4, 1)], "id long, v long")
+    with pytest.raises(SparkWriteError, match="keyed table") as caught:
+        fs.write(df, uri, mode="overwrite")
+    assert "\n" not in str(caught.value) and "mode='overwrite'" in str(caught.value)
+    after = Table.open(open_store(uri))
+    assert after.timeline().instants == instants
+    assert {o.key for o in after.store.list("")} == objects
+    assert _values(after) == {1: 0, 2: 0}
