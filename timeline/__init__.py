@@ -25,6 +25,7 @@ from .errors import (
     RangeNotReadable,
     SchemaMismatch,
     TimelineError,
+    WriterNotSupported,
 )
 from .file_stats import (
     ColumnStats,
@@ -68,6 +69,7 @@ from .keyed import (
     KeyedProperties,
     KeyedWritePlan,
     PropertiesError,
+    check_engine_write,
     commit_keyed,
     compact_file_group,
     complete_compaction,
@@ -176,6 +178,8 @@ __all__ = [
     "TimelineError",
     "Transaction",
     "WriteTarget",
+    "WriterNotSupported",
+    "check_engine_write",
     "check_schema",
     "check_table",
     "checksummed",

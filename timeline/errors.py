@@ -51,6 +51,13 @@ class PlanError(TimelineError, RefusedError):
     """A table service (clean, rollback, savepoint, restore, clustering) cannot be planned."""
 
 
+class WriterNotSupported(TimelineError, RefusedError):
+    """A writer cannot build a new file slice of this table from each file group's merged
+    state (base file and logs), so it refuses the table instead of writing slices that would
+    drop what the logs hold; the message names the table type and what writes it instead.
+    Nothing was written."""
+
+
 class SchemaMismatch(TimelineError, InvalidInputError, ValueError):
     """Data written to a table does not fit its schema (see timeline/schema.py); nothing was
     committed. `columns` names the offending columns."""

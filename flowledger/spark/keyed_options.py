@@ -3,9 +3,9 @@
     df.write.format("flowledger").option("operation", "upsert").option("recordKey", "id")
 
 Each option is accepted under flowledger's short name or Hudi's name (docs/spark.md, "Keyed
-tables"). Table properties (record key, ordering field, partitioning, merge mode, key scope)
-create the table keyed on its first write, as Hudi does; on an existing keyed table they must
-be the ones it was created with (a different key is refused with one line).
+tables"). Table properties (record key, ordering field, partitioning, merge mode, key scope,
+table type) create the table keyed on its first write, as Hudi does; on an existing keyed
+table they must be the ones it was created with (a different key is refused with one line).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from timeline import KeyedProperties, Table
+from timeline import KeyedProperties, Table, check_engine_write
 
 from .errors import SparkWriteError
 
@@ -32,9 +32,12 @@ HUDI_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "mergeMode": ("hoodie.write.record.merge.mode", "hoodie.record.merge.mode"),
         "keyScope": ("hoodie.index.type",),
         "onDuplicate": ("hoodie.datasource.insert.dup.policy",),
+        "tableType": ("hoodie.datasource.write.table.type", "hoodie.table.type"),
     }
 )
 OPERATIONS = ("upsert", "insert", "delete")
+#: Table types (Hudi's names, any case): a merge-on-read one is refused by the writers.
+TABLE_TYPES = ("copy_on_write", "merge_on_read")
 #: Property values (docs/tables.md, "Properties").
 COMMIT_TIME, EVENT_TIME, GLOBAL, PARTITION = "commit_time", "event_time", "global", "partition"
 #: Hudi's merge-mode names (1.x) -> flowledger's.
@@ -107,20 +110,29 @@ def requested_properties(options: Mapping[str, str]) -> KeyedProperties | None:
         raise SparkWriteError(f"mergeMode must be one of {sorted(MERGE_MODES)}, not {mode!r}")
     if scope not in KEY_SCOPES:
         raise SparkWriteError(f"keyScope must be one of {sorted(KEY_SCOPES)}, not {scope!r}")
+    table_type = (option(options, "tableType") or TABLE_TYPES[0]).strip().lower()
+    if table_type not in TABLE_TYPES:
+        raise SparkWriteError(f"tableType must be one of {TABLE_TYPES}, not {table_type!r}")
     return KeyedProperties.of(
         key,
         ordering_field=option(options, "orderingField") or None,
         partition_by=option(options, "partitionBy") or (),
         merge_mode=MERGE_MODES[mode],
         key_scope=KEY_SCOPES[scope],
+        table_type=table_type,
     )
 
 
 def resolve_properties(table: Table, options: Mapping[str, str]) -> tuple[Table, KeyedProperties]:
     """The keyed table and its properties: created from the options on the first write
-    (Hudi creates its table so), checked against them afterwards."""
+    (Hudi creates its table so), checked against them afterwards. A merge-on-read table,
+    stored or asked for, is refused first (`WriterNotSupported`): nothing is created."""
+    stored = table.properties
+    if stored is not None:
+        check_engine_write(stored, table.uri)
     wanted = requested_properties(options)
     if wanted is not None:
+        check_engine_write(wanted, table.uri)
         table = Table.create(table.store, wanted, table.settings)
     props = table.properties
     if props is None:

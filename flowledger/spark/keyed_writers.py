@@ -8,6 +8,10 @@
   file group, through `format("flowledger")`: its tasks rewrite the groups with a
   `TaskWriter`, its commit worker completes the instant.
 
+Both rewrite a file group from its base file alone, so a merge-on-read table (whose groups
+keep committed changes in logs) is refused before an instant begins
+(`timeline.check_engine_write`).
+
 A bare `df.write.format("flowledger").option("operation", "upsert")` cannot take this path:
 PySpark's Python Data Source API gives a writer its rows as they come, with no way to ask
 Spark for the shuffle that brings a file group's records together, so the data source
@@ -55,7 +59,7 @@ def _begin(
     path = table_path(uri)
     settings = store_settings(conf)
     table = Table.open(open_store(path.store_uri, settings), table_settings(conf, options))
-    table, props = resolve_properties(table, options)
+    table, props = resolve_properties(table, options)  # refuses merge-on-read tables
     kopts = keyed_options(options) or KeyedOptions("upsert")
     txn = table.begin(COMMIT, operation=kopts.operation)
     try:

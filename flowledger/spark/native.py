@@ -139,7 +139,16 @@ def write(
     store = open_store(path.store_uri, store_settings(conf))
     table = Table.open(store, table_settings(conf))
     current = latest_schema(table, refresh=False)
-    if mode == "append" and current is not None and RECORD_KEY_COL in current.names:
+    if current is not None and RECORD_KEY_COL in current.names:
+        if mode != "append":
+            # Spark's Parquet files carry no record keys: the commit would refuse them after
+            # the job wrote them all. Refused before anything is written.
+            raise SparkWriteError(
+                f"{path.given} is a keyed table: Spark writes keyed changes as upsert, insert "
+                "or delete (options={'operation': ...}); replace its partitions with "
+                "Table.write(data, mode='overwrite') or `flowledger table write --mode "
+                "overwrite`"
+            )
         from .keyed_writers import write_keyed  # Hudi's default operation on a keyed table
 
         return write_keyed(df, uri, mode, {**opts, "operation": "upsert"}, hooks)

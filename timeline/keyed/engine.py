@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from storage import ObjectStore
 
 from ..engine_commit import sweep_strays
+from ..errors import WriterNotSupported
 from ..instant import Instant
 from ..layout import heartbeat_key
 from ..metadata import DataFile
@@ -92,12 +93,29 @@ class KeyedWritePlan:
         return self.by_group.get(group)
 
 
+def check_engine_write(props: KeyedProperties, uri: str) -> None:
+    """Refuse a merge-on-read table (`WriterNotSupported`): an engine's keyed write builds
+    each touched file group's new slice from its base file alone, and finds keys through the
+    base files' index, while a merge-on-read group's records are its base merged with its
+    logs (updates, deletes and new keys a delta commit appended). Rewriting from the base
+    would revert those changes. An engine checks before it begins the instant;
+    `plan_keyed_write` checks again."""
+    if props.table_type == MERGE_ON_READ:
+        raise WriterNotSupported(
+            f"{uri} is a merge_on_read table and a distributed keyed write (Spark) rewrites "
+            "file groups from their base files alone, which would drop the changes their logs "
+            "hold: write it with Table.upsert/insert/delete or `flowledger table write` "
+            "(Spark reads it, and compacts it with flowledger.spark.compact)"
+        )
+
+
 def plan_keyed_write(
     table: Table, txn: Transaction, props: KeyedProperties, incoming: pa.Schema | None
 ) -> KeyedWritePlan:
     """Plan a keyed write after `begin`: the state it reads (completions it does not see are
     validated at commit, as for `keyed_write`), and the schema of the new slices
     (`incoming`: the batch's columns, without meta columns; None for a delete)."""
+    check_engine_write(props, table.uri)
     st = table.state()
     plan_on(txn, st)
     schema = st.schema()
@@ -302,6 +320,7 @@ __all__ = [
     "Hit",
     "KeyedWritePlan",
     "Placement",
+    "check_engine_write",
     "commit_keyed",
     "locate_in_file",
     "place_inserts",

@@ -4,6 +4,10 @@ The driver plans from commit metadata alone (`plan_changes`: no data file is rea
 task then reads one unit: a file of the incremental read, filtered to the range's commit
 times (`read_changed_file`), or one commit of the CDC read, whose slices before and after it
 are compared (`read_commit_changes`). The rows are those `Table.changes` returns.
+
+A merge-on-read table's units are file slices (base and logs) read merged, as
+`mor_changes.py` reads them: its delta commits' changes are in logs, which a read of base
+files alone would miss (an empty answer, not an error).
 """
 
 from __future__ import annotations
@@ -30,11 +34,19 @@ from .changes import (
     record_identity,
     touched_groups,
 )
-from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from .properties import KeyedProperties
+from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
+from .mor_changes import touched_slices
+from .mor_read import read_slices
+from .properties import MERGE_ON_READ, KeyedProperties
+from .slices import MorSlice, is_compaction, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
+
+
+#: What a task reads: a copy-on-write file slice (its base file), or a merge-on-read slice
+#: (its base merged with its logs).
+Unit = DataFile | MorSlice
 
 
 @dataclass(frozen=True)
@@ -42,8 +54,8 @@ class CommitUnit:
     """One commit of a CDC range: the touched groups' slices before and after it."""
 
     instant: str
-    before: tuple[DataFile, ...]
-    after: tuple[DataFile, ...]
+    before: tuple[Unit, ...]
+    after: tuple[Unit, ...]
 
 
 @dataclass(frozen=True)
@@ -52,9 +64,10 @@ class ChangesPlan:
 
     schema: pa.Schema | None  # the table's schema as of the range's end
     times: tuple[str, ...]  # the commits of the range
-    files: tuple[DataFile, ...] = ()
+    files: tuple[Unit, ...] = ()
     commits: tuple[CommitUnit, ...] = ()
     cdc: bool = False
+    key_col: str | None = None  # a single integer record key (merged reads match by it)
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -78,6 +91,8 @@ def plan_changes(
         raise ValueError("full_scan applies to incremental reads: CDC needs every slice")
     r = ChangeRange(table, begin, end)
     times = tuple(sorted({e.time for e in r.in_range}))
+    if props.table_type == MERGE_ON_READ:
+        return _plan_merge_on_read(r, props, times, cdc=cdc, full_scan=full_scan)
     groups: dict[str, list[DataFile]] = {}
     if not cdc:
         if full_scan:
@@ -106,14 +121,53 @@ def plan_changes(
     return ChangesPlan(r.schema, times, commits=tuple(units), cdc=True)
 
 
-def _read(store: ObjectStore, plan: ChangesPlan, files: Sequence[DataFile]) -> pa.Table:
-    got = read_files(store, list(files), None, plan.schema)
+def _plan_merge_on_read(
+    r: ChangeRange, props: KeyedProperties, times: tuple[str, ...], *, cdc: bool, full_scan: bool
+) -> ChangesPlan:
+    """`plan_changes` of a merge-on-read table: the slices `mor_changes` reads."""
+    key_col = integer_key_column(props, r.schema)
+    if not cdc:
+        slices = mor_slices(r.st, r.end_seq)
+        if full_scan:
+            picked = list(slices.values())
+        else:
+            r.check_readable(cdc=False)
+            touched: set[str] = set()
+            for e in r.in_range:
+                if not is_compaction(e):
+                    touched |= touched_slices(e, {})
+            picked = [slices[g] for g in sorted(touched) if g in slices]
+        ordered = tuple(sorted(picked, key=lambda sl: sl.base.path))
+        return ChangesPlan(r.schema, times, files=ordered, key_col=key_col)
+    r.check_readable(cdc=True)
+    units = []
+    for e in r.in_range:
+        if is_compaction(e):
+            continue  # a compaction changes no record
+        before, after = mor_slices(r.st, e.seq - 1), mor_slices(r.st, e.seq)
+        groups = sorted(touched_slices(e, before))
+        units.append(
+            CommitUnit(
+                e.time,
+                tuple(before[g] for g in groups if g in before),
+                tuple(after[g] for g in groups if g in after),
+            )
+        )
+    return ChangesPlan(r.schema, times, commits=tuple(units), cdc=True, key_col=key_col)
+
+
+def _read(store: ObjectStore, plan: ChangesPlan, files: Sequence[Unit]) -> pa.Table:
+    slices = [u for u in files if isinstance(u, MorSlice)]
+    if slices:
+        got = read_slices(store, slices, plan.schema, key_col=plan.key_col)
+    else:
+        got = read_files(store, [u for u in files if isinstance(u, DataFile)], None, plan.schema)
     if got is None:
         return plan.schema.empty_table() if plan.schema is not None else pa.table({})
     return got
 
 
-def read_changed_file(store: ObjectStore, plan: ChangesPlan, f: DataFile) -> pa.Table:
+def read_changed_file(store: ObjectStore, plan: ChangesPlan, f: Unit) -> pa.Table:
     """The rows of one file of an incremental read that a commit of the range wrote."""
     data = _read(store, plan, [f])
     if data.num_rows == 0 or COMMIT_TIME_COL not in data.column_names:
@@ -127,11 +181,12 @@ def read_commit_changes(
 ) -> pa.Table:
     """The CDC rows of one commit, in the order `Table.changes(cdc=True)` gives them."""
 
-    def by_id(files: Sequence[DataFile]) -> dict[str, dict[str, Any]]:
+    def by_id(files: Sequence[Unit]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for f in files:
+            base = f.base if isinstance(f, MorSlice) else f
             for row in _read(store, plan, [f]).to_pylist():
-                out[record_identity(f, str(row[RECORD_KEY_COL]), props)] = row
+                out[record_identity(base, str(row[RECORD_KEY_COL]), props)] = row
         return out
 
     before, after = by_id(unit.before), by_id(unit.after)

@@ -8,6 +8,7 @@ yields no change rows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -25,7 +26,10 @@ if TYPE_CHECKING:
     from ..table import Table
 
 
-def _touched(e: Entry, before: dict[str, MorSlice]) -> set[str]:
+def touched_slices(e: Entry, before: Mapping[str, MorSlice]) -> set[str]:
+    """The file groups write `e` touches: groups it added or replaced a base of, appended a
+    log to, or (insert_overwrite) dropped with their partition (`before`: the slices before
+    it)."""
     out = {f.group for f in (*e.added, *e.replaced)}
     out |= {lf.file_group for lf in logs_of(e.metadata)}
     gone = e.replaced_partitions
@@ -86,7 +90,7 @@ def cdc(
             continue
         before_slices = mor_slices(r.st, e.seq - 1)
         after_slices = mor_slices(r.st, e.seq)
-        touched = _touched(e, before_slices)
+        touched = touched_slices(e, before_slices)
         before = _rows_by_id(
             table, r, [before_slices[g] for g in sorted(touched) if g in before_slices], props
         )
