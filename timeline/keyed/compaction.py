@@ -29,14 +29,15 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from storage import Conflict
+from storage import Conflict, NotFound
 
 from .. import crash
 from ..commit import materialize
-from ..errors import CommitConflict, TimelineError
+from ..errors import CommitConflict, PlanError, TimelineError
 from ..heartbeat import last_beat
 from ..instant import (
     COMMIT,
+    COMPACT_OPERATION,
     COMPACTION,
     DELTA_COMMIT,
     REPLACE_COMMIT,
@@ -157,7 +158,7 @@ def schedule(table: Table, *, force: bool = False) -> str | None:
     body = {
         "writer": table.settings.writer_id,
         "base": anchor,
-        "operation": "compact",
+        "operation": COMPACT_OPERATION,
         COMPACTION_DETAIL: {"log_anchor_seq": anchor, "operations": ops},
     }
     t = table.times.new()
@@ -201,9 +202,12 @@ def _planned_slices(st: TableState, ops: Sequence[dict[str, Any]]) -> list[MorSl
 
 
 def _discard(table: Table, t: str) -> None:
-    """Drop a plan the table no longer fits: its files, heartbeat and pending states."""
+    """Drop a plan the table no longer fits: its files, heartbeat and pending states. The
+    files only if `t` never completed: a completed compaction's base files are read by
+    snapshots, whatever is left of its plan's objects."""
     store = table.store
-    store.delete_many([o.key for o in store.list(data_prefix(t))])
+    if t not in table.state().writes:
+        store.delete_many([o.key for o in store.list(data_prefix(t))])
     store.delete(heartbeat_key(t))
     mine = [i for i in table.tl.states.of_time(t) if i.is_pending]
     table.tl.states.delete(sorted(mine, key=lambda i: -i.state.rank))
@@ -242,9 +246,8 @@ def start(table: Table, t: str) -> CompactionRun | None:
         if e.time == t and e.action == COMMIT:
             materialize(table.tl, e)
             return None
-    done = table.timeline(refresh=False).completed().get(t, COMMIT)
-    if done is not None:
-        return None
+    if table.timeline(refresh=False).pending().get(t, COMPACTION) is None:
+        return None  # completed (active or archived), or dropped: nothing to execute
     req = Instant(t, COMPACTION, State.REQUESTED)
     plan = decode_plan(table.tl.states.read(req), table.store.url(instant_key(req)))
     detail = plan[COMPACTION_DETAIL]
@@ -261,7 +264,7 @@ def start(table: Table, t: str) -> CompactionRun | None:
     # logs live), so only completions after it are validated: a rollback or restore that left
     # the plan intact does not stop it. Completes as a commit.
     seen = max([anchor, *(e.seq for e in st.entries)])
-    txn = _CompactionTxn(table, t, COMMIT, seen, "compact")
+    txn = _CompactionTxn(table, t, COMMIT, seen, COMPACT_OPERATION)
     target = WriteTarget(t, table.settings.writer_id, math.inf)
     schema = st.schema(anchor)
     work = CompactionWork(
@@ -328,6 +331,15 @@ def execute(table: Table, t: str) -> Instant | None:
             max(1, min(run.table.settings.write_parallelism, len(work.slices)))
         ) as pool:
             written = list(pool.map(task, work.slices))
+    except NotFound as exc:
+        # A planned base or log is gone: the plan can never complete. Left pending it would
+        # hold its file groups out of every later plan and stop archival; it is dropped.
+        run.abandon()
+        _discard(table, t)
+        raise PlanError(
+            f"compaction {t} of {table.uri} was dropped: an object its plan reads is missing "
+            f"({exc})"
+        ) from exc
     except BaseException:
         run.abandon()
         raise
