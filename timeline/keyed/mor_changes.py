@@ -13,8 +13,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..metadata import Entry
-from .changes import DELETE, INSERT, UPDATE, ChangeRange, cdc_schema, change_row
+from .changes import (
+    DELETE,
+    INSERT,
+    UPDATE,
+    ChangeRange,
+    cdc_schema,
+    change_row,
+    mor_touched,
+    slice_objects,
+)
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from .logfile import logs_of
 from .mor_read import read_slices
@@ -23,15 +31,6 @@ from .slices import MorSlice, is_compaction, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
-
-
-def _touched(e: Entry, before: dict[str, MorSlice]) -> set[str]:
-    out = {f.group for f in (*e.added, *e.replaced)}
-    out |= {lf.file_group for lf in logs_of(e.metadata)}
-    gone = e.replaced_partitions
-    if gone:
-        out |= {g for g, sl in before.items() if sl.partition in gone}
-    return out
 
 
 def incremental(
@@ -43,7 +42,6 @@ def incremental(
     if full_scan:
         picked = list(slices.values())
     else:
-        r.check_readable(cdc=False)
         touched: set[str] = set()
         for e in r.in_range:
             if not is_compaction(e):
@@ -51,8 +49,10 @@ def incremental(
                     lf.file_group for lf in logs_of(e.metadata)
                 }
         picked = [slices[g] for g in sorted(touched) if g in slices]
+        r.check_readable(cdc=False, reads=[p for sl in picked for p in slice_objects(sl)])
     key_col = integer_key_column(table.properties, r.schema)
-    data = read_slices(table.store, picked, r.schema, key_col=key_col)
+    with r.reading(cdc=False):
+        data = read_slices(table.store, picked, r.schema, key_col=key_col)
     if data is None:
         return r.schema.empty_table() if r.schema is not None else pa.table({})
     if data.num_rows == 0 or COMMIT_TIME_COL not in data.column_names:
@@ -80,13 +80,18 @@ def cdc(
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
+    with r.reading(cdc=True):
+        return _cdc(table, r, props)
+
+
+def _cdc(table: Table, r: ChangeRange, props: KeyedProperties) -> pa.Table:
     out: list[dict[str, Any]] = []
     for e in r.in_range:
         if is_compaction(e):
             continue
         before_slices = mor_slices(r.st, e.seq - 1)
         after_slices = mor_slices(r.st, e.seq)
-        touched = _touched(e, before_slices)
+        touched = mor_touched(e, before_slices)
         before = _rows_by_id(
             table, r, [before_slices[g] for g in sorted(touched) if g in before_slices], props
         )

@@ -27,7 +27,6 @@ PROPS = KeyedProperties.of("id", partition_by="p", table_type="merge_on_read")
 DELTA_STEPS = ["requested", "inflight", "log_written", "before_log", "logged", "completed"]
 COMPACTION_STEPS = ["requested", "inflight", "base_written", "before_log", "logged", "completed"]
 POST_LOG = {"logged", "completed"}
-POST_PLAN = {"before_log", "logged", "completed"}
 
 
 def _rows(ids: list[int], v: str) -> pa.Table:
@@ -98,9 +97,7 @@ def test_kill_at_every_merge_on_read_step(tbackend: Backend) -> None:
     ctx.set_forkserver_preload(["timeline", "pyarrow", "boto3", "tests.support.backends"])
     children: list[tuple[str, Any]] = []
     for op, step in cases:
-        # a compaction completes as a commit: its last steps are the commit's
-        action = "commit" if op == "compaction" and step in POST_PLAN else op
-        point = f"{action}.{step}"
+        point = f"{op}.{step}"  # a compaction's completion steps are also `commit.<step>`
         child = ctx.Process(target=_child, args=(tbackend, prefixes[(op, step)], op, point))
         child.start()
         children.append((point, child))
