@@ -133,21 +133,42 @@ def test_interleaved_services_never_delete_what_a_snapshot_reads(tmp_path: Path)
         )
         model.update(dict.fromkeys(ids, v))
 
+    at: dict[str, dict[int, str]] = {}  # write instant -> the model as of it
+
+    def note() -> None:
+        for e in t.state().ordered_writes():
+            at.setdefault(e.time, dict(model))
+
+    def clean(retained: int) -> None:
+        t.clean(retained=retained)
+        for time in sorted(t.state().writes)[-retained:]:  # what the clean retains
+            assert _values(t.read(as_of=time)) == at[time], f"as of {time}"
+
     for r in range(8):
         up([r * 10 + 1, r * 10 + 2], f"n{r}")  # new file groups
+        note()
         up([1, 2], f"u{r}")  # logs on the first groups
+        note()
+        if r == 6:
+            up([1], "w")  # one delta commit: below the inline trigger
+            note()
+            t.schedule_compaction()  # a plan left pending through what follows
         if r % 3 == 1:
-            t.clean(retained=1)
+            clean(retained=1 + r % 2)
         if r == 3:
             t.write(pa.table({"id": [2, 4], "p": ["b", "b"], "v": ["o", "o"]}), mode="overwrite")
             for k in [k for k in model if k % 2 == 0]:
                 del model[k]
             model.update({2: "o", 4: "o"})
+            note()
         if r == 5:
             t.cluster("p=b")
-        t.compact()
+            note()
+        if r != 6:
+            t.compact()
+            note()
         assert _values(t.read()) == model, f"round {r}"
-    t.clean(retained=1)
+    clean(retained=2)
     fresh = Table.open(t.store, s)
     fresh.run_compaction()  # `flowledger timeline compact`: every plan nobody runs
     assert pending(fresh) == []
