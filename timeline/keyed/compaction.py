@@ -33,7 +33,7 @@ from storage import Conflict, NotFound
 
 from .. import crash
 from ..commit import materialize
-from ..errors import CommitConflict, PlanError, TimelineError
+from ..errors import CommitConflict, InstantNotFound, PlanError, TimelineError
 from ..heartbeat import last_beat
 from ..instant import (
     COMMIT,
@@ -240,14 +240,16 @@ class CompactionRun:
 def start(table: Table, t: str) -> CompactionRun | None:
     """Begin executing the scheduled compaction `t` (again, after a crash: its tasks write
     the same objects). None when it was already completed, or its plan no longer fits the
-    table and was dropped."""
+    table and was dropped; InstantNotFound when no such plan is pending."""
     table.refresh()
     for e in table.log_entries:  # completed in the log, completed object not written yet
         if e.time == t and e.action == COMMIT:
             materialize(table.tl, e)
             return None
     if table.timeline(refresh=False).pending().get(t, COMPACTION) is None:
-        return None  # completed (active or archived), or dropped: nothing to execute
+        if t in table.state(refresh=False).writes:
+            return None  # completed, in the active timeline or archived: nothing to do
+        raise InstantNotFound(f"no pending compaction {t} in {table.uri}")
     req = Instant(t, COMPACTION, State.REQUESTED)
     plan = decode_plan(table.tl.states.read(req), table.store.url(instant_key(req)))
     detail = plan[COMPACTION_DETAIL]
@@ -379,7 +381,7 @@ def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
     for t in runnable(table, only_abandoned=only_abandoned):
         try:
             got = execute(table, t)
-        except CommitConflict:
+        except (CommitConflict, InstantNotFound):
             continue  # something that changed its file groups completed meanwhile: dropped
         if got is not None:
             ran.append(t)

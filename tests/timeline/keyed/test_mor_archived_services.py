@@ -14,7 +14,7 @@ import pytest
 
 from storage import ObjectStore, StoreSettings, open_store
 from tests.support.backends import Backend
-from timeline import PlanError, Table, TableSettings
+from timeline import InstantNotFound, PlanError, Table, TableSettings
 from timeline.archive import ArchivalSettings, ArchivedTimeline, Archiver
 from timeline.instant import COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties
@@ -197,6 +197,8 @@ def test_a_plan_whose_input_is_gone_is_dropped_not_left_pending(tbackend: Backen
         t.run_compaction()
     assert pending(t) == []
     assert not [o for o in t.store.list(f"data/{planned}/")]  # its half-written files too
+    with pytest.raises(InstantNotFound):
+        t.run_compaction(planned)  # dropped: nothing pending under that time
     t.write(pa.table({"id": [3], "p": ["a"], "v": ["z"]}), mode="overwrite")  # repaired
     t.upsert(pa.table({"id": [2], "p": ["b"], "v": ["w"]}))
     assert t.compact() is not None
