@@ -103,6 +103,7 @@ class ChangeRange:
         self.writes = [e for e in writes if e.seq <= self.end_seq]
         self.in_range = [e for e in self.writes if e.seq > self.begin_seq]
         self.schema = self.st.schema(self.end_seq)
+        self._cow_reads: dict[int, set[str]] | None = None  # write seq -> what CDC reads
 
     def check_readable(self, cdc: bool, reads: Iterable[str] = ()) -> None:
         """RangeNotReadable unless every object the read needs is there: what each write of
@@ -160,10 +161,16 @@ class ChangeRange:
         """The objects a CDC read of write `e` reads: its touched file groups' slices just
         before and just after it (a merge-on-read slice is its base and its logs)."""
         if not self.mor:
-            before = self.st.file_slices(e.seq - 1)
-            touched = touched_groups(e, before)
-            after = self.st.file_slices(e.seq)
-            return {fs[-1].path for g in touched for fs in (before.get(g), after.get(g)) if fs}
+            if self._cow_reads is None:  # one pass over the writes, as the CDC read walks them
+                self._cow_reads = {}
+                groups: dict[str, list[DataFile]] = {}
+                for w in self.st.ordered_writes():
+                    touched = touched_groups(w, groups)
+                    reads = {groups[g][-1].path for g in touched if g in groups}
+                    apply_write(w, groups)
+                    reads |= {groups[g][-1].path for g in touched if g in groups}
+                    self._cow_reads[w.seq] = reads
+            return self._cow_reads.get(e.seq, set())
         if is_compaction(e):
             return set()  # changes no record: a CDC read yields nothing for it
         before_sl = mor_slices(self.st, e.seq - 1)
