@@ -71,7 +71,8 @@ def _check(backend: Backend, op: str, step: str, prefix: str) -> None:
     assert _state(table) == expected, f"{op}@{step}"
     if op == "compaction":
         assert len(completed_compactions(table.state())) == 1, f"{op}@{step}: {ran}"
-        assert table.timeline().completed().last().action == "commit"  # Hudi's t.commit
+        last = table.timeline().completed().last()
+        assert last is not None and last.action == "commit"  # Hudi's t.commit
         # every log was folded: the read-optimized read is the snapshot
         ro = table.read(read_optimized=True)
         assert dict(zip(ro.column("id").to_pylist(), ro.column("v").to_pylist(), strict=True)) == (
