@@ -20,6 +20,7 @@ base file, planned in `compaction.requested` and executed later, by anyone, idem
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -58,6 +59,8 @@ from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_s
 if TYPE_CHECKING:
     from ..snapshot import TableState
     from ..table import Table
+
+log = logging.getLogger("flowledger.timeline")
 
 NUM_COMMITS = "NUM_COMMITS"
 TIME_ELAPSED = "TIME_ELAPSED"
@@ -396,12 +399,15 @@ def compact(table: Table, *, force: bool = True) -> Instant | None:
 
 def after_write(table: Table) -> None:
     """What a delta commit runs after completing, by `compaction_mode`: `inline` schedules
-    and executes when the trigger fires; `async` executes on a thread of this process
-    (`wait_async` joins it); `off` leaves it to `flowledger timeline compact`."""
+    and executes when the trigger fires, and executes plans whose executor died
+    (`run_abandoned`); `async` executes on a thread of this process (`wait_async` joins
+    it); `off` leaves it to `flowledger timeline compact`."""
     mode = table.settings.compaction_mode
     if mode == "off":
         return
     t = schedule(table)
+    if mode == "inline":
+        run_abandoned(table)
     if t is None:
         return
     if mode == "inline":
@@ -410,6 +416,29 @@ def after_write(table: Table) -> None:
     thread = threading.Thread(target=_run_quietly, args=(table, t), daemon=False)
     table.background.append(thread)
     thread.start()
+
+
+def run_abandoned(table: Table) -> list[str]:
+    """Execute the inflight compactions whose executor's heartbeat expired (it crashed or
+    was killed), as Hudi's inline compaction runs pending ones: left pending, such a plan
+    would keep its file groups out of every later plan and stop archival until someone
+    ran `flowledger timeline compact`. Uses the view `schedule` just loaded. A plan that
+    can never complete is dropped with a warning: the write that triggered this is done."""
+    from ..heartbeat import expired
+
+    ran = []
+    expiry = table.settings.heartbeat_expiry_s
+    for i in pending(table, refresh=False):
+        if i.state is not State.INFLIGHT or not expired(last_beat(table.store, i.time), expiry):
+            continue
+        try:
+            if execute(table, i.time) is not None:
+                ran.append(i.time)
+        except (CommitConflict, InstantNotFound):
+            continue  # completed or dropped by another process meanwhile
+        except PlanError as exc:
+            log.warning("%s", exc)
+    return ran
 
 
 def _run_quietly(table: Table, t: str) -> None:

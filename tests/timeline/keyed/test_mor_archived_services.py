@@ -14,12 +14,12 @@ import pytest
 
 from storage import ObjectStore, StoreSettings, open_store
 from tests.support.backends import Backend
-from timeline import InstantNotFound, PlanError, Table, TableSettings
+from timeline import InstantNotFound, PlanError, Table, TableSettings, start_compaction
 from timeline.archive import ArchivalSettings, ArchivedTimeline, Archiver
 from timeline.instant import COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties
 from timeline.keyed.compaction import completed_compactions, pending
-from timeline.layout import instant_key
+from timeline.layout import heartbeat_key, instant_key
 
 PROPS = KeyedProperties.of("id", table_type="merge_on_read")
 PARTED = KeyedProperties.of("id", partition_by="p", table_type="merge_on_read")
@@ -204,3 +204,24 @@ def test_a_plan_whose_input_is_gone_is_dropped_not_left_pending(tbackend: Backen
     assert t.compact() is not None
     assert _values(t.read(read_optimized=True)) == {2: "w", 3: "z"}
     assert len(completed_compactions(t.state())) == 1
+
+
+@pytest.mark.unit
+def test_inline_compaction_executes_a_plan_its_crashed_executor_left(tmp_path: Path) -> None:
+    """A compaction left inflight by an executor that died (its heartbeat expired) would hold
+    its file groups out of every later plan and stop archival: the next delta commit's
+    inline compaction executes it, as Hudi's inline compaction runs pending ones."""
+    s = TableSettings(local_entry_cache=False, compaction_max_delta_commits=3)
+    t = Table.create(_store(tmp_path), PROPS, s)
+    t.upsert(pa.table({"id": [1, 2], "v": ["a", "a"]}))
+    t.upsert(pa.table({"id": [1], "v": ["b"]}))
+    planned = t.schedule_compaction()
+    assert planned is not None
+    run = start_compaction(t, planned)
+    assert run is not None
+    run.abandon()  # the executor dies after `compaction.inflight`
+    t.store.delete(heartbeat_key(planned))  # ... long ago: its heartbeat expired
+    t.upsert(pa.table({"id": [2], "v": ["c"]}))
+    assert pending(t) == []
+    assert planned in completed_compactions(t.state())
+    assert _values(t.read()) == {1: "b", 2: "c"}
