@@ -18,7 +18,7 @@ from . import crash
 from .commit_log import CommitLog
 from .conflicts import conflict
 from .errors import CommitConflict, TimelineError
-from .instant import CLEAN, COMMIT, COMPACTION, RESTORE, ROLLBACK, parse_name
+from .instant import CLEAN, COMMIT, COMPACT_OPERATION, COMPACTION, RESTORE, ROLLBACK, parse_name
 from .layout import data_prefix, heartbeat_key, instant_key
 from .metadata import Entry
 from .store import TimelineStore
@@ -48,10 +48,10 @@ def complete(
                     theirs.action,
                 )
         checked = target - 1
-        crash.point(f"{intent.action}.before_log")
+        completion_point(intent.action, intent.metadata.get("operation"), "before_log")
         entry = intent.with_seq(target)
         if log.take(entry):
-            crash.point(f"{intent.action}.logged")
+            completion_point(intent.action, intent.metadata.get("operation"), "logged")
             return entry
         if attempt % 3 == 2:  # far behind: one LIST instead of walking position by position
             newer = log.after(target)
@@ -61,6 +61,14 @@ def complete(
     raise CommitConflict(
         f"instant {intent.time} gave up after {max_attempts} attempts to take a log position",
     )
+
+
+def completion_point(action: str, operation: object, step: str) -> None:
+    """The crash point `<action>.<step>` of a completion; a compaction completes as a
+    commit, so its steps are also `compaction.<step>`."""
+    crash.point(f"{action}.{step}")
+    if action == COMMIT and operation == COMPACT_OPERATION:
+        crash.point(f"{COMPACTION}.{step}")
 
 
 def _delete_prefix(store: ObjectStore, prefix: str) -> list[str]:

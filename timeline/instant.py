@@ -64,6 +64,20 @@ ACTIONS = (
 COMMIT_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
 #: The write timeline adds compaction (Hudi's getWriteTimeline also adds clustering/logcompaction).
 WRITE_ACTIONS = frozenset({*COMMIT_ACTIONS, COMPACTION})
+#: Completed action -> the action its plan's pending states carry, where the two differ: a
+#: compaction is planned as `<t>.compaction.requested` / `.inflight` and completes as
+#: `<t>.commit` (Hudi). Whatever ends, rolls back or archives an instant ends both names.
+PLANNED_AS = MappingProxyType({COMMIT: COMPACTION})
+#: The commit-metadata operation of a completed compaction.
+COMPACT_OPERATION = "compact"
+#: The inverse: a pending action -> the action it completes as.
+COMPLETES_AS = MappingProxyType({v: k for k, v in PLANNED_AS.items()})
+
+
+def pending_actions(action: str) -> tuple[str, ...]:
+    """The actions whose pending state objects an instant completed as `action` may have."""
+    planned = PLANNED_AS.get(action)
+    return (action,) if planned is None else (action, planned)
 
 
 @dataclass(frozen=True, order=False)

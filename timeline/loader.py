@@ -19,7 +19,7 @@ from typing import Protocol
 from storage import NotFound, ObjectStore
 
 from .active import Timeline, latest_states
-from .instant import Instant, parse_name
+from .instant import COMPLETES_AS, Instant, parse_name
 from .metadata import Entry
 from .snapshot import TableState
 from .store import Listing, TimelineStore
@@ -38,6 +38,11 @@ class ArchivedLog(Protocol):
         """The archived entries the table state still folds (may cost a GET)."""
         ...
 
+    def archived_completion(self, time: str, action: str) -> bool:
+        """Whether an instant of this time completed as `action` and was archived (may
+        cost a GET, only for times at or before the newest archived one)."""
+        ...
+
 
 #: Reads what is archived in a table (None: nothing); called after the instants LIST, and
 #: only when that listing has a hole (archival always leaves one).
@@ -54,6 +59,10 @@ class ActiveView:
     log_entries: tuple[Entry, ...]
     #: What archival removed (None: nothing, or not looked at because there was no hole).
     archived: ArchivedLog | None = None
+    #: Pending state objects still listed of instants whose completion was archived (a
+    #: compaction's plan completes as a commit of another name): never pending; archival
+    #: deletes them.
+    superseded: tuple[Instant, ...] = ()
 
     @property
     def max_seq(self) -> int:
@@ -69,7 +78,7 @@ def load_active(tl: TimelineStore, listing: Listing, archived: ArchivedLog | Non
     exactly the unarchived ones (no hole)."""
     scan_from = listing.scan_from if archived is None else _scan_from(listing, archived)
     entries = tuple(_log_tail(tl, listing, archived, scan_from))
-    return ActiveView(_merge(tl, listing, entries, archived), listing, entries, archived)
+    return _view(tl, listing, entries, archived)
 
 
 def rebase(tl: TimelineStore, view: ActiveView | None, listing: Listing) -> ActiveView:
@@ -77,17 +86,17 @@ def rebase(tl: TimelineStore, view: ActiveView | None, listing: Listing) -> Acti
     archive (no request): what a table object knows after a LIST without a full reload."""
     entries = view.log_entries if view is not None else ()
     archived = view.archived if view is not None else None
-    return ActiveView(_merge(tl, listing, entries, archived), listing, entries, archived)
+    return _view(tl, listing, entries, archived)
 
 
-def _merge(
+def _view(
     tl: TimelineStore,
     listing: Listing,
     entries: tuple[Entry, ...],
     archived: ArchivedLog | None,
-) -> Timeline:
+) -> ActiveView:
     """Listed instants minus those undone by a logged rollback/restore or archived, plus the
-    completions found in the log."""
+    completions found in the log; pending states of an archived completion are dropped."""
     gone = {(parse_name(n).time, parse_name(n).action) for e in entries for n in e.rolled_back}
     merged: dict[tuple[str, str], Instant] = {
         (i.time, i.action): i
@@ -95,7 +104,18 @@ def _merge(
         if (i.time, i.action) not in gone and not (archived and archived.is_archived(i.seq))
     }
     merged.update({(e.time, e.action): tl.completed_instant(e) for e in entries})
-    return Timeline(latest_states(merged.values()))  # a logged compaction commit ends its plan
+    instants = latest_states(merged.values())  # a logged compaction commit ends its plan
+    superseded = tuple(
+        i
+        for i in instants
+        if archived is not None
+        and i.is_pending
+        and i.action in COMPLETES_AS
+        and archived.archived_completion(i.time, COMPLETES_AS[i.action])
+    )
+    if superseded:
+        instants = [i for i in instants if i not in superseded]
+    return ActiveView(Timeline.of_sorted(instants), listing, entries, archived, superseded)
 
 
 def _scan_from(listing: Listing, archived: ArchivedLog) -> int:

@@ -99,6 +99,23 @@ class TableState:
         """Snapshots before this log position may reference cleaned files."""
         return max((int(c.metadata.get("retain_from_seq", 0)) for c in self.cleans), default=0)
 
+    def retention(self) -> str:
+        """What the clean that set `cleaned_before_seq` kept, and the earliest instant a
+        time-travel read may still ask for, in words (for refusals)."""
+        if not self.cleans:
+            return ""
+        last = max(self.cleans, key=lambda c: int(c.metadata.get("retain_from_seq", 0)))
+        n, policy = last.metadata.get("retained"), last.metadata.get("policy")
+        kept = (
+            f"the newest {n} file versions"
+            if policy == "KEEP_LATEST_FILE_VERSIONS"
+            else f"the last {n} commits"
+        )
+        start = self.cleaned_before_seq()
+        first = next((e.time for e in self.ordered_writes() if e.seq >= start), "")
+        earliest = f"; the earliest readable instant is {first}" if first else ""
+        return f"the clean {last.time} kept {kept}{earliest}"
+
     def schema(self, upto_seq: int | None = None) -> pa.Schema | None:
         """The table schema the latest write (as of `upto_seq`) states; None if none does."""
         for e in reversed(self.ordered_writes(upto_seq)):

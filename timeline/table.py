@@ -274,9 +274,8 @@ class Table(KeyedTableMethods):
         seq = st.seq_as_of(as_of)
         if 0 < seq < st.cleaned_before_seq() and as_of not in st.savepoints:
             raise TimelineError(
-                f"time travel to {as_of} in {self.uri}: its files were cleaned (the cleaner "
-                f"keeps the last {self.settings.cleaner_commits_retained} commits; savepoint "
-                "an instant to keep it readable)"
+                f"time travel to {as_of} in {self.uri}: its files were cleaned "
+                f"({st.retention()}; savepoint an instant to keep it readable)"
             )
         if seq == 0:
             first = min(st.writes, default=None)

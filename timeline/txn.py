@@ -9,8 +9,7 @@ import pyarrow as pa
 
 from storage import Finishing, StorageError
 
-from . import crash
-from .commit import complete, materialize
+from .commit import complete, completion_point, materialize
 from .errors import CommitConflict, TimelineError
 from .heartbeat import Heartbeat
 from .instant import REPLACE_COMMIT, Instant, State
@@ -164,7 +163,7 @@ class Transaction(Finishing):
             pass
         finally:
             self._heartbeat.stop()
-        crash.point(f"{self.action}.completed")
+        completion_point(self.action, self.operation, "completed")
         self.table.committed(entry)  # notes it and runs the table's post-commit hooks
         return self.table.tl.completed_instant(entry)
 

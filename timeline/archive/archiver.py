@@ -28,7 +28,9 @@ from storage import NotFound, ObjectStore, ProgressCallback, checksum_of, report
 from .. import crash
 from ..instant import (
     COMMIT,
+    COMPACT_OPERATION,
     DELTA_COMMIT,
+    PLANNED_AS,
     RESTORE,
     ROLLBACK,
     SAVEPOINT,
@@ -37,6 +39,7 @@ from ..instant import (
     Instant,
     State,
     parse_name,
+    pending_actions,
 )
 from ..layout import heartbeat_key, instant_key, instant_prefix, log_key
 from ..settings import ArchivalSettings
@@ -178,6 +181,9 @@ class Archiver:
                 f"archival run {m.pending.plan_key} of {m.pending.writer} is running"
             )
         view = load_active(self.tl, m)
+        if view.superseded:  # left by an older archiver: a compaction's plan objects
+            for i in view.superseded:
+                self.tl.states.delete_pending(i)
         plan = plan_archival(
             view.timeline, self.tl.entry_of, cleaner_state(self.tl, view), self.settings
         )
@@ -259,16 +265,16 @@ class Archiver:
                 meta = self.store.get(instant_key(i))
             except NotFound:  # completed in the log, object not materialized yet
                 meta = self.store.get(log_key(i.seq or 0))
+            e = ArchivedInstant(i.time, i.action, "completed", i.seq, "", meta).entry()
             plan = None
-            if i.action not in (COMMIT, DELTA_COMMIT):  # their requested holds no plan
-                first = State.INFLIGHT if i.action == SAVEPOINT else State.REQUESTED
+            planned = _plan_state(i, e.metadata.get("operation"))
+            if planned is not None:
                 try:
-                    plan = self.store.get(instant_key(i.with_state(first)))
+                    plan = self.store.get(instant_key(planned))
                 except NotFound:
                     plan = None
-            writer = ArchivedInstant(i.time, i.action, "completed", i.seq, "", meta).entry().writer
             return ArchivedInstant(
-                i.time, i.action, State.COMPLETED.value, i.seq, writer, meta, plan
+                i.time, i.action, State.COMPLETED.value, i.seq, e.writer, meta, plan
             )
 
         out = []
@@ -304,9 +310,12 @@ class Archiver:
             records = self._archived_by(m)
         records = sorted(records, key=lambda r: (r.time, r.action))
         # Keys built from the (validated when archived) records: no re-parsing per instant.
+        # A commit's may include a compaction plan's states (`<t>.compaction.*`): left
+        # behind, they would make the archived compaction pending again.
         pending_keys = [
-            f"{instant_prefix(r.time)}{r.action}.{s}"
+            f"{instant_prefix(r.time)}{action}.{s}"
             for r in records
+            for action in pending_actions(r.action)
             for s in (State.INFLIGHT.value, State.REQUESTED.value)
         ]
         self.store.delete_many(pending_keys)
@@ -329,6 +338,19 @@ class Archiver:
         swap(self.store, m, m.evolve(pending=None))
         self.store.delete(p.plan_key)
         crash.point("archive.done")
+
+
+def _plan_state(i: Instant, operation: object) -> Instant | None:
+    """The state object holding an instant's plan, archived with it: the requested object
+    (inflight for a savepoint); a compaction's is `<t>.compaction.requested`; a plain
+    commit's or delta commit's holds no plan."""
+    if i.action == SAVEPOINT:
+        return Instant(i.time, i.action, State.INFLIGHT)
+    if i.action == COMMIT and operation == COMPACT_OPERATION:
+        return Instant(i.time, PLANNED_AS[COMMIT], State.REQUESTED)
+    if i.action in (COMMIT, DELTA_COMMIT):
+        return None
+    return Instant(i.time, i.action, State.REQUESTED)
 
 
 def _accounted(records: list[ArchivedInstant], where: str) -> list[int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from storage import NotFound, ObjectStore
 
@@ -33,6 +33,8 @@ class ArchiveSnapshot:
 
     store: ObjectStore
     manifest: Manifest
+    #: The checkpoint's entries once read (one GET per snapshot: the loader may ask twice).
+    _cache: dict[str, list[Entry]] = field(default_factory=dict, compare=False, repr=False)
 
     def archived_range(self, seq: int) -> tuple[int, int] | None:
         return self.manifest.archived_range(seq)
@@ -41,7 +43,19 @@ class ArchiveSnapshot:
         return self.manifest.is_archived(seq)
 
     def archived_entries(self) -> list[Entry]:
-        return read_checkpoint(self.store, self.manifest)[0]
+        return list(self._read())
+
+    def archived_completion(self, time: str, action: str) -> bool:
+        if not self.manifest.last_archived_time or time > self.manifest.last_archived_time:
+            return False  # newer than every archived write: nothing to read
+        return any(e.time == time and e.action == action for e in self._read())
+
+    def _read(self) -> list[Entry]:
+        """The checkpoint's entries, read once."""
+        got = self._cache.get("entries")
+        if got is None:
+            got = self._cache["entries"] = read_checkpoint(self.store, self.manifest)[0]
+        return got
 
 
 def archived_log(store: ObjectStore) -> ArchiveSnapshot | None:

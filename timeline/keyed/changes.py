@@ -15,11 +15,14 @@ time, as Hudi's `hoodie.datasource.read.incr.fallback.fulltablescan.enable` does
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from storage import NotFound
 
 from ..errors import InstantNotFound, RangeNotReadable
 from ..metadata import DataFile, Entry
@@ -27,7 +30,9 @@ from ..parquet_io import read_files
 from ..snapshot import TableState
 from .index import WRITE_STATS
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from .logfile import logs_of
 from .properties import PARTITION, KeyedProperties
+from .slices import MorSlice, is_compaction, is_merge_on_read, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -57,6 +62,22 @@ def touched_groups(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
     return out
 
 
+def mor_touched(e: Entry, before: dict[str, MorSlice]) -> set[str]:
+    """The file groups a merge-on-read write changes: those it adds to, replaces or
+    appends logs to, and every group of a partition it overwrites."""
+    out = {f.group for f in (*e.added, *e.replaced)}
+    out |= {lf.file_group for lf in logs_of(e.metadata)}
+    gone = e.replaced_partitions
+    if gone:
+        out |= {g for g, sl in before.items() if sl.partition in gone}
+    return out
+
+
+def slice_objects(sl: MorSlice) -> set[str]:
+    """The objects a merged read of a slice takes: its base file and its log objects."""
+    return {sl.base.path} | {lf.path for _, lf in sl.logs}
+
+
 def apply_write(e: Entry, groups: dict[str, list[DataFile]]) -> None:
     """One write folded into file group -> slices (as TableState.file_slices does)."""
     for f in e.replaced:
@@ -72,7 +93,9 @@ def apply_write(e: Entry, groups: dict[str, list[DataFile]]) -> None:
 class ChangeRange:
     def __init__(self, table: Table, begin: str | None, end: str | None) -> None:
         self.table = table
+        self.begin, self.end = begin, end
         self.st = table.state()
+        self.mor = is_merge_on_read(self.st)
         writes = self.st.ordered_writes()
         last = writes[-1].seq if writes else 0
         self.begin_seq = _seq_of(self.st, begin, 0, "begin", table.uri)
@@ -80,22 +103,44 @@ class ChangeRange:
         self.writes = [e for e in writes if e.seq <= self.end_seq]
         self.in_range = [e for e in self.writes if e.seq > self.begin_seq]
         self.schema = self.st.schema(self.end_seq)
+        self._cow_reads: dict[int, set[str]] | None = None  # write seq -> what CDC reads
 
-    def check_readable(self, cdc: bool) -> None:
+    def check_readable(self, cdc: bool, reads: Iterable[str] = ()) -> None:
+        """RangeNotReadable unless every object the read needs is there: what each write of
+        the range wrote and, for CDC, the file slices before and after it (base files and
+        logs, merged ones included); `reads`: further objects the read takes (the slices
+        an incremental read takes as of `end`)."""
         active = {i.time for i in self.table.timeline(refresh=False).completed()}
         cleaned = self.st.cleaned()
         unreadable = [e for e in self.in_range if not self._readable(e, active, cleaned, cdc)]
-        if not unreadable:
+        if not unreadable and not cleaned.intersection(reads):
             return
+        read = f"{'CDC' if cdc else 'incremental'} read of {self.table.uri}"
+        if not unreadable:  # no begin helps: what the range's rows are read from is gone
+            raise RangeNotReadable(
+                f"{read} up to {self._name(self.end_seq)}: the file slices as of it were "
+                "cleaned; read up to a later end"
+            )
         earliest = self._earliest(active, cleaned, cdc)
         bad = unreadable[-1]
-        why = "was archived" if bad.time not in active else "has cleaned file slices"
+        why = "was archived" if bad.time not in active else "reads cleaned file slices"
         raise RangeNotReadable(
-            f"{'CDC' if cdc else 'incremental'} read of {self.table.uri} from "
-            f"{self._name(self.begin_seq)}: instant {bad.time} {why}; the earliest readable "
-            f"begin is {earliest or '(none)'}" + ("" if cdc else " (or read with full_scan=True)"),
+            f"{read} from {self._name(self.begin_seq)}: instant {bad.time} {why}; the earliest "
+            f"readable begin is {earliest or '(none)'}"
+            + ("" if cdc else " (or read with full_scan=True)"),
             earliest,
         )
+
+    @contextmanager
+    def reading(self, cdc: bool) -> Iterator[None]:
+        """A storage NotFound while the range is read: a clean that completed meanwhile
+        is RangeNotReadable (checked against the table as it is now); anything else (a
+        damaged table) stays the storage error."""
+        try:
+            yield
+        except NotFound:
+            ChangeRange(self.table, self.begin, self.end).check_readable(cdc)
+            raise
 
     def _name(self, seq: int) -> str:
         e = next((w for w in self.writes if w.seq == seq), None)
@@ -104,13 +149,38 @@ class ChangeRange:
     def _readable(self, e: Entry, active: set[str], cleaned: set[str], cdc: bool) -> bool:
         if e.time not in active:
             return False
-        needed = [f.path for f in e.added]
-        needed += [str(d["path"]) for d in e.metadata.get("log_files", ())]  # merge-on-read
+        needed = {f.path for f in e.added} | {lf.path for lf in logs_of(e.metadata)}
         if cdc:
-            needed += [f.path for f in e.replaced]
+            needed |= {f.path for f in e.replaced}
             stats = e.metadata.get(WRITE_STATS, ())
-            needed += [str(s["prev_path"]) for s in stats if s.get("prev_path")]
-        return not any(p in cleaned for p in needed)
+            needed |= {str(s["prev_path"]) for s in stats if s.get("prev_path")}
+            needed |= self.cdc_reads(e)
+        return cleaned.isdisjoint(needed)
+
+    def cdc_reads(self, e: Entry) -> set[str]:
+        """The objects a CDC read of write `e` reads: its touched file groups' slices just
+        before and just after it (a merge-on-read slice is its base and its logs)."""
+        if not self.mor:
+            if self._cow_reads is None:  # one pass over the writes, as the CDC read walks them
+                self._cow_reads = {}
+                groups: dict[str, list[DataFile]] = {}
+                for w in self.st.ordered_writes():
+                    touched = touched_groups(w, groups)
+                    reads = {groups[g][-1].path for g in touched if g in groups}
+                    apply_write(w, groups)
+                    reads |= {groups[g][-1].path for g in touched if g in groups}
+                    self._cow_reads[w.seq] = reads
+            return self._cow_reads.get(e.seq, set())
+        if is_compaction(e):
+            return set()  # changes no record: a CDC read yields nothing for it
+        before_sl = mor_slices(self.st, e.seq - 1)
+        after_sl = mor_slices(self.st, e.seq)
+        out: set[str] = set()
+        for g in mor_touched(e, before_sl):
+            for sl in (before_sl.get(g), after_sl.get(g)):
+                if sl is not None:
+                    out |= slice_objects(sl)
+        return out
 
     def _earliest(self, active: set[str], cleaned: set[str], cdc: bool) -> str:
         """The earliest begin (exclusive) from which every later write is readable."""
@@ -135,7 +205,6 @@ def incremental(
     if full_scan:
         files: Iterable[DataFile] = r.st.snapshot(r.end_seq).files
     else:
-        r.check_readable(cdc=False)
         groups: dict[str, list[DataFile]] = {}
         touched: set[str] = set()
         for e in r.writes:
@@ -143,7 +212,9 @@ def incremental(
             if e.seq > r.begin_seq:
                 touched |= {f.group for f in e.added}
         files = [groups[g][-1] for g in touched if g in groups]
-    data = r.read(files)
+        r.check_readable(cdc=False, reads=[f.path for f in files])
+    with r.reading(cdc=False):
+        data = r.read(files)
     if data.num_rows == 0 or COMMIT_TIME_COL not in data.column_names:
         return data.slice(0, 0)
     return data.filter(pc.is_in(data.column(COMMIT_TIME_COL), value_set=times))
@@ -182,6 +253,11 @@ def cdc(
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
+    with r.reading(cdc=True):
+        return _cdc(r, props)
+
+
+def _cdc(r: ChangeRange, props: KeyedProperties) -> pa.Table:
     out: list[dict[str, Any]] = []
     groups: dict[str, list[DataFile]] = {}
     for e in r.writes:

@@ -20,6 +20,7 @@ base file, planned in `compaction.requested` and executed later, by anyone, idem
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -29,14 +30,15 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from storage import Conflict
+from storage import Conflict, NotFound
 
 from .. import crash
 from ..commit import materialize
-from ..errors import CommitConflict, TimelineError
+from ..errors import CommitConflict, InstantNotFound, PlanError, TimelineError
 from ..heartbeat import last_beat
 from ..instant import (
     COMMIT,
+    COMPACT_OPERATION,
     COMPACTION,
     DELTA_COMMIT,
     REPLACE_COMMIT,
@@ -57,6 +59,8 @@ from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_s
 if TYPE_CHECKING:
     from ..snapshot import TableState
     from ..table import Table
+
+log = logging.getLogger("flowledger.timeline")
 
 NUM_COMMITS = "NUM_COMMITS"
 TIME_ELAPSED = "TIME_ELAPSED"
@@ -157,7 +161,7 @@ def schedule(table: Table, *, force: bool = False) -> str | None:
     body = {
         "writer": table.settings.writer_id,
         "base": anchor,
-        "operation": "compact",
+        "operation": COMPACT_OPERATION,
         COMPACTION_DETAIL: {"log_anchor_seq": anchor, "operations": ops},
     }
     t = table.times.new()
@@ -201,9 +205,12 @@ def _planned_slices(st: TableState, ops: Sequence[dict[str, Any]]) -> list[MorSl
 
 
 def _discard(table: Table, t: str) -> None:
-    """Drop a plan the table no longer fits: its files, heartbeat and pending states."""
+    """Drop a plan the table no longer fits: its files, heartbeat and pending states. The
+    files only if `t` never completed: a completed compaction's base files are read by
+    snapshots, whatever is left of its plan's objects."""
     store = table.store
-    store.delete_many([o.key for o in store.list(data_prefix(t))])
+    if t not in table.state().writes:
+        store.delete_many([o.key for o in store.list(data_prefix(t))])
     store.delete(heartbeat_key(t))
     mine = [i for i in table.tl.states.of_time(t) if i.is_pending]
     table.tl.states.delete(sorted(mine, key=lambda i: -i.state.rank))
@@ -236,15 +243,16 @@ class CompactionRun:
 def start(table: Table, t: str) -> CompactionRun | None:
     """Begin executing the scheduled compaction `t` (again, after a crash: its tasks write
     the same objects). None when it was already completed, or its plan no longer fits the
-    table and was dropped."""
+    table and was dropped; InstantNotFound when no such plan is pending."""
     table.refresh()
     for e in table.log_entries:  # completed in the log, completed object not written yet
         if e.time == t and e.action == COMMIT:
             materialize(table.tl, e)
             return None
-    done = table.timeline(refresh=False).completed().get(t, COMMIT)
-    if done is not None:
-        return None
+    if table.timeline(refresh=False).pending().get(t, COMPACTION) is None:
+        if t in table.state(refresh=False).writes:
+            return None  # completed, in the active timeline or archived: nothing to do
+        raise InstantNotFound(f"no pending compaction {t} in {table.uri}")
     req = Instant(t, COMPACTION, State.REQUESTED)
     plan = decode_plan(table.tl.states.read(req), table.store.url(instant_key(req)))
     detail = plan[COMPACTION_DETAIL]
@@ -261,7 +269,7 @@ def start(table: Table, t: str) -> CompactionRun | None:
     # logs live), so only completions after it are validated: a rollback or restore that left
     # the plan intact does not stop it. Completes as a commit.
     seen = max([anchor, *(e.seq for e in st.entries)])
-    txn = _CompactionTxn(table, t, COMMIT, seen, "compact")
+    txn = _CompactionTxn(table, t, COMMIT, seen, COMPACT_OPERATION)
     target = WriteTarget(t, table.settings.writer_id, math.inf)
     schema = st.schema(anchor)
     work = CompactionWork(
@@ -328,6 +336,15 @@ def execute(table: Table, t: str) -> Instant | None:
             max(1, min(run.table.settings.write_parallelism, len(work.slices)))
         ) as pool:
             written = list(pool.map(task, work.slices))
+    except NotFound as exc:
+        # A planned base or log is gone: the plan can never complete. Left pending it would
+        # hold its file groups out of every later plan and stop archival; it is dropped.
+        run.abandon()
+        _discard(table, t)
+        raise PlanError(
+            f"compaction {t} of {table.uri} was dropped: an object its plan reads is missing "
+            f"({exc})"
+        ) from exc
     except BaseException:
         run.abandon()
         raise
@@ -367,7 +384,7 @@ def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
     for t in runnable(table, only_abandoned=only_abandoned):
         try:
             got = execute(table, t)
-        except CommitConflict:
+        except (CommitConflict, InstantNotFound):
             continue  # something that changed its file groups completed meanwhile: dropped
         if got is not None:
             ran.append(t)
@@ -382,12 +399,15 @@ def compact(table: Table, *, force: bool = True) -> Instant | None:
 
 def after_write(table: Table) -> None:
     """What a delta commit runs after completing, by `compaction_mode`: `inline` schedules
-    and executes when the trigger fires; `async` executes on a thread of this process
-    (`wait_async` joins it); `off` leaves it to `flowledger timeline compact`."""
+    and executes when the trigger fires, and executes plans whose executor died
+    (`run_abandoned`); `async` executes on a thread of this process (`wait_async` joins
+    it); `off` leaves it to `flowledger timeline compact`."""
     mode = table.settings.compaction_mode
     if mode == "off":
         return
     t = schedule(table)
+    if mode == "inline":
+        run_abandoned(table)
     if t is None:
         return
     if mode == "inline":
@@ -396,6 +416,29 @@ def after_write(table: Table) -> None:
     thread = threading.Thread(target=_run_quietly, args=(table, t), daemon=False)
     table.background.append(thread)
     thread.start()
+
+
+def run_abandoned(table: Table) -> list[str]:
+    """Execute the inflight compactions whose executor's heartbeat expired (it crashed or
+    was killed), as Hudi's inline compaction runs pending ones: left pending, such a plan
+    would keep its file groups out of every later plan and stop archival until someone
+    ran `flowledger timeline compact`. Uses the view `schedule` just loaded. A plan that
+    can never complete is dropped with a warning: the write that triggered this is done."""
+    from ..heartbeat import expired
+
+    ran = []
+    expiry = table.settings.heartbeat_expiry_s
+    for i in pending(table, refresh=False):
+        if i.state is not State.INFLIGHT or not expired(last_beat(table.store, i.time), expiry):
+            continue
+        try:
+            if execute(table, i.time) is not None:
+                ran.append(i.time)
+        except (CommitConflict, InstantNotFound):
+            continue  # completed or dropped by another process meanwhile
+        except PlanError as exc:
+            log.warning("%s", exc)
+    return ran
 
 
 def _run_quietly(table: Table, t: str) -> None:

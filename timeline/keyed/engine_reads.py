@@ -31,11 +31,11 @@ from .changes import (
     apply_write,
     cdc_schema,
     change_row,
+    mor_touched,
     record_identity,
     touched_groups,
 )
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
-from .mor_changes import touched_slices
 from .mor_read import read_slices
 from .properties import MERGE_ON_READ, KeyedProperties
 from .slices import MorSlice, is_compaction, mor_slices
@@ -135,7 +135,7 @@ def _plan_merge_on_read(
             touched: set[str] = set()
             for e in r.in_range:
                 if not is_compaction(e):
-                    touched |= touched_slices(e, {})
+                    touched |= mor_touched(e, {})
             picked = [slices[g] for g in sorted(touched) if g in slices]
         ordered = tuple(sorted(picked, key=lambda sl: sl.base.path))
         return ChangesPlan(r.schema, times, files=ordered, key_col=key_col)
@@ -145,7 +145,7 @@ def _plan_merge_on_read(
         if is_compaction(e):
             continue  # a compaction changes no record
         before, after = mor_slices(r.st, e.seq - 1), mor_slices(r.st, e.seq)
-        groups = sorted(touched_slices(e, before))
+        groups = sorted(mor_touched(e, before))
         units.append(
             CommitUnit(
                 e.time,

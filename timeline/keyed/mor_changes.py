@@ -8,14 +8,21 @@ yields no change rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..metadata import Entry
-from .changes import DELETE, INSERT, UPDATE, ChangeRange, cdc_schema, change_row
+from .changes import (
+    DELETE,
+    INSERT,
+    UPDATE,
+    ChangeRange,
+    cdc_schema,
+    change_row,
+    mor_touched,
+    slice_objects,
+)
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from .logfile import logs_of
 from .mor_read import read_slices
@@ -24,18 +31,6 @@ from .slices import MorSlice, is_compaction, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
-
-
-def touched_slices(e: Entry, before: Mapping[str, MorSlice]) -> set[str]:
-    """The file groups write `e` touches: groups it added or replaced a base of, appended a
-    log to, or (insert_overwrite) dropped with their partition (`before`: the slices before
-    it)."""
-    out = {f.group for f in (*e.added, *e.replaced)}
-    out |= {lf.file_group for lf in logs_of(e.metadata)}
-    gone = e.replaced_partitions
-    if gone:
-        out |= {g for g, sl in before.items() if sl.partition in gone}
-    return out
 
 
 def incremental(
@@ -47,7 +42,6 @@ def incremental(
     if full_scan:
         picked = list(slices.values())
     else:
-        r.check_readable(cdc=False)
         touched: set[str] = set()
         for e in r.in_range:
             if not is_compaction(e):
@@ -55,8 +49,10 @@ def incremental(
                     lf.file_group for lf in logs_of(e.metadata)
                 }
         picked = [slices[g] for g in sorted(touched) if g in slices]
+        r.check_readable(cdc=False, reads=[p for sl in picked for p in slice_objects(sl)])
     key_col = integer_key_column(table.properties, r.schema)
-    data = read_slices(table.store, picked, r.schema, key_col=key_col)
+    with r.reading(cdc=False):
+        data = read_slices(table.store, picked, r.schema, key_col=key_col)
     if data is None:
         return r.schema.empty_table() if r.schema is not None else pa.table({})
     if data.num_rows == 0 or COMMIT_TIME_COL not in data.column_names:
@@ -84,13 +80,18 @@ def cdc(
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
+    with r.reading(cdc=True):
+        return _cdc(table, r, props)
+
+
+def _cdc(table: Table, r: ChangeRange, props: KeyedProperties) -> pa.Table:
     out: list[dict[str, Any]] = []
     for e in r.in_range:
         if is_compaction(e):
             continue
         before_slices = mor_slices(r.st, e.seq - 1)
         after_slices = mor_slices(r.st, e.seq)
-        touched = touched_slices(e, before_slices)
+        touched = mor_touched(e, before_slices)
         before = _rows_by_id(
             table, r, [before_slices[g] for g in sorted(touched) if g in before_slices], props
         )
