@@ -61,6 +61,7 @@ from .keyed.mor_read import read_slice
 from .keyed.properties import GLOBAL, KeyedProperties
 from .keyed.record_index import INDEX_SCHEMA, apply_delta, index_view, read_shard
 from .keyed.slices import COMPACTION_DETAIL, MorSlice, is_merge_on_read, live_logs, mor_slices
+from .loader import load_active
 from .metadata import DataFile
 from .parquet_io import read_files, read_verified
 from .recovery import read_plan
@@ -151,6 +152,16 @@ def _phantoms(table: Table, st: TableState, found: _Found) -> None:
             f"{i.action} {i.time} is listed as pending ({i.state.value}) but completed as "
             f"{e.action} at log position {e.seq} ({where}); later plans leave its file "
             "groups out",
+        )
+    # Plan objects an older archiver left beside an archived completion: no longer read as
+    # pending, but still objects that archival should have deleted with their commit.
+    archived = table.archive(table.store) if table.archive is not None else None
+    for i in load_active(table.tl, table.load_instants(), archived).superseded:
+        found.add(
+            PHANTOM_PENDING,
+            i.time,
+            f"{i.action}.{i.state.value} of {i.time} is left in the active timeline although "
+            "its completion is archived (an older archiver's leftover; not read as pending)",
         )
 
 

@@ -144,7 +144,7 @@ def test_a_phantom_pending_compaction_is_found_and_removed(tmp_path: Path) -> No
         if not _local(t, key).exists():
             t.store.put(key, body)
     t.refresh()
-    assert [i.time for i in t.timeline().pending()] == [done.time]
+    assert list(t.timeline().pending()) == []  # an archived completion is never pending
     report = check_table(open_store(t.uri))
     assert _kinds(report) == [PHANTOM_PENDING]
     assert report.problems[0].subject == done.time and "archived" in report.problems[0].message
