@@ -86,3 +86,8 @@ class InvalidDataFile(TimelineError, InvalidInputError, ValueError):
 class CorruptTimelineObject(TimelineError, IntegrityError):
     """A timeline object (or the schema in its commit metadata) passed its checksum but cannot
     be decoded. Also a `storage.IntegrityError`; the message names the object."""
+
+
+class InvalidPredicate(TimelineError, InvalidInputError, ValueError):
+    """A SQL predicate (a filter delete's `where`) that is not one boolean expression over
+    the table's columns, or that fails to bind or evaluate; nothing was written."""
