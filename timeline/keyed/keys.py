@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import SchemaMismatch
 from ..partitioning import partition_value
 from .properties import PARTITION, KeyedProperties, PropertiesError
 
@@ -76,6 +77,32 @@ def key_texts(names: Sequence[str], values: Sequence[pa.Array]) -> pa.Array:
         return escaped
     hits = [pc.match_substring(v, f"{KEY_SEPARATOR}{n}:") for v in values for n in names]
     return pc.if_else(reduce(pc.or_, hits), escaped, plain)
+
+
+def typed_keys(deletes: pa.Table, schema: pa.Schema | None, props: KeyedProperties) -> pa.Table:
+    """`deletes` with its key and ordering columns cast to the table's types: keys compare as
+    typed values (1 given for a double key is the stored 1.0, a date given as text the stored
+    date), as an upsert's must already match; a value that does not convert is refused."""
+    if schema is None:
+        return deletes
+    wanted = [*props.record_key, *([props.ordering_field] if props.ordering_field else [])]
+    for c in wanted:
+        if c not in deletes.column_names or c not in schema.names:
+            continue
+        have, want = deletes.schema.field(c).type, schema.field(c).type
+        if have == want:
+            continue
+        try:
+            col = pc.cast(deletes.column(c), want)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SchemaMismatch(
+                f"keys to delete: column {c} is {want} in the table, the keys given are {have} "
+                f"and do not convert ({first})",
+                [c],
+            ) from None
+        deletes = deletes.set_column(deletes.schema.get_field_index(c), c, col)
+    return deletes
 
 
 def _text(v: Any) -> str:

@@ -7,13 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage import ObjectStore
 
 from .. import predicate
-from ..errors import SchemaMismatch, TimelineError
+from ..errors import TimelineError
 from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
 from ..parquet_io import release_unused_memory
 from ..partitioning import split_partitions
@@ -22,7 +21,7 @@ from ..writes import put_table
 from . import compaction, mor_changes
 from .changes import cdc, incremental
 from .index import WRITE_STATS, bloom_ref
-from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
+from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
 from .mor_write import delta_write
 from .planner import prepare_batch
 from .planning import Filter
@@ -148,32 +147,6 @@ def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:
     return pa.table({props.record_key[0]: values})
 
 
-def _typed_keys(deletes: pa.Table, schema: pa.Schema | None, props: KeyedProperties) -> pa.Table:
-    """`deletes` with its key and ordering columns cast to the table's types: keys compare as
-    typed values (1 given for a double key is the stored 1.0, a date given as text the stored
-    date), as an upsert's must already match; a value that does not convert is refused."""
-    if schema is None:
-        return deletes
-    wanted = [*props.record_key, *([props.ordering_field] if props.ordering_field else [])]
-    for c in wanted:
-        if c not in deletes.column_names or c not in schema.names:
-            continue
-        have, want = deletes.schema.field(c).type, schema.field(c).type
-        if have == want:
-            continue
-        try:
-            col = pc.cast(deletes.column(c), want)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SchemaMismatch(
-                f"keys to delete: column {c} is {want} in the table, the keys given are {have} "
-                f"and do not convert ({first})",
-                [c],
-            ) from None
-        deletes = deletes.set_column(deletes.schema.get_field_index(c), c, col)
-    return deletes
-
-
 def delete(
     table: Table,
     props: KeyedProperties,
@@ -186,7 +159,7 @@ def delete(
     # Keys are cast, and a predicate checked, before the write begins: nothing is written
     # for input that cannot work.
     schema = table.schema()
-    deletes = None if keys is None else _typed_keys(_keys_table(keys, props), schema, props)
+    deletes = None if keys is None else typed_keys(_keys_table(keys, props), schema, props)
     if isinstance(where, str):
         # Refused before anything is written: one expression over the table's columns
         # (parsed once here for every file the delete reads). A table no data was written
