@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from timeline import sql_sandbox
+from timeline import sandbox_lock_down
 
 from .catalog import Snapshot
 from .errors import ReadOnlyQuery, SQLError
@@ -99,7 +99,7 @@ def connect(
         parts.append(f"SELECT {cols} FROM provenance_journals WHERE event_id >= {int(high_water)}")
     con.execute(f"CREATE VIEW {VIEW} AS " + " UNION ALL ".join(parts))
     _add_views(con, views)
-    return sql_sandbox.lock_down(con)
+    return sandbox_lock_down(con)
 
 
 def connect_snapshot(
