@@ -158,7 +158,7 @@ def delete(
         raise ValueError("delete takes keys or a filter (where=), exactly one of them")
     # Keys are cast, and a predicate checked, before the write begins: nothing is written
     # for input that cannot work.
-    schema = table.schema()
+    schema = table.schema() if keys is not None or isinstance(where, str) else None
     deletes = None if keys is None else typed_keys(_keys_table(keys, props), schema, props)
     if isinstance(where, str):
         # Refused before anything is written: one expression over the table's columns
