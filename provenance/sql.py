@@ -17,6 +17,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timeline import sandbox_lock_down
+
 from .catalog import Snapshot
 from .errors import ReadOnlyQuery, SQLError
 from .layout import JournalRef
@@ -102,9 +104,7 @@ def connect(
         parts.append(f"SELECT {cols} FROM provenance_journals WHERE event_id >= {int(high_water)}")
     con.execute(f"CREATE VIEW {VIEW} AS " + " UNION ALL ".join(parts))
     _add_views(con, views)
-    con.execute("SET enable_external_access=false")
-    con.execute("SET lock_configuration=true")
-    return con
+    return sandbox_lock_down(con)
 
 
 def connect_snapshot(

@@ -19,6 +19,7 @@ from .errors import (
     InstantNotFound,
     InvalidDataFile,
     InvalidInstant,
+    InvalidPredicate,
     MissingTableObject,
     PartitionNamingError,
     PlanError,
@@ -110,6 +111,8 @@ from .partitioning import (
 from .schema import conform, merge_schemas
 from .settings import KEEP_LATEST_COMMITS, ArchivalSettings, TableSettings
 from .snapshot import Snapshot, TableState
+from .sql_sandbox import connect as sandbox_connect
+from .sql_sandbox import lock_down as sandbox_lock_down
 from .table import Table
 from .table_schema import check_schema, latest_schema
 from .task_writer import TaskWriter, WriteTarget
@@ -158,6 +161,7 @@ __all__ = [
     "InstantTimeGenerator",
     "InvalidDataFile",
     "InvalidInstant",
+    "InvalidPredicate",
     "KeyedProperties",
     "KeyedWritePlan",
     "MissingTableObject",
@@ -223,6 +227,8 @@ __all__ = [
     "row_group_spans",
     "rows_and_stats",
     "runnable_compactions",
+    "sandbox_connect",
+    "sandbox_lock_down",
     "split_partitions",
     "start_compaction",
     "stat_value",

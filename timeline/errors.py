@@ -103,3 +103,8 @@ class MissingTableObject(TimelineError, IntegrityError):
 
 class PartitionNamingError(TimelineError, InvalidInputError, ValueError):
     """A table's partition naming this version does not know (written by a newer one)."""
+
+
+class InvalidPredicate(TimelineError, InvalidInputError, ValueError):
+    """A SQL predicate (a filter delete's `where`) that is not one boolean expression over
+    the table's columns, or that fails to bind or evaluate; nothing was written."""

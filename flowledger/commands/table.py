@@ -141,7 +141,11 @@ def write(
     ] = None,
     where: Annotated[
         str | None,
-        typer.Option("--where", help="With --operation delete: a SQL predicate instead of FILEs"),
+        typer.Option(
+            "--where",
+            help="With --operation delete: instead of FILEs, one SQL boolean expression over "
+            "the table's columns (no statements, subqueries or table functions)",
+        ),
     ] = None,
     partition_by: Annotated[
         list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")

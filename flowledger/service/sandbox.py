@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from provenance import ProvenanceRepository
+from timeline import sandbox_connect, sandbox_lock_down
 
 from .errors import Forbidden, InvalidRequest, QueryOverLimit, QueryTimeout
 from .settings import ServiceSettings
@@ -73,9 +74,7 @@ class SqlSandbox:
             settings.sql_concurrency, settings.sql_queue_size, settings.sql_queue_timeout_s
         )
         # A connection that only parses (json_serialize_sql); it never sees data.
-        self._parser = duckdb.connect()
-        self._parser.execute("SET enable_external_access=false")
-        self._parser.execute("SET lock_configuration=true")
+        self._parser = sandbox_lock_down(sandbox_connect())
         self._parser_lock = threading.Lock()
 
     def close(self) -> None:

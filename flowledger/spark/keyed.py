@@ -78,7 +78,9 @@ class Shipped:
 # -- executor side ---------------------------------------------------------------------------
 def _with_keys(s: Shipped, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for b in batches:
-        keys, parts, ids = record_columns(pa.Table.from_batches([b]), s.plan.props, upsert=s.upsert)
+        keys, parts, ids = record_columns(
+            pa.Table.from_batches([b]), s.plan.props, upsert=s.upsert, schema=s.plan.table_schema
+        )
         cols = [*b.columns, *(pa.array(v, pa.string()) for v in (keys, parts, ids))]
         yield pa.RecordBatch.from_arrays(cols, names=[*b.schema.names, KEY, PART, ID])
 

@@ -38,6 +38,7 @@ from .keys import (
     identities,
     partition_paths,
     record_keys,
+    typed_keys,
     with_meta,
 )
 from .merge import incoming_wins
@@ -151,10 +152,13 @@ def plan_keyed_write(
 
 
 def record_columns(
-    data: pa.Table, props: KeyedProperties, *, upsert: bool
+    data: pa.Table, props: KeyedProperties, *, upsert: bool, schema: pa.Schema | None = None
 ) -> tuple[list[str], list[str], list[str]]:
     """(record key text, partition path, record identity) of each row, as `keyed_write`
-    names them (a delete with global keys looks everywhere: its partition is empty)."""
+    names them (a delete with global keys looks everywhere: its partition is empty; its
+    keys are first cast to the types of the table's `schema`, `typed_keys`)."""
+    if not upsert:
+        data = typed_keys(data, schema, props)
     keys = record_keys(data, props)
     if props.key_scope == GLOBAL and not upsert:
         parts = [""] * data.num_rows

@@ -8,11 +8,13 @@ it) and `_flowledger_record_key` (its key as text), Hudi's `_hoodie_commit_time`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import SchemaMismatch
 from ..partitioning import partition_column, partition_value
 from .properties import PARTITION, KeyedProperties, PropertiesError
 
@@ -22,26 +24,85 @@ META_COLUMNS = (COMMIT_TIME_COL, RECORD_KEY_COL)
 
 
 def record_keys(data: pa.Table, props: KeyedProperties) -> list[str]:
-    """Each row's record key as text: the value of a single key column, or Hudi's complex
-    key form `col1:v1,col2:v2` for several."""
+    """Each row's record key as text (`key_texts`); the one place key text is made, for
+    every writer, index and reader."""
     missing = [c for c in props.record_key if c not in data.column_names]
     if missing:
         raise PropertiesError(f"record key column(s) {missing} not in the data's columns")
-    cols: list[list[str]] = []
+    cols: list[pa.Array] = []
     for c in props.record_key:
         col = data.column(c)
         if col.null_count:
             raise PropertiesError(f"record key column {c!r} has {col.null_count} null value(s)")
         if pa.types.is_integer(col.type) or pa.types.is_string(col.type):
-            cols.append(pc.cast(col, pa.string()).to_pylist())  # str(v), without a loop
+            cols.append(pc.cast(col, pa.string()).combine_chunks())  # str(v), without a loop
         else:
-            cols.append([_text(v) for v in col.to_pylist()])
-    if len(cols) == 1:
-        return cols[0]
-    return [
-        ",".join(f"{c}:{v}" for c, v in zip(props.record_key, vals, strict=True))
-        for vals in zip(*cols, strict=True)
-    ]
+            cols.append(pa.array([_text(v) for v in col.to_pylist()], pa.string()))
+    return [str(k) for k in key_texts(props.record_key, cols).to_pylist()]
+
+
+#: The escape character of a composite key's values (it escapes itself and the separator).
+KEY_ESCAPE = "\\"
+KEY_SEPARATOR = ","
+
+
+def _escaped(values: pa.Array) -> pa.Array:
+    doubled = pc.replace_substring(values, KEY_ESCAPE, KEY_ESCAPE * 2)
+    return pc.replace_substring(doubled, KEY_SEPARATOR, KEY_ESCAPE + KEY_SEPARATOR)
+
+
+def _joined(names: Sequence[str], values: Sequence[pa.Array]) -> pa.Array:
+    parts: list[pa.Array | pa.Scalar] = []
+    for i, (name, v) in enumerate(zip(names, values, strict=True)):
+        parts += [pa.scalar(f"{KEY_SEPARATOR if i else ''}{name}:", pa.string()), v]
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def key_texts(names: Sequence[str], values: Sequence[pa.Array]) -> pa.Array:
+    """Record keys as text from each key column's values as text (aligned string arrays).
+
+    One column: the value itself. Several: Hudi's complex key form `col1:v1,col2:v2`, which
+    is ambiguous only when a value holds `,<key column>:` (`a='x,b:y', b='z'` and `a='x',
+    b='y,b:z'` both read `a:x,b:y,b:z`). Such keys, and every key when a key column's name
+    holds the escape character, have each value escaped instead (`\\` -> `\\\\`, `,` -> `\\,`):
+    `a:x\\,b:y,b:z` and `a:x,b:y\\,b:z`. So distinct keys never share a text, and every
+    key a table stored before this rule (all unambiguous ones) keeps its text. Why the two
+    forms never meet: a plain text holds `,<key column>:` exactly at its separators; an
+    escaped one also holds it inside the escaped value."""
+    if len(values) == 1:
+        return values[0]
+    plain = _joined(names, values)
+    escaped = _joined(names, [_escaped(v) for v in values])
+    if any(KEY_ESCAPE in n for n in names):
+        return escaped
+    hits = [pc.match_substring(v, f"{KEY_SEPARATOR}{n}:") for v in values for n in names]
+    return pc.if_else(reduce(pc.or_, hits), escaped, plain)
+
+
+def typed_keys(deletes: pa.Table, schema: pa.Schema | None, props: KeyedProperties) -> pa.Table:
+    """`deletes` with its key and ordering columns cast to the table's types: keys compare as
+    typed values (1 given for a double key is the stored 1.0, a date given as text the stored
+    date), as an upsert's must already match; a value that does not convert is refused."""
+    if schema is None:
+        return deletes
+    wanted = [*props.record_key, *([props.ordering_field] if props.ordering_field else [])]
+    for c in wanted:
+        if c not in deletes.column_names or c not in schema.names:
+            continue
+        have, want = deletes.schema.field(c).type, schema.field(c).type
+        if have == want:
+            continue
+        try:
+            col = pc.cast(deletes.column(c), want)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SchemaMismatch(
+                f"keys to delete: column {c} is {want} in the table, the keys given are {have} "
+                f"and do not convert ({first})",
+                [c],
+            ) from None
+        deletes = deletes.set_column(deletes.schema.get_field_index(c), c, col)
+    return deletes
 
 
 def _text(v: Any) -> str:

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from storage import ObjectStore
 
+from .. import predicate
 from ..errors import MissingTableObject, TimelineError
 from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
 from ..parquet_io import release_unused_memory
@@ -21,7 +22,7 @@ from ..writes import put_table
 from . import compaction, mor_changes
 from .changes import cdc, incremental
 from .index import WRITE_STATS, bloom_ref
-from .keys import META_COLUMNS, RECORD_KEY_COL, key_range
+from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
 from .mor_write import delta_write
 from .planner import prepare_batch
 from .planning import Filter
@@ -157,7 +158,18 @@ def delete(
 ) -> Instant:
     if (keys is None) == (where is None):
         raise ValueError("delete takes keys or a filter (where=), exactly one of them")
-    deletes = _keys_table(keys, props) if keys is not None else None
+    # Keys are cast, and a predicate checked, before the write begins: nothing is written
+    # for input that cannot work.
+    schema = table.schema() if keys is not None or isinstance(where, str) else None
+    deletes = None if keys is None else typed_keys(_keys_table(keys, props), schema, props)
+    if isinstance(where, str):
+        # Refused before anything is written: one expression over the table's columns
+        # (parsed once here for every file the delete reads). A table no data was written
+        # to yet has no columns to bind to (and no row to delete).
+        if schema is None or set(schema.names) <= set(META_COLUMNS):
+            where = predicate.parse(where)
+        else:
+            where = predicate.check(where, schema)
     return _keyed_write(
         table, props, "delete", deletes=deletes, where=where, metadata=dict(extra or {})
     )
@@ -301,7 +313,9 @@ class KeyedTableMethods:
     ) -> Instant:
         """Delete records by key (a table of key columns, optionally the ordering field; a
         list of values for a single-column key; or dicts) or by a filter (`where`: a pyarrow
-        compute expression or a SQL predicate). Missing keys are ignored."""
+        compute expression, or a SQL predicate: one boolean expression over the table's
+        columns, evaluated in the SQL sandbox; anything else is `InvalidPredicate`). Missing
+        keys are ignored."""
         return delete(self._table(), self._keyed("delete"), keys, where, extra_metadata)
 
     def changes(

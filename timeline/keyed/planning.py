@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import predicate
 from ..errors import CommitConflict
 from ..instant import ROLLBACK
 from ..snapshot import TableState
@@ -15,23 +15,19 @@ from ..snapshot import TableState
 if TYPE_CHECKING:
     from ..txn import Transaction
 
-#: A filter for `delete`: a pyarrow compute expression or a SQL predicate (DuckDB).
-Filter: TypeAlias = pc.Expression | str
+#: A filter for `delete`: a pyarrow compute expression or a SQL predicate (DuckDB; text, or
+#: parsed once for the many files a delete reads).
+Filter: TypeAlias = pc.Expression | str | predicate.Predicate
 
 
 def filter_matches(data: pa.Table, where: Filter) -> list[int]:
-    """Row positions of `data` the filter selects."""
+    """Row positions of `data` the filter selects (a SQL predicate: one expression, evaluated
+    in the SQL sandbox; see timeline/predicate.py)."""
+    if isinstance(where, str | predicate.Predicate):
+        return predicate.matches(data, where)
     pos = pa.array(range(data.num_rows), pa.int64())
-    marked = data.append_column("__flowledger_pos", pos)
-    if isinstance(where, str):
-        con = duckdb.connect()
-        try:
-            con.register("t", marked)
-            got = con.execute(f"SELECT __flowledger_pos FROM t WHERE {where}").fetchall()
-        finally:
-            con.close()
-        return sorted(int(r[0]) for r in got)
-    return [int(v) for v in marked.filter(where).column("__flowledger_pos").to_pylist()]
+    marked = data.append_column(predicate.POSITION, pos)
+    return [int(v) for v in marked.filter(where).column(predicate.POSITION).to_pylist()]
 
 
 def plan_on(txn: Transaction, st: TableState) -> None:
