@@ -45,7 +45,7 @@ def _ids(
 ) -> list[int]:
     rc, out, err = _cli(monkeypatch, capsys, "table", "read", uri, "--json")
     assert rc == 0, err
-    return sorted(r["id"] for r in json.loads(out))
+    return sorted(r["id"] for r in json.loads(out)["data"])
 
 
 def test_a_where_that_runs_sql_is_refused_with_exit_2(
