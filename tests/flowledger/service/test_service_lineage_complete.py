@@ -6,11 +6,8 @@ through the HTTP API of a real `flowledger serve` and through NiFi's own client,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from nipyapi.nifi import (
     ApiClient,
@@ -22,48 +19,15 @@ from nipyapi.nifi import (
 )
 from nipyapi.nifi.configuration import Configuration
 
-from flowledger.pipeline.mor import record_compaction, record_write
-from flowledger.slice_provenance import CommitJob, slice_uuid
-from provenance import ProvenanceRepository
-from storage import open_store
+from tests.support.keyed_lineage import CORRECTION, FIRST, Lake, compacted_lake
 from tests.support.service import TOKEN, ServiceProcess
-from timeline import Table
-from timeline.keyed import KeyedProperties
 
 pytestmark = pytest.mark.unit
-
-FIRST = ("file:///raw/flights.csv", "file:///raw/weather.csv")
-CORRECTION = ("file:///raw/corrections.csv",)
-
-
-@dataclass(frozen=True)
-class Lake:
-    current: list[str]  # FlowFile UUIDs of the files the table's snapshot reads
-    repo: str
-
-
-def _build(root: Path) -> Lake:
-    store = open_store(str(root / "repo"))
-    with ProvenanceRepository.open(store) as prov:
-        props = KeyedProperties.of("id", table_type="merge_on_read")
-        table = Table.create(store.scoped("tables/t"), props)
-        first = table.upsert(pa.table({"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"]}))
-        record_write(prov, table, table.entry(first.time), CommitJob(inputs=FIRST))
-        fix = table.upsert(pa.table({"id": [2, 3], "v": ["B", "C"]}))
-        assert table.entry(fix.time).metadata.get("log_files")  # a delta commit: log files
-        record_write(prov, table, table.entry(fix.time), CommitJob(inputs=CORRECTION))
-        slices = table.merge_on_read_slices() or []
-        done = table.compact()
-        assert done is not None
-        record_compaction(prov, table, table.entry(done.time), {sl.group: sl for sl in slices})
-        current = [slice_uuid(table.store.url(f.path)) for f in table.files()]
-        assert current and not any(sl.logs for sl in table.merge_on_read_slices() or [])
-    return Lake(current, str(root / "repo"))
 
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServiceProcess, Lake]]:
-    shape = _build(tmp_path_factory.mktemp("lineage"))
+    shape = compacted_lake(tmp_path_factory.mktemp("lineage"))
     proc = ServiceProcess(shape.repo)
     yield proc, shape
     proc.stop()
