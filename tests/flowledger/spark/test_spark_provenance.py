@@ -67,7 +67,7 @@ def test_lineage_of_each_output_file_of_a_spark_job_names_its_input_files(
             assert input_files(repo, send.flowfile_uuid) == inputs
 
 
-def test_provenance_dataframe_reads_exactly_the_committed_files(
+def test_provenance_dataframe_shows_committed_files_and_journals_as_sql_does(
     spark: Any, minio: S3Endpoint
 ) -> None:
     bucket = minio.new_bucket()
