@@ -22,6 +22,11 @@ class NoSuchTable(FlowledgerError, NotFoundError):
     """The table named was never written (a typo in its URI): nothing is shown or created."""
 
 
+class LogsNotCompacted(FlowledgerError):
+    """A merge-on-read snapshot was asked for as plain files while changes to it are still in
+    log files that only a merging reader sees: compact first, or read the base files only."""
+
+
 @dataclass(frozen=True)
 class Answer:
     """How an error of one kind is answered: `http_status` by the service, `exit_code` by

@@ -10,6 +10,10 @@ from what the job read. Each written slice becomes, all at the instant's time:
     JOIN     FlowFile S, parents = J (or the given parents) + the superseded slice's FlowFile
     SEND     FlowFile S, transit URI = the slice's file
 
+Each event's lineage start date is, as NiFi computes it for a JOIN's child, the earliest of its
+parents' (looked up in the repository; the superseded slice's commit time when it is not
+there), so NiFi's "expand parents" window, from that date to the JOIN, holds every parent.
+
 A slice's FlowFile UUID is `slice_uuid(file URI)` (uuid5 of the file's canonical URI), so a
 later commit names the slice it replaced without a lookup, and the lineage of any row
 version (its `_flowledger_commit_time` names the commit, the commit its slices) walks back
@@ -94,10 +98,43 @@ class CommitJob:
     details: str = ""
 
 
+def parent_uuids(slices: Sequence[SliceWrite], job: CommitJob) -> list[str]:
+    """The FlowFiles already in provenance that the commit's slices name as parents: the
+    job's given parents and each superseded slice."""
+    prev = [slice_uuid(s.prev_uri) for s in slices if s.prev_uri]
+    return sorted({*job.parents, *prev})
+
+
+def lineage_starts(repo: ProvenanceRepository, uuids: Sequence[str]) -> dict[str, int]:
+    """Each recorded FlowFile's lineage start date (its earliest event's, or event time when
+    an event has none), from one search per FlowFile against one snapshot; FlowFiles with no
+    event are left out."""
+    wanted = set(uuids)
+    if not wanted:
+        return {}
+    limit = repo.settings.max_lineage_events + 1
+    found = repo.query_many(
+        [Query((SearchTerm("flowfile_uuid", u),), max_results=limit) for u in sorted(wanted)]
+    )
+    out: dict[str, int] = {}
+    for e in found:
+        if e.flowfile_uuid in wanted:  # the term also matches events naming it as a parent
+            start = e.event_time if e.lineage_start_date is None else e.lineage_start_date
+            out[e.flowfile_uuid] = min(start, out.get(e.flowfile_uuid, start))
+    return out
+
+
 def commit_events(
-    table_uri: str, entry: Entry, slices: Sequence[SliceWrite], job: CommitJob
+    table_uri: str,
+    entry: Entry,
+    slices: Sequence[SliceWrite],
+    job: CommitJob,
+    starts: Mapping[str, int] | None = None,
 ) -> list[ProvenanceEvent]:
-    """The events of one commit (see the module docstring)."""
+    """The events of one commit (see the module docstring). `starts`: the lineage start
+    dates of the parents (`lineage_starts(repo, parent_uuids(slices, job))`); a parent not
+    in it counts from its commit's time when it is a superseded slice."""
+    starts = starts or {}
     marker = commit_marker(table_uri, entry.time)
     when = int(parse_time(entry.time).timestamp() * 1000)
     operation = str(entry.metadata.get("operation", entry.action))
@@ -122,12 +159,15 @@ def commit_events(
         "component_id": job.component_id,
         "component_type": job.component_type,
         "event_time": when,
-        "lineage_start_date": when,
         "alternate_identifier_uri": marker,
     }
+    job_start = min((starts[p] for p in parents if p in starts), default=when)
     for s in slices:
         ff = slice_uuid(s.uri)
         prev = [slice_uuid(s.prev_uri)] if s.prev_uri else []
+        start = min(job_start, when)
+        if prev:
+            start = min(start, starts.get(prev[0], _commit_ms(s.prev_commit, when)))
         attrs = {
             **file_attributes(s.uri),
             "file.uri": s.uri,
@@ -146,16 +186,24 @@ def commit_events(
             ProvenanceEvent(
                 "JOIN", ff, file_size=s.size, parent_uuids=(*parents, *prev), child_uuids=(ff,),
                 details=f"{details}: file group {s.file_group or s.uri}{replaced}",
-                updated_attributes=attrs, **common,
+                updated_attributes=attrs, lineage_start_date=start, **common,
             )
         )  # fmt: skip
         events.append(
             ProvenanceEvent(
                 "SEND", ff, file_size=s.size, transit_uri=s.uri, details=f"{details}: wrote",
-                updated_attributes=attrs, **common,
+                updated_attributes=attrs, lineage_start_date=start, **common,
             )
         )  # fmt: skip
     return events
+
+
+def _commit_ms(instant: str | None, default: int) -> int:
+    """An instant time in epoch milliseconds (`default` when absent or not an instant)."""
+    try:
+        return int(parse_time(instant).timestamp() * 1000) if instant else default
+    except ValueError:
+        return default
 
 
 def is_recorded(repo: ProvenanceRepository, table_uri: str, entry: Entry, first: str) -> bool:
@@ -175,7 +223,8 @@ def record_commit(
         return 0
     if is_recorded(repo, table.uri, entry, slice_uuid(slices[0].uri)):
         return 0
-    events = commit_events(table.uri, entry, slices, job)
+    starts = lineage_starts(repo, parent_uuids(slices, job))
+    events = commit_events(table.uri, entry, slices, job, starts)
     return len(repo.register_events(events, sync=True))
 
 
@@ -207,6 +256,8 @@ __all__ = [
     "SliceProvenance",
     "SliceWrite",
     "commit_events",
+    "lineage_starts",
+    "parent_uuids",
     "record_commit",
     "slice_uuid",
     "slices_of",

@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from storage import Closing, NotFound, ObjectStore, ProgressCallback
 
@@ -37,7 +38,7 @@ from .query import Query
 from .records import to_table
 from .reingest import count_present
 from .rollover import RolloverResult, delete_merged_journals, list_journals
-from .schema import conform, rows_to_events
+from .schema import SCHEMA, conform, rows_to_events
 from .search import EventReader
 from .settings import ProvenanceSettings
 from .table import ProvenanceTable
@@ -329,6 +330,16 @@ class ProvenanceRepository(Closing):
         paths = [self.source.download(f.events_key) for f in files]
         journals = [self._load_journal(j) for j in snap.journals]
         return count_present(paths, journals, snap.high_water, ids_file, key, start, end)
+
+    def unmerged_events(self, snap: Snapshot) -> pa.Table:
+        """The events of `snap` still in journals (ids from its high-water mark on, so none
+        is also in a committed file), in the storage schema: with `snap.files`, every event
+        the SQL view `provenance` of `snap` shows."""
+        journals = [self._load_journal(j) for j in snap.journals]
+        if not journals:
+            return SCHEMA.empty_table()
+        recent = pa.concat_tables(journals)
+        return recent.filter(pc.greater_equal(recent["event_id"], snap.high_water))
 
     # -- reading ------------------------------------------------------------------------------
     def _load_journal(self, ref: JournalRef) -> pa.Table:

@@ -46,9 +46,11 @@ from .options import (
     RepoOption,
 )
 from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_table
+from .table_files import files
 from .timeline import open_table
 
 app = typer.Typer(no_args_is_help=True, help="Tables on the timeline, without Spark.")
+app.command("files")(files)
 
 UriArg = Annotated[str, typer.Argument(help="Table URI: ./flowledger-data/tables/t1, s3://...")]
 

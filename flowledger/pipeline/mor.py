@@ -24,6 +24,8 @@ from ..slice_provenance import (
     SliceWrite,
     commit_events,
     is_recorded,
+    lineage_starts,
+    parent_uuids,
     slice_uuid,
     slices_of,
 )
@@ -75,7 +77,8 @@ def record_write(
     if not writes:
         return []
     if not is_recorded(prov, table.uri, entry, slice_uuid(writes[0].uri)):
-        prov.register_events(commit_events(table.uri, entry, writes, job), sync=True)
+        starts = lineage_starts(prov, parent_uuids(writes, job))
+        prov.register_events(commit_events(table.uri, entry, writes, job, starts), sync=True)
     return [slice_uuid(w.uri) for w in writes]
 
 
@@ -140,7 +143,9 @@ def record_compaction(
             parents=logs,
             details=f"compaction of {tbl.FLIGHTS_ENRICHED}",
         )
-        events += commit_events(table.uri, entry, [w], job)
+        events += commit_events(
+            table.uri, entry, [w], job, lineage_starts(prov, parent_uuids([w], job))
+        )
     prov.register_events(events, sync=True)
 
 

@@ -1,9 +1,10 @@
 """The provenance repository as a Spark DataFrame, for histories beyond one machine's DuckDB.
 
-Exactly the committed event files of the provenance table's snapshot (read from its timeline,
-never by listing folders), so expired files are not read and a rollover in flight is not seen.
-Events still in journals (not rolled over yet) are not included: run `repo.rollover()` first
-when they must be. Columns and types are those of the DuckDB view `provenance`.
+What the DuckDB view `provenance` (the CLI's `provenance sql`) shows, from one snapshot of the
+repository: the committed event files (read from its timeline, never by listing folders, so
+expired files are not read and a rollover in flight is not seen) and the events still in
+journals, read on the driver (every event is searchable as soon as its journal is flushed,
+here as there). Columns and types are those of the view.
 """
 
 from __future__ import annotations
@@ -28,25 +29,31 @@ SPARK_TYPES = MappingProxyType(
 )
 
 
-def committed_paths(repo: ProvenanceRepository) -> list[str]:
-    """Spark paths (s3a:// or file://) of the committed event files, in event-id order."""
-    files = repo.table.committed(fresh=True).files
-    return [to_spark_path(repo.store.url(f.events_key)) for f in files]
-
-
 def provenance(
     spark: Any, repo: str | ProvenanceRepository, settings: StoreSettings | None = None
 ) -> Any:
-    """A DataFrame over the committed provenance events of `repo` (a URI or an open repository),
-    with the columns of the DuckDB view `provenance`."""
+    """A DataFrame over every provenance event of `repo` (a URI or an open repository),
+    committed or still in a journal, with the columns of the DuckDB view `provenance`."""
     if isinstance(repo, ProvenanceRepository):
-        paths = committed_paths(repo)
-    else:
-        with ProvenanceRepository.open(open_store(repo, settings), recover=False) as opened:
-            paths = committed_paths(opened)
-    schema = ", ".join(f"{c} {SPARK_TYPES[SQL_TYPES[c]]}" for c in VIEW_COLUMNS)
-    if not paths:
-        return spark.createDataFrame([], schema)
+        return _frame(spark, repo)
+    with ProvenanceRepository.open(open_store(repo, settings), recover=False) as opened:
+        return _frame(spark, opened)
+
+
+def _frame(spark: Any, repo: ProvenanceRepository) -> Any:
+    snap = repo.snapshot(0)
+    paths = [to_spark_path(repo.store.url(f.events_key)) for f in snap.files]
+    recent = repo.unmerged_events(snap)
     # Timestamps are UTC instants stored without zone: cast like DuckDB's TIMESTAMP view.
     cols = [f"CAST({c} AS {SPARK_TYPES[SQL_TYPES[c]]}) AS {c}" for c in VIEW_COLUMNS]
-    return spark.read.parquet(*paths).selectExpr(*cols)
+    parts = [spark.read.parquet(*paths).selectExpr(*cols)] if paths else []
+    if recent.num_rows:
+        # Local rows on the driver, typed as the Parquet reader types the committed files.
+        parts.append(spark.createDataFrame(recent.select(list(VIEW_COLUMNS))).selectExpr(*cols))
+    if not parts:
+        schema = ", ".join(f"{c} {SPARK_TYPES[SQL_TYPES[c]]}" for c in VIEW_COLUMNS)
+        return spark.createDataFrame([], schema)
+    frame = parts[0]
+    for more in parts[1:]:
+        frame = frame.unionByName(more)
+    return frame

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from flowledger.pipeline.trace import trace
 from flowledger.slice_provenance import CommitJob, SliceProvenance, record_commit, slice_uuid
-from provenance import ProvenanceRepository
+from provenance import ProvenanceRepository, Query, SearchTerm
 from storage import open_store
 from tests.support.servers import S3Endpoint
-from timeline import Table
+from timeline import Table, parse_time
 from timeline.keyed import KeyedProperties
 
 runner = CliRunner()
@@ -69,6 +69,29 @@ def test_each_slice_names_the_slice_it_replaced_and_the_inputs(tmp_path: Path) -
         assert rows == [(table.entry(done.time).metadata["write_stats"][0]["prev_commit"], "1")]
         # Recording a commit again adds nothing (its marker is found).
         assert record_commit(prov, table, table.entry(done.time)) == 0
+
+
+@pytest.mark.unit
+def test_a_slices_lineage_starts_when_its_oldest_ancestor_entered(tmp_path: Path) -> None:
+    """As NiFi dates a JOIN's child: the earliest lineage start date of its parents, so the
+    window of "expand parents" (lineage start to the JOIN) holds the replaced slice's events."""
+    repo = open_store(str(tmp_path / "repo"))
+    with ProvenanceRepository.open(repo) as prov:
+        table = Table.create(repo.scoped("tables/t"), KeyedProperties.of("id"))
+        table.post_commit.append(SliceProvenance(prov, CommitJob(inputs=("s3://in/a.csv",))))
+        first = table.upsert(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+        table.upsert(pa.table({"id": [2], "v": ["B"]}))
+        table.upsert(pa.table({"id": [1], "v": ["A"]}))
+        _, rows = prov.sql(
+            "SELECT DISTINCT epoch_ms(lineage_start_date) FROM provenance WHERE event_type = 'SEND'"
+        )
+        assert rows == [(int(parse_time(first.time).timestamp() * 1000),)]
+        newest = slice_uuid(table.store.url(table.files()[0].path))
+        join = next(e for e in prov.query(Query((SearchTerm("flowfile_uuid", newest),)))
+                    if e.event_type == "JOIN" and e.flowfile_uuid == newest)  # fmt: skip
+        parents = prov.expand_parents(join.event_id)
+        assert set(join.parent_uuids) <= {n.flowfile_uuid for n in parents.nodes}
+        assert len(parents.edges) >= len(join.parent_uuids)
 
 
 @pytest.mark.unit

@@ -134,6 +134,29 @@ def test_fork_lineage_of_child(tbackend: Backend, tmp_path: Path) -> None:
     repo.close()
 
 
+def test_expand_parents_keeps_every_named_parent_whatever_the_dates(
+    tbackend: Backend, tmp_path: Path
+) -> None:
+    """A JOIN whose lineage start date is its own time (later than its parents' events), and a
+    parent whose only event carries a later clock than the JOIN's: PARENTS still answers all."""
+    repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
+    early, skewed, child = (f"00000000-0000-0000-0000-00000000000{i}" for i in (1, 2, 3))
+    join = ev(
+        1000, event_type="JOIN", flowfile_uuid=child, parent_uuids=[early, skewed],
+        child_uuids=[child], lineage_start_date=1000, event_time=1000,
+    )  # fmt: skip
+    repo.register_events(
+        [ev(10, flowfile_uuid=early), join, ev(2000, flowfile_uuid=skewed)], sync=True
+    )
+    join_id = next(e.event_id for e in repo.get_events(0, 10) if e.event_type == "JOIN")
+    for _ in range(2):  # from the journal, then from the rolled-over file
+        expanded = repo.expand_parents(join_id)
+        events = {n.flowfile_uuid for n in expanded.nodes if n.event_type == "RECEIVE"}
+        assert events == {early, skewed}
+        repo.rollover()
+    repo.close()
+
+
 def test_invalid_event_rejects_whole_batch(tbackend: Backend, tmp_path: Path) -> None:
     repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     with pytest.raises(InvalidEvent, match="transit_uri"):

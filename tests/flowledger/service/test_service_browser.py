@@ -16,6 +16,7 @@ from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
 from storage.content import ContentClaim, ContentRepository
 from tests.support.demo_repo import demo_like_repo
+from tests.support.keyed_lineage import CORRECTION, FIRST, Lake, compacted_lake
 from tests.support.paths import REPO_ROOT
 from tests.support.service import TOKEN, ServiceProcess
 from timeline import Table
@@ -299,6 +300,43 @@ def test_lineage_page_reaches_the_raw_inputs_in_one_click(
         docs = REPO_ROOT / "docs" / "img"
         docs.mkdir(exist_ok=True)
         shutil.copy(shot, docs / "lineage-full.png")
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServiceProcess, Lake]]:
+    shape = compacted_lake(tmp_path_factory.mktemp("browser-keyed"))
+    proc = ServiceProcess(shape.repo)
+    yield proc, shape
+    proc.stop()
+
+
+def test_all_ancestors_of_a_compacted_file_reach_the_raw_inputs_of_every_write(
+    keyed_server: tuple[ServiceProcess, Lake], browser: object
+) -> None:
+    """A keyed table after a first write, a correction and a compaction: "Expand all
+    ancestors" from a current file lists the raw inputs of the first write and of the
+    correction as sources."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server, shape = keyed_server
+    d: Any = browser
+    wait = WebDriverWait(d, 60)
+    d.get(f"{server.client.base}/#token={TOKEN}")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "search-summary"), "latest"))
+    current = shape.current[0]
+    rows = d.find_elements(By.CSS_SELECTOR, "#events tbody tr")
+    send = next(r for r in rows if "SEND" in r.text and current in r.text)
+    send.find_element(By.CSS_SELECTOR, "button").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph g.node.event")))
+    d.find_element(By.ID, "expand-ancestors").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#sources li.source")))
+    sources = d.find_element(By.ID, "sources").text
+    assert f"Sources ({len(FIRST) + len(CORRECTION)})" in sources, sources
+    for uri in (*FIRST, *CORRECTION):
+        assert uri in sources, (uri, sources)
+    assert d.find_element(By.ID, "error").text == ""
 
 
 def test_lineage_page_draws_a_few_hundred_nodes(

@@ -67,7 +67,7 @@ def test_lineage_of_each_output_file_of_a_spark_job_names_its_input_files(
             assert input_files(repo, send.flowfile_uuid) == inputs
 
 
-def test_provenance_dataframe_reads_exactly_the_committed_files(
+def test_provenance_dataframe_shows_committed_files_and_journals_as_sql_does(
     spark: Any, minio: S3Endpoint
 ) -> None:
     bucket = minio.new_bucket()
@@ -90,24 +90,36 @@ def test_provenance_dataframe_reads_exactly_the_committed_files(
                 sync=True,
             )
             repo.rollover()  # one committed file per batch
-        repo.register_event(ProvenanceEvent("DROP", "ff-late", "x", "Y", 1), sync=True)
-        high = repo.snapshot().high_water
+        # Right after a write, its events are in a journal: the DataFrame shows them, as the
+        # CLI's `provenance sql` does.
+        late = [
+            ProvenanceEvent("DROP", "ff-late", "x", "Y", 1, updated_attributes={"why": "late"}),
+            ProvenanceEvent(
+                "JOIN", "ff-join", "m", "Merge", 2, parent_uuids=("ff-0-0", "ff-1-0"),
+                child_uuids=("ff-join",), lineage_start_date=1_790_000_000_123,
+            ),
+        ]  # fmt: skip
+        repo.register_events(late, sync=True)
+        assert repo.snapshot(0).journals  # not rolled over
         frame = provenance(spark, repo_uri, minio.settings())
         assert tuple(frame.columns) == VIEW_COLUMNS
-        committed = f"FROM provenance WHERE event_id < {high}"  # the journal is not committed
-        _, rows = repo.sql(
-            f"SELECT count(*), sum(file_size), count(DISTINCT flowfile_uuid) {committed}"
+        whole = "count(*), sum(file_size), count(DISTINCT flowfile_uuid), max(event_id)"
+        _, rows = repo.sql(f"SELECT {whole} FROM provenance")
+        assert tuple(frame.selectExpr(*whole.split(", ")).first()) == rows[0]
+        assert rows[0][0] == 3 * 40 + 2
+        # The journal's rows have the view's values and types.
+        recent = "event_type, flowfile_uuid, lineage_start_date, parent_uuids, updated_attributes"
+        got = frame.where("flowfile_uuid IN ('ff-late', 'ff-join')").selectExpr(
+            *recent.split(", ")).orderBy("flowfile_uuid").collect()  # fmt: skip
+        _, expected = repo.sql(
+            f"SELECT {recent} FROM provenance WHERE flowfile_uuid IN ('ff-late', 'ff-join') "
+            "ORDER BY flowfile_uuid"
         )
-        agg = frame.selectExpr(
-            "count(*)", "sum(file_size)", "count(DISTINCT flowfile_uuid)"
-        ).first()
-        assert tuple(agg) == rows[0]
-        _, total = repo.sql("SELECT count(*) FROM provenance")
-        assert frame.count() == total[0][0] - 1
+        assert [tuple(r) for r in got] == expected
         frame.createOrReplaceTempView("prov")
         by_type = spark.sql("SELECT event_type, count(*) FROM prov GROUP BY 1 ORDER BY 1").collect()
-        _, expected = repo.sql(f"SELECT event_type, count(*) {committed} GROUP BY 1 ORDER BY 1")
-        assert [tuple(r) for r in by_type] == expected
+        _, by = repo.sql("SELECT event_type, count(*) FROM provenance GROUP BY 1 ORDER BY 1")
+        assert [tuple(r) for r in by_type] == by
 
 
 def test_datasource_write_records_its_sends_in_a_repository_on_minio(
