@@ -10,21 +10,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from flowledger.cli import main
 from storage import InvalidURI, open_store, parse_uri
+from tests.support.cli import run_cli
 from tests.support.servers import S3Endpoint
 from timeline import Table
 
-
-def _cli(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr("sys.argv", ["flowledger", *args])
-    with pytest.raises(SystemExit) as done:
-        main()
-    out = capsys.readouterr()
-    code = done.value.code
-    return (code if isinstance(code, int) else 1), out.out, out.err
+_cli = run_cli
 
 
 def _fails(

@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from flowledger.cli import main
 from storage import open_store
+from tests.support.cli import run_cli
 from timeline import Table
 from timeline.keyed import KeyedProperties
 
@@ -30,15 +30,7 @@ def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # one caption line
 
 
-def _cli(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr("sys.argv", ["flowledger", *args])
-    with pytest.raises(SystemExit) as done:
-        main()
-    out = capsys.readouterr()
-    code = done.value.code
-    return (code if isinstance(code, int) else 1), out.out, out.err
+_cli = run_cli
 
 
 def _ok(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -10,20 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from flowledger.cli import main
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.unit
 
 
-def _cli(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr("sys.argv", ["flowledger", *args])
-    with pytest.raises(SystemExit) as done:
-        main()
-    out = capsys.readouterr()
-    code = done.value.code
-    return (code if isinstance(code, int) else 1), out.out, out.err
+_cli = run_cli
 
 
 @pytest.fixture
