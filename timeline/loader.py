@@ -59,9 +59,10 @@ class ActiveView:
     log_entries: tuple[Entry, ...]
     #: What archival removed (None: nothing, or not looked at because there was no hole).
     archived: ArchivedLog | None = None
-    #: Pending state objects still listed of instants whose completion was archived (a
-    #: compaction's plan completes as a commit of another name): never pending; archival
-    #: deletes them.
+    #: Listed pending states of instants whose completion was archived: never pending. A
+    #: LIST taken before the instant completed (its completion and archival can both land
+    #: before the manifest is read), or a compaction's plan objects left beside its archived
+    #: commit (it completes under another name); archival deletes them.
     superseded: tuple[Instant, ...] = ()
 
     @property
@@ -96,7 +97,14 @@ def _view(
     archived: ArchivedLog | None,
 ) -> ActiveView:
     """Listed instants minus those undone by a logged rollback/restore or archived, plus the
-    completions found in the log; pending states of an archived completion are dropped."""
+    completions found in the log; pending states of an archived completion are dropped.
+
+    A listed pending state carries no log position, so the archived positions cannot drop
+    it: an instant listed while pending that completed and was archived before the manifest
+    was read would otherwise stay pending here (and hide its archived completion from a
+    combined view). `archived_completion` tells, reading the checkpoint only for a pending
+    instant no newer than the newest archived one (a live write is newer: archival never
+    passes the earliest pending instant it sees)."""
     gone = {(parse_name(n).time, parse_name(n).action) for e in entries for n in e.rolled_back}
     merged: dict[tuple[str, str], Instant] = {
         (i.time, i.action): i
@@ -110,8 +118,7 @@ def _view(
         for i in instants
         if archived is not None
         and i.is_pending
-        and i.action in COMPLETES_AS
-        and archived.archived_completion(i.time, COMPLETES_AS[i.action])
+        and archived.archived_completion(i.time, COMPLETES_AS.get(i.action, i.action))
     )
     if superseded:
         instants = [i for i in instants if i not in superseded]

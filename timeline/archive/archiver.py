@@ -181,7 +181,8 @@ class Archiver:
                 f"archival run {m.pending.plan_key} of {m.pending.writer} is running"
             )
         view = load_active(self.tl, m)
-        if view.superseded:  # left by an older archiver: a compaction's plan objects
+        if view.superseded:  # pending states of archived completions (e.g. an older
+            # archiver left a compaction's plan objects beside its commit): garbage
             for i in view.superseded:
                 self.tl.states.delete_pending(i)
         plan = plan_archival(

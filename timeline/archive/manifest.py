@@ -170,6 +170,12 @@ class Manifest:
         return first[1] if first is not None and first[0] <= 1 else 0
 
     @property
+    def newest_time(self) -> str:
+        """The newest archived instant time of any action ("" = none): a clean or rollback
+        may be archived after the last archived commit (`last_archived_time`)."""
+        return max((f.max_time for f in self.files), default="")
+
+    @property
     def instant_count(self) -> int:
         return sum(f.count for f in self.files)
 

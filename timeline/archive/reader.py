@@ -23,7 +23,7 @@ from ..store import TimelineStore
 from .errors import ArchiveError
 from .format import ArchivedInstant, decode_archive, dedupe
 from .manifest import ArchiveFile, Manifest, read_manifest
-from .view import load_active
+from .view import load_active, manifest_of
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -115,17 +115,25 @@ class ArchivedTimeline:
 def combined_timeline(
     table: Table | TimelineStore, start: str | None = None, end: str | None = None
 ) -> Timeline:
-    """Archived + active instants (active state wins for an instant seen in both, as during
-    the deletion step of a run); same queries as the active timeline."""
+    """Archived + active instants; same queries as the active timeline.
+
+    The archived part is read with the manifest the active view was loaded with (read after
+    its LIST: a run commits the manifest before deleting anything, so an instant missing
+    from that LIST is in this manifest's files). A merge may replace those files before they
+    are read; the archive then answers from a newer manifest, which may also hold instants
+    that completed after the view was loaded, where the view still shows them pending. An
+    instant's state only advances, so for one seen in both the more advanced state wins (the
+    active one when both are completed, as during the deletion step of a run): a stale
+    pending state never hides a completion."""
     tl = table if isinstance(table, TimelineStore) else table.tl
     view = load_active(tl)
-    # The manifest is read again after the LIST: a run commits the manifest before deleting
-    # anything, so an instant missing from that LIST is in this manifest's files.
-    archived = ArchivedTimeline(tl.store).timeline(start, end)
+    archived = ArchivedTimeline(tl.store, manifest_of(view)).timeline(start, end)
     merged: dict[tuple[str, str], Instant] = {(i.time, i.action): i for i in archived}
     for i in view.timeline:
         if (start is None or i.time >= start) and (end is None or i.time <= end):
-            merged[(i.time, i.action)] = i
+            seen = merged.get((i.time, i.action))
+            if seen is None or i.state.rank >= seen.state.rank:
+                merged[(i.time, i.action)] = i
     return Timeline(merged.values())
 
 

@@ -46,8 +46,9 @@ class ArchiveSnapshot:
         return list(self._read())
 
     def archived_completion(self, time: str, action: str) -> bool:
-        if not self.manifest.last_archived_time or time > self.manifest.last_archived_time:
-            return False  # newer than every archived write: nothing to read
+        newest = self.manifest.newest_time
+        if not newest or time > newest:
+            return False  # newer than every archived instant: nothing to read
         return any(e.time == time and e.action == action for e in self._read())
 
     def _read(self) -> list[Entry]:

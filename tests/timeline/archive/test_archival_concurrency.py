@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from storage import ObjectStore
+from storage import NotFound, ObjectStore
 from tests.support.backends import Backend
 from timeline import Table, TableSettings
 from timeline.archive import (
@@ -24,8 +24,10 @@ from timeline.archive import (
     load_active,
     read_manifest,
 )
-from timeline.archive.layout import ARCHIVE
+from timeline.archive.layout import ARCHIVE, MANIFEST
 from timeline.instant import WRITE_ACTIONS
+from timeline.layout import INSTANTS, LOG, log_key
+from timeline.store import TimelineStore
 
 RACE = ArchivalSettings(keep_min_commits=2, keep_max_commits=3, archive_merge_files_batch_size=3)
 COMMITS = 24
@@ -137,6 +139,106 @@ class CountingStore:
     def head(self, key: str) -> Any:
         self.reads.append(key)
         return self._inner.head(key)
+
+
+class StaleInstantsListing:
+    """Wraps a store and answers every LIST of the instants folder with one taken earlier:
+    a reader whose LIST ran before a write completed, and the completion and an archival run
+    of it both landed before the reader read the manifest (a slow reader on a loaded host)."""
+
+    def __init__(self, inner: ObjectStore, listed: list[Any]) -> None:
+        self._inner = inner
+        self._listed = listed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def list(self, prefix: str = "", start_after: str | None = None) -> Any:
+        if prefix == INSTANTS and start_after is None:
+            return iter(self._listed)
+        return self._inner.list(prefix, start_after)
+
+
+def test_a_listing_older_than_an_archived_completion(tbackend: Backend) -> None:
+    """A pending state listed before its instant completed and was archived is not read as
+    pending: it would hide the archived completion from the combined view."""
+    store = tbackend.open().scoped("tables/stale")
+    table = Table.open(store)
+    first = table.begin()
+    listed = list(store.list(INSTANTS))  # the reader's LIST: the first write is pending
+    first.commit()
+    commits = [first.instant_time]
+    for _ in range(3):
+        txn = table.begin()
+        txn.commit()
+        commits.append(txn.instant_time)
+    archived = Archiver(table, RACE).run().archived
+    assert first.instant_time in {i.time for i in archived}
+    reader = TimelineStore(StaleInstantsListing(store, listed))  # type: ignore[arg-type]
+    view = load_active(reader)
+    assert not view.timeline.pending(), view.timeline  # it completed: not pending
+    assert _commit_times_of(reader) == commits  # nothing lost
+
+
+class ReaderOfEarlier(StaleInstantsListing):
+    """Also answers the reader's first GET of the manifest, and its GETs of log positions
+    from `unborn` on, as they were when the listing was taken: the reader loaded its active
+    view then and reads the archive files later."""
+
+    def __init__(self, inner: ObjectStore, listed: list[Any], unborn: int) -> None:
+        super().__init__(inner, listed)
+        self._manifest: Any = inner.get_object(MANIFEST)
+        self._unborn = unborn
+
+    def get_object(self, key: str) -> Any:
+        if key == MANIFEST and self._manifest is not None:
+            got, self._manifest = self._manifest, None
+            return got
+        return self._inner.get_object(key)
+
+    def get(self, key: str, *a: Any, **kw: Any) -> bytes:
+        if key.startswith(LOG) and key >= log_key(self._unborn):
+            raise NotFound(f"{key} was not written yet", key)
+        return self._inner.get(key, *a, **kw)
+
+
+def test_an_archive_merged_after_the_active_view_was_loaded(tbackend: Backend) -> None:
+    """The reader's active view shows a write pending; the archive files of its manifest are
+    merged away before it reads them, and the newer manifest archives that write completed:
+    the completion is in the answer, not hidden by the stale pending state."""
+    store = tbackend.open().scoped("tables/merged")
+    table = Table.open(store)
+    commits = []
+    for _ in range(4):
+        txn = table.begin()
+        txn.commit()
+        commits.append(txn.instant_time)
+    no_merge = ArchivalSettings(keep_min_commits=2, keep_max_commits=3, archive_merge_enable=False)
+    assert Archiver(table, no_merge).run().file  # one file: the two oldest
+    pending = table.begin()
+    listed = list(store.list(INSTANTS))
+    reader, probe = (
+        TimelineStore(ReaderOfEarlier(store, listed, 5))  # type: ignore[arg-type]
+        for _ in range(2)
+    )
+    pending.commit()
+    commits.append(pending.instant_time)
+    for _ in range(2):
+        txn = table.begin()
+        txn.commit()
+        commits.append(txn.instant_time)
+    merging = ArchivalSettings(
+        keep_min_commits=2, keep_max_commits=3, archive_merge_files_batch_size=2
+    )
+    result = Archiver(table, merging).run()
+    assert pending.instant_time in {i.time for i in result.archived} and result.merged
+    # the view is the one of then: the write pending, the files of then merged away
+    assert load_active(probe).timeline.pending().times() == [pending.instant_time]
+    assert _commit_times_of(reader) == commits[:5]  # the archive has it completed
+
+
+def _commit_times_of(tl: TimelineStore) -> list[str]:
+    return [i.time for i in combined_timeline(tl).completed() if i.action in WRITE_ACTIONS]
 
 
 def test_commit_path_never_reads_an_archive_object(tbackend: Backend) -> None:
