@@ -30,6 +30,7 @@ from provenance.session import FlowFile, FlowRepository
 from storage import open_store
 from storage.s3a import to_spark_path
 from storage.uri import parse_uri, resolve_repo
+from timeline import Table, check_table
 from timeline.archive import ArchivalSettings, Archiver
 
 from ..context import provenance_settings, table_settings
@@ -257,6 +258,7 @@ def _stages(
                 f"clean: {cleaned_instant.time if cleaned_instant else 'nothing to clean'}; "
                 f"archive: {len(archived.archived)} instants"
                 + (f" (kept: {archived.limit_reason})" if archived.limit_reason else "")
+                + f"; check: {_checked(t)}"
             )
             result.timelines[name] = [
                 (i.time, i.action, i.state.value) for i in t.timeline().instants
@@ -294,6 +296,14 @@ def _stages(
                 corr.row_to_inputs(flow.provenance, tables, result.correction)
         step(2)
     return spark
+
+
+def _checked(t: Table) -> str:
+    """`flowledger table check` of a table the pipeline wrote, in one phrase."""
+    report = check_table(t)
+    if report.ok:
+        return f"ok ({report.files_checked} files, {report.snapshots_checked} snapshots verified)"
+    return "; ".join(str(p) for p in report.problems)
 
 
 def _read_raw(
