@@ -97,6 +97,8 @@ def check_run(
     kept = flights_in - fix.deleted  # the correction deleted the month's cancelled flights
     assert r.table_rows[tbl.FLIGHTS_ENRICHED] == kept  # left joins keep every flight
     assert r.table_rows[tbl.DELAYS_BY_CARRIER] == carriers
+    for name in (tbl.FLIGHTS_ENRICHED, tbl.DELAYS_BY_CARRIER):  # table check after maintenance
+        assert "; check: ok (" in r.maintenance[name], r.maintenance[name]
     delays = tbl.read(spark, r.table_uris[tbl.DELAYS_BY_CARRIER]).toArrow()
     # Recomputed from the changes only, yet equal to a full recomputation.
     assert pc.sum(delays.column("flights")).as_py() == kept
