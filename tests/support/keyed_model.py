@@ -60,6 +60,28 @@ class KeyedModel:
         state = {k: rv for k, rv in self.states[-1].items() if rv[0]["v"] != value}
         self.states.append(state)
 
+    def insert_overwrite(self, rows: list[Row]) -> None:
+        """Replace the partitions the rows hold (duplicate keys combined as an upsert's)."""
+        parts = {r["p"] for r in rows}
+        state = {k: rv for k, rv in self.states[-1].items() if rv[0]["p"] not in parts}
+        step = len(self.states)
+        for r in self._combine(rows, self.merge_mode == "event_time"):
+            state[self.ident(r)] = (dict(r), step)
+        self.states.append(state)
+
+    def unchanged(self) -> None:
+        """A step that changes no record (compaction, clustering, an index build)."""
+        self.states.append(self.states[-1])
+
+    def versions(self, times: list[str]) -> set[tuple[Any, ...]]:
+        """Every record version any step held, as `_img` states it."""
+        return {
+            img
+            for state in self.states
+            for rs in state.values()
+            if (img := _img(rs, times)) is not None
+        }
+
     # -- expectations ------------------------------------------------------------------------
     def snapshot(self, step: int, times: list[str]) -> list[Row]:
         return sorted(

@@ -1,0 +1,534 @@
+"""The life of a keyed table as a hypothesis state machine: every write operation and every
+table service as a rule, the reference model of tests/support/keyed_model.py as the truth,
+and after every step all read paths compared with it (tests/timeline/keyed/test_keyed_life.py).
+
+Tables are tiny on purpose: files of a few KB, row groups of a few rows, a bloom filter that
+answers "maybe" half the time, archival after 4 completed commits down to 2, a cleaner that
+keeps 2 or 3 commits, so a few dozen steps reach every path (small-file routing, new file
+groups, index lookups that must read files, archived compactions, cleaned slices).
+
+Errors a read may legitimately raise are named here and nothing else is accepted: a time
+travel to an instant whose files the cleaner removed ("its files were cleaned"), and an
+incremental or CDC read over archived instants or cleaned slices (`RangeNotReadable`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from storage import ObjectStore
+from tests.support.keyed_model import (
+    KeyedModel,
+    Row,
+    cdc_rows,
+    table_rows,
+)
+from tests.support.paths import REPO_ROOT
+from timeline import (
+    CommitConflict,
+    DuplicateKeys,
+    RangeNotReadable,
+    Table,
+    TableSettings,
+    TimelineError,
+)
+from timeline.archive import Archiver
+from timeline.keyed import KeyedProperties, build_index
+from timeline.settings import ArchivalSettings
+
+SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("p", pa.string()), ("v", pa.string())])
+
+#: Partition values. Values that partition naming maps to the same path ('x y', 'x_y') are
+#: added with FLOWLEDGER_LIFE_TRICKY_PARTITIONS=1 (distinct values must stay distinct).
+PARTITIONS = ["a", "b"]
+TRICKY_PARTITIONS = ["x y", "x_y"]
+
+
+def partitions() -> list[str]:
+    tricky = os.environ.get("FLOWLEDGER_LIFE_TRICKY_PARTITIONS", "") == "1"
+    return PARTITIONS + (TRICKY_PARTITIONS if tricky else [])
+
+
+def rows_strategy(max_size: int = 6) -> st.SearchStrategy[list[Row]]:
+    return st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": st.integers(0, 9),
+                "ts": st.integers(0, 3),  # few values: ordering ties are common
+                "p": st.sampled_from(partitions()),  # a global key may move partition
+                "v": st.sampled_from(["x", "y", "z"]),
+            }
+        ),
+        min_size=1,
+        max_size=max_size,  # duplicate keys inside a batch are common
+    )
+
+
+@dataclass(frozen=True)
+class LifeConfig:
+    table_type: str  # copy_on_write | merge_on_read
+    key_scope: str  # global | partition
+    merge_mode: str  # commit_time | event_time
+    record_index: bool
+    #: merge-on-read: `inline` compacts inside writes every 2 delta commits (the compaction
+    #: then completes right after the delta commit); `off` only where the rules say.
+    compaction_mode: str = "off"
+
+    @property
+    def name(self) -> str:
+        rli = "+rli" if self.record_index else ""
+        return f"{self.table_type}/{self.key_scope}/{self.merge_mode}/{self.compaction_mode}{rli}"
+
+
+#: The table type comes from the machine class; a copy-on-write table ignores the
+#: compaction mode.
+CONFIGS = st.builds(
+    LifeConfig,
+    table_type=st.just("merge_on_read"),
+    key_scope=st.sampled_from(["global", "partition"]),
+    merge_mode=st.sampled_from(["commit_time", "event_time"]),
+    record_index=st.booleans(),
+    compaction_mode=st.sampled_from(["off", "inline"]),
+)
+
+
+ARCHIVAL = ArchivalSettings(
+    keep_min_commits=2,
+    keep_max_commits=4,
+    archival_batch_size=2,
+    archive_merge_files_batch_size=2,
+)
+
+
+def life_settings(cfg: LifeConfig) -> TableSettings:
+    rli: dict[str, Any] = (
+        {
+            "keyed_index": "record_level",
+            "record_index_shard_keys": 3,
+            "record_index_row_group_keys": 2,
+            "record_index_max_deltas": 3,
+        }
+        if cfg.record_index
+        else {}
+    )
+    return TableSettings(
+        small_file_limit=4000,
+        parquet_max_file_size=2500,
+        parquet_row_group_rows=3,
+        bloom_index_fpp=0.5,
+        cleaner_commits_retained=3,
+        cleaner_fileversions_retained=2,
+        compaction_mode=cfg.compaction_mode,
+        compaction_max_delta_commits=2,
+        local_entry_cache=False,
+        archival=ARCHIVAL,
+        **rli,
+    )
+
+
+#: Figures of every machine run in this process (steps, configurations, accepted refusals).
+FIGURES: Counter[str] = Counter()
+
+
+def check_table_hook() -> Callable[[Table], Any] | None:
+    """`timeline.check_table` when this tree has it (the table check), else None."""
+    found = getattr(importlib.import_module("timeline"), "check_table", None)
+    return found if callable(found) else None
+
+
+def _cleaned_refusal(e: TimelineError) -> bool:
+    return type(e) is TimelineError and "were cleaned" in str(e)
+
+
+class StoreFactory:
+    """Opens a fresh, empty store for each machine run and says how a child process opens
+    it (its URI and settings)."""
+
+    def open(self) -> ObjectStore:
+        raise NotImplementedError
+
+    def spec(self, store: ObjectStore) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def dispose(self, store: ObjectStore) -> None:
+        store.close()
+
+
+class KeyedLife(RuleBasedStateMachine):
+    """One table's life. Subclasses set `factory` and `table_type` (see `machine`)."""
+
+    factory: StoreFactory
+    table_type: str = "merge_on_read"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: ObjectStore | None = None
+        self.cfg: LifeConfig | None = None
+        self.model = KeyedModel("commit_time", "global")
+        self.times: list[str] = []
+        self.last_seq = 0
+        self.cleaned = False
+        self.since_process = 0
+        self.writer: Table | None = None
+
+    # -- setup ----------------------------------------------------------------------------------
+    @initialize(cfg=CONFIGS)
+    def create(self, cfg: LifeConfig) -> None:
+        cfg = replace(cfg, table_type=self.table_type)
+        if cfg.table_type != "merge_on_read":
+            cfg = replace(cfg, compaction_mode="off")
+        self.cfg = cfg
+        FIGURES["runs"] += 1
+        FIGURES[f"config {cfg.name}"] += 1
+        self.store = self.factory.open()
+        self.props = KeyedProperties.of(
+            "id",
+            ordering_field="ts",
+            partition_by="p",
+            merge_mode=cfg.merge_mode,
+            key_scope=cfg.key_scope,
+            table_type=cfg.table_type,
+        )
+        self.settings = life_settings(cfg)
+        self.table = Table.create(self.store, self.props, self.settings)
+        self.model = KeyedModel(cfg.merge_mode, cfg.key_scope)
+        creation = self.table.timeline().completed().last()
+        assert creation is not None, "a new keyed table has its creation commit"
+        self.times = [creation.time]
+        self.last_seq = self.table.state().writes[creation.time].seq
+        if cfg.record_index:
+            build_index(self.table)  # an `indexing` instant: no write, no step
+            self._sync(None, None)
+
+    def teardown(self) -> None:
+        if self.store is not None:
+            self.factory.dispose(self.store)
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+    def _sync(self, done: str | None, change: Callable[[], None] | None) -> None:
+        """Give the model one step per write the table completed since the last step: the
+        operation's own (`change`) and any it caused (an inline compaction: no change)."""
+        FIGURES["steps"] += 1
+        self.since_process += 1
+        seen = False
+        for e in self.table.state().ordered_writes():
+            if e.seq <= self.last_seq:
+                continue
+            if e.time == done and change is not None:
+                change()
+                seen = True
+            else:
+                self.model.unchanged()
+                event(f"completed as a side effect: {e.action}")
+            self.times.append(e.time)
+            self.last_seq = e.seq
+        assert done is None or seen or change is None, f"{done} completed but is not a write"
+
+    def _write(self, what: str, change: Callable[[], None], op: Callable[[Table], Any]) -> None:
+        done = op(self.table)
+        event(what)
+        self._sync(None if done is None else done.time, change)
+
+    # -- writes ---------------------------------------------------------------------------------
+    @rule(rows=rows_strategy())
+    def upsert(self, rows: list[Row]) -> None:
+        data = pa.Table.from_pylist(rows, SCHEMA)
+        self._write("upsert", lambda: self.model.upsert(rows), lambda t: t.upsert(data))
+
+    @rule(rows=rows_strategy(), policy=st.sampled_from(["drop", "fail"]))
+    def insert(self, rows: list[Row], policy: str) -> None:
+        data = pa.Table.from_pylist(rows, SCHEMA)
+        if policy == "fail" and self.model.existing(rows):
+            try:
+                self.table.insert(data)
+            except DuplicateKeys:
+                event("insert refused: duplicate keys")
+                return
+            raise AssertionError(f"insert of stored keys {self.model.existing(rows)} committed")
+        self._write(
+            f"insert {policy}",
+            lambda: self.model.upsert(rows, insert_only=True),
+            lambda t: t.insert(data, on_duplicate=policy),
+        )
+
+    @rule(rows=rows_strategy(), ordered=st.booleans())
+    def delete_keys(self, rows: list[Row], ordered: bool) -> None:
+        cols = ["id", "ts", "p"] if ordered else ["id", "p"]
+        keys = pa.Table.from_pylist(rows, SCHEMA).select(cols)
+        self._write(
+            "delete by keys",
+            lambda: self.model.delete(rows, has_ordering=ordered),
+            lambda t: t.delete(keys),
+        )
+
+    @rule(value=st.sampled_from(["x", "y", "z"]), sql=st.booleans())
+    def delete_where(self, value: str, sql: bool) -> None:
+        where: Any = f"v = '{value}'" if sql else pc.field("v") == value
+        self._write(
+            "delete where " + ("sql" if sql else "expression"),
+            lambda: self.model.delete_where_v(value),
+            lambda t: t.delete(where=where),
+        )
+
+    @rule(rows=rows_strategy(4))
+    def insert_overwrite(self, rows: list[Row]) -> None:
+        parts = {r["p"] for r in rows}
+        if self.model.key_scope == "global":
+            # insert_overwrite looks nothing up: a global key stored in a partition it does not
+            # replace would then be held twice (documented, as in Hudi); such rows are left out.
+            elsewhere = {
+                row["id"] for row, _ in self.model.states[-1].values() if row["p"] not in parts
+            }
+            rows = [r for r in rows if r["id"] not in elsewhere]
+            if not rows:
+                return
+        data = pa.Table.from_pylist(rows, SCHEMA)
+        self._write(
+            "insert_overwrite",
+            lambda: self.model.insert_overwrite(rows),
+            lambda t: t.write(data, mode="overwrite"),
+        )
+
+    @rule(rows=rows_strategy(3), delete=st.booleans())
+    def second_writer(self, rows: list[Row], delete: bool) -> None:
+        """Another handle (another writer's process) writes; this one must see it."""
+        if self.writer is None:
+            self.writer = Table.open(self.table.store, self.settings)
+        data = pa.Table.from_pylist(rows, SCHEMA)
+        try:
+            if delete:
+                done = self.writer.delete(data.select(["id", "p"]))
+                change: Callable[[], None] = lambda: self.model.delete(rows, has_ordering=False)  # noqa: E731
+            else:
+                done = self.writer.upsert(data)
+                change = lambda: self.model.upsert(rows)  # noqa: E731
+        except CommitConflict:
+            event("second writer: conflict")
+            self._sync(None, None)
+            return
+        event("second writer")
+        self._sync(done.time, change)
+
+    # -- table services -------------------------------------------------------------------------
+    def _is_mor(self) -> bool:
+        return self.cfg is not None and self.cfg.table_type == "merge_on_read"
+
+    @precondition(lambda self: self._is_mor())
+    @rule()
+    def schedule_compaction(self) -> None:
+        planned = self.table.schedule_compaction()
+        event("compaction scheduled" if planned else "compaction: nothing to schedule")
+        self._sync(None, None)
+
+    @precondition(lambda self: self._is_mor())
+    @rule()
+    def compact(self) -> None:
+        """Execute the pending plans, or plan and execute one."""
+        ran = self.table.run_compaction()
+        if not ran:
+            now = self.table.compact()
+            ran = [now.time] if now is not None else []
+        event("compacted" if ran else "compaction: nothing to do")
+        self._sync(None, None)
+
+    @precondition(lambda self: self._is_mor())
+    @rule()
+    def compact_everything(self) -> None:
+        """Compact until nothing is left to fold: afterwards no file slice has logs and the
+        read-optimized view is the snapshot."""
+        for _ in range(10):
+            ran = self.table.run_compaction()
+            now = self.table.compact()
+            if not ran and now is None:
+                break
+        self._sync(None, None)
+        slices = self.table.merge_on_read_slices() or []
+        with_logs = [sl.group for sl in slices if sl.logs]
+        assert not with_logs, f"compaction left logs in file groups {with_logs}"
+        self._check_read_optimized(exact=True)
+
+    @rule(policy=st.sampled_from(["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"]))
+    def clean(self, policy: str) -> None:
+        retained = 3 if policy == "KEEP_LATEST_COMMITS" else 2
+        done = self.table.clean(policy=policy, retained=retained)
+        if done is not None:
+            self.cleaned = True
+        event("cleaned" if done is not None else "clean: nothing to do")
+        self._sync(None, None)
+
+    @rule()
+    def archive(self) -> None:
+        result = Archiver(self.table, ARCHIVAL).run()
+        event("archived" if result.archived else "archive: nothing to do")
+        self._sync(None, None)
+
+    @rule()
+    def cluster(self) -> None:
+        done = self.table.cluster()
+        event("clustered" if done is not None else "cluster: nothing to do")
+        self._sync(None if done is None else done.time, self.model.unchanged)
+
+    @precondition(lambda self: self.cfg is not None and self.cfg.record_index)
+    @rule()
+    def index(self) -> None:
+        build_index(self.table)
+        event("index built")
+        self._sync(None, None)
+
+    @precondition(lambda self: len(self.times) > 1)
+    @rule()
+    def rollback_last(self) -> None:
+        """Roll back the newest completed write (never the creation commit)."""
+        last = self.times[-1]
+        self.table.rollback(last)
+        event("rolled back")
+        self.times.pop()
+        self.model.states.pop()
+        st_ = self.table.state()
+        assert last not in st_.writes, f"{last} still live after its rollback"
+        self.last_seq = st_.writes[self.times[-1]].seq
+        self._sync(None, None)
+
+    # -- reopening ------------------------------------------------------------------------------
+    @rule()
+    def reopen(self) -> None:
+        """A fresh Table object from the store (nothing cached from this one)."""
+        self.table = Table.open(self.table.store, self.settings)
+        self.writer = None
+        event("reopened")
+        self._sync(None, None)
+
+    @precondition(lambda self: self.since_process >= 12)
+    @rule()
+    def fresh_process(self) -> None:
+        """Another process reads the snapshot (only every dozen steps: it costs a second)."""
+        self.since_process = 0
+        assert self.store is not None
+        env = {**os.environ, "FLOWLEDGER_LIFE_STORE": json.dumps(self.factory.spec(self.store))}
+        out = subprocess.run(
+            [sys.executable, "-m", "tests.support.life_reader"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        FIGURES["fresh process reads"] += 1
+        assert got == self._expected(), "a fresh process reads another snapshot"
+
+    # -- invariants -----------------------------------------------------------------------------
+    def _expected(self, step: int | None = None) -> list[Row]:
+        step = len(self.times) - 1 if step is None else step
+        return self.model.snapshot(step, self.times)
+
+    def _check_read_optimized(self, exact: bool) -> None:
+        got = table_rows(self.table.read(read_optimized=True))
+        if exact or not self._is_mor():
+            assert got == self._expected(), "read-optimized view differs from the snapshot"
+            return
+        # Base files only: each row is a version of a record that some step committed.
+        versions = self.model.versions(self.times)
+        cols = ("id", "ts", "p", "v", "_flowledger_commit_time")
+        invented = [r for r in got if tuple(r[c] for c in cols) not in versions]
+        assert not invented, f"read-optimized rows no step committed: {invented[:3]}"
+
+    def _steps_to_check(self) -> list[int]:
+        last = len(self.times) - 1
+        return sorted({0, last // 2, *range(max(0, last - 3), last + 1)})
+
+    @invariant()
+    def reads_match_model(self) -> None:
+        if self.cfg is None:
+            return
+        last = len(self.times) - 1
+        assert table_rows(self.table.read()) == self._expected(), "snapshot differs from model"
+        self._check_read_optimized(exact=False)
+        for step in self._steps_to_check():
+            try:
+                got = table_rows(self.table.read(as_of=self.times[step]))
+            except TimelineError as e:
+                if not _cleaned_refusal(e) or step == last:
+                    raise
+                event("time travel: refused, files cleaned")
+                FIGURES["time travel refused (cleaned)"] += 1
+                continue
+            assert got == self._expected(step), f"time travel to step {step} of {last}"
+        for begin in sorted({0, last // 2, max(0, last - 2), max(0, last - 1)}):
+            self._check_changes(begin, last)
+        hook = check_table_hook()
+        if hook is not None:
+            _assert_checked(hook(self.table))
+
+    def _check_changes(self, begin: int, end: int) -> None:
+        """Incremental and CDC reads of (begin, end]; a refused range is read again from the
+        earliest instant the refusal names, which must then be readable."""
+        for cdc in (False, True):
+            what = "cdc" if cdc else "incremental"
+            start = begin
+            try:
+                got = self._changes(start, end, cdc)
+            except RangeNotReadable as e:
+                event(f"{what}: range not readable")
+                FIGURES[f"{what} refused"] += 1
+                assert e.earliest, f"{what} refusal names no earliest instant: {e}"
+                if e.earliest not in self.times or self.times.index(e.earliest) >= end:
+                    continue
+                start = self.times.index(e.earliest)
+                assert start > begin, f"{what} ({begin}, {end}] refused, earliest is {start}"
+                got = self._changes(start, end, cdc)
+                FIGURES[f"{what} read from earliest"] += 1
+            if cdc:
+                expected: Any = self.model.cdc(start, end, self.times)
+            else:
+                expected = self.model.incremental(start, end, self.times)
+            assert got == expected, f"{what} ({start}, {end}]"
+
+    def _changes(self, begin: int, end: int, cdc: bool) -> Any:
+        data = self.table.changes(self.times[begin], self.times[end], cdc=cdc)
+        return cdc_rows(data) if cdc else table_rows(data)
+
+
+def _assert_checked(result: Any) -> None:
+    """The table check passes: a falsy problem list, or a report whose `ok` is true."""
+    ok = getattr(result, "ok", None)
+    if ok is not None:
+        assert ok, f"table check: {result}"
+    elif isinstance(result, (list, tuple)):
+        assert not result, f"table check: {result}"
+
+
+def machine(factory: StoreFactory, table_type: str) -> type[KeyedLife]:
+    """A state machine class for one table type on one kind of store."""
+    return type(
+        f"KeyedLife_{table_type}",
+        (KeyedLife,),
+        {"factory": factory, "table_type": table_type},
+    )
+
+
+def store_spec(uri: str, settings: Any) -> dict[str, Any]:
+    return {"uri": uri, "settings": dataclasses.asdict(settings)}
