@@ -48,6 +48,7 @@ from tests.support.paths import REPO_ROOT
 from timeline import (
     CommitConflict,
     DuplicateKeys,
+    InstantNotFound,
     RangeNotReadable,
     Table,
     TableSettings,
@@ -235,6 +236,7 @@ class KeyedLife(RuleBasedStateMachine):
         for e in self.table.state().ordered_writes():
             if e.seq <= self.last_seq:
                 continue
+            assert e.time not in self.times, f"{e.action} {e.time} completed a second time"
             if e.time == done and change is not None:
                 change()
                 seen = True
@@ -293,14 +295,19 @@ class KeyedLife(RuleBasedStateMachine):
 
     @rule(rows=rows_strategy(4))
     def insert_overwrite(self, rows: list[Row]) -> None:
-        parts = {r["p"] for r in rows}
         if self.model.key_scope == "global":
             # insert_overwrite looks nothing up: a global key stored in a partition it does not
             # replace would then be held twice (documented, as in Hudi); such rows are left out.
-            elsewhere = {
-                row["id"] for row, _ in self.model.states[-1].values() if row["p"] not in parts
-            }
-            rows = [r for r in rows if r["id"] not in elsewhere]
+            rows = self.model.combined(rows)
+            while True:
+                parts = {r["p"] for r in rows}
+                elsewhere = {
+                    row["id"] for row, _ in self.model.states[-1].values() if row["p"] not in parts
+                }
+                kept = [r for r in rows if r["id"] not in elsewhere]
+                if kept == rows:
+                    break
+                rows = kept
             if not rows:
                 return
         data = pa.Table.from_pylist(rows, SCHEMA)
@@ -401,7 +408,15 @@ class KeyedLife(RuleBasedStateMachine):
     def rollback_last(self) -> None:
         """Roll back the newest completed write (never the creation commit)."""
         last = self.times[-1]
-        self.table.rollback(last)
+        try:
+            self.table.rollback(last)
+        except InstantNotFound:
+            # Only an instant still on the active timeline can be rolled back (as in Hudi):
+            # after rollbacks, the newest remaining write may have been archived.
+            active = {i.time for i in self.table.timeline().instants}
+            assert last not in active, f"rollback of active {last} refused as not found"
+            event("rollback refused: archived")
+            return
         event("rolled back")
         self.times.pop()
         self.model.states.pop()
