@@ -61,6 +61,7 @@ def main() -> int:
                 "-m",
                 args.tier,
                 f"--hypothesis-seed={seed}",
+                "--hypothesis-show-statistics",
                 TEST,
                 *(["-k", args.k] if args.k else []),
             ]
