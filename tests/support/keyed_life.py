@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from hypothesis import event
+from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -166,6 +166,12 @@ def check_table_hook() -> Callable[[Table], Any] | None:
     return found if callable(found) else None
 
 
+def _event(name: str) -> None:
+    """A hypothesis event, also counted in FIGURES (what the rules did)."""
+    hypothesis_event(name)
+    FIGURES[name] += 1
+
+
 def waived(check: str) -> bool:
     """FLOWLEDGER_LIFE_WAIVE=name,...: checks a soak skips to look past a failure it already
     found (`latest-cleaned`: time travel to the latest instant refused as cleaned)."""
@@ -258,14 +264,14 @@ class KeyedLife(RuleBasedStateMachine):
                 seen = True
             else:
                 self.model.unchanged()
-                event(f"completed as a side effect: {e.action}")
+                _event(f"completed as a side effect: {e.action}")
             self.times.append(e.time)
             self.last_seq = e.seq
         assert done is None or seen or change is None, f"{done} completed but is not a write"
 
     def _write(self, what: str, change: Callable[[], None], op: Callable[[Table], Any]) -> None:
         done = op(self.table)
-        event(what)
+        _event(what)
         self._sync(None if done is None else done.time, change)
 
     # -- writes ---------------------------------------------------------------------------------
@@ -281,7 +287,7 @@ class KeyedLife(RuleBasedStateMachine):
             try:
                 self.table.insert(data)
             except DuplicateKeys:
-                event("insert refused: duplicate keys")
+                _event("insert refused: duplicate keys")
                 return
             raise AssertionError(f"insert of stored keys {self.model.existing(rows)} committed")
         self._write(
@@ -347,10 +353,10 @@ class KeyedLife(RuleBasedStateMachine):
                 done = self.writer.upsert(data)
                 change = lambda: self.model.upsert(rows)  # noqa: E731
         except CommitConflict:
-            event("second writer: conflict")
+            _event("second writer: conflict")
             self._sync(None, None)
             return
-        event("second writer")
+        _event("second writer")
         self._sync(done.time, change)
 
     # -- table services -------------------------------------------------------------------------
@@ -361,7 +367,7 @@ class KeyedLife(RuleBasedStateMachine):
     @rule()
     def schedule_compaction(self) -> None:
         planned = self.table.schedule_compaction()
-        event("compaction scheduled" if planned else "compaction: nothing to schedule")
+        _event("compaction scheduled" if planned else "compaction: nothing to schedule")
         self._sync(None, None)
 
     @precondition(lambda self: self._is_mor())
@@ -372,7 +378,7 @@ class KeyedLife(RuleBasedStateMachine):
         if not ran:
             now = self.table.compact()
             ran = [now.time] if now is not None else []
-        event("compacted" if ran else "compaction: nothing to do")
+        _event("compacted" if ran else "compaction: nothing to do")
         self._sync(None, None)
 
     @precondition(lambda self: self._is_mor())
@@ -397,26 +403,26 @@ class KeyedLife(RuleBasedStateMachine):
         done = self.table.clean(policy=policy, retained=retained)
         if done is not None:
             self.cleaned = True
-        event("cleaned" if done is not None else "clean: nothing to do")
+        _event("cleaned" if done is not None else "clean: nothing to do")
         self._sync(None, None)
 
     @rule()
     def archive(self) -> None:
         result = Archiver(self.table, ARCHIVAL).run()
-        event("archived" if result.archived else "archive: nothing to do")
+        _event("archived" if result.archived else "archive: nothing to do")
         self._sync(None, None)
 
     @rule()
     def cluster(self) -> None:
         done = self.table.cluster()
-        event("clustered" if done is not None else "cluster: nothing to do")
+        _event("clustered" if done is not None else "cluster: nothing to do")
         self._sync(None if done is None else done.time, self.model.unchanged)
 
     @precondition(lambda self: self.cfg is not None and self.cfg.record_index)
     @rule()
     def index(self) -> None:
         build_index(self.table)
-        event("index built")
+        _event("index built")
         self._sync(None, None)
 
     @precondition(lambda self: len(self.times) > 1)
@@ -431,9 +437,9 @@ class KeyedLife(RuleBasedStateMachine):
             # after rollbacks, the newest remaining write may have been archived.
             active = {i.time for i in self.table.timeline().instants}
             assert last not in active, f"rollback of active {last} refused as not found"
-            event("rollback refused: archived")
+            _event("rollback refused: archived")
             return
-        event("rolled back")
+        _event("rolled back")
         self.times.pop()
         self.model.states.pop()
         st_ = self.table.state()
@@ -447,7 +453,7 @@ class KeyedLife(RuleBasedStateMachine):
         """A fresh Table object from the store (nothing cached from this one)."""
         self.table = Table.open(self.table.store, self.settings)
         self.writer = None
-        event("reopened")
+        _event("reopened")
         self._sync(None, None)
 
     @precondition(lambda self: self.since_process >= 12)
@@ -504,7 +510,7 @@ class KeyedLife(RuleBasedStateMachine):
             except TimelineError as e:
                 if not _cleaned_refusal(e) or (step == last and not waived("latest-cleaned")):
                     raise
-                event("time travel: refused, files cleaned")
+                _event("time travel: refused, files cleaned")
                 FIGURES["time travel refused (cleaned)"] += 1
                 continue
             assert got == self._expected(step), f"time travel to step {step} of {last}"
@@ -523,7 +529,7 @@ class KeyedLife(RuleBasedStateMachine):
             try:
                 got = self._changes(start, end, cdc)
             except RangeNotReadable as e:
-                event(f"{what}: range not readable")
+                _event(f"{what}: range not readable")
                 FIGURES[f"{what} refused"] += 1
                 assert e.earliest, f"{what} refusal names no earliest instant: {e}"
                 if e.earliest not in self.times or self.times.index(e.earliest) >= end:

