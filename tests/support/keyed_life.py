@@ -110,8 +110,7 @@ class LifeConfig:
         return f"{self.table_type}/{self.key_scope}/{self.merge_mode}/{mode}{rli}{key}"
 
 
-#: The table type comes from the machine class; a copy-on-write table ignores the
-#: compaction mode.
+#: The table type comes from the machine class (`machine`); copy-on-write has no compaction.
 CONFIGS = st.builds(
     LifeConfig,
     table_type=st.just("merge_on_read"),
@@ -214,11 +213,8 @@ class KeyedLife(RuleBasedStateMachine):
         self.writer: Table | None = None
 
     # -- setup ----------------------------------------------------------------------------------
-    @initialize(cfg=CONFIGS)
-    def create(self, cfg: LifeConfig) -> None:
-        cfg = replace(cfg, table_type=self.table_type)
-        if cfg.table_type != "merge_on_read":
-            cfg = replace(cfg, compaction_mode="off")
+    def create_table(self, cfg: LifeConfig) -> None:
+        """The machine's first step (`machine` makes it the initialize rule)."""
         self.cfg = cfg
         FIGURES["runs"] += 1
         FIGURES[f"config {cfg.name}"] += 1
@@ -559,12 +555,24 @@ def _assert_checked(result: Any) -> None:
 
 
 def machine(factory: StoreFactory, table_type: str) -> type[KeyedLife]:
-    """A state machine class for one table type on one kind of store."""
-    return type(
-        f"KeyedLife_{table_type}",
-        (KeyedLife,),
-        {"factory": factory, "table_type": table_type},
+    """A state machine class for one table type on one kind of store (its configurations
+    print with their real table type when a failure is replayed)."""
+    mor = table_type == "merge_on_read"
+    configs = CONFIGS.map(
+        lambda c: replace(
+            c, table_type=table_type, compaction_mode=c.compaction_mode if mor else "off"
+        )
     )
+
+    class Life(KeyedLife):
+        @initialize(cfg=configs)
+        def create(self, cfg: LifeConfig) -> None:
+            self.create_table(cfg)
+
+    Life.__name__ = Life.__qualname__ = f"KeyedLife_{table_type}"
+    Life.factory = factory
+    Life.table_type = table_type
+    return Life
 
 
 def store_spec(uri: str, settings: Any) -> dict[str, Any]:
