@@ -10,13 +10,15 @@ MINIO_STATE ?= .minio
 MINIO_BUCKET ?= flowledger
 PYTEST_ARGS ?=
 
-.PHONY: help setup lock spark-jars minio-build minio-start minio-stop minio-env browser test demo lint bench clean
+.PHONY: help setup lock spark-jars minio-build minio-start minio-stop minio-env browser test soak demo lint bench clean
 
 help:
 	@echo "make setup        create $(VENV) and install flowledger[dev,server,spark,demo,bench] (when pyproject.toml changed)"
 	@echo "make minio-build  build and cache the pinned MinIO binary (needs go)"
 	@echo "make minio-start  start MinIO (state in $(MINIO_STATE), bucket $(MINIO_BUCKET)); minio-stop stops it"
 	@echo "make test         unit, s3 (moto), minio, spark and faults tiers; PYTEST_ARGS=... passes options to pytest"
+	@echo "make soak         the keyed-table life test for SOAK_STEPS steps (default 5000) or SOAK_MINUTES;"
+	@echo "                  prints each round's seed; SOAK_SEED=N replays, SOAK_TIER=minio on MinIO"
 	@echo "make demo | lint | bench | clean"
 
 setup: $(STAMP)
@@ -66,6 +68,23 @@ browser:
 test: setup minio-build spark-jars browser
 	PYTHONPATH=$(CURDIR) FLOWLEDGER_REQUIRE_TIERS=unit,s3,minio,spark,faults \
 		$(VENV)/bin/pytest -m "unit or s3 or minio or spark or faults" $(PYTEST_ARGS)
+
+# The keyed-table life test (tests/timeline/keyed/test_keyed_life.py) with a large budget:
+# rounds of SOAK_EXAMPLES tables of up to SOAK_TABLE_STEPS steps, a new seed each round, until
+# SOAK_STEPS steps ran (or SOAK_MINUTES passed, when set); a failure prints its seed and the
+# command that replays it. SOAK_K selects tests (e.g. merge_on_read).
+SOAK_STEPS ?= 5000
+SOAK_MINUTES ?= 0
+SOAK_SEED ?=
+SOAK_TIER ?= unit
+SOAK_EXAMPLES ?= 10
+SOAK_TABLE_STEPS ?= 60
+SOAK_K ?=
+soak: setup $(if $(filter minio,$(SOAK_TIER)),minio-build)
+	PYTHONPATH=$(CURDIR) $(VPY) -m tests.support.life_soak --steps $(SOAK_STEPS) \
+		--minutes $(SOAK_MINUTES) --tier $(SOAK_TIER) --examples $(SOAK_EXAMPLES) \
+		--table-steps $(SOAK_TABLE_STEPS) $(if $(SOAK_SEED),--seed $(SOAK_SEED)) \
+		$(if $(SOAK_K),-k $(SOAK_K))
 
 # The NYC flights pipeline on ./flowledger-data (local FS: no jars needed). REPO=s3://bucket/prefix
 # (or FLOWLEDGER_REPO) runs it on MinIO/S3, which needs the s3a jars: fetched once into ~/.cache.

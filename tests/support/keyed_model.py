@@ -60,6 +60,34 @@ class KeyedModel:
         state = {k: rv for k, rv in self.states[-1].items() if rv[0]["v"] != value}
         self.states.append(state)
 
+    def combined(self, rows: list[Row]) -> list[Row]:
+        """A batch's rows after duplicate keys are combined, as an upsert combines them."""
+        return self._combine(rows, self.merge_mode == "event_time")
+
+    def insert_overwrite(self, rows: list[Row]) -> None:
+        """Replace the partitions the rows hold once duplicate keys are combined (a partition
+        whose rows all lost to another partition's is not replaced, as in Hudi)."""
+        rows = self.combined(rows)
+        parts = {r["p"] for r in rows}
+        state = {k: rv for k, rv in self.states[-1].items() if rv[0]["p"] not in parts}
+        step = len(self.states)
+        for r in rows:
+            state[self.ident(r)] = (dict(r), step)
+        self.states.append(state)
+
+    def unchanged(self) -> None:
+        """A step that changes no record (compaction, clustering, an index build)."""
+        self.states.append(self.states[-1])
+
+    def versions(self, times: list[str]) -> set[tuple[Any, ...]]:
+        """Every record version any step held, as `_img` states it."""
+        return {
+            img
+            for state in self.states
+            for rs in state.values()
+            if (img := _img(rs, times)) is not None
+        }
+
     # -- expectations ------------------------------------------------------------------------
     def snapshot(self, step: int, times: list[str]) -> list[Row]:
         return sorted(

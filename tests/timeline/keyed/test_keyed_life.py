@@ -1,0 +1,116 @@
+"""The life test of keyed tables: random sequences of every write operation and every table
+service (tests/support/keyed_life.py), with all read paths compared with the reference model
+after every step. Copy-on-write and merge-on-read each get their own budget; key scope,
+merge mode, record index and compaction mode are drawn per run.
+
+Budget: FLOWLEDGER_LIFE_EXAMPLES runs (tables) of at most FLOWLEDGER_LIFE_STEPS steps each.
+`make soak` runs the same tests with a large budget and a printed seed; a failure prints the
+shrunk list of steps (and `@reproduce_failure` data) to replay it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from storage import ObjectStore, StoreSettings, open_store
+from tests.support.keyed_life import FIGURES, StoreFactory, machine, store_spec
+from tests.support.life_budget import EXAMPLES, SHRINK, SOAK, STEPS, report_figures
+from tests.support.servers import S3Endpoint
+
+
+def _settings(examples: int) -> settings:
+    # `make test` runs the same examples every time (a red CI is never luck); a soak round
+    # draws from its seed and keeps no example database, so the seed alone replays it.
+    # `make test` does not shrink (a failure there costs seconds, not the minutes hypothesis
+    # may shrink for): FLOWLEDGER_LIFE_SHRINK=1, or the soak, shrinks to the shortest steps.
+    extra: dict[str, Any] = {"database": None} if SOAK else {"derandomize": True}
+    if not (SOAK or SHRINK):
+        extra["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+    return settings(
+        **extra,
+        max_examples=examples,
+        stateful_step_count=STEPS,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )
+
+
+class LocalStores(StoreFactory):
+    def __init__(self) -> None:
+        self.roots: dict[int, str] = {}
+
+    def open(self) -> ObjectStore:
+        root = tempfile.mkdtemp(prefix="keyed-life-")
+        store = open_store("file://" + root, StoreSettings(fsync=False))
+        self.roots[id(store)] = root
+        return store
+
+    def spec(self, store: ObjectStore) -> dict[str, Any]:
+        return store_spec("file://" + self.roots[id(store)], StoreSettings(fsync=False))
+
+    def dispose(self, store: ObjectStore) -> None:
+        store.close()
+        shutil.rmtree(self.roots.pop(id(store)), ignore_errors=True)
+
+
+class MinioStores(StoreFactory):
+    def __init__(self, minio: S3Endpoint) -> None:
+        self.minio = minio
+        self.uris: dict[int, str] = {}
+
+    def open(self) -> ObjectStore:
+        uri = f"s3://{self.minio.new_bucket()}/repo"
+        store = open_store(uri, self.minio.settings())
+        self.uris[id(store)] = uri
+        return store
+
+    def spec(self, store: ObjectStore) -> dict[str, Any]:
+        return store_spec(self.uris[id(store)], self.minio.settings())
+
+    def dispose(self, store: ObjectStore) -> None:
+        store.close()
+        self.uris.pop(id(store), None)
+
+
+#: Merge-on-read fails on today's main through bugs being fixed elsewhere: a compaction whose
+#: completion archival archived stays pending and runs again (completing its instant a second
+#: time) or is rolled back (deleting the base files it wrote); CDC from the earliest instant a
+#: refusal names raises a storage error. Not strict: it passes once they are fixed.
+MOR_KNOWN_BUGS = pytest.mark.xfail(
+    strict=False,
+    reason="merge-on-read: archived compactions stay pending (run again or rolled back); "
+    "CDC across cleaned slices raises a storage error",
+)
+TABLE_TYPES = ["copy_on_write", pytest.param("merge_on_read", marks=MOR_KNOWN_BUGS)]
+
+
+def _run(factory: StoreFactory, table_type: str, examples: int) -> None:
+    before = FIGURES.copy()
+    try:
+        run_state_machine_as_test(machine(factory, table_type), settings=_settings(examples))
+    finally:
+        report_figures(table_type, FIGURES - before)
+    assert FIGURES["steps"] > before["steps"], "the life test ran no step"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_keyed_table_life_local(table_type: str) -> None:
+    _run(LocalStores(), table_type, EXAMPLES)
+
+
+@pytest.mark.minio
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_keyed_table_life_minio(minio: S3Endpoint, table_type: str) -> None:
+    _run(MinioStores(minio), table_type, max(1, EXAMPLES // 2))
