@@ -38,6 +38,7 @@ from ..metadata import DataFile, Entry
 from ..settings import TableSettings
 from ..snapshot import TableState
 from .index import KeyIndex, RangeBloomIndex, range_bloom_index
+from .logfile import logs_of
 from .properties import GLOBAL, KeyedProperties
 
 #: Commit-metadata field of an indexing entry (the base) and of a keyed commit (its delta).
@@ -138,8 +139,12 @@ def index_view(st: TableState) -> IndexView | None:
         if d is not None:
             if int(d.get("rows", 0)):  # an empty delta (updates in place) has no object
                 deltas.append(ShardRef.from_json(d))
-        elif w.added or w.replaced or w.replaced_partitions:
+            continue
+        if w.added or w.replaced or w.replaced_partitions:
             untracked |= touched_groups(w, st)
+        # A merge-on-read delta commit writes no delta: the keys its logs insert or delete
+        # change what their groups hold, so the index no longer speaks for those groups.
+        untracked |= {lf.file_group for lf in logs_of(w.metadata)}
     shards = tuple(ShardRef.from_json(s) for s in meta["shards"])
     return IndexView(e.time, covered, shards, tuple(deltas), frozenset(untracked))
 

@@ -83,16 +83,7 @@ class MinioStores(StoreFactory):
         self.uris.pop(id(store), None)
 
 
-#: Merge-on-read fails on today's main through bugs being fixed elsewhere: a compaction whose
-#: completion archival archived stays pending and runs again (completing its instant a second
-#: time) or is rolled back (deleting the base files it wrote); CDC from the earliest instant a
-#: refusal names raises a storage error. Not strict: it passes once they are fixed.
-MOR_KNOWN_BUGS = pytest.mark.xfail(
-    strict=False,
-    reason="merge-on-read: archived compactions stay pending (run again or rolled back); "
-    "CDC across cleaned slices raises a storage error",
-)
-TABLE_TYPES = ["copy_on_write", pytest.param("merge_on_read", marks=MOR_KNOWN_BUGS)]
+TABLE_TYPES = ["copy_on_write", "merge_on_read"]
 
 
 def _run(factory: StoreFactory, table_type: str, examples: int) -> None:
