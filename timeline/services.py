@@ -29,6 +29,7 @@ from .recovery import finish_service, read_plan
 from .settings import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 
 if TYPE_CHECKING:
+    from .snapshot import TableState
     from .table import Table
 
 
@@ -88,6 +89,14 @@ def rollback(table: Table, instant_time: str) -> Instant:
             f"cannot roll back {instant_time}: {len(later)} later commit(s) completed after it "
             f"(the latest is {later[-1].time}); savepoint an instant and restore to it instead"
         )
+    before = max((e.seq for e in st.ordered_writes() if e.seq < (target.seq or 0)), default=0)
+    gone = cleaned_files_read_at(st, before) if before else set()
+    if gone:
+        raise PlanError(
+            f"cannot roll back {instant_time}: the snapshot before it reads {len(gone)} file(s) "
+            f"a clean deleted (e.g. {min(gone)}; {st.retention()}); savepoint an instant to "
+            "keep it restorable"
+        )
     entry = table.tl.entry_of(target)
     metadata = {
         "target_time": instant_time,
@@ -97,6 +106,17 @@ def rollback(table: Table, instant_time: str) -> Instant:
         "rolled_back": [format_name(target)],
     }
     return run_service(table, ROLLBACK, metadata, base)
+
+
+def cleaned_files_read_at(st: TableState, seq: int) -> set[str]:
+    """The files the snapshot at log position `seq` reads (merge-on-read: its slices' bases
+    and logs) that a clean has deleted: empty when that snapshot is still whole."""
+    cleaned = st.cleaned()
+    if not cleaned:
+        return set()
+    if is_merge_on_read(st):
+        return mor_clean.slice_paths(st, [seq]) & cleaned
+    return set(st.snapshot(seq).paths()) & cleaned
 
 
 # -- clean -----------------------------------------------------------------------------------------

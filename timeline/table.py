@@ -51,7 +51,7 @@ from .naming import unkeyed_naming
 from .parquet_io import read_files
 from .recovery import handle_failed_writes
 from .schema import no_rows
-from .services import clean, restore, rollback, savepoint
+from .services import clean, cleaned_files_read_at, restore, rollback, savepoint
 from .settings import EAGER, TableSettings
 from .snapshot import Snapshot, TableState
 from .store import Listing, TimelineStore
@@ -272,7 +272,13 @@ class Table(KeyedTableMethods):
             return st.snapshot()
         as_of = parse_as_of(as_of)
         seq = st.seq_as_of(as_of)
-        if 0 < seq < st.cleaned_before_seq() and as_of not in st.savepoints:
+        # Below the clean's retained position a snapshot may, not must, read cleaned files
+        # (a rollback can bring an older snapshot back as the latest): refuse only if it does.
+        if (
+            0 < seq < st.cleaned_before_seq()
+            and as_of not in st.savepoints
+            and cleaned_files_read_at(st, seq)
+        ):
             raise TimelineError(
                 f"time travel to {as_of} in {self.uri}: its files were cleaned "
                 f"({st.retention()}; savepoint an instant to keep it readable)"

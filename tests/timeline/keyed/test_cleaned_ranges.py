@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from storage import StoreSettings, open_store
-from timeline import RangeNotReadable, Table, TableSettings, TimelineError
+from timeline import PlanError, RangeNotReadable, Table, TableSettings, TimelineError
 from timeline.keyed import KeyedProperties
 
 OFF = TableSettings(compaction_mode="off", local_entry_cache=False)
@@ -82,3 +82,37 @@ def test_time_travel_refusal_states_the_retention_the_clean_used(tmp_path: Path)
     assert "the last 2 commits" in text and "last 10" not in text
     assert f"the earliest readable instant is {second}" in text
     assert t.read(as_of=third).num_rows == 1
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("table_type", ["copy_on_write", "merge_on_read"])
+def test_a_rollback_that_would_bring_back_cleaned_files_is_refused(
+    tmp_path: Path, table_type: str
+) -> None:
+    """Rolling back the newest write makes the snapshot before it the latest again: when a
+    clean deleted files that snapshot reads, the rollback is refused and the table stays
+    readable, instead of answering "object not found" from then on."""
+    t = _table(tmp_path, table_type)
+    for v in "abcde":
+        last = _up(t, [1, 2], v)
+        if table_type == "merge_on_read":  # a new slice per version, as copy-on-write makes
+            done = t.compact()  # None after the first write: no logs yet
+            last = done.time if done is not None else last
+    assert t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1) is not None
+    with pytest.raises(PlanError, match=r"cannot roll back .* a clean deleted"):
+        t.rollback(last)
+    assert t.read().column("v").to_pylist() == ["e", "e"]
+
+
+@pytest.mark.unit
+def test_time_travel_to_the_latest_after_a_rollback_is_served(tmp_path: Path) -> None:
+    """A rollback within what the clean kept leaves an older snapshot as the latest: below
+    the clean's retained position but whole, so a time travel to it is served."""
+    t = _table(tmp_path, "copy_on_write")
+    times = [_up(t, [1], v) for v in "abcde"]
+    assert t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=2) is not None
+    t.rollback(times[-1])
+    assert t.read(as_of=times[-2]).column("v").to_pylist() == ["d"]
+    assert t.read().column("v").to_pylist() == ["d"]
+    with pytest.raises(TimelineError, match="files were cleaned"):
+        t.read(as_of=times[0])
