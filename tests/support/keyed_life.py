@@ -15,7 +15,6 @@ incremental or CDC read over archived instants or cleaned slices (`RangeNotReada
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
 import subprocess
@@ -61,18 +60,13 @@ from timeline import (
     RangeNotReadable,
     Table,
     TimelineError,
+    check_table,
 )
 from timeline.archive import Archiver
 from timeline.keyed import KeyedProperties, build_index
 
 #: Figures of every machine run in this process (steps, configurations, accepted refusals).
 FIGURES: Counter[str] = Counter()
-
-
-def check_table_hook() -> Callable[[Table], Any] | None:
-    """`timeline.check_table` when this tree has it (the table check), else None."""
-    found = getattr(importlib.import_module("timeline"), "check_table", None)
-    return found if callable(found) else None
 
 
 def _event(name: str) -> None:
@@ -422,9 +416,7 @@ class KeyedLife(RuleBasedStateMachine):
             assert got == self._expected(step), f"time travel to step {step} of {last}"
         for begin in sorted({0, last // 2, max(0, last - 2), max(0, last - 1)}):
             self._check_changes(begin, last)
-        hook = check_table_hook()
-        if hook is not None:
-            _assert_checked(hook(self.table))
+        _assert_checked(check_table(self.table))
 
     def _check_changes(self, begin: int, end: int) -> None:
         """Incremental and CDC reads of (begin, end]; a refused range is read again from the
