@@ -10,16 +10,14 @@ shrunk list of steps (and `@reproduce_failure` data) to replay it.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from storage import ObjectStore, StoreSettings, open_store
-from tests.support.keyed_life import FIGURES, StoreFactory, machine, store_spec
+from storage import ObjectStore, open_store
+from tests.support.keyed_life import FIGURES, LocalStores, StoreFactory, machine, store_spec
 from tests.support.life_budget import EXAMPLES, SHRINK, SOAK, STEPS, report_figures
 from tests.support.servers import S3Endpoint
 
@@ -44,24 +42,6 @@ def _settings(examples: int) -> settings:
             HealthCheck.function_scoped_fixture,
         ],
     )
-
-
-class LocalStores(StoreFactory):
-    def __init__(self) -> None:
-        self.roots: dict[int, str] = {}
-
-    def open(self) -> ObjectStore:
-        root = tempfile.mkdtemp(prefix="keyed-life-")
-        store = open_store("file://" + root, StoreSettings(fsync=False))
-        self.roots[id(store)] = root
-        return store
-
-    def spec(self, store: ObjectStore) -> dict[str, Any]:
-        return store_spec("file://" + self.roots[id(store)], StoreSettings(fsync=False))
-
-    def dispose(self, store: ObjectStore) -> None:
-        store.close()
-        shutil.rmtree(self.roots.pop(id(store)), ignore_errors=True)
 
 
 class MinioStores(StoreFactory):
