@@ -135,6 +135,10 @@ def test_keys_a_merge_on_read_log_deletes_leave_the_record_index_consistent(
     t.upsert(_rows([7, 200], "z"))
     assert 3 not in t.read().column("id").to_pylist()
     assert check_table(t).problems == ()
+    build_index(t)  # merged: the groups with logs are read merged with their logs
+    assert check_table(t).problems == ()
+    build_index(t, from_files=True)
+    assert check_table(t).problems == ()
 
 
 def test_a_phantom_pending_compaction_is_found_and_removed(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -38,7 +39,9 @@ from ..parquet_io import read_files
 from ..recovery import read_plan
 from ..snapshot import TableState
 from ..txn import Transaction
-from .keys import RECORD_KEY_COL
+from .keys import RECORD_KEY_COL, integer_key_column
+from .logfile import logs_of
+from .mor_read import read_slice
 from .properties import KeyedProperties
 from .record_index import (
     INDEX_SCHEMA,
@@ -51,6 +54,7 @@ from .record_index import (
     read_shard,
     touched_groups,
 )
+from .slices import is_merge_on_read, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -78,7 +82,45 @@ def _from_files(table: Table, files: list[DataFile]) -> pa.Table:
     return pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
 
 
-def _start(table: Table, st: TableState, plan: dict[str, Any]) -> tuple[pa.Table, int]:
+def _from_groups(
+    table: Table,
+    st: TableState,
+    props: KeyedProperties,
+    seq: int,
+    groups: Iterable[str] | None,
+) -> pa.Table:
+    """The mapping of these file groups (None: all) as of log position `seq`, from their
+    latest slices: merge-on-read slices merged with their logs (a key a log inserted is in
+    the group, one it deleted is not), copy-on-write base files as they are."""
+    if not is_merge_on_read(st):
+        live = st.file_slices(seq)
+        wanted = live if groups is None else [g for g in groups if g in live]
+        return _from_files(table, [live[g][-1] for g in wanted])
+    slices = mor_slices(st, seq)
+    schema = st.schema(seq)
+    key_col = integer_key_column(props, schema)
+    parts = []
+    for g in sorted(slices if groups is None else [g for g in groups if g in slices]):
+        sl = slices[g]
+        rows = read_slice(table.store, sl, schema, [RECORD_KEY_COL], parallelism=1, key_col=key_col)
+        keys = (rows.column(RECORD_KEY_COL) if rows is not None else pa.array([])).cast(pa.string())
+        n = len(keys)
+        parts.append(
+            pa.table(
+                {
+                    "key": keys,
+                    "partition": pa.array([sl.partition] * n, pa.string()),
+                    "file_group": pa.array([g] * n, pa.string()),
+                },
+                schema=INDEX_SCHEMA,
+            )
+        )
+    return pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
+
+
+def _start(
+    table: Table, st: TableState, props: KeyedProperties, plan: dict[str, Any]
+) -> tuple[pa.Table, int]:
     """The mapping the plan starts from and the log position it is current at."""
     view = index_view(st)
     if plan.get("source") and view is not None and view.instant == plan["source"]:
@@ -92,7 +134,7 @@ def _start(table: Table, st: TableState, plan: dict[str, Any]) -> tuple[pa.Table
     # No index to merge (or it went stale since the plan, or a shard is damaged): every file
     # of the snapshot at the planned position; the catch-up brings it to the newest completion.
     seq = int(plan["start_seq"])
-    return _from_files(table, list(st.snapshot(seq).files)), seq
+    return _from_groups(table, st, props, seq, None), seq
 
 
 def catch_up(
@@ -114,14 +156,16 @@ def catch_up(
                     untracked |= touched_groups(w, st)
                     continue
                 mapping = apply_delta(mapping, delta, props)
-        elif w.added or w.replaced or w.replaced_partitions:
+            continue
+        if w.added or w.replaced or w.replaced_partitions:
             untracked |= touched_groups(w, st)
+        # A merge-on-read delta commit writes no delta: its logs' groups are read again.
+        untracked |= {lf.file_group for lf in logs_of(w.metadata)}
     live = st.file_slices(end)
     keep = pa.array([g for g in live if g not in untracked], pa.string())
     mapping = mapping.filter(pc.is_in(mapping.column("file_group"), value_set=keep))
-    again = [live[g][-1] for g in sorted(untracked) if g in live]
-    if again:
-        mapping = pa.concat_tables([mapping, _from_files(table, again)])
+    if untracked:
+        mapping = pa.concat_tables([mapping, _from_groups(table, st, props, end, untracked)])
     return mapping
 
 
@@ -205,7 +249,7 @@ def _run(table: Table, props: KeyedProperties, from_files: bool = False) -> Inst
         txn = _IndexingTransaction(table, begun.instant_time, INDEXING, begun.base, OPERATION)
     try:
         st = table.state()
-        mapping, start = _start(table, st, plan)
+        mapping, start = _start(table, st, props, plan)
         crash.point("indexing.built")
         st = table.state()  # what completed while the build ran is caught up below
         end = max((e.seq for e in st.entries), default=0)
