@@ -215,6 +215,7 @@ def test_partition_scoped_keys_in_look_alike_partitions_stay_two_records(
     assert {f.partition for f in table.snapshot().files} == {"p=x%20y", "p=x%2Fy", "p=x_y"}
 
 
+@pytest.mark.parametrize("writer", ["native", "datasource"])
 def test_look_alike_composite_keys_stay_two_records_on_spark(
     registered: Any, tmp_path: Path, writer: str
 ) -> None:
