@@ -14,13 +14,10 @@ incremental or CDC read over archived instants or cleaned slices (`RangeNotReada
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -38,7 +35,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from storage import ObjectStore, StoreSettings, open_store
+from storage import ObjectStore
 from tests.support.keyed_model import (
     KeyedModel,
     Row,
@@ -54,6 +51,7 @@ from tests.support.life_config import (
     life_settings,
     rows_strategy,
 )
+from tests.support.life_stores import StoreFactory
 from tests.support.paths import REPO_ROOT
 from timeline import (
     CommitConflict,
@@ -86,20 +84,6 @@ def waived(check: str) -> bool:
 
 def _cleaned_refusal(e: TimelineError) -> bool:
     return type(e) is TimelineError and "were cleaned" in str(e)
-
-
-class StoreFactory:
-    """Opens a fresh, empty store for each machine run and says how a child process opens
-    it (its URI and settings)."""
-
-    def open(self) -> ObjectStore:
-        raise NotImplementedError
-
-    def spec(self, store: ObjectStore) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def dispose(self, store: ObjectStore) -> None:
-        store.close()
 
 
 class KeyedLife(RuleBasedStateMachine):
@@ -484,27 +468,3 @@ def machine(factory: StoreFactory, table_type: str) -> type[KeyedLife]:
     Life.factory = factory
     Life.table_type = table_type
     return Life
-
-
-class LocalStores(StoreFactory):
-    """Each table in a fresh temporary folder of the local filesystem."""
-
-    def __init__(self) -> None:
-        self.roots: dict[int, str] = {}
-
-    def open(self) -> ObjectStore:
-        root = tempfile.mkdtemp(prefix="keyed-life-")
-        store = open_store("file://" + root, StoreSettings(fsync=False))
-        self.roots[id(store)] = root
-        return store
-
-    def spec(self, store: ObjectStore) -> dict[str, Any]:
-        return store_spec("file://" + self.roots[id(store)], StoreSettings(fsync=False))
-
-    def dispose(self, store: ObjectStore) -> None:
-        store.close()
-        shutil.rmtree(self.roots.pop(id(store)), ignore_errors=True)
-
-
-def store_spec(uri: str, settings: Any) -> dict[str, Any]:
-    return {"uri": uri, "settings": dataclasses.asdict(settings)}

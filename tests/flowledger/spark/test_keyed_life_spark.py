@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule, run_state_machine_as_test
 
 import flowledger.spark as fs
-from tests.support.keyed_life import FIGURES, KeyedLife, LocalStores, machine
+from tests.support.keyed_life import FIGURES, KeyedLife, machine
 from tests.support.life_budget import report_figures
 from tests.support.life_config import CONFIGS, LifeConfig, Row, rows_strategy
+from tests.support.life_stores import LocalStores
 
 pytestmark = pytest.mark.spark
 

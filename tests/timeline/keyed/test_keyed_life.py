@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from storage import ObjectStore, open_store
-from tests.support.keyed_life import FIGURES, LocalStores, StoreFactory, machine, store_spec
+from tests.support.keyed_life import FIGURES, machine
 from tests.support.life_budget import EXAMPLES, SHRINK, SOAK, STEPS, report_figures
+from tests.support.life_stores import LocalStores, MinioStores, StoreFactory
 from tests.support.servers import S3Endpoint
 
 
@@ -42,25 +42,6 @@ def _settings(examples: int) -> settings:
             HealthCheck.function_scoped_fixture,
         ],
     )
-
-
-class MinioStores(StoreFactory):
-    def __init__(self, minio: S3Endpoint) -> None:
-        self.minio = minio
-        self.uris: dict[int, str] = {}
-
-    def open(self) -> ObjectStore:
-        uri = f"s3://{self.minio.new_bucket()}/repo"
-        store = open_store(uri, self.minio.settings())
-        self.uris[id(store)] = uri
-        return store
-
-    def spec(self, store: ObjectStore) -> dict[str, Any]:
-        return store_spec(self.uris[id(store)], self.minio.settings())
-
-    def dispose(self, store: ObjectStore) -> None:
-        store.close()
-        self.uris.pop(id(store), None)
 
 
 TABLE_TYPES = ["copy_on_write", "merge_on_read"]
