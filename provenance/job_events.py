@@ -59,6 +59,9 @@ class JobRun:
     #: Set when the run failed: what it read is recorded, then a DROP with this reason; its
     #: outputs are not (a failed write is rolled back and leaves no SEND).
     failure: str | None = None
+    #: What a reader calls the component (NiFi's `componentName`, kept in `source_fields`),
+    #: e.g. an OpenLineage job's `namespace/name` where the component id is its run's UUID.
+    component_name: str = ""
 
 
 def flowfile_uuid(key: str, role: str, name: str = "") -> str:
@@ -96,6 +99,8 @@ def job_events(run: JobRun) -> list[ProvenanceEvent]:
         "lineage_start_date": run.event_time,
         "alternate_identifier_uri": run.marker,
     }
+    if run.component_name:
+        common["source_fields"] = {"componentName": run.component_name}
     inputs = _inputs(run)
     in_ids = [flowfile_uuid(run.key, "input", _ident(d)) for d in inputs]
     out_ids = [flowfile_uuid(run.key, "output", _ident(d)) for d in run.outputs]

@@ -237,6 +237,7 @@ def job_run(event: RunEvent) -> JobRun | None:
         outputs=() if failure is not None else outputs,
         attributes=attrs,
         failure=failure,
+        component_name=f"{job.namespace}/{job.name}",
     )
 
 

@@ -45,8 +45,9 @@ def describe(table: Table) -> list[dict[str, Any]]:
             row["operation"] = e.metadata.get("operation", "")
             row["files_added"] = len(e.added)
             row["files_replaced"] = len(e.replaced)
-            row["rows"] = sum(f.rows for f in e.added)
+            # A delta commit's rows are in its log files, not in base files it added.
             logs = e.metadata.get("log_files", ())
+            row["rows"] = sum(f.rows for f in e.added) + sum(int(lf["rows"]) for lf in logs)
             if logs:
                 row["log_files"] = len(logs)
         elif i.is_completed and i.action in ("clean", "rollback", "restore"):
@@ -89,6 +90,8 @@ def show(
         out.add_column(name)
     for r in rows:
         files = r.get("files_added", r.get("files_deleted", ""))
+        if r.get("log_files"):
+            files = f"{files} + {r['log_files']} log"
         out.add_row(
             r["instant_time"],
             r["action"],

@@ -23,6 +23,7 @@ from . import (
     event_routes,
     ingest_routes,
     provenance_routes,
+    record_routes,
     sql_routes,
     table_sql_routes,
     timeline_routes,
@@ -137,6 +138,7 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
         table_sql_routes,
         timeline_routes,
         content_routes,
+        record_routes,
     )
     for module in (*routers, ingest_routes):
         app.include_router(module.router, dependencies=auth)
@@ -145,6 +147,10 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
         return FileResponse(str(STATIC / "index.html"))
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        return FileResponse(str(STATIC / "favicon.svg"), media_type="image/svg+xml")
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     return app

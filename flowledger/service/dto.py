@@ -72,6 +72,9 @@ def event_dto(
         "componentType": e.component_type,
         "componentName": extra.get("componentName") or e.component_id,
         "groupId": extra.get("processGroupId") or None,
+        # In NiFi's summary too: its result table has Filename and Transit URI columns.
+        "filename": e.attributes.get("filename"),
+        "transitUri": e.transit_uri,
     }
     if summarize:
         return out
@@ -80,7 +83,6 @@ def event_dto(
     start = e.lineage_start_date
     out.update(
         {
-            "transitUri": e.transit_uri,
             "sourceSystemFlowFileId": e.source_system_flowfile_identifier,
             "alternateIdentifierUri": e.alternate_identifier_uri,
             "details": e.details,

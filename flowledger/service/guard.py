@@ -15,8 +15,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import bearer_problem
 
-#: Paths served without a token: the health check and the static page shell (no data in it).
-PUBLIC_PATHS = frozenset({"/health", "/"})
+#: Paths served without a token: the health check and the static page shell (no data in it),
+#: its icon included (browsers ask for `/favicon.ico` without the page's token).
+PUBLIC_PATHS = frozenset({"/health", "/", "/favicon.ico"})
 PUBLIC_PREFIXES = ("/static/",)
 #: A refused request declaring a larger body gets `Connection: close`: the server would
 #: otherwise have to read and discard the body to keep the connection.
