@@ -22,8 +22,8 @@ const Api = (() => {
     }
   }
 
-  async function call(method, path, body) {
-    const headers = { Authorization: "Bearer " + token() };
+  async function call(method, path, body, extra) {
+    const headers = { Authorization: "Bearer " + token(), ...(extra || {}) };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const resp = await fetch(path, {
       method,
@@ -59,5 +59,17 @@ const Api = (() => {
     setTimeout(() => URL.revokeObjectURL(url), 10000);
   }
 
-  return { token, setToken, takeTokenFromFragment, json, download };
+  // The first `maxBytes` of a content (one ranged GET): its bytes, media type and full size.
+  async function peek(path, maxBytes) {
+    const resp = await call("GET", path, undefined, { Range: `bytes=0-${maxBytes - 1}` });
+    const range = /\/(\d+)$/.exec(resp.headers.get("Content-Range") || "");
+    const bytes = new Uint8Array(await resp.arrayBuffer());
+    return {
+      bytes: bytes.slice(0, maxBytes),
+      type: resp.headers.get("Content-Type") || "",
+      total: range ? Number(range[1]) : bytes.length,
+    };
+  }
+
+  return { token, setToken, takeTokenFromFragment, json, download, peek };
 })();

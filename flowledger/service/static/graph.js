@@ -78,6 +78,8 @@ const Graph = (() => {
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("width", width);
     svg.setAttribute("height", height);
+    svg.dataset.width = String(width); // the drawing's own size, which zoom scales
+    svg.dataset.height = String(height);
     const defs = el("defs");
     const marker = el("marker", {
       id: "arrow", viewBox: "0 0 10 10", refX: "10", refY: "5",

@@ -23,8 +23,6 @@ from timeline import Table
 
 pytestmark = pytest.mark.unit
 
-CHROMIUM = "/usr/bin/chromium"
-DRIVER = "/usr/bin/chromedriver"
 ARTIFACTS = Path(os.environ.get("FLOWLEDGER_TEST_ARTIFACTS", "test-artifacts"))
 
 
@@ -119,38 +117,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]
     proc.stop()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
-        pytest.fail(
-            "chromium/chromedriver missing: run `make browser` (installs Debian's packages)"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    downloads = tmp_path_factory.mktemp("downloads")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,900",
-    ):
-        options.add_argument(arg)
-    options.add_experimental_option("prefs", {"download.default_directory": str(downloads)})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
-    driver.downloads = downloads  # type: ignore[attr-defined]
-    yield driver
-    driver.quit()
-
-
 def test_lineage_page_search_graph_details_timeline(
     server: ServiceProcess, browser: object
 ) -> None:
@@ -222,7 +188,7 @@ def test_lineage_page_search_graph_details_timeline(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "lineage.png"
     assert d.save_screenshot(str(shot))
-    docs = REPO_ROOT / "docs" / "img"
+    docs = REPO_ROOT / "docs" / "images"
     if os.environ.get("FLOWLEDGER_UPDATE_SCREENSHOT"):
         docs.mkdir(exist_ok=True)
         shutil.copy(shot, docs / "lineage.png")
@@ -297,7 +263,7 @@ def test_lineage_page_reaches_the_raw_inputs_in_one_click(
     d.set_window_size(1600, 1100)
     assert d.save_screenshot(str(shot))
     if os.environ.get("FLOWLEDGER_UPDATE_SCREENSHOT"):
-        docs = REPO_ROOT / "docs" / "img"
+        docs = REPO_ROOT / "docs" / "images"
         docs.mkdir(exist_ok=True)
         shutil.copy(shot, docs / "lineage-full.png")
 
