@@ -45,7 +45,9 @@ const Details = (() => {
   }
 
   function rendered(kind, text, complete) {
-    if (kind === "json" && complete) {
+    // Without a type or a name that says so, text that parses as JSON is shown as JSON.
+    const looksJson = kind === "text" && /^\s*[[{]/.test(text);
+    if ((kind === "json" || looksJson) && complete) {
       try {
         return h("pre", { class: "content-text json" }, JSON.stringify(JSON.parse(text), null, 2));
       } catch (e) { /* JSON lines or not JSON: shown as text */ }

@@ -200,6 +200,8 @@ def test_event_content_view_replay_and_graph_tools(server: ServiceProcess, brows
 
     # Replay: a REPLAY event of the same content, its FlowFile one click away.
     p.node("SEND")
+    p.css("#details .view-output").click()
+    p.present("#content-view pre.json")
     p.css("#details button.replay").click()
     p.text_in("replay-status", "replayed as event")
     replays = server.client.post(
