@@ -40,14 +40,23 @@ def _open(ctx: typer.Context, uri: str | None) -> Table:
     return Table(open_store(uri), cli_context(ctx).table_settings())
 
 
-def _summary(e: Entry) -> dict[str, Any]:
+def entry_summary(e: Entry) -> dict[str, Any]:
+    """What a completed instant wrote (files and rows; a delta commit's rows are in its log
+    files) or deleted, for the timeline listings of the CLI and the service."""
     if e.action in WRITE_ACTIONS:
-        return {
+        logs = e.metadata.get("log_files", ())
+        out: dict[str, Any] = {
             "operation": e.metadata.get("operation", ""),
             "files_added": len(e.added),
-            "rows": sum(f.rows for f in e.added),
+            "files_replaced": len(e.replaced),
+            "rows": sum(f.rows for f in e.added) + sum(int(lf["rows"]) for lf in logs),
         }
-    out: dict[str, Any] = {"files_deleted": len(e.deleted)}
+        if logs:
+            out["log_files"] = len(logs)
+        return out
+    if e.action not in ("clean", "rollback", "restore"):
+        return {}
+    out = {"files_deleted": len(e.deleted)}
     if e.target:
         out["target"] = e.target
     return out
@@ -68,13 +77,13 @@ def archived_rows(
             "completion_order": r.seq,
             "timeline": "archived",
         }
-        rows.append({**row, **_summary(r.entry(table.store.url()))})
+        rows.append({**row, **entry_summary(r.entry(table.store.url()))})
     for i in view.timeline:
         if (start and i.time < start) or (end and i.time > end):
             continue
         row = {**instant_json(i), "timeline": "active"}
         if i.is_completed:
-            row.update(_summary(table.tl.entry_of(i)))
+            row.update(entry_summary(table.tl.entry_of(i)))
         rows.append(row)
     return rows
 

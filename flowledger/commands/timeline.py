@@ -40,21 +40,8 @@ def describe(table: Table) -> list[dict[str, Any]]:
     rows = []
     for i in timeline:
         row: dict[str, Any] = instant_json(i)
-        if i.is_completed and i.action in ("commit", "deltacommit", "replacecommit", "compaction"):
-            e = table.tl.entry_of(i)
-            row["operation"] = e.metadata.get("operation", "")
-            row["files_added"] = len(e.added)
-            row["files_replaced"] = len(e.replaced)
-            # A delta commit's rows are in its log files, not in base files it added.
-            logs = e.metadata.get("log_files", ())
-            row["rows"] = sum(f.rows for f in e.added) + sum(int(lf["rows"]) for lf in logs)
-            if logs:
-                row["log_files"] = len(logs)
-        elif i.is_completed and i.action in ("clean", "rollback", "restore"):
-            e = table.tl.entry_of(i)
-            row["files_deleted"] = len(e.deleted)
-            if e.target:
-                row["target"] = e.target
+        if i.is_completed:
+            row.update(archive_cmds.entry_summary(table.tl.entry_of(i)))
         rows.append(row)
     return rows
 

@@ -111,8 +111,9 @@ def test_a_record_key_leads_to_its_commit_and_the_raw_inputs(api: Client) -> Non
     assert api.get("/tables/t/records?key=99").status == 404
 
 
-def test_delta_commits_count_the_rows_of_their_log_files(api: Client) -> None:
-    instants = api.get("/tables/t/timeline").json()["instants"]
+@pytest.mark.parametrize("archived", ["false", "true"])
+def test_delta_commits_count_the_rows_of_their_log_files(api: Client, archived: str) -> None:
+    instants = api.get(f"/tables/t/timeline?archived={archived}").json()["instants"]
     delta = next(i for i in instants if i.get("log_files"))
     assert (delta["action"], delta["files_added"], delta["log_files"], delta["rows"]) == (
         "deltacommit",
