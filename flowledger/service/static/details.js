@@ -44,10 +44,13 @@ const Details = (() => {
       h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))));
   }
 
+  // Without a type or a name that says so, text that starts as JSON is tried as JSON.
+  function sniffed(kind, text) {
+    return kind === "text" && /^\s*[[{]/.test(text) ? "json" : kind;
+  }
+
   function rendered(kind, text, complete) {
-    // Without a type or a name that says so, text that parses as JSON is shown as JSON.
-    const looksJson = kind === "text" && /^\s*[[{]/.test(text);
-    if ((kind === "json" || looksJson) && complete) {
+    if (kind === "json" && complete) {
       try {
         return h("pre", { class: "content-text json" }, JSON.stringify(JSON.parse(text), null, 2));
       } catch (e) { /* JSON lines or not JSON: shown as text */ }
@@ -71,9 +74,10 @@ const Details = (() => {
       return;
     }
     const note = complete ? `${got.total} bytes` : `first ${got.bytes.length} of ${got.total} bytes`;
+    const kind = sniffed(kindOf(got.type, name), text);
     where.replaceChildren(
-      h("p", { class: "muted content-note" }, `${direction} · ${kindOf(got.type, name)} · ${note}`),
-      rendered(kindOf(got.type, name), text, complete),
+      h("p", { class: "muted content-note" }, `${direction} · ${kind} · ${note}`),
+      rendered(kind, text, complete),
     );
   }
 

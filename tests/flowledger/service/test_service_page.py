@@ -27,6 +27,7 @@ pytestmark = pytest.mark.unit
 ARTIFACTS = Path(os.environ.get("FLOWLEDGER_TEST_ARTIFACTS", "test-artifacts"))
 CSV = b"id,amount\n1,10\n2,20\n"
 JSON = b'{"order":1,"lines":[{"sku":"a","qty":2}]}'
+LOG = b"".join(b"line %06d of a large log\n" % i for i in range(5000))  # 125,000 bytes
 RUN = str(uuid.uuid4())
 RUN_EVENT = {
     "eventType": "COMPLETE",
@@ -55,6 +56,7 @@ def _orders(repo: str) -> None:
     """A CSV received, converted to JSON, routed (relationship, alternate id) and sent."""
     with ContentRepository.open(repo) as content:
         c_csv, c_json = content.write_bytes(CSV), content.write_bytes(JSON)
+        c_log = content.write_bytes(LOG)
         content.commit()
     t0 = 1_790_000_000_000
     common: dict[str, Any] = {"component_type": "Processor"}
@@ -78,6 +80,11 @@ def _orders(repo: str) -> None:
         ProvenanceEvent(
             "SEND", "order", "publish", file_size=len(JSON), event_time=t0 + 30,
             transit_uri="s3://lake/orders/order.json", **_claim(c_json), **common,
+        ),
+        ProvenanceEvent(
+            "RECEIVE", "big-log", "tail", file_size=len(LOG), event_time=t0 + 40,
+            transit_uri="file:///var/log/app.log", updated_attributes={"filename": "app.log"},
+            **_claim(c_log), **common,
         ),
     ]  # fmt: skip
     with ProvenanceRepository.open(open_store(repo)) as prov:
@@ -240,6 +247,17 @@ def test_event_content_view_replay_and_graph_tools(server: ServiceProcess, brows
         "s.dispatchEvent(new Event('input'));"
     )
     assert len(p.all("#graph g.node")) == shown
+
+    # A large content is shown in part: its first 64 KiB, and says so.
+    p.css("#lineage-uuid").clear()
+    p.css("#lineage-uuid").send_keys("big-log")
+    p.css("#lineage-form button[type=submit]").click()
+    p.present('#graph g[data-event-type="RECEIVE"]')
+    p.node("RECEIVE")
+    p.css("#details .view-output").click()
+    p.text_in("content-view", f"first 65536 of {len(LOG)} bytes")
+    shown_text = p.css("#content-view pre").get_attribute("textContent")
+    assert LOG.decode().startswith(shown_text) and len(shown_text) == 65536
     assert p.error() == ""
 
 
