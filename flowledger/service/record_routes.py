@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
-from starlette.concurrency import run_in_threadpool
 
 from provenance import ProvenanceEvent, SearchTerm
 from provenance import Query as ProvQuery
@@ -28,7 +27,8 @@ MAX_SLICES = 1000
 
 
 def _commit_time(svc: Services, table: Table, name: str, key: str) -> str:
-    con = connect(svc.prov, table, TableRead(), name, svc.sql.temp_dir)
+    memory = svc.settings.sql_memory_limit
+    con = connect(svc.prov, table, TableRead(), name, svc.sql.temp_dir, memory)
     try:
         found = con.execute(
             f'SELECT "{COMMIT_TIME_COL}" FROM t WHERE "{RECORD_KEY_COL}" = ? LIMIT 1', [key]
@@ -102,4 +102,5 @@ async def record_provenance(
     """The commit that last wrote the record `key` of table `name` and the file slices it
     wrote (SEND events, the one whose key range holds the key first): the start of the
     record's lineage back to the raw inputs."""
-    return await run_in_threadpool(_lookup, svc, name, key)
+    # A table scan, as `POST /tables/{name}/sql`: on the SQL threads, within their limits.
+    return await svc.sql.slots.run(_lookup, svc, name, key)
