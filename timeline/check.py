@@ -247,7 +247,7 @@ def _verify(
     where = store.url(name or path)
     try:
         read()
-    except NotFound:
+    except (NotFound, MissingTableObject):
         found.add(ProblemKind.MISSING, store.url(path), f"{where} is missing ({who} reads it)")
     except IntegrityError as exc:
         found.add(
