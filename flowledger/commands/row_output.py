@@ -57,6 +57,14 @@ def table_document(data: pa.Table, limit: int | None) -> dict[str, Any]:
     }
 
 
+def print_count(rows: int, as_json: bool, **about: Any) -> None:
+    """A `--count` answer: the number alone, or `{"rows": N, **about}` in JSON."""
+    if as_json:
+        emit_json({"rows": rows, **about})
+    else:
+        print(rows)
+
+
 def print_table(data: pa.Table, limit: int | None, as_json: bool, title: str) -> None:
     """A table read's rows, the first `limit` (None: all): the JSON document, or a table for
     a person whose caption says how many rows there are and how many it shows."""

@@ -45,7 +45,7 @@ from .options import (
     JsonOption,
     RepoOption,
 )
-from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_table
+from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_count, print_table
 from .table_files import files
 from .timeline import open_table
 
@@ -275,35 +275,20 @@ def read(
     table = open_table(ctx, table_uri)
     if changes_since is None and (cdc or full_scan):
         raise ValueError("--cdc and --full-scan apply to --changes-since")
-    if changes_since is not None:
-        data = table.changes(changes_since, as_of, cdc=cdc, full_scan=full_scan)
-        if count:
-            if as_json:
-                emit_json({"rows": data.num_rows})
-            else:
-                print(data.num_rows)
-            return
-        print_table(data, wanted, as_json, table.uri)
-        return
     if read_optimized and changes_since is not None:
         raise ValueError("--read-optimized reads a snapshot, not --changes-since")
-    if count and not read_optimized and not _has_logs(table):
-        snap = table.snapshot(as_of)
-        if as_json:
-            emit_json(
-                {"rows": snap.rows, "files": len(snap.files), "instant_time": snap.instant_time}
-            )
-        else:
-            print(snap.rows)
+    if changes_since is not None:
+        data = table.changes(changes_since, as_of, cdc=cdc, full_scan=full_scan)
+    elif count and not read_optimized and not _has_logs(table):
+        snap = table.snapshot(as_of)  # the count from commit metadata: no data file read
+        print_count(snap.rows, as_json, files=len(snap.files), instant_time=snap.instant_time)
         return
-    data = table.read(as_of, read_optimized=read_optimized)
-    if count:  # merged rows of a merge-on-read table are only known by reading them
-        if as_json:
-            emit_json({"rows": data.num_rows})
-        else:
-            print(data.num_rows)
-        return
-    print_table(data, wanted, as_json, table.uri)
+    else:  # merged rows of a merge-on-read table are only known by reading them
+        data = table.read(as_of, read_optimized=read_optimized)
+    if count:
+        print_count(data.num_rows, as_json)
+    else:
+        print_table(data, wanted, as_json, table.uri)
 
 
 def _has_logs(table: Table) -> bool:

@@ -33,6 +33,7 @@ from provenance.session import errors as session
 from storage import ErrorKind
 from storage import errors as st
 from storage.content import errors as content
+from tests.support.cli import run_cli
 from tests.support.paths import REPO_ROOT
 from tests.support.service import TOKEN, Client, ServiceProcess, seed_lineage
 from timeline import PropertiesError
@@ -155,12 +156,8 @@ def _cli_exit(
         raise exc
 
     monkeypatch.setattr(cli, "app", command)
-    monkeypatch.setattr(sys, "argv", ["flowledger", "probe"])
-    with pytest.raises(SystemExit) as done:
-        cli.main()
-    code = done.value.code
-    assert isinstance(code, int)
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(monkeypatch, capsys, "probe")
+    return code, err
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)

@@ -18,3 +18,14 @@ def run_cli(
     out = capsys.readouterr()
     code = done.value.code
     return (code if isinstance(code, int) else 1), out.out, out.err
+
+
+class Cli:
+    """`run_cli` bound to one test's monkeypatch and capsys: `cli("table", "read", uri)`
+    (the `cli` fixture of tests/conftest.py)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        self.monkeypatch, self.capsys = monkeypatch, capsys
+
+    def __call__(self, *args: str) -> tuple[int, str, str]:
+        return run_cli(self.monkeypatch, self.capsys, *args)

@@ -11,7 +11,7 @@ import pytest
 
 from flowledger.errors import ANSWERS
 from storage import ErrorKind, open_store
-from tests.support.cli import run_cli
+from tests.support.cli import Cli
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
 
@@ -37,10 +37,7 @@ def _assert_names(code: int, err: str, url: str) -> None:
     "command", [("table", "read"), ("table", "read", "--json"), ("table", "sql")]
 )
 def test_a_missing_data_file_is_an_integrity_error(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    command: tuple[str, ...],
+    tmp_path: Path, cli: Cli, command: tuple[str, ...]
 ) -> None:
     root = tmp_path / "t"
     Table.open(open_store(str(root))).write(pa.table({"id": [1, 2, 3], "v": [0.5] * 3}))
@@ -48,12 +45,12 @@ def test_a_missing_data_file_is_an_integrity_error(
     args = [*command, str(root)]
     if command[1] == "sql":
         args.append("SELECT count(*) FROM t")
-    code, _, err = run_cli(monkeypatch, capsys, *args)
+    code, _, err = cli(*args)
     _assert_names(code, err, url)
 
 
 def test_a_missing_log_of_a_merge_on_read_table_is_an_integrity_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli: Cli
 ) -> None:
     root = tmp_path / "t"
     props = KeyedProperties.of("k", table_type="merge_on_read")
@@ -61,5 +58,5 @@ def test_a_missing_log_of_a_merge_on_read_table_is_an_integrity_error(
     t.upsert(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}))
     t.upsert(pa.table({"k": [1], "v": ["new"]}))
     url = _gone(root, ".*.log")
-    code, _, err = run_cli(monkeypatch, capsys, "table", "read", str(root))
+    code, _, err = cli("table", "read", str(root))
     _assert_names(code, err, url)
