@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
+from tests.support.cli import run_cli_process
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
@@ -101,14 +100,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         "XDG_CACHE_HOME": str(tmp_path / "c"),
         "PATH": "/usr/bin:/bin",
     }
-    p = subprocess.run(
-        [sys.executable, "-m", "flowledger", "provenance", "sql", "DELETE FROM provenance"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-    )
+    p = run_cli_process("provenance", "sql", "DELETE FROM provenance", env=env, cwd=ROOT)
     assert p.returncode == 8  # forbidden: a write statement through a read-only command
     assert p.stderr.strip().count("\n") == 0
     assert "read-only" in p.stderr
@@ -117,14 +109,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         '{"event_type": "ROUTE", "flowfile_uuid": "u", "component_id": "c", '
         '"component_type": "t", "file_size": 1}\n'
     )
-    p = subprocess.run(
-        [sys.executable, "-m", "flowledger", "provenance", "ingest", str(bad)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-    )
+    p = run_cli_process("provenance", "ingest", str(bad), env=env, cwd=ROOT)
     assert p.returncode == 2 and "relationship" in p.stderr  # invalid input
 
 
