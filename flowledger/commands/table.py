@@ -12,8 +12,6 @@ from typing import Annotated
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
-from rich.console import Console
-from rich.table import Table as RichTable
 
 from provenance import ProvenanceRepository
 from provenance import sql as prov_sql
@@ -33,7 +31,7 @@ from timeline.keyed import (
 from .. import table_sql
 from ..context import CliContext, cli_context
 from ..errors import ANSWERS
-from ..output import emit_json, instant_json, jsonable
+from ..output import emit_json, instant_json
 from ..slice_provenance import CommitJob, SliceProvenance
 from ..spark.lineage import canonical
 from ..table_sql import TableRead
@@ -45,7 +43,7 @@ from .options import (
     JsonOption,
     RepoOption,
 )
-from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_count, print_table
+from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_count, print_query_rows, print_table
 from .table_files import files
 from .timeline import open_table
 
@@ -366,10 +364,4 @@ def sql(
             con.close()
     finally:
         prov.close()
-    if as_json:
-        emit_json([dict(zip(names, map(jsonable, r), strict=True)) for r in rows])
-        return
-    out = RichTable(*names)
-    for r in rows:
-        out.add_row(*(str(v) for v in r))
-    Console().print(out)
+    print_query_rows(names, rows, as_json)
