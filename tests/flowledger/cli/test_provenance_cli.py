@@ -11,45 +11,14 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from tests.support.cli import run_cli_process
 from tests.support.paths import REPO_ROOT
+from tests.support.provenance_events import fork_flow, write_jsonl
 
 pytestmark = pytest.mark.unit
 ROOT = REPO_ROOT
 
 
 def _events_file(path: Path) -> Path:
-    lines = [
-        {
-            "event_type": "RECEIVE",
-            "flowfile_uuid": "parent",
-            "component_id": "get",
-            "component_type": "GetFile",
-            "file_size": 10,
-            "transit_uri": "file:/in",
-            "event_time": 1000,
-        },
-        {
-            "event_type": "FORK",
-            "flowfile_uuid": "parent",
-            "component_id": "split",
-            "component_type": "SplitText",
-            "file_size": 10,
-            "event_time": 2000,
-            "parent_uuids": ["parent"],
-            "child_uuids": ["child-1", "child-2"],
-        },
-        {
-            "event_type": "SEND",
-            "flowfile_uuid": "child-1",
-            "component_id": "put",
-            "component_type": "PutS3Object",
-            "file_size": 5,
-            "transit_uri": "s3://b/k",
-            "event_time": 3000,
-            "updated_attributes": {"filename": "part-1"},
-        },
-    ]
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return path
+    return write_jsonl(path, fork_flow())
 
 
 def test_cli_ingest_sql_events_lineage_rollover_expire(
