@@ -31,7 +31,7 @@ from provenance.sql import VIEW, ViewSource
 from storage import IntegrityError, ObjectStore
 from storage.checksum import format_checksum
 from storage.local import LocalObjectStore
-from timeline import DataFile, Table, parse_as_of
+from timeline import DataFile, Table, committed_object, parse_as_of
 from timeline.keyed import MERGE_ON_READ
 
 #: The short alias every table view also gets, so a query can be written once for any table.
@@ -68,7 +68,7 @@ def _verified_in_place(store: LocalObjectStore, f: DataFile) -> Path:
     path = Path(store.url(f.path).removeprefix("file://"))
     where = store.url(f.path)
     crc, total = 0, 0
-    with open(path, "rb") as fh:
+    with committed_object(where), open(path, "rb") as fh:
         while block := fh.read(1024 * 1024):
             crc, total = zlib.crc32(block, crc), total + len(block)
     if f.size and total != f.size:
@@ -95,7 +95,8 @@ def local_files(store: ObjectStore, files: tuple[DataFile, ...], cache: Path) ->
     source = ParquetSource(store, cache_root(str(cache), store))
 
     def fetch(f: DataFile) -> Path:
-        return source.download(f.path, Sums(whole=f.checksum), f.size)
+        with committed_object(store.url(f.path)):
+            return source.download(f.path, Sums(whole=f.checksum), f.size)
 
     if len(files) <= 1:
         return [fetch(f) for f in files]

@@ -80,7 +80,8 @@ STATS_COLUMNS = (
 #: values) are mostly distinct, and a dictionary of 4,096 distinct values only adds a page
 #: per column: with one on every column a row group was 60 % bigger and took ~40 % longer
 #: to decode, which a lookup does for every row group it reads (measured: docs/benchmarks.md,
-#: "Provenance lookups"). Files written before keep their encoding; readers need not know.
+#: "Columnar ingest, rollover and FlowFile lookup"). Files written before keep their
+#: encoding; readers need not know.
 DICTIONARY_COLUMNS = (
     "event_type",
     "component_id",

@@ -21,6 +21,9 @@ import pytest
 
 from storage import ObjectStore, capability
 from tests.support.backends import ALL_BACKENDS, LOCAL_AND_MINIO, Backend, make_backend
+from tests.support.cli import Cli
+from tests.support.fault_proxy import FaultProxy
+from tests.support.faults import proxy_for
 from tests.support.servers import MotoServer, S3Endpoint
 from tests.support.tiers import TIERS, required_tiers, unavailable
 
@@ -163,3 +166,18 @@ def store(backend: Backend) -> Iterator[ObjectStore]:
 @pytest.fixture
 def make_store(backend: Backend) -> Callable[..., ObjectStore]:
     return backend.open
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """`cli(*args)`: (exit code, stdout, stderr) of `flowledger ARGS...` run in process."""
+    return Cli(monkeypatch, capsys)
+
+
+@pytest.fixture
+def proxy(minio: S3Endpoint) -> Iterator[FaultProxy]:
+    """A fault-injecting TCP proxy in front of the session's MinIO (the faults tier's tests
+    set its rules; tests/support/faults.py)."""
+    p = proxy_for(minio)
+    yield p
+    p.stop()

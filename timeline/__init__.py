@@ -27,6 +27,7 @@ from .errors import (
     SchemaMismatch,
     TimelineError,
     WriterNotSupported,
+    committed_object,
 )
 from .file_stats import (
     ColumnStats,
@@ -189,6 +190,7 @@ __all__ = [
     "checksummed",
     "commit_files",
     "commit_keyed",
+    "committed_object",
     "compact_file_group",
     "complete_compaction",
     "conform",

@@ -39,17 +39,10 @@ from storage import IntegrityError, NotFound, ObjectStore, open_blob, verify
 
 from .check_repair import repair_all
 from .check_report import (
-    BLOOM_SIDECAR,
-    DAMAGED,
-    DUPLICATE_KEY,
-    MISSING,
-    MISSING_PROPERTIES,
-    PHANTOM_PENDING,
-    RECORD_INDEX,
     SHOWN_KEYS,
-    TIMELINE,
     CheckProblem,
     CheckReport,
+    ProblemKind,
     cut,
 )
 from .errors import MissingTableObject
@@ -77,7 +70,7 @@ class _Found:
     files: int = 0
     snapshots: int = 0
 
-    def add(self, kind: str, subject: str, message: str) -> None:
+    def add(self, kind: ProblemKind, subject: str, message: str) -> None:
         self.problems.append(CheckProblem(kind, subject, message))
 
 
@@ -90,7 +83,11 @@ def check_table(target: Table | ObjectStore, *, repair: bool = False) -> CheckRe
     try:
         st = table.state()
     except (IntegrityError, NotFound) as exc:
-        found.add(TIMELINE, getattr(exc, "uri", "") or table.uri, f"timeline unreadable: {exc}")
+        found.add(
+            ProblemKind.TIMELINE,
+            getattr(exc, "uri", "") or table.uri,
+            f"timeline unreadable: {exc}",
+        )
         return _report(table, found, creation, None, repair)
     _phantoms(table, st, found)
     _files(table, st, found)
@@ -110,12 +107,14 @@ def _properties(
         return table.properties, None
     except MissingTableObject as exc:
         found.add(
-            MISSING_PROPERTIES,
+            ProblemKind.MISSING_PROPERTIES,
             exc.uri,
             f"{exc.uri} is missing (the table's commits hold the record key column)",
         )
     except (IntegrityError, NotFound) as exc:
-        found.add(MISSING_PROPERTIES, getattr(exc, "uri", ""), f"properties unreadable: {exc}")
+        found.add(
+            ProblemKind.MISSING_PROPERTIES, getattr(exc, "uri", ""), f"properties unreadable: {exc}"
+        )
         return None, None
     creation = None
     try:
@@ -147,7 +146,7 @@ def _phantoms(table: Table, st: TableState, found: _Found) -> None:
             continue
         where = "in the active timeline" if active.get(i.time) is not None else "archived"
         found.add(
-            PHANTOM_PENDING,
+            ProblemKind.PHANTOM_PENDING,
             i.time,
             f"{i.action} {i.time} is listed as pending ({i.state.value}) but completed as "
             f"{e.action} at log position {e.seq} ({where}); later plans leave its file "
@@ -158,7 +157,7 @@ def _phantoms(table: Table, st: TableState, found: _Found) -> None:
     archived = table.archive(table.store) if table.archive is not None else None
     for i in load_active(table.tl, table.load_instants(), archived).superseded:
         found.add(
-            PHANTOM_PENDING,
+            ProblemKind.PHANTOM_PENDING,
             i.time,
             f"{i.action}.{i.state.value} of {i.time} is left in the active timeline although "
             "its completion is archived (an older archiver's leftover; not read as pending)",
@@ -248,10 +247,12 @@ def _verify(
     where = store.url(name or path)
     try:
         read()
-    except NotFound:
-        found.add(MISSING, store.url(path), f"{where} is missing ({who} reads it)")
+    except (NotFound, MissingTableObject):
+        found.add(ProblemKind.MISSING, store.url(path), f"{where} is missing ({who} reads it)")
     except IntegrityError as exc:
-        found.add(DAMAGED, store.url(path), f"{where} is damaged ({who} reads it): {cut(exc)}")
+        found.add(
+            ProblemKind.DAMAGED, store.url(path), f"{where} is damaged ({who} reads it): {cut(exc)}"
+        )
 
 
 # -- keys and the record index ------------------------------------------------------------
@@ -304,13 +305,15 @@ def _keys(table: Table, st: TableState, props: KeyedProperties, found: _Found) -
                 twice.setdefault(ident, {first}).add(g)
     for ident in sorted(twice)[:SHOWN_KEYS]:
         found.add(
-            DUPLICATE_KEY,
+            ProblemKind.DUPLICATE_KEY,
             ident,
             f"key {ident!r} is held by file groups {', '.join(sorted(twice[ident]))} of the "
             "latest snapshot",
         )
     if len(twice) > SHOWN_KEYS:
-        found.add(DUPLICATE_KEY, "", f"{len(twice) - SHOWN_KEYS} more keys are held twice")
+        found.add(
+            ProblemKind.DUPLICATE_KEY, "", f"{len(twice) - SHOWN_KEYS} more keys are held twice"
+        )
     _record_index(table, st, props, groups, found)
 
 
@@ -337,7 +340,7 @@ def _record_index(
         what = "missing" if isinstance(exc, NotFound) else "damaged"
         subject = store.url(ref.path) if ref is not None else table.uri
         found.add(
-            RECORD_INDEX,
+            ProblemKind.RECORD_INDEX,
             subject,
             f"record index {view.instant}: {subject} is {what} (writes fall back to key ranges "
             "and bloom filters until it is rebuilt)",
@@ -367,7 +370,7 @@ def _record_index(
     if wrong:
         shown = ", ".join(repr(k) for k in sorted(wrong)[:SHOWN_KEYS])
         found.add(
-            RECORD_INDEX,
+            ProblemKind.RECORD_INDEX,
             view.instant,
             f"record index {view.instant} disagrees with the files for {len(wrong)} keys "
             f"(e.g. {shown})",
@@ -389,9 +392,13 @@ def _bloom_sidecars(table: Table, st: TableState, found: _Found) -> None:
             verify(data, str(s.get("bloom_checksum", "")), where)
             open_blob(data, where)
         except NotFound:
-            found.add(BLOOM_SIDECAR, where, f"bloom filter {where} of {f.path} is missing")
+            found.add(
+                ProblemKind.BLOOM_SIDECAR, where, f"bloom filter {where} of {f.path} is missing"
+            )
         except IntegrityError as exc:
-            found.add(BLOOM_SIDECAR, where, f"bloom filter {where} is damaged: {cut(exc)}")
+            found.add(
+                ProblemKind.BLOOM_SIDECAR, where, f"bloom filter {where} is damaged: {cut(exc)}"
+            )
 
 
 # -- report -------------------------------------------------------------------------------

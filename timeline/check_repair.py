@@ -5,22 +5,16 @@ the reason."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 
 import pyarrow as pa
 
 from storage import IntegrityError, NotFound, seal_blob, verify
 
 from .check_report import (
-    BLOOM_SIDECAR,
-    DAMAGED,
-    DUPLICATE_KEY,
-    MISSING,
-    MISSING_PROPERTIES,
-    PHANTOM_PENDING,
-    RECORD_INDEX,
-    TIMELINE,
     CheckProblem,
     CheckRepair,
+    ProblemKind,
     cut,
 )
 from .keyed.bloom import BloomFilter
@@ -31,6 +25,18 @@ from .keyed.properties import KeyedProperties, create_properties
 from .parquet_io import read_files
 from .snapshot import TableState
 from .table import Table
+
+_LOST = "restore it from a backup or roll back the instant that wrote it"
+#: Why a problem that cannot be repaired is refused.
+_REFUSALS = MappingProxyType(
+    {
+        ProblemKind.MISSING: f"the file's bytes exist nowhere else; {_LOST}",
+        ProblemKind.DAMAGED: f"the file's bytes cannot be recomputed; {_LOST}",
+        ProblemKind.DUPLICATE_KEY: "which copy of the key is current cannot be told "
+        "without guessing",
+        ProblemKind.TIMELINE: "the timeline itself is unreadable",
+    }
+)
 
 
 def repair_all(
@@ -43,7 +49,7 @@ def repair_all(
     out: list[CheckRepair] = []
     index_done: CheckRepair | None = None
     for p in problems:
-        if p.kind == RECORD_INDEX:
+        if p.kind == ProblemKind.RECORD_INDEX:
             if index_done is None:
                 index_done = _rebuild_index(table, p)
                 out.append(index_done)
@@ -57,28 +63,21 @@ def repair_all(
 def _repair_one(
     table: Table, p: CheckProblem, creation: KeyedProperties | None, st: TableState | None
 ) -> CheckRepair:
-    if p.kind == PHANTOM_PENDING:
+    if p.kind == ProblemKind.PHANTOM_PENDING:
         gone = [i for i in table.tl.states.of_time(p.subject) if i.is_pending]
         table.tl.states.delete(sorted(gone, key=lambda i: -i.state.rank))
         names = ", ".join(f"{i.action}.{i.state.value}" for i in gone) or "nothing left"
         return CheckRepair(p, True, f"deleted the pending states of {p.subject} ({names})")
-    if p.kind == MISSING_PROPERTIES:
+    if p.kind == ProblemKind.MISSING_PROPERTIES:
         if creation is None:
             return CheckRepair(p, False, "no creation commit records the properties: not guessed")
         create_properties(table.store, creation)
         return CheckRepair(
             p, True, f"wrote {p.subject} from the creation commit ({creation.describe()})"
         )
-    if p.kind == BLOOM_SIDECAR and st is not None:
+    if p.kind == ProblemKind.BLOOM_SIDECAR and st is not None:
         return _rebuild_bloom(table, st, p)
-    why = {
-        MISSING: "the file's bytes exist nowhere else; restore it from a backup or roll back "
-        "the instant that wrote it",
-        DAMAGED: "the file's bytes cannot be recomputed; restore it from a backup or roll back "
-        "the instant that wrote it",
-        DUPLICATE_KEY: "which copy of the key is current cannot be told without guessing",
-        TIMELINE: "the timeline itself is unreadable",
-    }.get(p.kind, "no repair without guessing")
+    why = _REFUSALS.get(p.kind, "no repair without guessing")
     return CheckRepair(p, False, f"{p.subject}: {why}")
 
 

@@ -5,19 +5,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-#: Problem kinds.
-MISSING = "missing"  # a needed file is gone
-DAMAGED = "damaged"  # a needed file fails its checksum (or its size)
-PHANTOM_PENDING = "phantom_pending"  # a completed or archived instant listed as pending
-MISSING_PROPERTIES = "missing_properties"
-DUPLICATE_KEY = "duplicate_key"
-RECORD_INDEX = "record_index"  # unreadable or disagreeing with the files
-BLOOM_SIDECAR = "bloom_sidecar"
-TIMELINE = "timeline"  # the timeline itself could not be read
+
+class ProblemKind(StrEnum):
+    """What is wrong, one word per kind of problem (the `kind` of `CheckProblem`)."""
+
+    MISSING = "missing"  # a needed file is gone
+    DAMAGED = "damaged"  # a needed file fails its checksum (or its size)
+    PHANTOM_PENDING = "phantom_pending"  # a completed or archived instant listed as pending
+    MISSING_PROPERTIES = "missing_properties"
+    DUPLICATE_KEY = "duplicate_key"
+    RECORD_INDEX = "record_index"  # unreadable or disagreeing with the files
+    BLOOM_SIDECAR = "bloom_sidecar"
+    TIMELINE = "timeline"  # the timeline itself could not be read
+
+
 #: Kinds `repair=True` can fix.
-REPAIRABLE = frozenset({PHANTOM_PENDING, MISSING_PROPERTIES, RECORD_INDEX, BLOOM_SIDECAR})
+REPAIRABLE = frozenset(
+    {
+        ProblemKind.PHANTOM_PENDING,
+        ProblemKind.MISSING_PROPERTIES,
+        ProblemKind.RECORD_INDEX,
+        ProblemKind.BLOOM_SIDECAR,
+    }
+)
 #: Keys named in one problem line at most.
 SHOWN_KEYS = 5
 
@@ -27,7 +40,7 @@ class CheckProblem:
     """One thing wrong with the table, said in one line (`message`); `subject` names the
     object or instant it is about."""
 
-    kind: str
+    kind: ProblemKind
     subject: str
     message: str
 
@@ -98,18 +111,11 @@ def cut(exc: Exception) -> str:
 
 
 __all__ = [
-    "BLOOM_SIDECAR",
-    "DAMAGED",
-    "DUPLICATE_KEY",
-    "MISSING",
-    "MISSING_PROPERTIES",
-    "PHANTOM_PENDING",
-    "RECORD_INDEX",
     "REPAIRABLE",
     "SHOWN_KEYS",
-    "TIMELINE",
     "CheckProblem",
     "CheckRepair",
     "CheckReport",
+    "ProblemKind",
     "cut",
 ]

@@ -4,11 +4,15 @@ class's kind comes from the kind base it derives from (storage/error_kinds.py)."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from storage import (
     ConflictError,
     FlowledgerBaseError,
     IntegrityError,
     InvalidInputError,
+    NotFound,
     NotFoundError,
     RefusedError,
     UnknownOutcomeError,
@@ -99,6 +103,20 @@ class MissingTableObject(TimelineError, IntegrityError):
     """An object the table's committed timeline says exists is gone (its keyed properties, a
     data or log file a commit names): a read would answer from less than the table holds, so
     it is refused, naming the object (`uri`). Also a `storage.IntegrityError`."""
+
+
+@contextmanager
+def committed_object(where: str) -> Iterator[None]:
+    """Reading an object a completed commit names (`where`: its URL): its absence is not a
+    "not found" (the table says it exists) but lost data, `MissingTableObject` naming it."""
+    try:
+        yield
+    except (NotFound, FileNotFoundError):
+        raise MissingTableObject(
+            f"{where} is missing, although a completed commit names it; "
+            "`flowledger table check` lists what else is gone",
+            where,
+        ) from None
 
 
 class PartitionNamingError(TimelineError, InvalidInputError, ValueError):

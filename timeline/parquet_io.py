@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from storage import IntegrityError, ObjectStore, checksum_of, verify
 
-from .errors import InvalidDataFile
+from .errors import InvalidDataFile, committed_object
 from .metadata import DataFile
 from .schema import conform
 
@@ -93,9 +93,11 @@ def checksummed(f: DataFile, body: bytes, *, ranged: bool = False) -> DataFile:
 
 def read_verified(store: ObjectStore, f: DataFile) -> bytes:
     """The whole file, checked against the checksum its commit recorded (IntegrityError
-    naming the object otherwise; a legacy file without a checksum is read as is)."""
-    data = store.get(f.path)
+    naming the object otherwise, `MissingTableObject` if it is gone; a legacy file without a
+    checksum is read as is)."""
     where = store.url(f.path)
+    with committed_object(where):
+        data = store.get(f.path)
     if f.size and len(data) != f.size:
         raise IntegrityError(
             f"{where} is corrupt: {len(data)} bytes read, the commit recorded {f.size}", where

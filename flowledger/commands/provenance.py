@@ -18,10 +18,10 @@ from storage import open_store
 from storage.timeutil import ms_to_iso
 
 from ..context import cli_context
-from ..output import emit_json, jsonable
+from ..output import emit_json
 from ..progress import reading, steps
 from .options import JsonOption, RepoOption
-from .row_output import ALL, parse_limit
+from .row_output import ALL, parse_limit, print_query_rows
 
 app = typer.Typer(no_args_is_help=True, help="NiFi-style provenance repository (DuckDB SQL).")
 MAX_ID = 2**63 - 1  # event ids are BIGINT
@@ -139,13 +139,7 @@ def sql(
         names, rows = repo_.sql(query)
     finally:
         repo_.close()
-    if json_out:
-        emit_json([dict(zip(names, map(jsonable, r), strict=True)) for r in rows])
-        return
-    table = RichTable(*names)
-    for r in rows:
-        table.add_row(*(str(v) for v in r))
-    Console().print(table)
+    print_query_rows(names, rows, json_out)
 
 
 @app.command()

@@ -57,6 +57,25 @@ def table_document(data: pa.Table, limit: int | None) -> dict[str, Any]:
     }
 
 
+def print_query_rows(names: list[str], rows: list[tuple[Any, ...]], as_json: bool) -> None:
+    """A SQL answer: one JSON object per row, or a table for a person."""
+    if as_json:
+        emit_json([dict(zip(names, map(jsonable, r), strict=True)) for r in rows])
+        return
+    out = RichTable(*names)
+    for r in rows:
+        out.add_row(*(str(v) for v in r))
+    Console().print(out)
+
+
+def print_count(rows: int, as_json: bool, **about: Any) -> None:
+    """A `--count` answer: the number alone, or `{"rows": N, **about}` in JSON."""
+    if as_json:
+        emit_json({"rows": rows, **about})
+    else:
+        print(rows)
+
+
 def print_table(data: pa.Table, limit: int | None, as_json: bool, title: str) -> None:
     """A table read's rows, the first `limit` (None: all): the JSON document, or a table for
     a person whose caption says how many rows there are and how many it shows."""

@@ -12,8 +12,6 @@ from typing import Annotated
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
-from rich.console import Console
-from rich.table import Table as RichTable
 
 from provenance import ProvenanceRepository
 from provenance import sql as prov_sql
@@ -33,7 +31,7 @@ from timeline.keyed import (
 from .. import table_sql
 from ..context import CliContext, cli_context
 from ..errors import ANSWERS
-from ..output import emit_json, instant_json, jsonable
+from ..output import emit_json, instant_json
 from ..slice_provenance import CommitJob, SliceProvenance
 from ..spark.lineage import canonical
 from ..table_sql import TableRead
@@ -45,7 +43,7 @@ from .options import (
     JsonOption,
     RepoOption,
 )
-from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_table
+from .row_output import ALL, DISPLAY_ROWS, parse_limit, print_count, print_query_rows, print_table
 from .table_files import files
 from .timeline import open_table
 
@@ -275,35 +273,20 @@ def read(
     table = open_table(ctx, table_uri)
     if changes_since is None and (cdc or full_scan):
         raise ValueError("--cdc and --full-scan apply to --changes-since")
-    if changes_since is not None:
-        data = table.changes(changes_since, as_of, cdc=cdc, full_scan=full_scan)
-        if count:
-            if as_json:
-                emit_json({"rows": data.num_rows})
-            else:
-                print(data.num_rows)
-            return
-        print_table(data, wanted, as_json, table.uri)
-        return
     if read_optimized and changes_since is not None:
         raise ValueError("--read-optimized reads a snapshot, not --changes-since")
-    if count and not read_optimized and not _has_logs(table):
-        snap = table.snapshot(as_of)
-        if as_json:
-            emit_json(
-                {"rows": snap.rows, "files": len(snap.files), "instant_time": snap.instant_time}
-            )
-        else:
-            print(snap.rows)
+    if changes_since is not None:
+        data = table.changes(changes_since, as_of, cdc=cdc, full_scan=full_scan)
+    elif count and not read_optimized and not _has_logs(table):
+        snap = table.snapshot(as_of)  # the count from commit metadata: no data file read
+        print_count(snap.rows, as_json, files=len(snap.files), instant_time=snap.instant_time)
         return
-    data = table.read(as_of, read_optimized=read_optimized)
-    if count:  # merged rows of a merge-on-read table are only known by reading them
-        if as_json:
-            emit_json({"rows": data.num_rows})
-        else:
-            print(data.num_rows)
-        return
-    print_table(data, wanted, as_json, table.uri)
+    else:  # merged rows of a merge-on-read table are only known by reading them
+        data = table.read(as_of, read_optimized=read_optimized)
+    if count:
+        print_count(data.num_rows, as_json)
+    else:
+        print_table(data, wanted, as_json, table.uri)
 
 
 def _has_logs(table: Table) -> bool:
@@ -381,10 +364,4 @@ def sql(
             con.close()
     finally:
         prov.close()
-    if as_json:
-        emit_json([dict(zip(names, map(jsonable, r), strict=True)) for r in rows])
-        return
-    out = RichTable(*names)
-    for r in rows:
-        out.add_row(*(str(v) for v in r))
-    Console().print(out)
+    print_query_rows(names, rows, as_json)

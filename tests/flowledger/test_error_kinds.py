@@ -4,10 +4,7 @@ answers the HTTP service with the same status, both taken from the one table."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -33,7 +30,7 @@ from provenance.session import errors as session
 from storage import ErrorKind
 from storage import errors as st
 from storage.content import errors as content
-from tests.support.paths import REPO_ROOT
+from tests.support.cli import run_cli, run_cli_process
 from tests.support.service import TOKEN, Client, ServiceProcess, seed_lineage
 from timeline import PropertiesError
 from timeline import errors as tl
@@ -155,12 +152,8 @@ def _cli_exit(
         raise exc
 
     monkeypatch.setattr(cli, "app", command)
-    monkeypatch.setattr(sys, "argv", ["flowledger", "probe"])
-    with pytest.raises(SystemExit) as done:
-        cli.main()
-    code = done.value.code
-    assert isinstance(code, int)
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(monkeypatch, capsys, "probe")
+    return code, err
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
@@ -250,10 +243,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Clie
     server.stop()
 
 
-def _flowledger(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    cmd = [sys.executable, "-m", "flowledger", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+_flowledger = run_cli_process
 
 
 def test_real_commands_and_requests_answer_by_kind(

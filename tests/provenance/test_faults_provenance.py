@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,18 +18,11 @@ from provenance.records import to_table
 from storage import FlowledgerBaseError, UnknownOutcomeError, open_store
 from tests.support.crash_minio import CrashingMinio
 from tests.support.fault_proxy import Fault, FaultProxy
-from tests.support.faults import cli, once, proxy_for, through
+from tests.support.faults import cli, once, through
 from tests.support.provenance_events import ev
 from tests.support.servers import S3Endpoint
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
-
-
-@pytest.fixture
-def proxy(minio: S3Endpoint) -> Iterator[FaultProxy]:
-    p = proxy_for(minio)
-    yield p
-    p.stop()
 
 
 def _events(path: Path, first: int, n: int) -> Path:

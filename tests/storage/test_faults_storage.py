@@ -5,7 +5,6 @@ back can tell, it tells (docs/faults.md)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,17 +17,10 @@ from storage import (
     open_store,
 )
 from tests.support.fault_proxy import DROP, RESET, Fault, FaultProxy
-from tests.support.faults import once, proxy_for, through
+from tests.support.faults import once, through
 from tests.support.servers import S3Endpoint
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def proxy(minio: S3Endpoint) -> Iterator[FaultProxy]:
-    p = proxy_for(minio)
-    yield p
-    p.stop()
 
 
 def _stores(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tests.support.cli import run_cli_process
 from tests.support.fault_proxy import Fault, FaultProxy
 from tests.support.servers import S3Endpoint
 
@@ -50,7 +50,6 @@ def cli(
     """`flowledger ARGS` in a fresh process, with the endpoint in the standard variables."""
     full = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(ROOT),
         "AWS_ENDPOINT_URL": endpoint.endpoint,
         "AWS_ACCESS_KEY_ID": endpoint.access_key,
         "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
@@ -61,11 +60,4 @@ def cli(
         "FLOWLEDGER_TIMELINE_CACHE": str(tmp_path / "entries"),
         **env,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "flowledger", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=full,
-        timeout=300,
-    )
+    return run_cli_process(*args, env=full, cwd=ROOT, timeout=300)

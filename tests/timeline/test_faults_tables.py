@@ -9,7 +9,6 @@ import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,7 +18,7 @@ import pytest
 from storage import FlowledgerBaseError, UnknownOutcomeError, open_store
 from tests.support.crash_minio import CrashingMinio
 from tests.support.fault_proxy import DROP, FORWARD, Fault, FaultProxy
-from tests.support.faults import cli, once, proxy_for, through
+from tests.support.faults import cli, once, through
 from tests.support.servers import S3Endpoint
 from timeline import Table, TableSettings
 from timeline.archive import (
@@ -32,13 +31,6 @@ from timeline.archive import (
 from timeline.instant import WRITE_ACTIONS
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-def proxy(minio: S3Endpoint) -> Iterator[FaultProxy]:
-    p = proxy_for(minio)
-    yield p
-    p.stop()
 
 
 def _log_put(method: str, path: str) -> bool:

@@ -18,14 +18,7 @@ import pytest
 from storage import open_store
 from timeline import Table, TableSettings, check_table
 from timeline.archive import Archiver
-from timeline.check_report import (
-    BLOOM_SIDECAR,
-    DAMAGED,
-    DUPLICATE_KEY,
-    MISSING,
-    PHANTOM_PENDING,
-    RECORD_INDEX,
-)
+from timeline.check_report import ProblemKind
 from timeline.instant import COMMIT, COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties, build_index
 from timeline.keyed.record_index import put_shard
@@ -80,7 +73,7 @@ def test_the_unreadable_merge_on_read_table_names_its_missing_base_file(tmp_path
     with tarfile.open(FIXTURE) as tar:
         tar.extractall(tmp_path, filter="data")
     report = check_table(open_store(str(tmp_path / "mor-table-unreadable")))
-    missing = [p for p in report.problems if p.kind == MISSING]
+    missing = [p for p in report.problems if p.kind == ProblemKind.MISSING]
     assert missing, report.problems
     assert any(
         "data/20261129001636349/p=a/" in p.subject and "the latest snapshot reads it" in p.message
@@ -88,7 +81,7 @@ def test_the_unreadable_merge_on_read_table_names_its_missing_base_file(tmp_path
     ), missing
     assert not report.ok
     repaired = check_table(open_store(str(tmp_path / "mor-table-unreadable")), repair=True)
-    refusals = [r for r in repaired.repairs if r.problem.kind == MISSING]
+    refusals = [r for r in repaired.repairs if r.problem.kind == ProblemKind.MISSING]
     assert refusals and not any(r.done for r in refusals)
     assert "restore it from a backup" in refusals[0].message
 
@@ -98,7 +91,7 @@ def test_a_deleted_data_file_is_named(tmp_path: Path) -> None:
     gone = t.snapshot().files[0]
     _local(t, gone.path).unlink()
     report = check_table(open_store(t.uri))
-    assert _kinds(report) == [MISSING]
+    assert _kinds(report) == [ProblemKind.MISSING]
     assert report.problems[0].subject == t.store.url(gone.path)
     assert "\n" not in report.problems[0].message
 
@@ -111,8 +104,8 @@ def test_a_corrupted_data_file_fails_its_checksum(tmp_path: Path) -> None:
     body[len(body) // 2] ^= 0xFF  # same size, one byte flipped
     local.write_bytes(bytes(body))
     report = check_table(t)
-    assert DAMAGED in _kinds(report)
-    damaged = next(p for p in report.problems if p.kind == DAMAGED)
+    assert ProblemKind.DAMAGED in _kinds(report)
+    damaged = next(p for p in report.problems if p.kind == ProblemKind.DAMAGED)
     assert damaged.subject == t.store.url(f.path) and "checksum" in damaged.message
 
 
@@ -162,7 +155,7 @@ def test_a_phantom_pending_compaction_is_found_and_removed(tmp_path: Path) -> No
     t.refresh()
     assert list(t.timeline().pending()) == []  # an archived completion is never pending
     report = check_table(open_store(t.uri))
-    assert _kinds(report) == [PHANTOM_PENDING]
+    assert _kinds(report) == [ProblemKind.PHANTOM_PENDING]
     assert report.problems[0].subject == done.time and "archived" in report.problems[0].message
     fixed = check_table(open_store(t.uri), repair=True)
     assert [r.done for r in fixed.repairs] == [True] and fixed.ok
@@ -188,7 +181,7 @@ def test_a_damaged_record_index_is_found_bypassed_by_writes_and_rebuilt(
     local = _local(t, shard)
     local.write_bytes(local.read_bytes()[:-10] + b"0123456789")
     report = check_table(open_store(t.uri))
-    assert _kinds(report) == [RECORD_INDEX]
+    assert _kinds(report) == [ProblemKind.RECORD_INDEX]
     assert t.store.url(shard) in report.problems[0].message
 
     # A write does not fail on a damaged derived index: it finds its keys without it.
@@ -203,7 +196,7 @@ def test_a_damaged_record_index_is_found_bypassed_by_writes_and_rebuilt(
     assert rows[3] == "x" and rows[60] == "y"
 
     fixed = check_table(open_store(t.uri), repair=True)
-    assert [r.problem.kind for r in fixed.repairs] == [RECORD_INDEX]
+    assert [r.problem.kind for r in fixed.repairs] == [ProblemKind.RECORD_INDEX]
     assert fixed.repairs[0].done and "rebuilt" in fixed.repairs[0].message
     assert check_table(open_store(t.uri)).problems == ()
 
@@ -225,7 +218,7 @@ def test_a_record_index_that_disagrees_with_the_files_is_rebuilt(tmp_path: Path)
     )
     report = check_table(open_store(t.uri))
     assert (
-        _kinds(report) == [RECORD_INDEX]
+        _kinds(report) == [ProblemKind.RECORD_INDEX]
         and "disagrees with the files" in report.problems[0].message
     )
     assert check_table(open_store(t.uri), repair=True).ok
@@ -252,7 +245,7 @@ def test_a_key_held_by_two_file_groups_is_named_and_not_repaired(tmp_path: Path)
     added = [*last.metadata["added"], twin.to_json()]
     _rewrite_entry(t, last, {**last.metadata, "added": added})
     report = check_table(open_store(t.uri))
-    dups = [p for p in report.problems if p.kind == DUPLICATE_KEY]
+    dups = [p for p in report.problems if p.kind == ProblemKind.DUPLICATE_KEY]
     assert dups and "twin-group" in dups[0].message
     refused = check_table(open_store(t.uri), repair=True)
     assert not refused.ok
@@ -265,7 +258,7 @@ def test_the_report_is_json(tmp_path: Path) -> None:
     _local(t, t.snapshot().files[0].path).unlink()
     doc = check_table(t).to_json()
     assert json.loads(json.dumps(doc))["ok"] is False
-    assert doc["problems"][0]["kind"] == MISSING
+    assert doc["problems"][0]["kind"] == ProblemKind.MISSING
 
 
 def test_a_damaged_bloom_sidecar_is_rebuilt_as_it_was_written(tmp_path: Path) -> None:
@@ -278,7 +271,9 @@ def test_a_damaged_bloom_sidecar_is_rebuilt_as_it_was_written(tmp_path: Path) ->
     written = local.read_bytes()
     local.write_bytes(written[:-4] + b"XXXX")
     report = check_table(open_store(t.uri))
-    assert _kinds(report) == [BLOOM_SIDECAR] and report.problems[0].subject == t.store.url(path)
+    assert _kinds(report) == [ProblemKind.BLOOM_SIDECAR] and report.problems[
+        0
+    ].subject == t.store.url(path)
     fixed = check_table(open_store(t.uri), repair=True)
     assert fixed.ok and fixed.repairs[0].done, fixed.repairs
     assert local.read_bytes() == written

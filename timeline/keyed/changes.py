@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from storage import NotFound
 
-from ..errors import InstantNotFound, RangeNotReadable
+from ..errors import InstantNotFound, MissingTableObject, RangeNotReadable
 from ..metadata import DataFile, Entry
 from ..parquet_io import read_files
 from ..snapshot import TableState
@@ -133,12 +133,12 @@ class ChangeRange:
 
     @contextmanager
     def reading(self, cdc: bool) -> Iterator[None]:
-        """A storage NotFound while the range is read: a clean that completed meanwhile
+        """A committed object gone while the range is read: a clean that completed meanwhile
         is RangeNotReadable (checked against the table as it is now); anything else (a
-        damaged table) stays the storage error."""
+        damaged table) stays the error."""
         try:
             yield
-        except NotFound:
+        except (NotFound, MissingTableObject):
             ChangeRange(self.table, self.begin, self.end).check_readable(cdc)
             raise
 

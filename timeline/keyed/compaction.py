@@ -34,7 +34,13 @@ from storage import Conflict, NotFound
 
 from .. import crash
 from ..commit import materialize
-from ..errors import CommitConflict, InstantNotFound, PlanError, TimelineError
+from ..errors import (
+    CommitConflict,
+    InstantNotFound,
+    MissingTableObject,
+    PlanError,
+    TimelineError,
+)
 from ..heartbeat import last_beat
 from ..instant import (
     COMMIT,
@@ -336,7 +342,7 @@ def execute(table: Table, t: str) -> Instant | None:
             max(1, min(run.table.settings.write_parallelism, len(work.slices)))
         ) as pool:
             written = list(pool.map(task, work.slices))
-    except NotFound as exc:
+    except (NotFound, MissingTableObject) as exc:
         # A planned base or log is gone: the plan can never complete. Left pending it would
         # hold its file groups out of every later plan and stop archival; it is dropped.
         run.abandon()

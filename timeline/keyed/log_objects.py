@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from storage import IntegrityError, ObjectStore, checksum_of, verify
 
+from ..errors import committed_object
 from .logfile import DELETE, OP_COL, LogFile, decode_log, encode_block, read_log
 
 
@@ -109,8 +110,9 @@ def write_log_object(
 def read_log_object(store: ObjectStore, path: str, logs: Sequence[LogFile]) -> dict[str, pa.Table]:
     """The blocks `logs` (all of the object `path`) by `LogFile.ref`, from one GET of the
     whole object: its checksum verified, then each block's before decoding."""
-    data = store.get(path)
     where = store.url(path)
+    with committed_object(where):
+        data = store.get(path)
     first = logs[0]
     verify_object(data, first, where)
     view = memoryview(data)
@@ -168,7 +170,8 @@ class LogCache:
         with lock:  # one GET per object, whichever thread asks first
             data = self._objects.get(lf.path)
             if data is None:
-                data = self.store.get(lf.path)
+                with committed_object(self.store.url(lf.path)):
+                    data = self.store.get(lf.path)
                 verify_object(data, lf, self.store.url(lf.path))
                 self._objects[lf.path] = data
             return data

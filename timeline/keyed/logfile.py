@@ -40,7 +40,7 @@ import pyarrow.ipc as ipc
 
 from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_blob, verify
 
-from ..errors import TimelineError
+from ..errors import TimelineError, committed_object
 from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 
 LOG_FORMAT = "flowledger.log-block/3"
@@ -325,7 +325,8 @@ def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
     """The block's rows, verified (commit checksum, trailer, header) before they are used:
     the whole object, or the block's byte range of an object holding several."""
     whole = log.offset is None
-    data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
+    with committed_object(store.url(log.path)):
+        data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
     return decode_log(data, log, store.url(log.path))
 
 

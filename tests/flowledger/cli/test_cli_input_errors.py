@@ -118,6 +118,17 @@ def test_as_of_garbage_and_before_the_first_commit(
 
 
 @pytest.mark.unit
+def test_read_optimized_and_changes_since_together_are_refused(
+    table_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A read-optimized read is a snapshot: with --changes-since it would be silently
+    dropped, so the pair is refused as bad input."""
+    args = ("table", "read", table_uri, "--changes-since", "20000101000000000")
+    line = _fails(monkeypatch, capsys, *args, "--read-optimized", "--count", code=2)
+    assert "--read-optimized" in line and "--changes-since" in line
+
+
+@pytest.mark.unit
 def test_csv_type_clash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
+from tests.support.provenance_events import fork_flow, write_jsonl
 
 pytestmark = pytest.mark.unit
 runner = CliRunner()
@@ -35,29 +36,7 @@ def _keys(value: Any) -> set[str]:
 
 
 def _events(path: Path) -> Path:
-    lines = [
-        {
-            "event_type": "RECEIVE",
-            "flowfile_uuid": "parent",
-            "component_id": "get",
-            "component_type": "GetFile",
-            "file_size": 10,
-            "transit_uri": "file:/in",
-            "event_time": 1000,
-        },
-        {
-            "event_type": "FORK",
-            "flowfile_uuid": "parent",
-            "component_id": "split",
-            "component_type": "SplitText",
-            "file_size": 10,
-            "event_time": 2000,
-            "parent_uuids": ["parent"],
-            "child_uuids": ["child-1"],
-        },
-    ]
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return path
+    return write_jsonl(path, fork_flow()[:2])  # RECEIVE and FORK
 
 
 def test_every_read_command_prints_json_with_the_agreed_names(

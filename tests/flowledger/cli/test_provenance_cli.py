@@ -3,54 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
+from tests.support.cli import run_cli_process
 from tests.support.paths import REPO_ROOT
+from tests.support.provenance_events import fork_flow, write_jsonl
 
 pytestmark = pytest.mark.unit
 ROOT = REPO_ROOT
 
 
 def _events_file(path: Path) -> Path:
-    lines = [
-        {
-            "event_type": "RECEIVE",
-            "flowfile_uuid": "parent",
-            "component_id": "get",
-            "component_type": "GetFile",
-            "file_size": 10,
-            "transit_uri": "file:/in",
-            "event_time": 1000,
-        },
-        {
-            "event_type": "FORK",
-            "flowfile_uuid": "parent",
-            "component_id": "split",
-            "component_type": "SplitText",
-            "file_size": 10,
-            "event_time": 2000,
-            "parent_uuids": ["parent"],
-            "child_uuids": ["child-1", "child-2"],
-        },
-        {
-            "event_type": "SEND",
-            "flowfile_uuid": "child-1",
-            "component_id": "put",
-            "component_type": "PutS3Object",
-            "file_size": 5,
-            "transit_uri": "s3://b/k",
-            "event_time": 3000,
-            "updated_attributes": {"filename": "part-1"},
-        },
-    ]
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return path
+    return write_jsonl(path, fork_flow())
 
 
 def test_cli_ingest_sql_events_lineage_rollover_expire(
@@ -101,14 +69,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         "XDG_CACHE_HOME": str(tmp_path / "c"),
         "PATH": "/usr/bin:/bin",
     }
-    p = subprocess.run(
-        [sys.executable, "-m", "flowledger", "provenance", "sql", "DELETE FROM provenance"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-    )
+    p = run_cli_process("provenance", "sql", "DELETE FROM provenance", env=env, cwd=ROOT)
     assert p.returncode == 8  # forbidden: a write statement through a read-only command
     assert p.stderr.strip().count("\n") == 0
     assert "read-only" in p.stderr
@@ -117,14 +78,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         '{"event_type": "ROUTE", "flowfile_uuid": "u", "component_id": "c", '
         '"component_type": "t", "file_size": 1}\n'
     )
-    p = subprocess.run(
-        [sys.executable, "-m", "flowledger", "provenance", "ingest", str(bad)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-    )
+    p = run_cli_process("provenance", "ingest", str(bad), env=env, cwd=ROOT)
     assert p.returncode == 2 and "relationship" in p.stderr  # invalid input
 
 

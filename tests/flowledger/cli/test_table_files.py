@@ -6,9 +6,7 @@ the refusal exit code) unless --read-optimized."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from storage import open_store
-from tests.support.paths import REPO_ROOT
+from tests.support.cli import run_cli_process
 from timeline import Table
 from timeline.keyed import KeyedProperties
 
@@ -25,9 +23,7 @@ pytestmark = pytest.mark.unit
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    cmd = [sys.executable, "-m", "flowledger", "table", "files", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    return run_cli_process("table", "files", *args)
 
 
 def _listed(*args: str) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import zlib
 from pathlib import Path
@@ -24,6 +23,7 @@ from storage.content import (
 )
 from storage.content.checksum import combine
 from storage.content.ledger import BATCHES, CHECKPOINT
+from tests.support.cli import run_cli_process
 from tests.support.paths import REPO_ROOT
 
 
@@ -127,15 +127,7 @@ def test_repository_open_uses_content_prefix(tmp_path: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "FLOWLEDGER_REPO"}
-    cwd = REPO_ROOT  # the checkout, as CI runs (paths are absolute)
-    return subprocess.run(
-        [sys.executable, "-c", "from flowledger.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return run_cli_process(*args, env=env, cwd=REPO_ROOT)  # the checkout, as CI runs
 
 
 @pytest.mark.unit

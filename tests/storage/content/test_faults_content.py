@@ -5,7 +5,6 @@ acknowledged content is readable with its bytes, and the repository stays readab
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,10 @@ import pytest
 from storage import FlowledgerBaseError, open_store
 from storage.content import ContentClaim, ContentRepository
 from tests.support.fault_proxy import Fault, FaultProxy
-from tests.support.faults import cli, once, proxy_for, through
+from tests.support.faults import cli, once, through
 from tests.support.servers import S3Endpoint
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-def proxy(minio: S3Endpoint) -> Iterator[FaultProxy]:
-    p = proxy_for(minio)
-    yield p
-    p.stop()
 
 
 def test_cli_content_put_whose_ledger_batch_landed_before_a_refusal_reports_the_claim(
