@@ -22,6 +22,7 @@ from . import (
     content_routes,
     event_routes,
     ingest_routes,
+    marquez_routes,
     provenance_routes,
     sql_routes,
     table_sql_routes,
@@ -137,6 +138,7 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
         table_sql_routes,
         timeline_routes,
         content_routes,
+        marquez_routes,
     )
     for module in (*routers, ingest_routes):
         app.include_router(module.router, dependencies=auth)
