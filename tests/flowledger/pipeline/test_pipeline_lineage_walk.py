@@ -1,0 +1,69 @@
+"""The demo's pipeline on Spark, then a user's question of every file it leaves current: where
+did it come from? After the first write, the late correction (delta commits of log files), the
+incremental recompute of `delays_by_carrier`, the compaction and the clean, each current file
+of both tables walks back to the raw CSV files it was made of by NiFi's lineage requests, over
+the HTTP API of a real `flowledger serve` and through NiFi's own client, nipyapi."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from rich.console import Console
+
+from flowledger.pipeline import PipelineOptions, PipelineResult, raw_files, run_pipeline
+from flowledger.pipeline import tables as tbl
+from flowledger.slice_provenance import slice_uuid
+from storage import open_store
+from tests.support.lineage_walk import Event, Submit, all_ancestors, over_http, with_nipyapi
+from tests.support.service import ServiceProcess
+from timeline import Table
+
+pytestmark = pytest.mark.spark
+
+#: What each table is made of: the raw files its rows came from.
+MADE_OF = {
+    tbl.FLIGHTS_ENRICHED: {"flights", "weather", "airports", "planes"},
+    tbl.DELAYS_BY_CARRIER: {"flights", "weather", "airports", "planes", "airlines"},
+}
+
+
+@dataclass(frozen=True)
+class Demo:
+    server: ServiceProcess
+    result: PipelineResult
+    current: dict[str, list[str]]  # table -> FlowFile UUIDs of the files its snapshot reads
+
+
+@pytest.fixture(scope="module")
+def demo(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    repo = str(tmp_path_factory.mktemp("walk") / "flowledger-data")
+    options = PipelineOptions(repo, sample=30_000, correction_month=1)
+    result = run_pipeline(options, Console(file=io.StringIO(), width=200), spark=spark)
+    assert result.correction is not None and result.compaction is not None
+    current = {}
+    for name, uri in result.table_uris.items():
+        table = Table.open(open_store(uri))
+        current[name] = [slice_uuid(table.store.url(f.path)) for f in table.files()]
+        assert current[name], name
+    proc = ServiceProcess(repo)
+    yield Demo(proc, result, current)
+    proc.stop()
+
+
+def _walk_all(demo: Demo, submit: Submit, event: Event) -> None:
+    uri_of = {f.uri: f.name for f in raw_files()}
+    for name, uuids in demo.current.items():
+        for uuid in uuids:
+            found = {uri_of[u] for u in all_ancestors(submit, event, uuid) if u in uri_of}
+            assert found == MADE_OF[name], (name, uuid, found)
+
+
+def test_every_current_file_of_the_demo_reaches_its_raw_csvs_over_http(demo: Demo) -> None:
+    _walk_all(demo, *over_http(demo.server))
+
+
+def test_every_current_file_of_the_demo_reaches_its_raw_csvs_with_nipyapi(demo: Demo) -> None:
+    _walk_all(demo, *with_nipyapi(demo.server))
