@@ -136,6 +136,9 @@ def _job(attrs: Mapping[str, str], component_id: str) -> Name:
     ns, name = attrs.get("openlineage.job.namespace"), attrs.get("openlineage.job.name")
     if ns and name:
         return Name(ns, name)
+    table = attrs.get("flowledger.table") or attrs.get("table")
+    if component_id == OWN_NAMESPACE and table:  # no component named: the table's writer
+        return Name(OWN_NAMESPACE, "write " + table.rstrip("/").rsplit("/", 1)[-1])
     return Name(OWN_NAMESPACE, attrs.get("spark.app.name") or component_id)
 
 

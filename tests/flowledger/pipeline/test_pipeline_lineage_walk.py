@@ -23,7 +23,9 @@ from timeline import Table
 
 pytestmark = pytest.mark.spark
 
-#: What each table is made of: the raw files its rows came from.
+#: The raw files each table's rows came from: every one must be reached. The walk keeps every
+#: RECEIVE among the nodes the requests answer, so it may reach more (a `flights_enriched`
+#: file also reaches `airlines`).
 MADE_OF = {
     tbl.FLIGHTS_ENRICHED: {"flights", "weather", "airports", "planes"},
     tbl.DELAYS_BY_CARRIER: {"flights", "weather", "airports", "planes", "airlines"},
@@ -58,7 +60,7 @@ def _walk_all(demo: Demo, submit: Submit, event: Event) -> None:
     for name, uuids in demo.current.items():
         for uuid in uuids:
             found = {uri_of[u] for u in all_ancestors(submit, event, uuid) if u in uri_of}
-            assert found == MADE_OF[name], (name, uuid, found)
+            assert MADE_OF[name] <= found, (name, uuid, found)
 
 
 def test_every_current_file_of_the_demo_reaches_its_raw_csvs_over_http(demo: Demo) -> None:
