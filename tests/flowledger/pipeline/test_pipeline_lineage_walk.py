@@ -2,7 +2,8 @@
 did it come from? After the first write, the late correction (delta commits of log files), the
 incremental recompute of `delays_by_carrier`, the compaction and the clean, each current file
 of both tables walks back to the raw CSV files it was made of by NiFi's lineage requests, over
-the HTTP API of a real `flowledger serve` and through NiFi's own client, nipyapi."""
+the HTTP API of a real `flowledger serve` and through NiFi's own client, nipyapi; and
+Marquez's client browses the jobs that wrote both tables."""
 
 from __future__ import annotations
 
@@ -11,14 +12,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+import requests
+from marquez_client import MarquezClient
 from rich.console import Console
 
+from flowledger.marquez_catalog import dataset_name
 from flowledger.pipeline import PipelineOptions, PipelineResult, raw_files, run_pipeline
 from flowledger.pipeline import tables as tbl
 from flowledger.slice_provenance import slice_uuid
 from storage import open_store
 from tests.support.lineage_walk import Event, Submit, all_ancestors, over_http, with_nipyapi
-from tests.support.service import ServiceProcess
+from tests.support.service import TOKEN, ServiceProcess
 from timeline import Table
 
 pytestmark = pytest.mark.spark
@@ -69,3 +73,25 @@ def test_every_current_file_of_the_demo_reaches_its_raw_csvs_over_http(demo: Dem
 
 def test_every_current_file_of_the_demo_reaches_its_raw_csvs_with_nipyapi(demo: Demo) -> None:
     _walk_all(demo, *with_nipyapi(demo.server))
+
+
+def test_marquez_client_browses_the_jobs_that_wrote_the_demos_tables(demo: Demo) -> None:
+    s = demo.server
+    marquez = MarquezClient(f"http://{s.host}:{s.port}", api_key=TOKEN)
+    jobs = marquez.list_jobs("flowledger")["jobs"]
+    for name, uri in demo.result.table_uris.items():
+        ds = dataset_name(uri)
+        assert marquez.get_dataset(ds.namespace, ds.name)["name"] == ds.name
+        writers = [j for j in jobs if {"namespace": ds.namespace, "name": ds.name} in j["outputs"]]
+        assert writers, (name, [j["name"] for j in jobs])
+        runs = marquez.list_job_runs("flowledger", writers[0]["name"])["runs"]
+        assert runs and all(r["state"] == "COMPLETED" for r in runs)
+        graph = requests.get(
+            f"http://{s.host}:{s.port}/api/v1/lineage",
+            params={"nodeId": f"dataset:{ds.namespace}:{ds.name}"},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=60,
+        ).json()["graph"]
+        assert {n["id"] for n in graph if n["type"] == "JOB"} >= {
+            f"job:flowledger:{j['name']}" for j in writers
+        }
