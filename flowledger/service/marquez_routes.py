@@ -204,6 +204,42 @@ async def get_namespace(namespace: str, cat: Catalog = Depends(_catalog)) -> dic
     return namespace_json(namespace, first)
 
 
+@router.get("/jobs")
+async def all_jobs(
+    limit: int = Limit,
+    offset: int = Offset,
+    cat: Catalog = Depends(_catalog),  # noqa: B008
+) -> dict[str, Any]:
+    """Every job of every namespace (the web UI's jobs page)."""
+    found = sorted(cat.jobs().items())
+    return {"jobs": [job_json(n, r) for n, r in _page(found, limit, offset)],
+            "totalCount": len(found)}  # fmt: skip
+
+
+@router.get("/search")
+async def search(
+    q: str = Query(..., min_length=1),
+    filter_: str | None = Query(None, alias="filter", pattern="^(DATASET|JOB)$"),
+    sort: str = Query("NAME", pattern="^(NAME|UPDATE_AT)$"),
+    limit: int = Limit,
+    cat: Catalog = Depends(_catalog),  # noqa: B008
+) -> dict[str, Any]:
+    """Jobs and datasets whose name holds `q` (case-insensitive), as Marquez's search box."""
+    hits: list[dict[str, Any]] = []
+    for kind, found in (("JOB", cat.jobs()), ("DATASET", cat.datasets())):
+        if filter_ not in (None, kind):
+            continue
+        for name, runs in found.items():
+            if q.lower() in name.name.lower():
+                node = _node_id(kind.lower(), name)
+                updated = _iso(runs[-1].ended_ms)
+                hits.append({"type": kind, "name": name.name, "updatedAt": updated,
+                             "namespace": name.namespace, "nodeId": node})  # fmt: skip
+    key = "updatedAt" if sort == "UPDATE_AT" else "name"
+    hits.sort(key=lambda h: h[key], reverse=sort == "UPDATE_AT")
+    return {"totalCount": len(hits), "results": hits[:limit]}
+
+
 @router.get("/jobs/runs/{run_id}")
 @router.get("/runs/{run_id}")
 async def get_run(run_id: str, cat: Catalog = Depends(_catalog)) -> dict[str, Any]:  # noqa: B008

@@ -177,3 +177,24 @@ def test_catalog_tolerates_a_dataset_path_with_slashes(marquez: MarquezClient) -
     """Names with `/` are quoted by the client (`%2F`) and still found."""
     found = marquez.get_dataset("s3://raw", "orders/2026-11-25.csv")
     assert found["name"] == "orders/2026-11-25.csv"
+
+
+def test_search_and_all_jobs_as_the_web_ui_asks(served: Served) -> None:
+    s = served.server
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    base = f"http://{s.host}:{s.port}/api/v1"
+    found = requests.get(f"{base}/search", params={"q": "ORDERS"}, headers=auth, timeout=30)
+    assert found.status_code == 200, found.text
+    hits = {(h["type"], h["namespace"], h["name"]) for h in found.json()["results"]}
+    assert hits == {
+        ("JOB", "analytics", "orders_daily"),
+        ("DATASET", "s3://warehouse", "orders_daily"),
+        ("DATASET", "s3://raw", "orders/2026-11-25.csv"),
+    }
+    only_jobs = requests.get(
+        f"{base}/search", params={"q": "orders", "filter": "JOB"}, headers=auth, timeout=30
+    ).json()
+    assert [h["nodeId"] for h in only_jobs["results"]] == ["job:analytics:orders_daily"]
+    every = requests.get(f"{base}/jobs", headers=auth, timeout=30).json()
+    assert {j["namespace"] for j in every["jobs"]} == {"analytics", "flowledger"}
+    assert every["totalCount"] == len(every["jobs"])
