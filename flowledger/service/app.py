@@ -22,6 +22,7 @@ from . import (
     content_routes,
     event_routes,
     ingest_routes,
+    marquez_routes,
     provenance_routes,
     record_routes,
     sql_routes,
@@ -139,6 +140,7 @@ def create_app(repo: str | None = None, settings: ServiceSettings | None = None)
         timeline_routes,
         content_routes,
         record_routes,
+        marquez_routes,
     )
     for module in (*routers, ingest_routes):
         app.include_router(module.router, dependencies=auth)

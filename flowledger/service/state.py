@@ -12,6 +12,7 @@ from storage import ObjectStore, open_store
 from storage.content import ContentRepository, ContentRepositorySettings
 
 from ..context import provenance_settings
+from ..marquez_catalog import CatalogCache
 from .auth import private_dir, state_dir
 from .queries import Submissions
 from .sandbox import SqlSandbox
@@ -32,6 +33,7 @@ class Services:
         self.content = ContentRepository.open(self.root, _CONTENT_SETTINGS)
         self.sql = SqlSandbox(self.prov, settings, private_dir(self.state_dir / "duckdb-tmp"))
         self.submissions = Submissions(settings.query_expiration_s)
+        self.marquez = CatalogCache()  # Marquez's read API (marquez_routes.py)
 
     def close(self) -> None:
         self.sql.close()

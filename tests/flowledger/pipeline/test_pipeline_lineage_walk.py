@@ -1,0 +1,97 @@
+"""The demo's pipeline on Spark, then a user's question of every file it leaves current: where
+did it come from? After the first write, the late correction (delta commits of log files), the
+incremental recompute of `delays_by_carrier`, the compaction and the clean, each current file
+of both tables walks back to the raw CSV files it was made of by NiFi's lineage requests, over
+the HTTP API of a real `flowledger serve` and through NiFi's own client, nipyapi; and
+Marquez's client browses the jobs that wrote both tables."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import requests
+from marquez_client import MarquezClient
+from rich.console import Console
+
+from flowledger.marquez_catalog import dataset_name
+from flowledger.pipeline import PipelineOptions, PipelineResult, raw_files, run_pipeline
+from flowledger.pipeline import tables as tbl
+from flowledger.slice_provenance import slice_uuid
+from storage import open_store
+from tests.support.lineage_walk import Event, Submit, all_ancestors, over_http, with_nipyapi
+from tests.support.service import TOKEN, ServiceProcess
+from timeline import Table
+
+pytestmark = pytest.mark.spark
+
+#: The raw files each table's rows came from: every one must be reached. The walk keeps every
+#: RECEIVE among the nodes the requests answer, so it may reach more (a `flights_enriched`
+#: file also reaches `airlines`).
+MADE_OF = {
+    tbl.FLIGHTS_ENRICHED: {"flights", "weather", "airports", "planes"},
+    tbl.DELAYS_BY_CARRIER: {"flights", "weather", "airports", "planes", "airlines"},
+}
+
+
+@dataclass(frozen=True)
+class Demo:
+    server: ServiceProcess
+    result: PipelineResult
+    current: dict[str, list[str]]  # table -> FlowFile UUIDs of the files its snapshot reads
+
+
+@pytest.fixture(scope="module")
+def demo(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    repo = str(tmp_path_factory.mktemp("walk") / "flowledger-data")
+    options = PipelineOptions(repo, sample=30_000, correction_month=1)
+    result = run_pipeline(options, Console(file=io.StringIO(), width=200), spark=spark)
+    assert result.correction is not None and result.compaction is not None
+    current = {}
+    for name, uri in result.table_uris.items():
+        table = Table.open(open_store(uri))
+        current[name] = [slice_uuid(table.store.url(f.path)) for f in table.files()]
+        assert current[name], name
+    proc = ServiceProcess(repo)
+    yield Demo(proc, result, current)
+    proc.stop()
+
+
+def _walk_all(demo: Demo, submit: Submit, event: Event) -> None:
+    uri_of = {f.uri: f.name for f in raw_files()}
+    for name, uuids in demo.current.items():
+        for uuid in uuids:
+            found = {uri_of[u] for u in all_ancestors(submit, event, uuid) if u in uri_of}
+            assert MADE_OF[name] <= found, (name, uuid, found)
+
+
+def test_every_current_file_of_the_demo_reaches_its_raw_csvs_over_http(demo: Demo) -> None:
+    _walk_all(demo, *over_http(demo.server))
+
+
+def test_every_current_file_of_the_demo_reaches_its_raw_csvs_with_nipyapi(demo: Demo) -> None:
+    _walk_all(demo, *with_nipyapi(demo.server))
+
+
+def test_marquez_client_browses_the_jobs_that_wrote_the_demos_tables(demo: Demo) -> None:
+    s = demo.server
+    marquez = MarquezClient(f"http://{s.host}:{s.port}", api_key=TOKEN)
+    jobs = marquez.list_jobs("flowledger")["jobs"]
+    for name, uri in demo.result.table_uris.items():
+        ds = dataset_name(uri)
+        assert marquez.get_dataset(ds.namespace, ds.name)["name"] == ds.name
+        writers = [j for j in jobs if {"namespace": ds.namespace, "name": ds.name} in j["outputs"]]
+        assert writers, (name, [j["name"] for j in jobs])
+        runs = marquez.list_job_runs("flowledger", writers[0]["name"])["runs"]
+        assert runs and all(r["state"] == "COMPLETED" for r in runs)
+        graph = requests.get(
+            f"http://{s.host}:{s.port}/api/v1/lineage",
+            params={"nodeId": f"dataset:{ds.namespace}:{ds.name}"},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=60,
+        ).json()["graph"]
+        assert {n["id"] for n in graph if n["type"] == "JOB"} >= {
+            f"job:flowledger:{j['name']}" for j in writers
+        }
