@@ -72,6 +72,7 @@ class ProvenanceRepository(Closing):
         self.store = store.scoped(PREFIX)
         self.table = ProvenanceTable(self.store, self.settings.table)
         self.ids = IdAllocator(self.store, self._recover_next_id)
+        self.ids.ahead_max_age_s = self.settings.journal_gap_timeout_s / 2
         self._backlog = Backlog()
         self._rollover_lock = threading.Lock()
         self.journals = JournalWriter(
@@ -153,6 +154,7 @@ class ProvenanceRepository(Closing):
             self.journals.flush()
         finally:
             self.journals.close()
+        self.ids.release_ahead()  # ids taken for a flush that will not come
         self.ids.confirm()  # this process's last objects landed: no longer open allocations
         self.reader.close()
         self._io.shutdown(wait=False)
