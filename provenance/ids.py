@@ -1,11 +1,10 @@
 """64-bit event ids, unique and increasing across every writer process of a repository.
 
 One small object holds the next free id. A journal flush takes exactly the ids it needs with
-one compare-and-swap on it (`put_if_match`), just before writing the journal object. Ids are
-therefore assigned at flush time, never leased ahead: a process that stops (cleanly or not)
-holds no unused range, so ids continue after a restart without gaps. The only possible gap is
-a writer dying (or failing) between its CAS and its journal PUT; rollover skips such a hole
-after `journal_gap_timeout_s` (see docs/provenance.md).
+one compare-and-swap on it (`put_if_match`) before writing the journal object (or ahead, see
+below). A process that stops cleanly holds no unused range, so ids continue after a restart
+without gaps. The only possible gap is a writer dying (or failing) between its CAS and its
+journal PUT; rollover skips such a hole after `journal_gap_timeout_s` (see docs/provenance.md).
 
 So that such an honest hole can be told from a committed object that went missing, the
 document also lists the *open* allocations: each CAS adds the range it takes, and the writer
