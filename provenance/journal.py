@@ -311,7 +311,6 @@ class JournalWriter:
                 ref = writing.result()  # raises what the write raised: nothing reported durable
         crash.point("provenance.journal.written")
         buf.pending = None
-        self._take_ahead(p.ref.end_id - p.ref.first_id)
         with buf.lock:
             for s, first in p.batches:
                 if s in buf.waiting:
@@ -319,4 +318,7 @@ class JournalWriter:
                     buf.ids[s] = first
             buf.durable = max(buf.durable, p.batches[-1][0] + 1)
         self._on_flushed(ref, table, prepared)
+        # After the owner was told (the flush is no longer an open allocation), so the CAS
+        # taking the next ids also removes this flush's range from the document.
+        self._take_ahead(p.ref.end_id - p.ref.first_id)
         return ref

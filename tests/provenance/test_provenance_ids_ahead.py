@@ -99,3 +99,20 @@ def test_a_lone_durable_writer_leaves_no_hole_across_close_and_reopen(tmp_path: 
     assert again.snapshot().journals == ()
     assert again.snapshot().high_water == 16
     again.close()
+
+
+@pytest.mark.unit
+def test_a_landed_flush_leaves_the_open_allocations_when_the_next_ids_are_taken(
+    tmp_path: Path,
+) -> None:
+    repo = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path), background=False)
+    repo.register_events([ev(i) for i in range(5)], sync=True)
+    repo.journals.flush()  # waits for nothing; the take-ahead runs on the writer's I/O thread
+    repo.register_events([ev(i) for i in range(5, 10)], sync=True)
+    repo.journals.close()  # joins the I/O thread: the second take-ahead has run
+    state = repo.ids.state()
+    assert state is not None
+    # Only the range taken for a third flush is open: both landed flushes were removed by
+    # the CAS that took the ids after them.
+    assert [(a.first, a.end) for a in state.open] == [(10, 15)]
+    repo.close()
