@@ -465,10 +465,8 @@ class IdAllocator:
             self._cached = new
             with self._flight:
                 self._landed -= removed  # this CAS removed them from the document
-                if reuse and ahead is not None:
+                if ahead is not None:  # reused, or left open (an honest hole)
                     self._in_flight.discard((ahead.first, ahead.end))
-                elif ahead is not None:
-                    self._in_flight.discard((ahead.first, ahead.end))  # left open: a hole
                 self._in_flight.add((first, first + count))
             self._high = self._last_end = first + count
             return first
