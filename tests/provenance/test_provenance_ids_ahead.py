@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from provenance import ProvenanceRepository
+from provenance import MissingEvents, ProvenanceRepository
 from provenance.ids import IdAllocator
 from storage import ObjectStore, open_store
 from tests.support.provenance_events import ev, settings
@@ -116,3 +116,26 @@ def test_a_landed_flush_leaves_the_open_allocations_when_the_next_ids_are_taken(
     # the CAS that took the ids after them.
     assert [(a.first, a.end) for a in state.open] == [(10, 15)]
     repo.close()
+
+
+@pytest.mark.unit
+def test_a_deleted_journal_of_ids_taken_ahead_is_reported_while_its_writer_runs(
+    tmp_path: Path,
+) -> None:
+    writer = ProvenanceRepository.open(
+        _store(tmp_path), settings(tmp_path, journal_log_bytes=0), background=False
+    )
+    for b in range(3):  # the second and third flushes use ids taken ahead
+        writer.register_events([ev(b * 5 + i) for i in range(5)], sync=True)
+    writer.journals.flush()
+    store = _store(tmp_path).scoped("provenance/")
+    journals = sorted(i.key for i in store.list("journals/"))
+    assert len(journals) == 3
+    store.delete_many([journals[1]])  # ids 5..9, taken ahead, landed and acknowledged
+    reader = ProvenanceRepository.open(
+        _store(tmp_path), settings(tmp_path), recover=False, background=False
+    )
+    with pytest.raises(MissingEvents, match=r"events 5\.\.9 are missing"):
+        reader.get_event(0)
+    reader.close()
+    writer.close()
