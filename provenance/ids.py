@@ -51,59 +51,28 @@ from storage import (
 
 from . import crash
 from .errors import ProvenanceUnknownOutcome
+from .id_document import (
+    ALLOCATOR_KEY,
+    MAX_OPEN,
+    UNKNOWN_WRITER,
+    Allocation,
+    AllocatorState,
+    now_ms,
+    parse_state,
+)
 
-ALLOCATOR_KEY = "ids/next-event-id"
+__all__ = ["ALLOCATOR_KEY", "Allocation", "AllocatorState", "IdAllocator"]
+
 log = logging.getLogger("flowledger.provenance")
-#: Writer of an open allocation that stands for ids whose fate is unknown (an allocator written
-#: before open allocations were recorded, or rebuilt after it was lost): holes there are honest.
-UNKNOWN_WRITER = "unknown"
-#: Bound on the open allocations kept (dead writers' entries go once rollover passes them).
-MAX_OPEN = 10_000
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """Ids [first, end) taken by `writer` whose object it has not reported written yet."""
-
-    first: int
-    end: int
-    writer: str
-    at_ms: int
-
-    def to_json(self) -> list[Any]:
-        return [self.first, self.end, self.writer, self.at_ms]
-
-
-@dataclass(frozen=True)
-class AllocatorState:
-    """The allocator document: the next free id and the open allocations."""
-
-    next_id: int
-    open: tuple[Allocation, ...]
-    etag: str
 
 
 @dataclass(frozen=True)
 class _Ahead:
+    """Ids taken ahead for the next flush, usable without a request until `fresh_until`."""
+
     first: int
     end: int
     fresh_until: float
-
-
-def _state(body: dict[str, Any], etag: str) -> AllocatorState:
-    next_id = int(body["next_event_id"])
-    if "open" not in body:  # written before open allocations were recorded
-        legacy = (Allocation(0, next_id, UNKNOWN_WRITER, 0),) if next_id > 0 else ()
-        return AllocatorState(next_id, legacy, etag)
-    return AllocatorState(
-        next_id,
-        tuple(Allocation(int(a), int(b), str(w), int(t)) for a, b, w, t in body["open"]),
-        etag,
-    )
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class IdAllocator:
@@ -153,7 +122,7 @@ class IdAllocator:
     ) -> AllocatorState:
         body = self._body(next_id, open_)
         new = write_document(self._store, ALLOCATOR_KEY, body, etag, durable=durable)
-        return _state(body, new)
+        return parse_state(body, new)
 
     def _without_landed(self, state: AllocatorState) -> list[Allocation]:
         """The document's open allocations minus this process's that have landed."""
@@ -169,14 +138,14 @@ class IdAllocator:
         except NotFound:
             start = self._recover_next()
             # Lost (or never written): what happened to ids below `start` is not recorded.
-            unknown = [Allocation(0, start, UNKNOWN_WRITER, _now_ms())] if start > 0 else []
+            unknown = [Allocation(0, start, UNKNOWN_WRITER, now_ms())] if start > 0 else []
             with contextlib.suppress(Conflict):  # created by another writer meanwhile
                 self._cas(start, None, unknown)
             # Read back rather than trust the create's answer: other writers may replace the
             # document at once, and the local backend's create reports the etag of whatever
             # is at the key when it looks, which is then paired with the wrong body.
             doc = read_document(self._store, ALLOCATOR_KEY)
-        return _state(doc.body, doc.etag)
+        return parse_state(doc.body, doc.etag)
 
     def peek(self) -> int:
         """The next id that will be assigned (one GET)."""
@@ -192,7 +161,7 @@ class IdAllocator:
             doc = read_document(self._store, ALLOCATOR_KEY)
         except NotFound:
             return None
-        return _state(doc.body, doc.etag)
+        return parse_state(doc.body, doc.etag)
 
     def in_flight(self) -> list[tuple[int, int]]:
         """Ranges this process took whose object has not landed (yet)."""
@@ -248,7 +217,7 @@ class IdAllocator:
                 state = self.state()
                 if state is None or end > state.next_id:
                     raise ValueError(f"ids up to {end - 1} were never allocated: nothing to accept")
-                lost = Allocation(first, end, "accepted-loss", _now_ms())
+                lost = Allocation(first, end, "accepted-loss", now_ms())
                 try:
                     self._cached = self._cas(state.next_id, state.etag, [*state.open, lost])
                     return
@@ -322,7 +291,7 @@ class IdAllocator:
                     current, etag, open_ = -1, self._store.head(ALLOCATOR_KEY).etag, []
                 else:
                     try:
-                        state = _state(doc.body, doc.etag)
+                        state = parse_state(doc.body, doc.etag)
                         current, etag, open_ = state.next_id, state.etag, list(state.open)
                     except (KeyError, TypeError, ValueError) as exc:
                         log.warning("provenance: allocator %s unreadable (%s); rebuilt", doc, exc)
@@ -333,7 +302,7 @@ class IdAllocator:
                     return None
                 # Ids up to `floor` were taken by writes this document no longer records:
                 # whether a hole among them is honest is unknown, so it counts as one.
-                lost = Allocation(max(current, 0), floor, UNKNOWN_WRITER, _now_ms())
+                lost = Allocation(max(current, 0), floor, UNKNOWN_WRITER, now_ms())
                 try:
                     new = self._cas(floor, etag, [*open_, lost])
                 except Conflict:
@@ -448,7 +417,7 @@ class IdAllocator:
             # Moved back under us (restored from an old copy, edited by hand): ids below
             # what this process already took are never handed out again.
             first = first if reuse else max(first, self._high)
-            taken = Allocation(first, first + count, self._writer, _now_ms())
+            taken = Allocation(first, first + count, self._writer, now_ms())
             with self._flight:
                 removed = set(self._landed)
             try:
