@@ -16,11 +16,13 @@ POINTS = (
 )
 
 #: Steps of a durable journal flush: after the id CAS, after the journal is durable but
-#: before the writer is told.
+#: before the writer is told, after the next flush's ids were taken ahead.
 INGEST_POINTS = (
     "provenance.journal.allocated",
     "provenance.journal.written",
+    "provenance.ids.taken_ahead",
 )
+
 
 def point(name: str) -> None:
     """SIGKILL here if FLOWLEDGER_CRASH_AT is `name`, or `name#N` and this is its N-th hit

@@ -1,17 +1,25 @@
 """64-bit event ids, unique and increasing across every writer process of a repository.
 
 One small object holds the next free id. A journal flush takes exactly the ids it needs with
-one compare-and-swap on it (`put_if_match`), just before writing the journal object. Ids are
-therefore assigned at flush time, never leased ahead: a process that stops (cleanly or not)
-holds no unused range, so ids continue after a restart without gaps. The only possible gap is
-a writer dying (or failing) between its CAS and its journal PUT; rollover skips such a hole
-after `journal_gap_timeout_s` (see docs/provenance.md).
+one compare-and-swap on it (`put_if_match`) before writing the journal object (or ahead, see
+below). A process that stops cleanly holds no unused range, so ids continue after a restart
+without gaps. The only possible gap is a writer dying (or failing) between its CAS and its
+journal PUT; rollover skips such a hole after `journal_gap_timeout_s` (see docs/provenance.md).
 
 So that such an honest hole can be told from a committed object that went missing, the
 document also lists the *open* allocations: each CAS adds the range it takes, and the writer
 removes it (in its next CAS, or one more at close) once its object landed. A hole in the ids
 that no open allocation covers was written and acknowledged, so its object was deleted:
 readers, rollover and recovery report it (`provenance/holes.py`) instead of skipping it.
+
+A writer whose flushes are uncontended takes the ids of its next flush *ahead*, on its I/O
+thread, right after a flush lands (`take_ahead`): an ordinary allocation, recorded open by its
+own CAS, so a hole it leaves is told from a deleted object exactly as above. The next flush of
+that size uses it without a request while it is fresher than half of `journal_gap_timeout_s`
+(rollover cannot have skipped it yet); an older or mismatched one is reused through the CAS
+when no writer allocated after it, and given back at close the same way, so a lone writer's
+ids stay contiguous. A range taken ahead that another writer's allocation followed is left
+open: an honest hole, skipped by rollover after the timeout.
 
 The per-flush CAS is not made durable (`durable=False`: no fsync on the local backend): the
 journal it precedes is, and a process's first allocation repairs the allocator forward from
@@ -41,53 +49,30 @@ from storage import (
     write_document,
 )
 
+from . import crash
 from .errors import ProvenanceUnknownOutcome
+from .id_document import (
+    ALLOCATOR_KEY,
+    MAX_OPEN,
+    UNKNOWN_WRITER,
+    Allocation,
+    AllocatorState,
+    now_ms,
+    parse_state,
+)
 
-ALLOCATOR_KEY = "ids/next-event-id"
+__all__ = ["ALLOCATOR_KEY", "Allocation", "AllocatorState", "IdAllocator"]
+
 log = logging.getLogger("flowledger.provenance")
-#: Writer of an open allocation that stands for ids whose fate is unknown (an allocator written
-#: before open allocations were recorded, or rebuilt after it was lost): holes there are honest.
-UNKNOWN_WRITER = "unknown"
-#: Bound on the open allocations kept (dead writers' entries go once rollover passes them).
-MAX_OPEN = 10_000
 
 
 @dataclass(frozen=True)
-class Allocation:
-    """Ids [first, end) taken by `writer` whose object it has not reported written yet."""
+class _Ahead:
+    """Ids taken ahead for the next flush, usable without a request until `fresh_until`."""
 
     first: int
     end: int
-    writer: str
-    at_ms: int
-
-    def to_json(self) -> list[Any]:
-        return [self.first, self.end, self.writer, self.at_ms]
-
-
-@dataclass(frozen=True)
-class AllocatorState:
-    """The allocator document: the next free id and the open allocations."""
-
-    next_id: int
-    open: tuple[Allocation, ...]
-    etag: str
-
-
-def _state(body: dict[str, Any], etag: str) -> AllocatorState:
-    next_id = int(body["next_event_id"])
-    if "open" not in body:  # written before open allocations were recorded
-        legacy = (Allocation(0, next_id, UNKNOWN_WRITER, 0),) if next_id > 0 else ()
-        return AllocatorState(next_id, legacy, etag)
-    return AllocatorState(
-        next_id,
-        tuple(Allocation(int(a), int(b), str(w), int(t)) for a, b, w, t in body["open"]),
-        etag,
-    )
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+    fresh_until: float
 
 
 class IdAllocator:
@@ -108,6 +93,14 @@ class IdAllocator:
         self._high = 0
         #: Checked against the data (`repair`) since this process opened it.
         self._checked = False
+        #: Ids taken ahead for the next flush (see the module docstring), and until when
+        #: (monotonic seconds) they may be used without asking the allocator again.
+        self._ahead: _Ahead | None = None
+        #: Use a range taken ahead for at most this long (half the rollover's gap timeout).
+        self.ahead_max_age_s = 30.0
+        #: Another writer allocated between two of ours: ranges taken ahead would leave holes.
+        self._contended = False
+        self._last_end: int | None = None
 
     def _body(self, next_id: int, open_: Iterable[Allocation]) -> dict[str, Any]:
         # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
@@ -129,7 +122,7 @@ class IdAllocator:
     ) -> AllocatorState:
         body = self._body(next_id, open_)
         new = write_document(self._store, ALLOCATOR_KEY, body, etag, durable=durable)
-        return _state(body, new)
+        return parse_state(body, new)
 
     def _without_landed(self, state: AllocatorState) -> list[Allocation]:
         """The document's open allocations minus this process's that have landed."""
@@ -145,14 +138,14 @@ class IdAllocator:
         except NotFound:
             start = self._recover_next()
             # Lost (or never written): what happened to ids below `start` is not recorded.
-            unknown = [Allocation(0, start, UNKNOWN_WRITER, _now_ms())] if start > 0 else []
+            unknown = [Allocation(0, start, UNKNOWN_WRITER, now_ms())] if start > 0 else []
             with contextlib.suppress(Conflict):  # created by another writer meanwhile
                 self._cas(start, None, unknown)
             # Read back rather than trust the create's answer: other writers may replace the
             # document at once, and the local backend's create reports the etag of whatever
             # is at the key when it looks, which is then paired with the wrong body.
             doc = read_document(self._store, ALLOCATOR_KEY)
-        return _state(doc.body, doc.etag)
+        return parse_state(doc.body, doc.etag)
 
     def peek(self) -> int:
         """The next id that will be assigned (one GET)."""
@@ -168,7 +161,7 @@ class IdAllocator:
             doc = read_document(self._store, ALLOCATOR_KEY)
         except NotFound:
             return None
-        return _state(doc.body, doc.etag)
+        return parse_state(doc.body, doc.etag)
 
     def in_flight(self) -> list[tuple[int, int]]:
         """Ranges this process took whose object has not landed (yet)."""
@@ -224,7 +217,7 @@ class IdAllocator:
                 state = self.state()
                 if state is None or end > state.next_id:
                     raise ValueError(f"ids up to {end - 1} were never allocated: nothing to accept")
-                lost = Allocation(first, end, "accepted-loss", _now_ms())
+                lost = Allocation(first, end, "accepted-loss", now_ms())
                 try:
                     self._cached = self._cas(state.next_id, state.etag, [*state.open, lost])
                     return
@@ -298,7 +291,7 @@ class IdAllocator:
                     current, etag, open_ = -1, self._store.head(ALLOCATOR_KEY).etag, []
                 else:
                     try:
-                        state = _state(doc.body, doc.etag)
+                        state = parse_state(doc.body, doc.etag)
                         current, etag, open_ = state.next_id, state.etag, list(state.open)
                     except (KeyError, TypeError, ValueError) as exc:
                         log.warning("provenance: allocator %s unreadable (%s); rebuilt", doc, exc)
@@ -309,7 +302,7 @@ class IdAllocator:
                     return None
                 # Ids up to `floor` were taken by writes this document no longer records:
                 # whether a hole among them is honest is unknown, so it counts as one.
-                lost = Allocation(max(current, 0), floor, UNKNOWN_WRITER, _now_ms())
+                lost = Allocation(max(current, 0), floor, UNKNOWN_WRITER, now_ms())
                 try:
                     new = self._cas(floor, etag, [*open_, lost])
                 except Conflict:
@@ -323,43 +316,126 @@ class IdAllocator:
                 self._checked = True
                 return current
 
+    def ahead_for(self, count: int) -> bool:
+        """Whether `allocate(count)` will use a fresh range taken ahead (no request)."""
+        ahead = self._ahead
+        return (
+            ahead is not None
+            and ahead.end - ahead.first == count
+            and time.monotonic() < ahead.fresh_until
+        )
+
     def guess(self) -> int | None:
         """The first id `allocate` will return if no other writer allocates first (None when
         not known yet), so a caller can prepare its work while the CAS runs."""
+        ahead = self._ahead
+        if ahead is not None:  # used as it is, or reused from its first id
+            return ahead.first
         cached = self._cached
         return None if cached is None or not self._checked else max(cached.next_id, self._high)
 
     def allocate(self, count: int) -> int:
-        """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
+        """Take `count` consecutive ids; returns the first. Retries on a lost CAS. A fresh
+        range taken ahead of that size is used without a request."""
         if count < 1:
             raise ValueError("count must be >= 1")
         if not self._checked:  # e.g. a writer opened with recover=False after a crash
             self.repair(self._recover_next())
         with self._lock:
+            ahead, self._ahead = self._ahead, None
+            fits = ahead is not None and ahead.end - ahead.first == count
+            if fits and ahead is not None and time.monotonic() < ahead.fresh_until:
+                return ahead.first  # in flight since it was taken; open in the document
+            return self._take(count, ahead)
+
+    def take_ahead(self, count: int) -> None:
+        """Take the ids of the next flush now (one CAS), if this writer's allocations are
+        uncontended and none is taken ahead yet. Best effort: a failure is the next
+        allocation's to meet."""
+        if count < 1 or not self._checked or self.ahead_max_age_s <= 0:
+            return
+        with self._lock:
+            if self._ahead is not None or self._contended:
+                return
+            try:
+                first = self._take(count, None)
+            except Exception as exc:  # the flush that needs the ids allocates them itself
+                log.debug("provenance: taking ids ahead failed: %s", exc)
+                return
+            crash.point("provenance.ids.taken_ahead")
+            self._ahead = _Ahead(first, first + count, time.monotonic() + self.ahead_max_age_s)
+
+    def release_ahead(self) -> None:
+        """Give back the range taken ahead (one CAS) if no writer allocated after it, so
+        the ids continue without a hole; otherwise it stays open (an honest hole)."""
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+            if ahead is None:
+                return
             while True:
-                current = self._cached or self._read()
-                first, etag = current.next_id, current.etag
-                # Moved back under us (restored from an old copy, edited by hand): ids below
-                # what this process already took are never handed out again.
-                first = max(first, self._high)
-                taken = Allocation(first, first + count, self._writer, _now_ms())
-                with self._flight:
-                    removed = set(self._landed)
+                state = self._cached or self._read()
+                if state.next_id != ahead.end or self._high != ahead.end:
+                    self._drop(ahead)
+                    return
+                open_ = [
+                    a
+                    for a in self._without_landed(state)
+                    if (a.first, a.end) != (ahead.first, ahead.end)
+                ]
                 try:
-                    new = self._cas(
-                        first + count, etag, [*self._without_landed(current), taken], False
-                    )
+                    self._cached = self._cas(ahead.first, state.etag, open_, False)
                 except Conflict:
                     self._cached = None
                     continue
-                except UnknownOutcome as exc:
+                except StorageError as exc:
                     self._cached = None
-                    raise ProvenanceUnknownOutcome(
-                        f"allocating {count} event ids: {exc}; no events were written"
-                    ) from exc
-                self._cached = new
-                with self._flight:
-                    self._landed -= removed  # this CAS removed them from the document
-                    self._in_flight.add((first, first + count))
-                self._high = first + count
-                return first
+                    self._drop(ahead)
+                    log.warning("provenance: could not give back event ids: %s", exc)
+                    return
+                self._high = self._last_end = ahead.first
+                self._drop(ahead)
+                return
+
+    def _drop(self, ahead: _Ahead) -> None:
+        """This process will never write the range: it is no longer in flight here."""
+        with self._flight:
+            self._in_flight.discard((ahead.first, ahead.end))
+
+    def _take(self, count: int, ahead: _Ahead | None) -> int:
+        """The CAS loop of an allocation (`_lock` held). `ahead`: an unused range taken
+        ahead, reused from its first id when no writer allocated after it (else dropped)."""
+        while True:
+            current = self._cached or self._read()
+            first, etag = current.next_id, current.etag
+            open_ = self._without_landed(current)
+            reuse = ahead is not None and first == ahead.end == self._high
+            if reuse and ahead is not None:
+                first = ahead.first
+                open_ = [a for a in open_ if (a.first, a.end) != (ahead.first, ahead.end)]
+            elif self._last_end is not None and first != self._last_end:
+                self._contended = True  # another writer allocated since our last CAS
+            # Moved back under us (restored from an old copy, edited by hand): ids below
+            # what this process already took are never handed out again.
+            first = first if reuse else max(first, self._high)
+            taken = Allocation(first, first + count, self._writer, now_ms())
+            with self._flight:
+                removed = set(self._landed)
+            try:
+                new = self._cas(first + count, etag, [*open_, taken], False)
+            except Conflict:
+                self._cached = None
+                self._contended = True
+                continue
+            except UnknownOutcome as exc:
+                self._cached = None
+                raise ProvenanceUnknownOutcome(
+                    f"allocating {count} event ids: {exc}; no events were written"
+                ) from exc
+            self._cached = new
+            with self._flight:
+                self._landed -= removed  # this CAS removed them from the document
+                if ahead is not None:  # reused, or left open (an honest hole)
+                    self._in_flight.discard((ahead.first, ahead.end))
+                self._in_flight.add((first, first + count))
+            self._high = self._last_end = first + count
+            return first

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from storage import Closing, NotFound, ObjectStore, ProgressCallback
 
@@ -27,21 +24,24 @@ from .ids import IdAllocator
 from .journal import JournalWriter
 from .journal_cache import JournalCache
 from .journal_listing import JournalListing
-from .journal_logs import LogIndex, delete_merged_logs
+from .journal_logs import LogIndex
 from .journal_terms import JournalTerms
 from .layout import JournalRef
 from .lineage import Lineage
 from .lineage_queries import children_of, lineage_of, parents_of
-from .maintenance import Backlog, merge_all, start_thread
+from .maintenance import Backlog, start_thread
 from .objects import ParquetSource, cache_root
 from .query import Query
 from .records import to_table
 from .reingest import count_present
 from .rollover import RolloverResult, delete_merged_journals, list_journals
-from .schema import SCHEMA, conform, rows_to_events
+from .rollovers import Rollovers
+from .schema import conform, rows_to_events
 from .search import EventReader
 from .settings import ProvenanceSettings
+from .snapshot_loader import SnapshotLoader
 from .table import ProvenanceTable
+from .unmerged import unmerged_events
 
 log = logging.getLogger("flowledger.provenance")
 PREFIX = "provenance"
@@ -72,8 +72,10 @@ class ProvenanceRepository(Closing):
         self.store = store.scoped(PREFIX)
         self.table = ProvenanceTable(self.store, self.settings.table)
         self.ids = IdAllocator(self.store, self._recover_next_id)
+        # Used without asking the allocator only while rollover cannot have skipped it.
+        ahead = self.settings.journal_ids_ahead
+        self.ids.ahead_max_age_s = self.settings.journal_gap_timeout_s / 2 if ahead else 0.0
         self._backlog = Backlog()
-        self._rollover_lock = threading.Lock()
         self.journals = JournalWriter(
             self.store,
             self.ids,
@@ -92,13 +94,18 @@ class ProvenanceRepository(Closing):
         #: The blocks of append-only journal logs read so far (local backend).
         self._logs = LogIndex()
         self.listing = JournalListing(self.store, self._manifests, self._logs)
-        self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
-        self._snapshots = SnapshotCache(self._load_snapshot)
         fields = (
             *self.settings.indexed_fields,
             *(f"attr.{a}" for a in self.settings.indexed_attributes),
         )
         self.journal_terms = JournalTerms(fields)
+        self._loader = SnapshotLoader(
+            self.table,
+            self.listing,
+            self.journal_terms,
+            lambda high, refs: self._verify_complete(high, refs, tail=False),
+        )
+        self._snapshots = SnapshotCache(self._loader.load)
         self.reader = EventReader(
             self.source,
             self._load_journal,
@@ -106,6 +113,14 @@ class ProvenanceRepository(Closing):
             self.settings.query_threads,
             self.settings.row_group_events,
             lambda journals, q: self.journal_terms.select(journals, q, self._load_journal),
+        )
+        self._rollovers = Rollovers(
+            self.root,
+            self.store,
+            self.table,
+            self.settings,
+            (self._backlog, self.journals, self._logs, self._manifests, self._snapshots),
+            lambda high, refs: self._verify_complete(high, refs, tail=True),
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -153,9 +168,10 @@ class ProvenanceRepository(Closing):
             self.journals.flush()
         finally:
             self.journals.close()
+        self.ids.release_ahead()  # ids taken for a flush that will not come
         self.ids.confirm()  # this process's last objects landed: no longer open allocations
         self.reader.close()
-        self._io.shutdown(wait=False)
+        self._loader.close()
 
     def recover(self) -> int:
         """NiFi's restart recovery: drop journals an interrupted rollover already merged,
@@ -186,7 +202,7 @@ class ProvenanceRepository(Closing):
         """Past every event the repository holds or held: committed files, unmerged journals,
         and the high-water mark (which survives the expiry of every file)."""
         # Not checked for missing objects: the allocator asks this while it is being read.
-        snap = self._load_snapshot(verify=False)
+        snap = self._loader.load(verify=False)
         return max(snap.max_event_id + 1, snap.high_water)
 
     def _verify_complete(self, high: int, refs: Sequence[JournalRef], *, tail: bool) -> None:
@@ -304,19 +320,14 @@ class ProvenanceRepository(Closing):
         together (ids taken at that point, in order). Memory holds one table at a time.
         A table failing validation aborts the whole call (nothing becomes visible)."""
         self._throttle()
-        staged = staging.StagedIngest(
-            self.store, self.settings.journal_compression, self._manifests
+        done = staging.register_staged(
+            self.store,
+            self.settings.journal_compression,
+            self._manifests,
+            self.ids,
+            tables,
+            lambda t: conform(t, self.settings.max_attribute_length),
         )
-        try:
-            for table in tables:
-                if table.num_rows:
-                    staged.stage(conform(table, self.settings.max_attribute_length))
-            done = staged.commit(self.ids)
-        except BaseException:
-            staged.abort()  # deletes nothing once the manifest may have landed
-            raise
-        if done.parts:
-            self.ids.landed(done.first_id, done.end_id)
         for ref in done.parts:
             self._flushed(ref)
         return done
@@ -335,11 +346,7 @@ class ProvenanceRepository(Closing):
         """The events of `snap` still in journals (ids from its high-water mark on, so none
         is also in a committed file), in the storage schema: with `snap.files`, every event
         the SQL view `provenance` of `snap` shows."""
-        journals = [self._load_journal(j) for j in snap.journals]
-        if not journals:
-            return SCHEMA.empty_table()
-        recent = pa.concat_tables(journals)
-        return recent.filter(pc.greater_equal(recent["event_id"], snap.high_water))
+        return unmerged_events(snap, self._load_journal)
 
     # -- reading ------------------------------------------------------------------------------
     def _load_journal(self, ref: JournalRef) -> pa.Table:
@@ -355,27 +362,6 @@ class ProvenanceRepository(Closing):
     def snapshot(self, max_age_s: float | None = None) -> Snapshot:
         """What a reader sees, reused up to `max_age_s` (0: ask now; see freshness.py)."""
         return self._snapshots.get(max_age_s)[0]
-
-    def _load_snapshot(self, verify: bool = True) -> Snapshot:
-        """Committed files and unmerged journals. The journal LIST starts from the last
-        known high-water mark while the timeline's freshness check (a HEAD) runs, so a
-        lookup waits for one round trip, not two (measured: 2 x 9 ms of a 62 ms warm lookup
-        on MinIO); journals merged meanwhile are dropped by the fresh high-water mark."""
-        known = self.table.known_high_water()
-        listing = None if known is None else self._io.submit(self.listing.list, known)
-        committed = self.table.committed()
-        high = committed.high_water
-        self.journal_terms.forget_below(high)
-        if listing is None or known is None or high < known:
-            if listing is not None:  # the high-water mark moved back (expired history)
-                listing.result()
-            found = self.listing.list(high)
-        else:
-            found = [(ref, info) for ref, info in listing.result() if ref.first_id >= high]
-        refs = tuple(ref for ref, _ in found)
-        if verify:
-            self._verify_complete(high, refs, tail=False)
-        return Snapshot(committed.files, refs, high)
 
     def max_event_id(self) -> int:
         """The largest event id stored (-1 for an empty repository)."""
@@ -471,56 +457,10 @@ class ProvenanceRepository(Closing):
         `progress` (local engine) is told the journals to merge and each one read.
         """
         if engine == "spark":
-            return self._rollover_spark(spark)
+            return self._rollovers.spark(spark)
         if engine != "local":
             raise ValueError(f"unknown rollover engine {engine!r}: use 'local' or 'spark'")
-        with self._rollover_lock:
-            self.journals.flush()
-            try:
-                return merge_all(
-                    self.store,
-                    self.table,
-                    self.settings,
-                    self._backlog,
-                    progress,
-                    lambda high, refs: self._verify_complete(high, refs, tail=True),
-                    self._manifests,
-                )
-            finally:
-                self._release_merged_log()
-                self._snapshots.invalidate()
-
-    def _release_merged_log(self) -> None:
-        """This process's writer keeps its log while it appends: once a rollover merged all
-        of it, the writer moves to a new log and the merged one is deleted."""
-        high = self.table.committed().high_water
-        key = self.journals.release_log(high)
-        if key is not None:
-            delete_merged_logs(self.store, [key], high, self._logs)
-
-    def _rollover_spark(self, spark: Any) -> RolloverResult:
-        from .spark_rollover import active_session, rollover_with_spark
-
-        spark = active_session(spark)
-        started = time.monotonic()
-        with self._rollover_lock:
-            self.journals.flush()
-            result = rollover_with_spark(
-                spark,
-                self.root,
-                self.store,
-                self.table,
-                self.settings,
-                lambda high, refs: self._verify_complete(high, refs, tail=True),
-            )
-            if result is not None:
-                self._backlog.drop_upto(result.end_id)
-            self._release_merged_log()
-            self._snapshots.invalidate()
-            self._backlog.last_rollover = time.monotonic()
-        if result is None:
-            return RolloverResult(0, 0, 0, 0, 0, time.monotonic() - started)
-        return result
+        return self._rollovers.local(progress)
 
     def plan_expiry(self, now_ms: int | None = None) -> ExpiryPlan:
         return plan_for(self.table, self.settings, now_ms)

@@ -57,6 +57,11 @@ class ProvenanceSettings:
     #: deleted once merged and left). 0: one object per flush everywhere (object stores
     #: always do that).
     journal_log_bytes: int = 64 * MiB
+    #: Take the ids of a writer's next flush while its last flush lands (one CAS off the
+    #: caller's time). A writer that is not alone may leave such a range unused: an honest
+    #: hole, which delays the merge of the journals after it by `journal_gap_timeout_s`; a
+    #: writer stops taking ids ahead once it meets another writer's allocation.
+    journal_ids_ahead: bool = True
     #: `nifi.provenance.repository.rollover.time` (seconds).
     rollover_time_s: float = 30.0
     #: `nifi.provenance.repository.rollover.size` (bytes of unmerged journals).

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -276,3 +276,27 @@ def ingest_of(ref: JournalRef) -> str | None:
     if not ref.group:
         return None
     return ref.key.removeprefix(STAGING).split("/", 1)[0]
+
+
+def register_staged(
+    store: ObjectStore,
+    compression: str,
+    manifests: Manifests,
+    allocator: IdAllocator,
+    tables: Iterable[pa.Table],
+    conform: Callable[[pa.Table], pa.Table],
+) -> Committed:
+    """Stage each non-empty table (validated by `conform`) as one invisible part, then
+    commit them all in one manifest; a failure aborts the whole ingest (see `abort`)."""
+    staged = StagedIngest(store, compression, manifests)
+    try:
+        for table in tables:
+            if table.num_rows:
+                staged.stage(conform(table))
+        done = staged.commit(allocator)
+    except BaseException:
+        staged.abort()  # deletes nothing once the manifest may have landed
+        raise
+    if done.parts:
+        allocator.landed(done.first_id, done.end_id)
+    return done

@@ -24,6 +24,8 @@ STEPS = (
     ("provenance.journal.allocated", 3),
     ("provenance.journal.written", 1),
     ("provenance.journal.written", 4),
+    # After the next flush's ids were taken ahead (an open allocation nothing will fill).
+    ("provenance.ids.taken_ahead", 2),
 )
 
 

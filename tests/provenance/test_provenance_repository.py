@@ -220,11 +220,14 @@ def test_get_event_and_events(tbackend: Backend, tmp_path: Path) -> None:
 
 
 def test_expiry_by_size_and_age(tbackend: Backend, tmp_path: Path) -> None:
+    # One writer after the other: the second one's ids continue where the first one's end
+    # (a writer still open would hold the ids of its next flush, taken ahead).
     repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     for chunk in range(4):
         repo.register_events([ev(i) for i in range(chunk * 10, chunk * 10 + 10)], sync=True)
         repo.rollover()
     files = repo.snapshot().files
+    repo.close()
     total = sum(f.size for f in files)
     limited = ProvenanceRepository.open(
         tbackend.open(), settings(tmp_path, max_storage_size=total - 1), recover=False
@@ -242,7 +245,6 @@ def test_expiry_by_size_and_age(tbackend: Backend, tmp_path: Path) -> None:
     assert [e.event_id for e in limited.get_events(0, 100)] == [40]
     assert limited.max_event_id() == 40
     limited.close()
-    repo.close()
 
 
 def test_a_sql_connection_outlives_one_expiry_by_another_connection(
