@@ -28,6 +28,7 @@ from .errors import (
     TimelineError,
     WriterNotSupported,
 )
+from .file_groups import FileSlice
 from .file_stats import (
     ColumnStats,
     describe_bytes,
@@ -87,7 +88,6 @@ from .keyed import (
     write_slice,
 )
 from .keyed.mor_read import read_slice
-from .keyed.slices import MorSlice
 from .layout import TIMELINE, data_instant_time, data_prefix
 from .metadata import DataFile, Entry
 from .parquet_io import (
@@ -156,6 +156,7 @@ __all__ = [
     "DataFile",
     "DuplicateKeys",
     "Entry",
+    "FileSlice",
     "Instant",
     "InstantNotFound",
     "InstantTimeGenerator",
@@ -165,7 +166,6 @@ __all__ = [
     "KeyedProperties",
     "KeyedWritePlan",
     "MissingTableObject",
-    "MorSlice",
     "PartitionNamingError",
     "PendingWrite",
     "PlanError",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from storage import NotFound
 
 from .errors import CommitConflict, InstantNotFound, PlanError
+from .file_groups.log_files import log_objects_of
 from .instant import (
     CLEAN,
     RESTORE,
@@ -22,8 +23,6 @@ from .instant import (
 )
 from .keyed import mor_clean
 from .keyed.index import WRITE_STATS, sidecars
-from .keyed.logfile import log_objects_of
-from .keyed.slices import is_merge_on_read
 from .layout import data_prefix
 from .recovery import finish_service, read_plan
 from .settings import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
@@ -114,7 +113,7 @@ def cleaned_files_read_at(st: TableState, seq: int) -> set[str]:
     cleaned = st.cleaned()
     if not cleaned:
         return set()
-    if is_merge_on_read(st):
+    if st.is_merge_on_read():
         return mor_clean.slice_paths(st, [seq]) & cleaned
     return set(st.snapshot(seq).paths()) & cleaned
 
@@ -126,7 +125,7 @@ def plan_clean(table: Table, policy: str, retained: int) -> dict[str, Any] | Non
     protected = {p for sp in st.savepoints.values() for p in sp.metadata.get("files", ())}
     cleaned = st.cleaned()
     candidates = {p for p in st.all_files() if p not in cleaned}
-    mor = is_merge_on_read(st)
+    mor = st.is_merge_on_read()
     if mor:  # log files too; a slice is kept or cleaned whole (keyed/mor_clean.py)
         candidates |= mor_clean.log_candidates(st)
         protected |= mor_clean.pending_compaction_paths(table)

@@ -27,6 +27,7 @@ from .archive.view import archived_log
 from .clustering import cluster
 from .entry_cache import EntryCache
 from .errors import InstantNotFound, TimelineError
+from .file_groups import FileSlice
 from .hooks import PostCommitHook
 from .instant import (
     COMMIT,
@@ -43,7 +44,6 @@ from .keyed.keys import integer_key_column
 from .keyed.mor_read import READ_PARALLELISM, read_slices
 from .keyed.operations import UNREAD, KeyedTableMethods
 from .keyed.properties import KeyedProperties
-from .keyed.slices import MorSlice, is_merge_on_read, mor_slices
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
@@ -305,8 +305,8 @@ class Table(KeyedTableMethods):
         st = self.state()
         snap = self._snapshot(st, as_of)
         schema = st.schema(snap.seq) if snap.seq else None
-        if not read_optimized and is_merge_on_read(st):
-            slices = mor_slices(st, snap.seq)
+        if not read_optimized and st.is_merge_on_read():
+            slices = st.latest_slices(snap.seq)
             ordered = sorted(slices.values(), key=lambda sl: sl.base.path)
             key_col = integer_key_column(self.properties, schema)
             merged = read_slices(self.store, ordered, schema, columns, key_col=key_col)
@@ -314,15 +314,15 @@ class Table(KeyedTableMethods):
         table = read_files(self.store, snap.files, columns, schema, parallelism=READ_PARALLELISM)
         return table if table is not None else no_rows(schema, columns)
 
-    def merge_on_read_slices(self, as_of: str | None = None) -> list[MorSlice] | None:
+    def merge_on_read_slices(self, as_of: str | None = None) -> list[FileSlice] | None:
         """The file slices (base plus logs) a merged snapshot read covers, one per file group,
         for an engine that merges them in its own tasks (`read_slice`); None when the table
         has no delta commits (its snapshot files are the whole answer)."""
         st = self.state()
-        if not is_merge_on_read(st):
+        if not st.is_merge_on_read():
             return None
         snap = self._snapshot(st, as_of)
-        return sorted(mor_slices(st, snap.seq).values(), key=lambda sl: sl.base.path)
+        return sorted(st.latest_slices(snap.seq).values(), key=lambda sl: sl.base.path)
 
     def schema(self, as_of: str | None = None) -> pa.Schema | None:
         """The table's schema (as of an instant) as its commits state it; None if none does."""

@@ -25,14 +25,14 @@ import pyarrow.compute as pc
 from storage import NotFound
 
 from ..errors import InstantNotFound, RangeNotReadable
+from ..file_groups import FileGroupFold, FileSlice, is_compaction
+from ..file_groups.log_files import logs_of
 from ..metadata import DataFile, Entry
 from ..parquet_io import read_files
 from ..snapshot import TableState
 from .index import WRITE_STATS
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from .logfile import logs_of
 from .properties import PARTITION, KeyedProperties
-from .slices import MorSlice, is_compaction, is_merge_on_read, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -54,40 +54,21 @@ def _seq_of(st: TableState, time: str | None, default: int, what: str, uri: str)
     return seq
 
 
-def touched_groups(e: Entry, groups: dict[str, list[DataFile]]) -> set[str]:
-    out = {f.group for f in (*e.added, *e.replaced)}
-    gone = e.replaced_partitions
-    if gone:
-        out |= {g for g, fs in groups.items() if fs[-1].partition in gone}
-    return out
-
-
-def mor_touched(e: Entry, before: dict[str, MorSlice]) -> set[str]:
-    """The file groups a merge-on-read write changes: those it adds to, replaces or
-    appends logs to, and every group of a partition it overwrites."""
-    out = {f.group for f in (*e.added, *e.replaced)}
-    out |= {lf.file_group for lf in logs_of(e.metadata)}
-    gone = e.replaced_partitions
-    if gone:
-        out |= {g for g, sl in before.items() if sl.partition in gone}
-    return out
-
-
-def slice_objects(sl: MorSlice) -> set[str]:
-    """The objects a merged read of a slice takes: its base file and its log objects."""
-    return {sl.base.path} | {lf.path for _, lf in sl.logs}
-
-
-def apply_write(e: Entry, groups: dict[str, list[DataFile]]) -> None:
-    """One write folded into file group -> slices (as TableState.file_slices does)."""
-    for f in e.replaced:
-        groups.pop(f.group, None)
-    gone = e.replaced_partitions
-    if gone:
-        for g in [g for g, fs in groups.items() if fs[-1].partition in gone]:
-            del groups[g]
-    for f in e.added:
-        groups.setdefault(f.group, []).append(f)
+def walk(
+    writes: Iterable[Entry], begin_seq: int
+) -> Iterator[tuple[Entry, list[FileSlice], list[FileSlice]]]:
+    """Each write after `begin_seq`, in completion order, with the latest slices of the file
+    groups it touches just before and just after it (one fold over the writes)."""
+    fold = FileGroupFold()
+    for e in writes:
+        if e.seq <= begin_seq:
+            fold.apply(e)
+            continue
+        touched = sorted(fold.touched(e))
+        before = [sl for g in touched if (sl := fold.latest_slice(g)) is not None]
+        fold.apply(e)
+        after = [sl for g in touched if (sl := fold.latest_slice(g)) is not None]
+        yield e, before, after
 
 
 class ChangeRange:
@@ -95,7 +76,7 @@ class ChangeRange:
         self.table = table
         self.begin, self.end = begin, end
         self.st = table.state()
-        self.mor = is_merge_on_read(self.st)
+        self.mor = self.st.is_merge_on_read()
         writes = self.st.ordered_writes()
         last = writes[-1].seq if writes else 0
         self.begin_seq = _seq_of(self.st, begin, 0, "begin", table.uri)
@@ -103,7 +84,7 @@ class ChangeRange:
         self.writes = [e for e in writes if e.seq <= self.end_seq]
         self.in_range = [e for e in self.writes if e.seq > self.begin_seq]
         self.schema = self.st.schema(self.end_seq)
-        self._cow_reads: dict[int, set[str]] | None = None  # write seq -> what CDC reads
+        self._reads: dict[int, set[str]] | None = None  # write seq -> what CDC reads
 
     def check_readable(self, cdc: bool, reads: Iterable[str] = ()) -> None:
         """RangeNotReadable unless every object the read needs is there: what each write of
@@ -160,27 +141,12 @@ class ChangeRange:
     def cdc_reads(self, e: Entry) -> set[str]:
         """The objects a CDC read of write `e` reads: its touched file groups' slices just
         before and just after it (a merge-on-read slice is its base and its logs)."""
-        if not self.mor:
-            if self._cow_reads is None:  # one pass over the writes, as the CDC read walks them
-                self._cow_reads = {}
-                groups: dict[str, list[DataFile]] = {}
-                for w in self.st.ordered_writes():
-                    touched = touched_groups(w, groups)
-                    reads = {groups[g][-1].path for g in touched if g in groups}
-                    apply_write(w, groups)
-                    reads |= {groups[g][-1].path for g in touched if g in groups}
-                    self._cow_reads[w.seq] = reads
-            return self._cow_reads.get(e.seq, set())
-        if is_compaction(e):
-            return set()  # changes no record: a CDC read yields nothing for it
-        before_sl = mor_slices(self.st, e.seq - 1)
-        after_sl = mor_slices(self.st, e.seq)
-        out: set[str] = set()
-        for g in mor_touched(e, before_sl):
-            for sl in (before_sl.get(g), after_sl.get(g)):
-                if sl is not None:
-                    out |= slice_objects(sl)
-        return out
+        if self._reads is None:  # one walk over the writes, as the CDC read walks them
+            self._reads = {}
+            for w, before, after in walk(self.st.ordered_writes(), 0):
+                if not (self.mor and is_compaction(w)):  # a compaction changes no record
+                    self._reads[w.seq] = {p for sl in (*before, *after) for p in sl.objects()}
+        return self._reads.get(e.seq, set())
 
     def _earliest(self, active: set[str], cleaned: set[str], cdc: bool) -> str:
         """The earliest begin (exclusive) from which every later write is readable."""
@@ -205,13 +171,9 @@ def incremental(
     if full_scan:
         files: Iterable[DataFile] = r.st.snapshot(r.end_seq).files
     else:
-        groups: dict[str, list[DataFile]] = {}
-        touched: set[str] = set()
-        for e in r.writes:
-            apply_write(e, groups)
-            if e.seq > r.begin_seq:
-                touched |= {f.group for f in e.added}
-        files = [groups[g][-1] for g in touched if g in groups]
+        view = FileGroupFold.of(r.writes)
+        touched = {f.group for e in r.in_range for f in e.added}
+        files = [f for g in touched if (f := view.latest_base(g)) is not None]
         r.check_readable(cdc=False, reads=[f.path for f in files])
     with r.reading(cdc=False):
         data = r.read(files)
@@ -259,17 +221,9 @@ def cdc(
 
 def _cdc(r: ChangeRange, props: KeyedProperties) -> pa.Table:
     out: list[dict[str, Any]] = []
-    groups: dict[str, list[DataFile]] = {}
-    for e in r.writes:
-        if e.seq <= r.begin_seq:
-            apply_write(e, groups)
-            continue
-        touched = touched_groups(e, groups)
-        before_files = [groups[g][-1] for g in touched if g in groups]
-        apply_write(e, groups)
-        after_files = [groups[g][-1] for g in touched if g in groups]
-        before = _rows_by_id(r, before_files, props)
-        after = _rows_by_id(r, after_files, props)
+    for e, before_slices, after_slices in walk(r.writes, r.begin_seq):
+        before = _rows_by_id(r, [sl.base for sl in before_slices], props)
+        after = _rows_by_id(r, [sl.base for sl in after_slices], props)
         changes: list[dict[str, Any]] = []
         for ident, row in after.items():
             if row.get(COMMIT_TIME_COL) != e.time:

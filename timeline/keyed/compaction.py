@@ -35,6 +35,7 @@ from storage import Conflict, NotFound
 from .. import crash
 from ..commit import materialize
 from ..errors import CommitConflict, InstantNotFound, PlanError, TimelineError
+from ..file_groups import COMPACTION_DETAIL, FileSlice, is_compaction
 from ..heartbeat import last_beat
 from ..instant import (
     COMMIT,
@@ -54,7 +55,6 @@ from .compaction_task import CompactionWork, compact_file_group
 from .index import WRITE_STATS
 from .keys import integer_key_column
 from .log_objects import LogCache
-from .slices import COMPACTION_DETAIL, MorSlice, is_compaction, live_logs, mor_slices
 
 if TYPE_CHECKING:
     from ..snapshot import TableState
@@ -130,7 +130,7 @@ def plan_compaction(table: Table, st: TableState) -> list[dict[str, Any]]:
             paths.update(str(p) for p in group)
     threshold = table.settings.compaction_log_file_size_threshold
     ops: list[dict[str, Any]] = []
-    for sl in mor_slices(st).values():
+    for sl in st.latest_slices().values():
         if not sl.logs or sl.group in busy or sl.base.path in paths:
             continue
         if sl.log_bytes < threshold:
@@ -183,24 +183,17 @@ def schedule(table: Table, *, force: bool = False) -> str | None:
     return t
 
 
-def _planned_slices(st: TableState, ops: Sequence[dict[str, Any]]) -> list[MorSlice | None]:
+def _planned_slices(st: TableState, ops: Sequence[dict[str, Any]]) -> list[FileSlice | None]:
     """Each planned slice, or None where the plan no longer fits the table (a planned log's
-    delta commit was rolled back, or the base was replaced). The table's files, live logs
-    and file slices are gathered once for the whole plan: gathered per operation, they were
-    most of a compaction of many file groups after many delta commits."""
-    files, logs, groups = st.all_files(), live_logs(st), st.file_slices()
-    out: list[MorSlice | None] = []
+    delta commit was rolled back, or the base was replaced). The file groups are folded once
+    for the whole plan: folded per operation, they were most of a compaction of many file
+    groups after many delta commits."""
+    groups = st.file_groups().groups
+    out: list[FileSlice | None] = []
     for op in ops:
-        base = files.get(str(op["base_path"]))
-        current = groups.get(str(op["file_group"])) or []
-        fits = base is not None and base in current and all(p in logs for p in op["log_paths"])
-        if not fits:
-            out.append(None)
-            continue
-        assert base is not None
-        picked = sorted((logs[p] for p in op["log_paths"]), key=lambda x: x[0])
-        group, part = str(op["file_group"]), str(op["partition"])
-        out.append(MorSlice(group, part, base, 0, tuple(picked)))
+        fg = groups.get(str(op["file_group"]))
+        planned = None if fg is None else fg.planned_slice(str(op["base_path"]), op["log_paths"])
+        out.append(planned)
     return out
 
 

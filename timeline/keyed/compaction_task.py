@@ -18,6 +18,7 @@ import pyarrow as pa
 from storage import ObjectStore
 
 from .. import crash
+from ..file_groups import FileSlice
 from ..instant import COMPACTION
 from ..metadata import DataFile
 from ..task_writer import TaskWriter, WriteTarget
@@ -25,7 +26,6 @@ from .index import bloom_ref
 from .keys import RECORD_KEY_COL, key_range
 from .log_objects import LogCache
 from .mor_read import read_slice
-from .slices import MorSlice
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class CompactionWork:
     schema: pa.Schema
     bloom_fpp: float
     #: The planned slices, in plan order: base file and logs of each file group.
-    slices: tuple[MorSlice, ...]
+    slices: tuple[FileSlice, ...]
     #: The table's single integer record key column, which the merge matches keys by
     #: (keys.integer_key_column); None: by the record key text.
     key_col: str | None = None
@@ -61,7 +61,7 @@ def base_file_name(group: str, instant_time: str) -> str:
 
 
 def compact_file_group(
-    writer: TaskWriter, work: CompactionWork, sl: MorSlice, *, cache: LogCache | None = None
+    writer: TaskWriter, work: CompactionWork, sl: FileSlice, *, cache: LogCache | None = None
 ) -> tuple[DataFile, dict[str, Any]]:
     """Merge one slice (base + logs, by the table's merge) into its new base file; returns
     the file and its write stats (the compaction commit's per-file record). `cache`: the

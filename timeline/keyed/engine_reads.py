@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from storage import ObjectStore
 
+from ..file_groups import FileGroupFold, FileSlice, is_compaction, logs_of
 from ..metadata import DataFile
 from ..parquet_io import read_files
 from .changes import (
@@ -28,17 +29,14 @@ from .changes import (
     INSERT,
     UPDATE,
     ChangeRange,
-    apply_write,
     cdc_schema,
     change_row,
-    mor_touched,
     record_identity,
-    touched_groups,
+    walk,
 )
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from .mor_read import read_slices
 from .properties import MERGE_ON_READ, KeyedProperties
-from .slices import MorSlice, is_compaction, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -46,7 +44,7 @@ if TYPE_CHECKING:
 
 #: What a task reads: a copy-on-write file slice (its base file), or a merge-on-read slice
 #: (its base merged with its logs).
-Unit = DataFile | MorSlice
+Unit = DataFile | FileSlice
 
 
 @dataclass(frozen=True)
@@ -93,31 +91,21 @@ def plan_changes(
     times = tuple(sorted({e.time for e in r.in_range}))
     if props.table_type == MERGE_ON_READ:
         return _plan_merge_on_read(r, props, times, cdc=cdc, full_scan=full_scan)
-    groups: dict[str, list[DataFile]] = {}
     if not cdc:
         if full_scan:
             files = list(r.st.snapshot(r.end_seq).files)
         else:
             r.check_readable(cdc=False)
-            touched: set[str] = set()
-            for e in r.writes:
-                apply_write(e, groups)
-                if e.seq > r.begin_seq:
-                    touched |= {f.group for f in e.added}
-            files = [groups[g][-1] for g in touched if g in groups]
+            view = FileGroupFold.of(r.writes)
+            touched = {f.group for e in r.in_range for f in e.added}
+            files = [f for g in touched if (f := view.latest_base(g)) is not None]
         ordered = tuple(sorted(files, key=lambda f: f.path))
         return ChangesPlan(r.schema, times, files=ordered)
     r.check_readable(cdc=True)
-    units = []
-    for e in r.writes:
-        if e.seq <= r.begin_seq:
-            apply_write(e, groups)
-            continue
-        touched = touched_groups(e, groups)
-        before = tuple(groups[g][-1] for g in sorted(touched) if g in groups)
-        apply_write(e, groups)
-        after = tuple(groups[g][-1] for g in sorted(touched) if g in groups)
-        units.append(CommitUnit(e.time, before, after))
+    units = [
+        CommitUnit(e.time, tuple(sl.base for sl in before), tuple(sl.base for sl in after))
+        for e, before, after in walk(r.writes, r.begin_seq)
+    ]
     return ChangesPlan(r.schema, times, commits=tuple(units), cdc=True)
 
 
@@ -127,37 +115,34 @@ def _plan_merge_on_read(
     """`plan_changes` of a merge-on-read table: the slices `mor_changes` reads."""
     key_col = integer_key_column(props, r.schema)
     if not cdc:
-        slices = mor_slices(r.st, r.end_seq)
+        slices = r.st.latest_slices(r.end_seq)
         if full_scan:
             picked = list(slices.values())
         else:
             r.check_readable(cdc=False)
-            touched: set[str] = set()
-            for e in r.in_range:
-                if not is_compaction(e):
-                    touched |= mor_touched(e, {})
+            touched = {
+                g
+                for e in r.in_range
+                if not is_compaction(e)
+                for g in (
+                    *(f.group for f in e.added),
+                    *(lf.file_group for lf in logs_of(e.metadata)),
+                )
+            }
             picked = [slices[g] for g in sorted(touched) if g in slices]
         ordered = tuple(sorted(picked, key=lambda sl: sl.base.path))
         return ChangesPlan(r.schema, times, files=ordered, key_col=key_col)
     r.check_readable(cdc=True)
-    units = []
-    for e in r.in_range:
-        if is_compaction(e):
-            continue  # a compaction changes no record
-        before, after = mor_slices(r.st, e.seq - 1), mor_slices(r.st, e.seq)
-        groups = sorted(mor_touched(e, before))
-        units.append(
-            CommitUnit(
-                e.time,
-                tuple(before[g] for g in groups if g in before),
-                tuple(after[g] for g in groups if g in after),
-            )
-        )
+    units = [
+        CommitUnit(e.time, tuple(before), tuple(after))
+        for e, before, after in walk(r.writes, r.begin_seq)
+        if not is_compaction(e)  # a compaction changes no record
+    ]
     return ChangesPlan(r.schema, times, commits=tuple(units), cdc=True, key_col=key_col)
 
 
 def _read(store: ObjectStore, plan: ChangesPlan, files: Sequence[Unit]) -> pa.Table:
-    slices = [u for u in files if isinstance(u, MorSlice)]
+    slices = [u for u in files if isinstance(u, FileSlice)]
     if slices:
         got = read_slices(store, slices, plan.schema, key_col=plan.key_col)
     else:
@@ -184,7 +169,7 @@ def read_commit_changes(
     def by_id(files: Sequence[Unit]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for f in files:
-            base = f.base if isinstance(f, MorSlice) else f
+            base = f.base if isinstance(f, FileSlice) else f
             for row in _read(store, plan, [f]).to_pylist():
                 out[record_identity(base, str(row[RECORD_KEY_COL]), props)] = row
         return out

@@ -32,6 +32,7 @@ from storage import Conflict, IntegrityError, NotFound
 from .. import crash
 from ..commit import materialize
 from ..errors import CommitConflict, PlanError
+from ..file_groups.log_files import logs_of
 from ..instant import INDEXING, Instant, State
 from ..layout import data_key, heartbeat_key
 from ..metadata import DataFile
@@ -40,7 +41,6 @@ from ..recovery import read_plan
 from ..snapshot import TableState
 from ..txn import Transaction
 from .keys import RECORD_KEY_COL, integer_key_column
-from .logfile import logs_of
 from .mor_read import read_slice
 from .properties import KeyedProperties
 from .record_index import (
@@ -54,7 +54,6 @@ from .record_index import (
     read_shard,
     touched_groups,
 )
-from .slices import is_merge_on_read, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -92,11 +91,11 @@ def _from_groups(
     """The mapping of these file groups (None: all) as of log position `seq`, from their
     latest slices: merge-on-read slices merged with their logs (a key a log inserted is in
     the group, one it deleted is not), copy-on-write base files as they are."""
-    if not is_merge_on_read(st):
+    if not st.is_merge_on_read():
         live = st.file_slices(seq)
         wanted = live if groups is None else [g for g in groups if g in live]
         return _from_files(table, [live[g][-1] for g in wanted])
-    slices = mor_slices(st, seq)
+    slices = st.latest_slices(seq)
     schema = st.schema(seq)
     key_col = integer_key_column(props, schema)
     parts = []

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..file_groups import FileSlice, is_compaction
+from ..file_groups.log_files import logs_of
 from .changes import (
     DELETE,
     INSERT,
@@ -20,14 +22,11 @@ from .changes import (
     ChangeRange,
     cdc_schema,
     change_row,
-    mor_touched,
-    slice_objects,
+    walk,
 )
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
-from .logfile import logs_of
 from .mor_read import read_slices
 from .properties import PARTITION, KeyedProperties
-from .slices import MorSlice, is_compaction, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -38,7 +37,7 @@ def incremental(
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     times = pa.array(sorted({e.time for e in r.in_range}), pa.string())
-    slices = mor_slices(r.st, r.end_seq)
+    slices = r.st.latest_slices(r.end_seq)
     if full_scan:
         picked = list(slices.values())
     else:
@@ -49,7 +48,7 @@ def incremental(
                     lf.file_group for lf in logs_of(e.metadata)
                 }
         picked = [slices[g] for g in sorted(touched) if g in slices]
-        r.check_readable(cdc=False, reads=[p for sl in picked for p in slice_objects(sl)])
+        r.check_readable(cdc=False, reads=[p for sl in picked for p in sl.objects()])
     key_col = integer_key_column(table.properties, r.schema)
     with r.reading(cdc=False):
         data = read_slices(table.store, picked, r.schema, key_col=key_col)
@@ -61,7 +60,7 @@ def incremental(
 
 
 def _rows_by_id(
-    table: Table, r: ChangeRange, slices: list[MorSlice], props: KeyedProperties
+    table: Table, r: ChangeRange, slices: list[FileSlice], props: KeyedProperties
 ) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     key_col = integer_key_column(props, r.schema)
@@ -86,18 +85,11 @@ def cdc(
 
 def _cdc(table: Table, r: ChangeRange, props: KeyedProperties) -> pa.Table:
     out: list[dict[str, Any]] = []
-    for e in r.in_range:
+    for e, before_slices, after_slices in walk(r.writes, r.begin_seq):
         if is_compaction(e):
-            continue
-        before_slices = mor_slices(r.st, e.seq - 1)
-        after_slices = mor_slices(r.st, e.seq)
-        touched = mor_touched(e, before_slices)
-        before = _rows_by_id(
-            table, r, [before_slices[g] for g in sorted(touched) if g in before_slices], props
-        )
-        after = _rows_by_id(
-            table, r, [after_slices[g] for g in sorted(touched) if g in after_slices], props
-        )
+            continue  # a compaction changes no record
+        before = _rows_by_id(table, r, before_slices, props)
+        after = _rows_by_id(table, r, after_slices, props)
         changes: list[dict[str, Any]] = []
         for ident, row in after.items():
             if row.get(COMMIT_TIME_COL) != e.time:

@@ -1,6 +1,7 @@
 """What the cleaner must keep of a merge-on-read table, and which log files it may delete.
 
-A slice is its base file and its log files (slices.py), so whatever keeps a slice keeps both:
+A slice is its base file and its log files (timeline/file_groups), so whatever keeps a
+slice keeps both:
 - KEEP_LATEST_COMMITS: every slice a snapshot of the retained commits reads (time travel and
   incremental readers within the retention window);
 - KEEP_LATEST_FILE_VERSIONS: the newest N slices of each file group;
@@ -14,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..file_groups import COMPACTION_DETAIL
+from ..file_groups.log_files import ref_path
 from ..instant import COMPACTION, Instant, State
 from ..metadata import decode_plan
 from ..snapshot import TableState
-from .logfile import ref_path
-from .slices import COMPACTION_DETAIL, anchor_of, live_logs, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -28,24 +29,17 @@ def slice_paths(st: TableState, seqs: Iterable[int]) -> set[str]:
     """Base and log files of every slice the snapshots at these log positions read."""
     out: set[str] = set()
     for seq in set(seqs):
-        for sl in mor_slices(st, seq).values():
-            out.add(sl.base.path)
-            out.update(lf.path for _, lf in sl.logs)
+        for sl in st.latest_slices(seq).values():
+            out |= sl.objects()
     return out
 
 
 def newest_versions(st: TableState, retained: int) -> set[str]:
     """Base and log files of the newest `retained` slices of each file group."""
-    anchors = {f.path: anchor_of(e) for e in st.ordered_writes() for f in e.added}
-    logs: dict[str, list[tuple[int, str]]] = {}
-    for seq, lf in live_logs(st).values():
-        logs.setdefault(lf.file_group, []).append((seq, lf.path))
     out: set[str] = set()
-    for group, files in st.file_slices().items():
-        kept = files[-retained:]
-        out.update(f.path for f in kept)
-        oldest = anchors.get(kept[0].path, 0)
-        out.update(p for s, p in logs.get(group, ()) if s > oldest)
+    for fg in st.file_groups().groups.values():
+        for sl in fg.slices(retained):
+            out |= sl.objects()
     return out
 
 
@@ -65,4 +59,4 @@ def pending_compaction_paths(table: Table) -> set[str]:
 
 def log_candidates(st: TableState) -> set[str]:
     """Log objects the cleaner may delete once no kept slice reads a block of theirs."""
-    return {lf.path for _, lf in live_logs(st).values()} - st.cleaned()
+    return {lf.path for _, lf in st.live_logs().values()} - st.cleaned()

@@ -31,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..file_groups import FileSlice
 from ..metadata import DataFile
 from .bloom import INLINE_MAX_BYTES, BloomFilter
 from .index import BEYOND_BASE, KeyIndex
-from .slices import MorSlice
 
 
 def _range_stats(keys: pa.Array, integer_key: pa.Array | None) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def log_key_stats(
 
 
 def _as_file(
-    sl: MorSlice, path: str, rows: int, stats: Mapping[str, Any], key: str | None
+    sl: FileSlice, path: str, rows: int, stats: Mapping[str, Any], key: str | None
 ) -> DataFile:
     col: dict[str, Mapping[str, Any]] = {}
     if key is not None and "key_min" in stats:
@@ -94,7 +94,7 @@ class SliceIndex:
     (base or logs), under the base file's path."""
 
     def __init__(
-        self, inner: KeyIndex, slices: Mapping[str, MorSlice], *, record_base_hits: bool = False
+        self, inner: KeyIndex, slices: Mapping[str, FileSlice], *, record_base_hits: bool = False
     ) -> None:
         """`record_base_hits`: `inner` reads the base files' recorded ranges and blooms as
         they are (the default index): remember which keys each base named, so a writer

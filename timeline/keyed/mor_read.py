@@ -18,14 +18,15 @@ import pyarrow as pa
 
 from storage import ObjectStore
 
+from ..file_groups import FileSlice
+from ..file_groups.log_files import LogFile
 from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..schema import conform
 from .keys import RECORD_KEY_COL
 from .log_merge import Rule, merge, merge_slices
 from .log_objects import LogCache, fetch_whole, read_log_object
-from .logfile import OP_COL, LogFile, read_log
-from .slices import MorSlice
+from .logfile import OP_COL, read_log
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8
@@ -40,7 +41,7 @@ FILTER_PARALLELISM = 4
 
 
 def _projection(
-    columns: Sequence[str] | None, sl: MorSlice, key_col: str | None = None
+    columns: Sequence[str] | None, sl: FileSlice, key_col: str | None = None
 ) -> list[str] | None:
     """The columns a slice read fetches: the record key (and the integer key column keys
     are matched by) and the ordering column its logs merge by, whatever `columns` says."""
@@ -51,7 +52,7 @@ def _projection(
     return list(columns) + [c for c in need if c not in columns]
 
 
-def _rules(sl: MorSlice) -> list[Rule]:
+def _rules(sl: FileSlice) -> list[Rule]:
     return [Rule(lf.merge_by, lf.ordered_deletes) for _, lf in sl.logs]
 
 
@@ -132,14 +133,14 @@ class SliceReader:
         #: (log_merge.py); None: as the record key text.
         self.key_col = key_col
 
-    def read(self, slices: Sequence[MorSlice]) -> list[pa.Table]:
+    def read(self, slices: Sequence[FileSlice]) -> list[pa.Table]:
         """Each slice's merged rows, in the order given."""
         return [
             _finish(merge(base, logs, _rules(sl), key_col=self.key_col), self.columns)
             for sl, base, logs in self._fetched(slices)
         ]
 
-    def read_merged(self, slices: Sequence[MorSlice]) -> pa.Table | None:
+    def read_merged(self, slices: Sequence[FileSlice]) -> pa.Table | None:
         """Every slice's merged rows, concatenated in the order given (None: no slices):
         slices merged `MERGE_BATCH` at a time in one pass (log_merge.merge_slices), as
         their objects come in."""
@@ -160,8 +161,8 @@ class SliceReader:
         return pa.concat_tables(out, promote_options="default")
 
     def _fetched(
-        self, slices: Sequence[MorSlice]
-    ) -> Iterator[tuple[MorSlice, pa.Table, list[pa.Table]]]:
+        self, slices: Sequence[FileSlice]
+    ) -> Iterator[tuple[FileSlice, pa.Table, list[pa.Table]]]:
         """Each slice with its base rows and log rows, in the order given. Every fetch is
         queued at once, and a slice comes out as soon as its own objects are in. A log
         object holding blocks of several of these slices is fetched once, whole; a block
@@ -197,7 +198,7 @@ class SliceReader:
     def _queue(
         self,
         pool: ThreadPoolExecutor,
-        sl: MorSlice,
+        sl: FileSlice,
         shared: dict[str, Future[dict[str, pa.Table]]],
     ) -> tuple[Future[pa.Table], list[Any]]:
         s, w = self.schema, _projection(self.columns, sl, self.key_col)
@@ -213,7 +214,7 @@ class SliceReader:
 
 def read_slice(
     store: ObjectStore,
-    sl: MorSlice,
+    sl: FileSlice,
     schema: pa.Schema | None,
     columns: Sequence[str] | None = None,
     *,
@@ -232,7 +233,7 @@ def read_slice(
 
 def read_slices(
     store: ObjectStore,
-    slices: Sequence[MorSlice],
+    slices: Sequence[FileSlice],
     schema: pa.Schema | None,
     columns: Sequence[str] | None = None,
     *,

@@ -34,6 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import crash
+from ..file_groups import FileSlice
+from ..file_groups.log_files import LOG_FILES
 from ..instant import DELTA_COMMIT, Instant
 from ..metadata import DataFile
 from ..schema import conform, merge_schemas
@@ -41,13 +43,12 @@ from .decide import Replaced, decide_filter
 from .index import WRITE_STATS, IndexFactory, KeyIndex, range_bloom_index
 from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from .log_objects import Block, encode, log_object_name, write_log_object
-from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT
+from .logfile import DELETE, OP_COL, UPSERT
 from .mor_index import SliceIndex, log_key_stats
 from .mor_route import route_deletes, route_upserts
 from .planner import FAIL, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .properties import EVENT_TIME, KeyedProperties
-from .slices import MorSlice
 from .write import Group, place_inserts, write_group
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 class _Delta:
     """What one file group's log block of this write holds."""
 
-    sl: MorSlice
+    sl: FileSlice
     upserts: list[np.ndarray] = field(default_factory=list)  # batch rows
     delete_keys: list[pa.Array] = field(default_factory=list)  # record keys
     delete_order: list[pa.Array | None] = field(default_factory=list)  # their ordering values

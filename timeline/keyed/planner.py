@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..file_groups import FileSlice
 from ..metadata import DataFile
 from ..parquet_io import read_files
 from ..snapshot import TableState
@@ -36,7 +37,6 @@ from .mor_index import SliceIndex
 from .mor_read import READ_PARALLELISM, read_slice
 from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
 from .record_index import IndexView, RecordLevelIndex, choose_index, index_view
-from .slices import MorSlice, mor_slices
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -134,13 +134,13 @@ class Planner:
         self.key_col = integer_key_column(props, self.schema)
         self.bloom_fpp = table.settings.bloom_fpp(merge_on_read)
         #: merge-on-read: file group -> its latest slice (base plus logs); None: copy-on-write
-        self.slices: dict[str, MorSlice] | None = None
+        self.slices: dict[str, FileSlice] | None = None
         #: The record-level index, if one exists: a copy-on-write commit then records its key
         #: changes. Merge-on-read writes keep to ranges and blooms (of base files and logs,
         #: mor_index.py) and leave the record index to fall back.
         self.record_index: IndexView | None = None
         if merge_on_read:
-            self.slices = mor_slices(st)
+            self.slices = st.latest_slices()
             self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
             # a slice may hold a key in its base or in a log (mor_index.py)
             self.index: KeyIndex = SliceIndex(

@@ -12,6 +12,7 @@ import pytest
 
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import Table, TableSettings
+from timeline.file_groups.log_files import LOG_FILES
 from timeline.keyed import KeyedProperties
 from timeline.keyed.index import (
     IndexFactory,
@@ -20,7 +21,6 @@ from timeline.keyed.index import (
     range_bloom_index,
     write_stats_by_path,
 )
-from timeline.keyed.logfile import LOG_FILES
 from timeline.keyed.mor_write import delta_write
 from timeline.snapshot import TableState
 

@@ -19,11 +19,12 @@ from storage import IntegrityError, StoreSettings, checksum_of, open_blob, open_
 from tests.support.keyed_model import KeyedModel, table_rows
 from timeline import Table, TableSettings
 from timeline.errors import CommitConflict
+from timeline.file_groups.log_files import LOG_FILES, LogFile
 from timeline.instant import COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties
 from timeline.keyed.compaction import completed_compactions, wait_async
 from timeline.keyed.keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from timeline.keyed.logfile import LOG_FILES, OP_COL, LogFile, read_log
+from timeline.keyed.logfile import OP_COL, read_log
 from timeline.keyed.mor_write import delta_write
 from timeline.metadata import decode_plan
 
