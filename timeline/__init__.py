@@ -87,7 +87,7 @@ from .keyed import (
     start_compaction,
     write_slice,
 )
-from .keyed.mor_read import read_slice
+from .keyed.read.slices import read_slice
 from .layout import TIMELINE, data_instant_time, data_prefix
 from .metadata import DataFile, Entry
 from .parquet_io import (

@@ -56,12 +56,12 @@ from .errors import MissingTableObject
 from .file_groups import COMPACTION_DETAIL, FileSlice
 from .file_groups.log_files import LogFile
 from .instant import COMMIT, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, parse_name
-from .keyed.index import write_stats_by_path
+from .keyed.index.ranges import write_stats_by_path
+from .keyed.index.record_index import INDEX_SCHEMA, apply_delta, index_view, read_shard
 from .keyed.keys import RECORD_KEY_COL, integer_key_column
-from .keyed.logfile import read_log
-from .keyed.mor_read import read_slice
+from .keyed.log.block import read_log
 from .keyed.properties import GLOBAL, KeyedProperties
-from .keyed.record_index import INDEX_SCHEMA, apply_delta, index_view, read_shard
+from .keyed.read.slices import read_slice
 from .loader import load_active
 from .metadata import DataFile
 from .parquet_io import read_files, read_verified

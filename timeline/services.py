@@ -21,8 +21,8 @@ from .instant import (
     Instant,
     format_name,
 )
-from .keyed import mor_clean
-from .keyed.index import WRITE_STATS, sidecars
+from .keyed import clean as mor_clean
+from .keyed.index.ranges import WRITE_STATS, sidecars
 from .layout import data_prefix
 from .recovery import finish_service, read_plan
 from .settings import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS

@@ -41,9 +41,9 @@ from .instant import (
 )
 from .keyed import operations as keyed_ops
 from .keyed.keys import integer_key_column
-from .keyed.mor_read import READ_PARALLELISM, read_slices
 from .keyed.operations import UNREAD, KeyedTableMethods
 from .keyed.properties import KeyedProperties
+from .keyed.read.slices import READ_PARALLELISM, read_slices
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
@@ -107,7 +107,7 @@ class Table(KeyedTableMethods):
         self._props: Any = UNREAD  # KeyedProperties | None once read (they never change)
         self._naming: str | None = None  # an unkeyed table's partition naming, once read
         #: Compactions this object started in the background (`compaction_mode` async);
-        #: `timeline.keyed.compaction.wait_async` joins them.
+        #: `timeline.keyed.compaction.service.wait_async` joins them.
         self.background: list[threading.Thread] = []
 
     @classmethod

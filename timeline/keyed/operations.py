@@ -19,13 +19,11 @@ from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..table_schema import latest_schema
 from ..writes import put_table
-from . import compaction, mor_changes
-from .changes import cdc, incremental
-from .index import WRITE_STATS, bloom_ref
+from .changes import merge_on_read as mor_changes
+from .changes.ranges import cdc, incremental
+from .compaction import service as compaction
+from .index.ranges import WRITE_STATS, bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
-from .mor_write import delta_write
-from .planner import prepare_batch
-from .planning import Filter
 from .properties import (
     MERGE_ON_READ,
     PROPERTIES_KEY,
@@ -34,7 +32,10 @@ from .properties import (
     create_properties,
     load_properties,
 )
-from .write import keyed_write
+from .write.copy_on_write import keyed_write
+from .write.merge_on_read import delta_write
+from .write.planner import prepare_batch
+from .write.planning import Filter
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _table, _values
 from timeline.keyed.keys import RECORD_KEY_COL
-from timeline.keyed.log_merge import UNCONDITIONAL, Rule, merge_slices
-from timeline.keyed.logfile import DELETE, OP_COL, UPSERT
+from timeline.keyed.log.block import DELETE, OP_COL, UPSERT
+from timeline.keyed.read.merge import UNCONDITIONAL, Rule, merge_slices
 
 SCHEMA = pa.schema([("id", pa.int64()), (RECORD_KEY_COL, pa.string()), ("ts", pa.int64())])
 LOG_SCHEMA = SCHEMA.append(pa.field("v", pa.string())).append(pa.field(OP_COL, pa.string()))

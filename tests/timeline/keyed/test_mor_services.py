@@ -15,7 +15,7 @@ from tests.support.backends import Backend
 from timeline import Table, TableSettings
 from timeline.archive import ArchivalSettings, Archiver
 from timeline.keyed import KeyedProperties
-from timeline.keyed.compaction import completed_compactions
+from timeline.keyed.compaction.service import completed_compactions
 
 PROPS = KeyedProperties.of("id", table_type="merge_on_read")
 OFF = TableSettings(compaction_mode="off", local_entry_cache=False)

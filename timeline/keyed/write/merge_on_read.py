@@ -33,26 +33,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import crash
-from ..file_groups import FileSlice
-from ..file_groups.log_files import LOG_FILES
-from ..instant import DELTA_COMMIT, Instant
-from ..metadata import DataFile
-from ..schema import conform, merge_schemas
+from ... import crash
+from ...file_groups import FileSlice
+from ...file_groups.log_files import LOG_FILES
+from ...instant import DELTA_COMMIT, Instant
+from ...metadata import DataFile
+from ...schema import conform, merge_schemas
+from ..index.merge_on_read import SliceIndex, log_key_stats
+from ..index.ranges import WRITE_STATS, IndexFactory, KeyIndex, range_bloom_index
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from ..log.block import DELETE, OP_COL, UPSERT
+from ..log.objects import Block, encode, log_object_name, write_log_object
+from ..properties import EVENT_TIME, KeyedProperties
+from .copy_on_write import Group, place_inserts, write_group
 from .decide import Replaced, decide_filter
-from .index import WRITE_STATS, IndexFactory, KeyIndex, range_bloom_index
-from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from .log_objects import Block, encode, log_object_name, write_log_object
-from .logfile import DELETE, OP_COL, UPSERT
-from .mor_index import SliceIndex, log_key_stats
-from .mor_route import route_deletes, route_upserts
 from .planner import FAIL, Planner, prepare_batch
 from .planning import Filter, plan_on
-from .properties import EVENT_TIME, KeyedProperties
-from .write import Group, place_inserts, write_group
+from .routing import route_deletes, route_upserts
 
 if TYPE_CHECKING:
-    from ..table import Table
+    from ...table import Table
 
 
 @dataclass

@@ -24,17 +24,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..file_stats import describe_bytes
-from ..metadata import DataFile
-from ..parquet_io import read_verified
-from .inflight import bounded_map
-from .keys import RECORD_KEY_COL
-from .merge import wins
+from ...file_stats import describe_bytes
+from ...metadata import DataFile
+from ...parquet_io import read_verified
+from ..inflight import bounded_map
+from ..keys import RECORD_KEY_COL
+from ..merge import wins
 from .planner import Batch, Planner
 from .slice_writer import encode_slice, kept_rows, slice_stats
 
 if TYPE_CHECKING:
-    from ..txn import Transaction
+    from ...txn import Transaction
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,13 @@ import pyarrow.parquet as pq
 
 from storage import IntegrityError, NotFound, ObjectStore, checksum_of, verify
 
-from ..file_groups.log_files import logs_of
-from ..instant import INDEXING, RESTORE, ROLLBACK, parse_name
-from ..metadata import DataFile, Entry
-from ..settings import TableSettings
-from ..snapshot import TableState
-from .index import KeyIndex, RangeBloomIndex, range_bloom_index
-from .properties import GLOBAL, KeyedProperties
+from ...file_groups.log_files import logs_of
+from ...instant import INDEXING, RESTORE, ROLLBACK, parse_name
+from ...metadata import DataFile, Entry
+from ...settings import TableSettings
+from ...snapshot import TableState
+from ..properties import GLOBAL, KeyedProperties
+from .ranges import KeyIndex, RangeBloomIndex, range_bloom_index
 
 #: Commit-metadata field of an indexing entry (the base) and of a keyed commit (its delta).
 RECORD_INDEX = "record_index"

@@ -24,22 +24,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..file_groups import FileSlice
-from ..metadata import DataFile
-from ..parquet_io import read_files
-from ..snapshot import TableState
-from .index import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
-from .inflight import bounded_map
-from .keys import RECORD_KEY_COL, integer_key_column, partition_path_array, record_keys, with_meta
-from .log_objects import LogCache
-from .merge import combine_rows, distinct_integers
-from .mor_index import SliceIndex
-from .mor_read import READ_PARALLELISM, read_slice
-from .properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
-from .record_index import IndexView, RecordLevelIndex, choose_index, index_view
+from ...file_groups import FileSlice
+from ...metadata import DataFile
+from ...parquet_io import read_files
+from ...snapshot import TableState
+from ..index.merge_on_read import SliceIndex
+from ..index.ranges import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
+from ..index.record_index import IndexView, RecordLevelIndex, choose_index, index_view
+from ..inflight import bounded_map
+from ..keys import RECORD_KEY_COL, integer_key_column, partition_path_array, record_keys, with_meta
+from ..log.objects import LogCache
+from ..merge import combine_rows, distinct_integers
+from ..properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
+from ..read.slices import READ_PARALLELISM, read_slice
 
 if TYPE_CHECKING:
-    from ..table import Table
+    from ...table import Table
 
 FAIL = "fail"
 DROP = "drop"

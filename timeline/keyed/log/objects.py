@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 
 from storage import IntegrityError, ObjectStore, checksum_of, verify
 
-from ..file_groups.log_files import LogFile
-from .logfile import DELETE, OP_COL, decode_log, encode_block, read_log
+from ...file_groups.log_files import LogFile
+from .block import DELETE, OP_COL, decode_log, encode_block, read_log
 
 
 @dataclass(frozen=True)

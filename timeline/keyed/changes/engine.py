@@ -21,10 +21,13 @@ import pyarrow.compute as pc
 
 from storage import ObjectStore
 
-from ..file_groups import FileGroupFold, FileSlice, is_compaction, logs_of
-from ..metadata import DataFile
-from ..parquet_io import read_files
-from .changes import (
+from ...file_groups import FileGroupFold, FileSlice, is_compaction, logs_of
+from ...metadata import DataFile
+from ...parquet_io import read_files
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
+from ..properties import MERGE_ON_READ, KeyedProperties
+from ..read.slices import read_slices
+from .ranges import (
     DELETE,
     INSERT,
     UPDATE,
@@ -34,12 +37,9 @@ from .changes import (
     record_identity,
     walk,
 )
-from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
-from .mor_read import read_slices
-from .properties import MERGE_ON_READ, KeyedProperties
 
 if TYPE_CHECKING:
-    from ..table import Table
+    from ...table import Table
 
 
 #: What a task reads: a copy-on-write file slice (its base file), or a merge-on-read slice

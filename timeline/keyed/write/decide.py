@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DuplicateKeys
-from .keys import RECORD_KEY_COL
-from .merge import wins
+from ...errors import DuplicateKeys
+from ..keys import RECORD_KEY_COL
+from ..merge import wins
 from .planner import FAIL, Batch, Planner
 from .planning import Filter, filter_matches
 

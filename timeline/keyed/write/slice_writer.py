@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 
 from storage import ObjectStore
 
-from ..layout import data_instant_time
-from ..metadata import DataFile
-from ..parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
-from ..schema import conform
-from .index import bloom_ref
-from .keys import RECORD_KEY_COL, key_range
+from ...layout import data_instant_time
+from ...metadata import DataFile
+from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
+from ...schema import conform
+from ..index.ranges import bloom_ref
+from ..keys import RECORD_KEY_COL, key_range
 
 
 @dataclass(frozen=True)

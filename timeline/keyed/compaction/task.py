@@ -17,15 +17,15 @@ import pyarrow as pa
 
 from storage import ObjectStore
 
-from .. import crash
-from ..file_groups import FileSlice
-from ..instant import COMPACTION
-from ..metadata import DataFile
-from ..task_writer import TaskWriter, WriteTarget
-from .index import bloom_ref
-from .keys import RECORD_KEY_COL, key_range
-from .log_objects import LogCache
-from .mor_read import read_slice
+from ... import crash
+from ...file_groups import FileSlice
+from ...instant import COMPACTION
+from ...metadata import DataFile
+from ...task_writer import TaskWriter, WriteTarget
+from ..index.ranges import bloom_ref
+from ..keys import RECORD_KEY_COL, key_range
+from ..log.objects import LogCache
+from ..read.slices import read_slice
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..file_groups import FileSlice
-from ..metadata import DataFile
+from ...file_groups import FileSlice
+from ...metadata import DataFile
 from .bloom import INLINE_MAX_BYTES, BloomFilter
-from .index import BEYOND_BASE, KeyIndex
+from .ranges import BEYOND_BASE, KeyIndex
 
 
 def _range_stats(keys: pa.Array, integer_key: pa.Array | None) -> dict[str, Any]:

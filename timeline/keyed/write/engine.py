@@ -24,15 +24,15 @@ import pyarrow.compute as pc
 
 from storage import ObjectStore
 
-from ..engine_commit import sweep_strays
-from ..errors import WriterNotSupported
-from ..instant import Instant
-from ..layout import heartbeat_key
-from ..metadata import DataFile
-from ..parquet_io import read_files
-from ..schema import merge_schemas
-from .index import WRITE_STATS, RangeBloomIndex, range_bloom_index, write_stats_by_path
-from .keys import (
+from ...engine_commit import sweep_strays
+from ...errors import WriterNotSupported
+from ...instant import Instant
+from ...layout import heartbeat_key
+from ...metadata import DataFile
+from ...parquet_io import read_files
+from ...schema import merge_schemas
+from ..index.ranges import WRITE_STATS, RangeBloomIndex, range_bloom_index, write_stats_by_path
+from ..keys import (
     META_COLUMNS,
     RECORD_KEY_COL,
     identities,
@@ -41,16 +41,16 @@ from .keys import (
     typed_keys,
     with_meta,
 )
-from .merge import incoming_wins
+from ..merge import incoming_wins
+from ..properties import GLOBAL, MERGE_ON_READ, KeyedProperties
 from .planning import plan_on
-from .properties import GLOBAL, MERGE_ON_READ, KeyedProperties
 from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
-    from ..table import Table
-    from ..task_writer import TaskWriter
-    from ..txn import Transaction
+    from ...table import Table
+    from ...task_writer import TaskWriter
+    from ...txn import Transaction
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import predicate
-from ..errors import CommitConflict
-from ..instant import ROLLBACK
-from ..snapshot import TableState
+from ... import predicate
+from ...errors import CommitConflict
+from ...instant import ROLLBACK
+from ...snapshot import TableState
 
 if TYPE_CHECKING:
-    from ..txn import Transaction
+    from ...txn import Transaction
 
 #: A filter for `delete`: a pyarrow compute expression or a SQL predicate (DuckDB; text, or
 #: parsed once for the many files a delete reads).

@@ -39,9 +39,9 @@ import pyarrow.ipc as ipc
 
 from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_blob, verify
 
-from ..errors import TimelineError
-from ..file_groups.log_files import LogFile
-from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
+from ...errors import TimelineError
+from ...file_groups.log_files import LogFile
+from ..keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 
 LOG_FORMAT = "flowledger.log-block/3"
 #: Format 3 is format 2's encoding with the read-time merge rule in the header and commit

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ..layout import data_instant_time
-from ..metadata import DataFile
+from ...layout import data_instant_time
+from ...metadata import DataFile
 
 
 def avg_record_size(files: Sequence[DataFile], default: int) -> int:

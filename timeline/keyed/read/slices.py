@@ -18,15 +18,15 @@ import pyarrow as pa
 
 from storage import ObjectStore
 
-from ..file_groups import FileSlice
-from ..file_groups.log_files import LogFile
-from ..metadata import DataFile
-from ..parquet_io import read_files
-from ..schema import conform
-from .keys import RECORD_KEY_COL
-from .log_merge import Rule, merge, merge_slices
-from .log_objects import LogCache, fetch_whole, read_log_object
-from .logfile import OP_COL, read_log
+from ...file_groups import FileSlice
+from ...file_groups.log_files import LogFile
+from ...metadata import DataFile
+from ...parquet_io import read_files
+from ...schema import conform
+from ..keys import RECORD_KEY_COL
+from ..log.block import OP_COL, read_log
+from ..log.objects import LogCache, fetch_whole, read_log_object
+from .merge import Rule, merge, merge_slices
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8

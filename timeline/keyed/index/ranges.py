@@ -29,12 +29,12 @@ from storage import (
     verify,
 )
 
-from ..file_groups.log_files import LOG_FILES, log_ref
-from ..metadata import DataFile
-from ..snapshot import TableState
+from ...file_groups.log_files import LOG_FILES, log_ref
+from ...metadata import DataFile
+from ...snapshot import TableState
+from ..keys import RECORD_KEY_COL
+from ..properties import KeyedProperties
 from .bloom import HASH_BLAKE2B, INLINE_MAX_BYTES, BloomFilter, Keys, key_hashes
-from .keys import RECORD_KEY_COL
-from .properties import KeyedProperties
 
 log = logging.getLogger(__name__)
 

@@ -24,18 +24,18 @@ import pyarrow.compute as pc
 
 from storage import NotFound
 
-from ..errors import InstantNotFound, RangeNotReadable
-from ..file_groups import FileGroupFold, FileSlice, is_compaction
-from ..file_groups.log_files import logs_of
-from ..metadata import DataFile, Entry
-from ..parquet_io import read_files
-from ..snapshot import TableState
-from .index import WRITE_STATS
-from .keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from .properties import PARTITION, KeyedProperties
+from ...errors import InstantNotFound, RangeNotReadable
+from ...file_groups import FileGroupFold, FileSlice, is_compaction
+from ...file_groups.log_files import logs_of
+from ...metadata import DataFile, Entry
+from ...parquet_io import read_files
+from ...snapshot import TableState
+from ..index.ranges import WRITE_STATS
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from ..properties import PARTITION, KeyedProperties
 
 if TYPE_CHECKING:
-    from ..table import Table
+    from ...table import Table
 
 INSERT, UPDATE, DELETE = "i", "u", "d"
 

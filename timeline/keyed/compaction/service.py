@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from storage import Conflict, NotFound
 
-from .. import crash
-from ..commit import materialize
-from ..errors import CommitConflict, InstantNotFound, PlanError, TimelineError
-from ..file_groups import COMPACTION_DETAIL, FileSlice, is_compaction
-from ..heartbeat import last_beat
-from ..instant import (
+from ... import crash
+from ...commit import materialize
+from ...errors import CommitConflict, InstantNotFound, PlanError, TimelineError
+from ...file_groups import COMPACTION_DETAIL, FileSlice, is_compaction
+from ...heartbeat import last_beat
+from ...instant import (
     COMMIT,
     COMPACT_OPERATION,
     COMPACTION,
@@ -47,18 +47,18 @@ from ..instant import (
     Instant,
     State,
 )
-from ..layout import data_prefix, heartbeat_key, instant_key
-from ..metadata import DataFile, Entry, decode_plan, encode_plan
-from ..task_writer import WriteTarget
-from ..txn import Transaction
-from .compaction_task import CompactionWork, compact_file_group
-from .index import WRITE_STATS
-from .keys import integer_key_column
-from .log_objects import LogCache
+from ...layout import data_prefix, heartbeat_key, instant_key
+from ...metadata import DataFile, Entry, decode_plan, encode_plan
+from ...task_writer import WriteTarget
+from ...txn import Transaction
+from ..index.ranges import WRITE_STATS
+from ..keys import integer_key_column
+from ..log.objects import LogCache
+from .task import CompactionWork, compact_file_group
 
 if TYPE_CHECKING:
-    from ..snapshot import TableState
-    from ..table import Table
+    from ...snapshot import TableState
+    from ...table import Table
 
 log = logging.getLogger("flowledger.timeline")
 
@@ -347,7 +347,7 @@ def execute(table: Table, t: str) -> Instant | None:
 def runnable(table: Table, *, only_abandoned: bool = True) -> list[str]:
     """Pending compactions to execute, oldest first: those only scheduled, and (with
     `only_abandoned`) inflight ones whose executor's heartbeat expired."""
-    from ..heartbeat import expired
+    from ...heartbeat import expired
 
     out = []
     for i in pending(table):
@@ -417,7 +417,7 @@ def run_abandoned(table: Table) -> list[str]:
     would keep its file groups out of every later plan and stop archival until someone
     ran `flowledger timeline compact`. Uses the view `schedule` just loaded. A plan that
     can never complete is dropped with a warning: the write that triggered this is done."""
-    from ..heartbeat import expired
+    from ...heartbeat import expired
 
     ran = []
     expiry = table.settings.heartbeat_expiry_s

@@ -29,20 +29,20 @@ import pyarrow.compute as pc
 
 from storage import Conflict, IntegrityError, NotFound
 
-from .. import crash
-from ..commit import materialize
-from ..errors import CommitConflict, PlanError
-from ..file_groups.log_files import logs_of
-from ..instant import INDEXING, Instant, State
-from ..layout import data_key, heartbeat_key
-from ..metadata import DataFile
-from ..parquet_io import read_files
-from ..recovery import read_plan
-from ..snapshot import TableState
-from ..txn import Transaction
-from .keys import RECORD_KEY_COL, integer_key_column
-from .mor_read import read_slice
-from .properties import KeyedProperties
+from ... import crash
+from ...commit import materialize
+from ...errors import CommitConflict, PlanError
+from ...file_groups.log_files import logs_of
+from ...instant import INDEXING, Instant, State
+from ...layout import data_key, heartbeat_key
+from ...metadata import DataFile
+from ...parquet_io import read_files
+from ...recovery import read_plan
+from ...snapshot import TableState
+from ...txn import Transaction
+from ..keys import RECORD_KEY_COL, integer_key_column
+from ..properties import KeyedProperties
+from ..read.slices import read_slice
 from .record_index import (
     INDEX_SCHEMA,
     RECORD_INDEX,
@@ -56,7 +56,7 @@ from .record_index import (
 )
 
 if TYPE_CHECKING:
-    from ..table import Table
+    from ...table import Table
 
 log = logging.getLogger(__name__)
 OPERATION = "indexing"

@@ -37,9 +37,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .keys import RECORD_KEY_COL
-from .logfile import OP_COL, UPSERT
-from .merge import not_older
+from ..keys import RECORD_KEY_COL
+from ..log.block import OP_COL, UPSERT
+from ..merge import not_older
 
 
 @dataclass(frozen=True)

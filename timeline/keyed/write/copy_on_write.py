@@ -26,25 +26,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..file_stats import describe_bytes
-from ..instant import COMMIT, Instant
-from ..metadata import DataFile
-from ..schema import merge_schemas
+from ...file_stats import describe_bytes
+from ...instant import COMMIT, Instant
+from ...metadata import DataFile
+from ...schema import merge_schemas
+from ..index.indexing import merge_if_due
+from ..index.ranges import WRITE_STATS, IndexFactory
+from ..index.record_index import RECORD_INDEX_DELTA, write_delta
+from ..inflight import bounded_map
+from ..properties import KeyedProperties
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .delete_rewrite import delete_by_keys
-from .index import WRITE_STATS, IndexFactory
-from .indexing import merge_if_due
-from .inflight import bounded_map
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
-from .properties import KeyedProperties
-from .record_index import RECORD_INDEX_DELTA, write_delta
 from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
-    from ..table import Table
-    from ..txn import Transaction
+    from ...table import Table
+    from ...txn import Transaction
 
 
 @dataclass

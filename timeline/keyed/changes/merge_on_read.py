@@ -13,9 +13,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..file_groups import FileSlice, is_compaction
-from ..file_groups.log_files import logs_of
-from .changes import (
+from ...file_groups import FileSlice, is_compaction
+from ...file_groups.log_files import logs_of
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
+from ..properties import PARTITION, KeyedProperties
+from ..read.slices import read_slices
+from .ranges import (
     DELETE,
     INSERT,
     UPDATE,
@@ -24,12 +27,9 @@ from .changes import (
     change_row,
     walk,
 )
-from .keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
-from .mor_read import read_slices
-from .properties import PARTITION, KeyedProperties
 
 if TYPE_CHECKING:
-    from ..table import Table
+    from ...table import Table
 
 
 def incremental(
