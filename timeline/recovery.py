@@ -87,7 +87,7 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
                 elif completed.get(inst.time, inst.action) is not None:
                     continue  # completed since `listing` was made (a reused listing): done
                 elif inst.action == COMPACTION:
-                    continue  # never rolled back: its plan is executed again (compaction.py)
+                    continue  # never rolled back: its plan is executed again (keyed compaction)
                 elif inst.action in WRITE_ACTIONS:
                     table.rollback(inst.time)
                     done.append(f"rolled back {inst.time}.{inst.action}")

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LOG_FILES = "log_files"  # the commit-metadata field listing a delta commit's log files
-#: The write-stats fields a log file's record carries for the index (index.py reads them as
+#: The write-stats fields a log file's record carries for the index (keyed/index/ranges.py reads
+#: them as
 #: it reads a base file's).
 KEY_STATS = (
     "min_key",
@@ -53,7 +54,7 @@ class LogFile:
     #: a base file's write stats), so a key inserted into a log is found again.
     key_stats: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     #: Where the block starts in a log object holding the blocks of several file groups
-    #: (log_objects.py); None: the object is this block alone (one object per file group).
+    #: (keyed/log/objects.py); None: the object is this block alone (one object per file group).
     #: `size` and `checksum` are then the block's, `object_size` and `object_checksum` the
     #: whole object's (verified when a reader fetches it whole).
     offset: int | None = None

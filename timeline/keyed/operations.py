@@ -19,10 +19,10 @@ from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..table_schema import latest_schema
 from ..writes import put_table
+from .changes import cdc, incremental
 from .changes import merge_on_read as mor_changes
-from .changes.ranges import cdc, incremental
 from .compaction import service as compaction
-from .index.ranges import WRITE_STATS, bloom_ref
+from .index import WRITE_STATS, bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
 from .properties import (
     MERGE_ON_READ,
@@ -32,10 +32,7 @@ from .properties import (
     create_properties,
     load_properties,
 )
-from .write.copy_on_write import keyed_write
-from .write.merge_on_read import delta_write
-from .write.planner import prepare_batch
-from .write.planning import Filter
+from .write import Filter, delta_write, keyed_write, prepare_batch
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -104,8 +101,9 @@ def write(
 
 
 def _keyed_write(table: Table, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
-    """Copy-on-write rewrites file slices (write.py); merge-on-read appends log blocks in a
-    delta commit (mor_write.py), then compacts as the settings say (compaction.py)."""
+    """Copy-on-write rewrites file slices (keyed/write/copy_on_write.py); merge-on-read
+    appends log blocks in a delta commit (keyed/write/merge_on_read.py), then compacts as
+    the settings say (keyed/compaction/service.py)."""
     try:
         if props.table_type != MERGE_ON_READ:
             return keyed_write(table, props, operation, **kw)

@@ -1,4 +1,4 @@
-"""The reader's merge (log_merge.py) against a plain model of it: random slices (bases in
+"""The reader's merge (keyed/read/merge.py) against a plain model of it: random slices (bases in
 several chunks, the same key in several slices, blocks under either rule, deletes that carry
 only the record key text, null ordering values), merged matching keys as numbers (a single
 integer record key) and as text; both equal the model, row for row and in order."""

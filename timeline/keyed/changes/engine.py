@@ -6,7 +6,8 @@ times (`read_changed_file`), or one commit of the CDC read, whose slices before 
 are compared (`read_commit_changes`). The rows are those `Table.changes` returns.
 
 A merge-on-read table's units are file slices (base and logs) read merged, as
-`mor_changes.py` reads them: its delta commits' changes are in logs, which a read of base
+`keyed/changes/merge_on_read.py` reads them: its delta commits' changes are in logs, which a read
+of base
 files alone would miss (an empty answer, not an error).
 """
 
@@ -26,7 +27,7 @@ from ...metadata import DataFile
 from ...parquet_io import read_files
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from ..properties import MERGE_ON_READ, KeyedProperties
-from ..read.slices import read_slices
+from ..read import read_slices
 from .ranges import (
     DELETE,
     INSERT,

@@ -1,6 +1,7 @@
 """Incremental and CDC reads of merge-on-read tables, changes still in logs included.
 
-Same contract as changes.py (ranges by completion order, begin exclusive), read from merged
+Same contract as keyed/changes/ranges.py (ranges by completion order, begin exclusive), read from
+merged
 slices: a delta commit's changes are the difference of its touched file groups' merged rows
 before and after it. A compaction changes no record (rows keep their commit times), so it
 yields no change rows.
@@ -17,7 +18,7 @@ from ...file_groups import FileSlice, is_compaction
 from ...file_groups.log_files import logs_of
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from ..properties import PARTITION, KeyedProperties
-from ..read.slices import read_slices
+from ..read import read_slices
 from .ranges import (
     DELETE,
     INSERT,

@@ -30,7 +30,7 @@ from ...file_groups.log_files import logs_of
 from ...metadata import DataFile, Entry
 from ...parquet_io import read_files
 from ...snapshot import TableState
-from ..index.ranges import WRITE_STATS
+from ..index import WRITE_STATS
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from ..properties import PARTITION, KeyedProperties
 

@@ -51,9 +51,9 @@ from ...layout import data_prefix, heartbeat_key, instant_key
 from ...metadata import DataFile, Entry, decode_plan, encode_plan
 from ...task_writer import WriteTarget
 from ...txn import Transaction
-from ..index.ranges import WRITE_STATS
+from ..index import WRITE_STATS
 from ..keys import integer_key_column
-from ..log.objects import LogCache
+from ..log import LogCache
 from .task import CompactionWork, compact_file_group
 
 if TYPE_CHECKING:

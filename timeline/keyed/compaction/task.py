@@ -22,10 +22,10 @@ from ...file_groups import FileSlice
 from ...instant import COMPACTION
 from ...metadata import DataFile
 from ...task_writer import TaskWriter, WriteTarget
-from ..index.ranges import bloom_ref
+from ..index import bloom_ref
 from ..keys import RECORD_KEY_COL, key_range
-from ..log.objects import LogCache
-from ..read.slices import read_slice
+from ..log import LogCache
+from ..read import read_slice
 
 
 @dataclass(frozen=True)

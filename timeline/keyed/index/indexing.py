@@ -42,7 +42,7 @@ from ...snapshot import TableState
 from ...txn import Transaction
 from ..keys import RECORD_KEY_COL, integer_key_column
 from ..properties import KeyedProperties
-from ..read.slices import read_slice
+from ..read import read_slice
 from .record_index import (
     INDEX_SCHEMA,
     RECORD_INDEX,

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 WRITE_STATS = "write_stats"
 #: Appended to a log's ref: the index entry of the keys it upserts that its slice's base
-#: file's range and bloom do not name (mor_index.py).
+#: file's range and bloom do not name (keyed/index/merge_on_read.py).
 BEYOND_BASE = "#beyond_base"
 #: Bloom sidecar objects one index lookup fetches at once (GETs in flight); a lookup holds
 #: the filters of at most this many files beyond its cache (below) at a time.

@@ -15,7 +15,7 @@ upserts), and a record key that is the text of one key column (a single integer 
 key) is that column cast to text. Those columns are rebuilt on decoding, and each is dropped
 only when the block's rows really are so; it is what keeps a block close to the size of the
 changed rows themselves (docs/tables.md, "Log format"). Format 1 blocks stored every column.
-Format 3 is format 2 plus the rule a reader merges the block by (log_merge.py): entries
+Format 3 is format 2 plus the rule a reader merges the block by (keyed/read/merge.py): entries
 compared by an ordering column at read time, where format 1 and 2 blocks were decided by
 their writer and apply in order.
 

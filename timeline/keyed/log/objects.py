@@ -2,7 +2,7 @@
 immutable object, so a delta commit PUTs one object per partition it touches (not one per
 file group) and a full snapshot GETs each object once.
 
-An object is its blocks back to back, each a sealed block of logfile.py (its own checksum
+An object is its blocks back to back, each a sealed block of keyed/log/block.py (its own checksum
 trailer, its header naming instant, file group and block number). The commit records, per
 block, its offset and size in the object and its checksum, and the whole object's size and
 checksum:

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..keys import RECORD_KEY_COL
-from ..log.block import OP_COL, UPSERT
+from ..log import OP_COL, UPSERT
 from ..merge import not_older
 
 

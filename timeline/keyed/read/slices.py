@@ -1,11 +1,11 @@
 """Reading merge-on-read slices: a base file merged with its log blocks.
 
-The merge is the table's merge mode, applied here (log_merge.py): blocks in completion
+The merge is the table's merge mode, applied here (keyed/read/merge.py): blocks in completion
 order, each entry by the rule its log file records, a key matched within its own file group;
 a snapshot merges many slices in one pass. Every object of a read (base files and log
 objects) is fetched once, through one bounded pool the reader owns, so a slice's logs are
 fetched concurrently with each other and with other slices' objects; a log object holding
-blocks of several slices read together is fetched whole, once (log_objects.py).
+blocks of several slices read together is fetched whole, once (keyed/log/objects.py).
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from ...metadata import DataFile
 from ...parquet_io import read_files
 from ...schema import conform
 from ..keys import RECORD_KEY_COL
-from ..log.block import OP_COL, read_log
-from ..log.objects import LogCache, fetch_whole, read_log_object
+from ..log import OP_COL, LogCache, fetch_whole, read_log, read_log_object
 from .merge import Rule, merge, merge_slices
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
@@ -34,7 +33,7 @@ READ_PARALLELISM = 8
 #: per-call overhead of the array operations is paid rarely, few enough that the merged
 #: rows of a batch are a small part of the read.
 MERGE_BATCH = 64
-#: Threads a snapshot read filters the bases that lose rows on (log_merge.py): each filter
+#: Threads a snapshot read filters the bases that lose rows on (keyed/read/merge.py): each filter
 #: is one Arrow call on one thread that mostly waits on fresh pages, so more threads than
 #: cores still help; measured on 2 cores, 4 beat 2 and 8.
 FILTER_PARALLELISM = 4
@@ -130,7 +129,7 @@ class SliceReader:
         self.parallelism = max(1, parallelism)
         self.cache = cache
         #: The table's single integer record key column: keys are matched as its numbers
-        #: (log_merge.py); None: as the record key text.
+        #: (keyed/read/merge.py); None: as the record key text.
         self.key_col = key_col
 
     def read(self, slices: Sequence[FileSlice]) -> list[pa.Table]:

@@ -6,7 +6,7 @@ One write, after `begin` (so every commit it does not see is validated against i
 2. the index names the files that may hold each key; only those are read;
 3. updates and deletes mark rows of their file group; new keys fill small files of their
    partition first (Hudi's small-file handling, bounded by what the rewrite costs:
-   sizing.py), then new file groups;
+   keyed/write/sizing.py), then new file groups;
 4. every touched group gets a new slice (untouched rows keep their commit time); the commit
    records per file its group, the slice it supersedes, inserts/updates/deletes, bytes,
    key range and bloom filter (`write_stats`).
@@ -30,9 +30,7 @@ from ...file_stats import describe_bytes
 from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import merge_schemas
-from ..index.indexing import merge_if_due
-from ..index.ranges import WRITE_STATS, IndexFactory
-from ..index.record_index import RECORD_INDEX_DELTA, write_delta
+from ..index import RECORD_INDEX_DELTA, WRITE_STATS, IndexFactory, merge_if_due, write_delta
 from ..inflight import bounded_map
 from ..properties import KeyedProperties
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
@@ -100,7 +98,8 @@ def place_inserts(
     plan: Planner, pending: Mapping[str, np.ndarray], rewrites: _Rewrites | None = None
 ) -> list[Group]:
     """New records go into small files of their partition first (only with `rewrites`: the
-    copy-on-write writer rewrites them; the rule is sizing.py's), then new file groups of
+    copy-on-write writer rewrites them; the rule is keyed/write/sizing.py's), then new file groups
+    of
     about `parquet_max_file_size`."""
     s = plan.table.settings
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
@@ -267,7 +266,8 @@ def keyed_write(
         new_groups: list[Group] = []
         tombstones: list[tuple[pa.Array, pa.Array]] = []  # (keys, partitions) deleted
         if batch is None and where is None and deletes is not None:
-            # Keys alone: each candidate file is read once and filtered (delete_rewrite.py).
+            # Keys alone: each candidate file is read once and filtered
+            # (keyed/write/delete_rewrite.py).
             dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
             if on_plan is not None:
                 on_plan(plan)

@@ -31,7 +31,7 @@ from ...layout import heartbeat_key
 from ...metadata import DataFile
 from ...parquet_io import read_files
 from ...schema import merge_schemas
-from ..index.ranges import WRITE_STATS, RangeBloomIndex, range_bloom_index, write_stats_by_path
+from ..index import WRITE_STATS, RangeBloomIndex, range_bloom_index, write_stats_by_path
 from ..keys import (
     META_COLUMNS,
     RECORD_KEY_COL,
@@ -74,7 +74,8 @@ class KeyedWritePlan:
     record_size_estimate: int
     #: Rows per row group of the slices written (TableSettings.parquet_row_group_rows).
     row_group_rows: int
-    #: sizing.py: a small file takes new records only while its size is at most this many
+    #: keyed/write/sizing.py: a small file takes new records only while its size is at most this
+    #: many
     #: times the bytes routed into it (TableSettings.small_file_rewrite_ratio).
     small_file_rewrite_ratio: float = float("inf")
     by_group: Mapping[str, DataFile] = field(default_factory=dict)
@@ -226,7 +227,7 @@ class Placement:
 def place_inserts(
     plan: KeyedWritePlan, counts: Mapping[str, int], rewritten: Collection[str] = ()
 ) -> list[Placement]:
-    """Where new records go (small files first, by the rule of sizing.py, then new file
+    """Where new records go (small files first, by the rule of keyed/write/sizing.py, then new file
     groups of about `parquet_max_file_size`), from the number of new records per partition;
     the same rule as `keyed_write`. `rewritten`: file groups the write rewrites anyway."""
     record_size = avg_record_size(plan.files, plan.record_size_estimate)

@@ -2,20 +2,20 @@
 that appends a log block to each touched file group instead of rewriting its base file.
 
 One write, after `begin`:
-1. the batch's duplicate records are combined by the merge mode (planner.py);
-2. each record is routed by the index without reading slices (mor_route.py): a key the
+1. the batch's duplicate records are combined by the merge mode (keyed/write/planner.py);
+2. each record is routed by the index without reading slices (keyed/write/routing.py): a key the
    index places in exactly one file group goes into that group's log block, update or
    insert alike; a key in no group goes into new base files (new file groups, placed as
    copy-on-write places inserts); only the candidates of a key in several groups are read;
 3. each touched group gets one log block, cut from the batch's arrays (take by group):
    upserts whole, deletes as key and ordering value. The block records the rule a reader
-   applies it by (log_merge.py): under the event_time merge mode its entries are compared
+   applies it by (keyed/read/merge.py): under the event_time merge mode its entries are compared
    by ordering value at read time, against the merged state before them; a delete by keys
    alone wins unconditionally;
 4. the block's log file records the key range of its upserts and a bloom filter of those
    its base's range and bloom may not name, so the index finds a key inserted into a log
-   again (mor_index.py);
-5. the blocks of one partition are PUT as one log object (log_objects.py): a delta commit
+   again (keyed/index/merge_on_read.py);
+5. the blocks of one partition are PUT as one log object (keyed/log/objects.py): a delta commit
    makes one PUT per partition it touches, not one per file group.
 
 Delta commits touching one file group conflict (the timeline's file-group rule counts log
@@ -39,11 +39,16 @@ from ...file_groups.log_files import LOG_FILES
 from ...instant import DELTA_COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import conform, merge_schemas
-from ..index.merge_on_read import SliceIndex, log_key_stats
-from ..index.ranges import WRITE_STATS, IndexFactory, KeyIndex, range_bloom_index
+from ..index import (
+    WRITE_STATS,
+    IndexFactory,
+    KeyIndex,
+    SliceIndex,
+    log_key_stats,
+    range_bloom_index,
+)
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from ..log.block import DELETE, OP_COL, UPSERT
-from ..log.objects import Block, encode, log_object_name, write_log_object
+from ..log import DELETE, OP_COL, UPSERT, Block, encode, log_object_name, write_log_object
 from ..properties import EVENT_TIME, KeyedProperties
 from .copy_on_write import Group, place_inserts, write_group
 from .decide import Replaced, decide_filter
@@ -52,7 +57,9 @@ from .planning import Filter, plan_on
 from .routing import route_deletes, route_upserts
 
 if TYPE_CHECKING:
+    from ...snapshot import TableState
     from ...table import Table
+    from ...txn import Transaction
 
 
 @dataclass
@@ -118,6 +125,144 @@ def _block(
     return pa.concat_tables(pieces, promote_options="default")
 
 
+@dataclass
+class _Routed:
+    """A delta commit's batch routed to file groups: the log blocks to write and the new
+    file groups to place inserts in."""
+
+    plan: Planner
+    schema: pa.Schema
+    rows: pa.Table | None  # the incoming (prepared) rows, upserts and inserts
+    keys: pa.Array | None  # their record keys
+    deltas: _Deltas
+    new_groups: list[Group]
+    ordered_deletes: bool  # False: deletes by keys alone, which win
+
+
+def _route(
+    table: Table,
+    props: KeyedProperties,
+    txn: Transaction,
+    plan: Planner,
+    operation: str,
+    data: pa.Table | None,
+    deletes: pa.Table | None,
+    where: Filter | None,
+    on_duplicate: str,
+) -> _Routed:
+    """Steps 1 and 2: the batch prepared, each record routed to a log block or a new
+    file group, deletes (by key or filter) to the blocks of the groups holding them."""
+    t = txn.instant_time
+    batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
+    schema = plan.schema
+    if batch is not None:
+        schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
+    assert schema is not None  # a keyed table states its meta columns at creation
+    deltas = _Deltas(plan)
+    new_groups: list[Group] = []
+    if batch is not None:
+        upserts = route_upserts(plan, batch, operation, on_duplicate)
+        deltas.mark(upserts.replaced)
+        new_groups = place_inserts(plan, upserts.inserts)
+    ordered_deletes = True
+    if deletes is not None:
+        dbatch = prepare_batch(deletes, props, t, upsert=False)
+        ordered_deletes = dbatch.ordering is not None  # by keys alone: deletes win
+        deltas.mark(route_deletes(plan, dbatch))
+    if where is not None:
+        deltas.mark(decide_filter(plan, where))
+    rows, keys = (batch.rows, batch.keys) if batch is not None else (None, None)
+    return _Routed(plan, schema, rows, keys, deltas, new_groups, ordered_deletes)
+
+
+class _LogWriter:
+    """Steps 3 to 5: each touched group's block encoded with its key stats, and one log
+    object PUT per partition, a few at a time."""
+
+    def __init__(
+        self, table: Table, props: KeyedProperties, txn: Transaction, st: TableState, r: _Routed
+    ) -> None:
+        self.table, self.props, self.txn, self.st, self.r = table, props, txn, st, r
+        schema, order = r.schema, props.ordering_field
+        self.key_from = props.record_key[0] if len(props.record_key) == 1 else None
+        self.merge_by = (
+            order if order and props.merge_mode == EVENT_TIME and order in schema.names else ""
+        )
+        self.int_key = None  # a single integer key: its range is compared as numbers
+        kf = self.key_from
+        if kf and kf in schema.names and pa.types.is_integer(schema.field(kf).type):
+            self.int_key = kf
+        self.router = r.plan.index if isinstance(r.plan.index, SliceIndex) else None
+        self.canonical: list[KeyIndex] = []  # built when the router's index is not the default
+
+    def named_by_base(self, base: DataFile, keys: pa.Array) -> pa.Array:
+        """Whether the base's recorded range and bloom (as every later lookup reads them)
+        name each key: the router's answer when it had the default index."""
+        named = self.router.named_by_base(base, keys) if self.router is not None else None
+        if named is not None:
+            return named
+        if not self.canonical:
+            self.canonical.append(range_bloom_index(self.table.store, self.st, self.props))
+        hits = self.canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
+        mask = np.zeros(len(keys), dtype=bool)
+        mask[np.asarray(hits, dtype=np.int64)] = True
+        return pa.array(mask)
+
+    def key_stats(self, d: _Delta) -> dict[str, Any]:
+        rows, keys = self.r.rows, self.r.keys
+        if rows is None or keys is None or not d.upserts:
+            return {}
+        idx = pa.array(np.concatenate(d.upserts), pa.int64())
+        ints = rows.column(self.int_key).take(idx).combine_chunks() if self.int_key else None
+        picked = keys.take(idx)
+        beyond = pc.invert(self.named_by_base(d.sl.base, picked))
+        fpp = self.r.plan.bloom_fpp
+        return log_key_stats(picked, fpp, ints, base=d.sl.base.path, beyond=beyond)
+
+    def block(self, group: str) -> Block:
+        d, t = self.r.deltas.groups[group], self.txn.instant_time
+        return encode(
+            _block(d, self.r.rows, self.r.schema, self.props, t),
+            group,
+            t,
+            key_from=self.key_from,
+            merge_by=self.merge_by,
+            ordered_deletes=self.r.ordered_deletes,
+            key_stats=self.key_stats(d),
+        )
+
+    def put(self, part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
+        partition, blocks = part
+        t = self.txn.instant_time
+        lfs = write_log_object(
+            self.table.store,
+            self.txn.data_key(partition, log_object_name(t)),
+            blocks,
+            instant=t,
+            partition=partition,
+            merge_by=self.merge_by,
+            ordered_deletes=self.r.ordered_deletes,
+        )
+        crash.point(f"{DELTA_COMMIT}.log_written")
+        return [lf.to_json() for lf in lfs]
+
+    def write(self) -> list[dict[str, Any]]:
+        """The log files written, as the commit records them."""
+        deltas = self.r.deltas
+        groups = sorted(deltas.groups)
+        logs: list[dict[str, Any]] = []
+        if not groups:
+            return logs
+        width = self.table.settings.log_write_parallelism
+        with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
+            by_partition: dict[str, list[Block]] = {}
+            for g, b in zip(groups, pool.map(self.block, groups), strict=True):
+                by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)
+            for part in pool.map(self.put, sorted(by_partition.items())):
+                logs += part
+        return logs
+
+
 def delta_write(
     table: Table,
     props: KeyedProperties,
@@ -137,110 +282,16 @@ def delta_write(
         st = table.state()
         plan_on(txn, st)
         plan = Planner(table, props, st, index, merge_on_read=True)
-        t = txn.instant_time
-        batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
-        schema = plan.schema
-        if batch is not None:
-            schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
-        assert schema is not None  # a keyed table states its meta columns at creation
-        txn.schema = schema
-        deltas = _Deltas(plan)
-        new_groups: list[Group] = []
-        if batch is not None:
-            upserts = route_upserts(plan, batch, operation, on_duplicate)
-            deltas.mark(upserts.replaced)
-            new_groups = place_inserts(plan, upserts.inserts)
-        ordered_deletes = True
-        if deletes is not None:
-            dbatch = prepare_batch(deletes, props, t, upsert=False)
-            ordered_deletes = dbatch.ordering is not None  # by keys alone: deletes win
-            deltas.mark(route_deletes(plan, dbatch))
-        if where is not None:
-            deltas.mark(decide_filter(plan, where))
+        r = _route(table, props, txn, plan, operation, data, deletes, where, on_duplicate)
+        txn.schema = r.schema
         if on_plan is not None:
             on_plan(plan)
-        incoming_rows = batch.rows if batch is not None else None
-        key_from = props.record_key[0] if len(props.record_key) == 1 else None
-        order = props.ordering_field
-        merge_by = (
-            order if order and props.merge_mode == EVENT_TIME and order in schema.names else ""
-        )
-        int_key = None  # a single integer key: its range is compared as numbers
-        if (
-            key_from
-            and key_from in schema.names
-            and pa.types.is_integer(schema.field(key_from).type)
-        ):
-            int_key = key_from
-        fpp = plan.bloom_fpp
-
-        router = plan.index if isinstance(plan.index, SliceIndex) else None
-        canonical: list[KeyIndex] = []  # built when the router's index is not the default
-
-        def named_by_base(base: DataFile, keys: pa.Array) -> pa.Array:
-            """Whether the base's recorded range and bloom (as every later lookup reads
-            them) name each key: the router's answer when it had the default index."""
-            named = router.named_by_base(base, keys) if router is not None else None
-            if named is not None:
-                return named
-            if not canonical:
-                canonical.append(range_bloom_index(table.store, st, props))
-            hits = canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
-            mask = np.zeros(len(keys), dtype=bool)
-            mask[np.asarray(hits, dtype=np.int64)] = True
-            return pa.array(mask)
-
-        def key_stats(d: _Delta) -> dict[str, Any]:
-            if batch is None or not d.upserts:
-                return {}
-            idx = pa.array(np.concatenate(d.upserts), pa.int64())
-            ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
-            keys = batch.keys.take(idx)
-            beyond = pc.invert(named_by_base(d.sl.base, keys))
-            return log_key_stats(keys, fpp, ints, base=d.sl.base.path, beyond=beyond)
-
-        def block(group: str) -> Block:
-            d = deltas.groups[group]
-            return encode(
-                _block(d, incoming_rows, schema, props, t),
-                group,
-                t,
-                key_from=key_from,
-                merge_by=merge_by,
-                ordered_deletes=ordered_deletes,
-                key_stats=key_stats(d),
-            )
-
-        def put(part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
-            partition, blocks = part
-            lfs = write_log_object(
-                table.store,
-                txn.data_key(partition, log_object_name(t)),
-                blocks,
-                instant=t,
-                partition=partition,
-                merge_by=merge_by,
-                ordered_deletes=ordered_deletes,
-            )
-            crash.point(f"{DELTA_COMMIT}.log_written")
-            return [lf.to_json() for lf in lfs]
-
-        groups = sorted(deltas.groups)
-        logs: list[dict[str, Any]] = []
-        if groups:  # blocks encoded, then one object per partition PUT, a few at a time
-            width = table.settings.log_write_parallelism
-            with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
-                by_partition: dict[str, list[Block]] = {}
-                for g, b in zip(groups, pool.map(block, groups), strict=True):
-                    by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)
-                for part in pool.map(put, sorted(by_partition.items())):
-                    logs += part
-        written = [write_group(txn, g, incoming_rows, schema, fpp) for g in new_groups]
+        logs = _LogWriter(table, props, txn, st, r).write()
+        written = [write_group(txn, g, r.rows, r.schema, plan.bloom_fpp) for g in r.new_groups]
         for f, _ in written:
             txn.add(f)
-        stats = [stat for _, stat in written]
         details = {
-            WRITE_STATS: stats,
+            WRITE_STATS: [stat for _, stat in written],
             LOG_FILES: logs,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
         }

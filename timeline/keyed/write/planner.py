@@ -4,14 +4,15 @@ It prepares the batch (record keys, identities, partitions, ordering values; dup
 combined by the merge mode) and locates the records the table already holds: the index
 names the candidate files, whose key (and ordering) columns are read concurrently and
 matched against the batch with pyarrow joins, never record by record. What the batch then
-does to each located record is decided over whole arrays in decide.py; the copy-on-write
-writer (write.py) turns those decisions into rewritten file slices, the merge-on-read writer
-(mor_write.py) into log blocks.
+does to each located record is decided over whole arrays in keyed/write/decide.py; the copy-on-write
+writer (keyed/write/copy_on_write.py) turns those decisions into rewritten file slices, the
+merge-on-read writer
+(keyed/write/merge_on_read.py) into log blocks.
 
 On a merge-on-read table a candidate "file" is its file group's latest slice, base merged
-with its logs (mor_read.py), so a key updated or deleted in a log is seen as it is now; the
+with its logs (keyed/read/slices.py), so a key updated or deleted in a log is seen as it is now; the
 merge-on-read writer reads candidates only for the keys the index cannot place in exactly
-one file group (mor_route.py).
+one file group (keyed/write/routing.py).
 """
 
 from __future__ import annotations
@@ -28,15 +29,23 @@ from ...file_groups import FileSlice
 from ...metadata import DataFile
 from ...parquet_io import read_files
 from ...snapshot import TableState
-from ..index.merge_on_read import SliceIndex
-from ..index.ranges import IndexFactory, KeyIndex, RangeBloomIndex, range_bloom_index
-from ..index.record_index import IndexView, RecordLevelIndex, choose_index, index_view
+from ..index import (
+    IndexFactory,
+    IndexView,
+    KeyIndex,
+    RangeBloomIndex,
+    RecordLevelIndex,
+    SliceIndex,
+    choose_index,
+    index_view,
+    range_bloom_index,
+)
 from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL, integer_key_column, partition_path_array, record_keys, with_meta
-from ..log.objects import LogCache
+from ..log import LogCache
 from ..merge import combine_rows, distinct_integers
 from ..properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
-from ..read.slices import READ_PARALLELISM, read_slice
+from ..read import READ_PARALLELISM, read_slice
 
 if TYPE_CHECKING:
     from ...table import Table
@@ -137,12 +146,12 @@ class Planner:
         self.slices: dict[str, FileSlice] | None = None
         #: The record-level index, if one exists: a copy-on-write commit then records its key
         #: changes. Merge-on-read writes keep to ranges and blooms (of base files and logs,
-        #: mor_index.py) and leave the record index to fall back.
+        #: keyed/index/merge_on_read.py) and leave the record index to fall back.
         self.record_index: IndexView | None = None
         if merge_on_read:
             self.slices = st.latest_slices()
             self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
-            # a slice may hold a key in its base or in a log (mor_index.py)
+            # a slice may hold a key in its base or in a log (keyed/index/merge_on_read.py)
             self.index: KeyIndex = SliceIndex(
                 (index or range_bloom_index)(table.store, st, props),
                 self.slices,

@@ -1,17 +1,19 @@
 """Routing a merge-on-read write's records to file groups without reading slices.
 
-The index (base files' and logs' key ranges and bloom filters, mor_index.py) names the file
+The index (base files' and logs' key ranges and bloom filters, keyed/index/merge_on_read.py) names
+the file
 groups that may hold each incoming key:
 
 - exactly one group (in the record's partition): the record goes into that group's log as
-  it is, update or insert alike; the reader's merge decides by the merge mode (log_merge.py).
+  it is, update or insert alike; the reader's merge decides by the merge mode (keyed/read/merge.py).
   Nothing is read: the index is complete (every group holding the key is a candidate), so no
   other group can hold the key, and if this one does not, the record is an insert that lives
   in the log, where the log's own range and bloom filter let the index find it again;
 - no group: a new key, into new base files (as copy-on-write places inserts);
 - several groups (a bloom false positive, overlapping key ranges), or one group in another
   partition (a global key that may move): only those groups are read to find where the key
-  is, and the writer decides as copy-on-write does (decide.py). Sending such a key to one
+  is, and the writer decides as copy-on-write does (keyed/write/decide.py). Sending such a key to
+  one
   chosen candidate unread would be wrong: if another candidate holds it, the table would then
   hold the key twice, in two groups the reader merges separately.
 

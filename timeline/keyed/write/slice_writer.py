@@ -24,7 +24,7 @@ from ...layout import data_instant_time
 from ...metadata import DataFile
 from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
 from ...schema import conform
-from ..index.ranges import bloom_ref
+from ..index import bloom_ref
 from ..keys import RECORD_KEY_COL, key_range
 
 
