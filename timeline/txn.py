@@ -19,14 +19,14 @@ from .metadata import DataFile, Entry, write_metadata
 from .schema import SCHEMA_KEY, schema_to_json
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .table_context import TableContext
 
 
 class Transaction(Finishing):
     """Created by `Table.begin`: the requested and inflight objects exist, a heartbeat runs."""
 
     def __init__(
-        self, table: Table, instant_time: str, action: str, base: int, operation: str
+        self, table: TableContext, instant_time: str, action: str, base: int, operation: str
     ) -> None:
         self.table = table
         self.instant_time = instant_time

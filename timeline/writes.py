@@ -23,7 +23,7 @@ from .schema import merge_schemas
 from .table_schema import latest_schema
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .table_context import TableContext
     from .txn import Transaction
 
 MODES = ("append", "overwrite")
@@ -45,7 +45,7 @@ def put_table(txn: Transaction, partition: str, data: pa.Table) -> DataFile:
 
 
 def write(
-    table: Table,
+    table: TableContext,
     data: pa.Table | Sequence[str | Path],
     mode: str = "append",
     partition_by: Sequence[str] | str | None = None,
@@ -107,7 +107,7 @@ def write(
         raise
 
 
-def delete_partition(table: Table, partitions: Sequence[str]) -> Instant:
+def delete_partition(table: TableContext, partitions: Sequence[str]) -> Instant:
     txn = table.begin(REPLACE_COMMIT, operation="delete_partition")
     try:
         txn.replace_partitions(partitions)

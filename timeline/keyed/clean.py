@@ -22,7 +22,7 @@ from ..metadata import decode_plan
 from ..snapshot import TableState
 
 if TYPE_CHECKING:
-    from ..table import Table
+    from .context import KeyedTable
 
 
 def slice_paths(st: TableState, seqs: Iterable[int]) -> set[str]:
@@ -43,7 +43,7 @@ def newest_versions(st: TableState, retained: int) -> set[str]:
     return out
 
 
-def pending_compaction_paths(table: Table) -> set[str]:
+def pending_compaction_paths(table: KeyedTable) -> set[str]:
     out: set[str] = set()
     for i in table.timeline(refresh=False).pending().actions(COMPACTION):
         req = Instant(i.time, COMPACTION, State.REQUESTED)

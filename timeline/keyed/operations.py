@@ -37,7 +37,7 @@ from .write import Filter, delta_write, keyed_write, prepare_batch
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..table import Table
+    from .context import KeyedTable
 
 #: The schema a new keyed table states in its creation commit: the meta columns. A write
 #: through `Table.write` sees them in the latest schema and knows the table is keyed without
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 META_SCHEMA = pa.schema([(c, pa.string()) for c in META_COLUMNS])
 
 
-def create(table: Table, props: KeyedProperties) -> KeyedProperties:
+def create(table: KeyedTable, props: KeyedProperties) -> KeyedProperties:
     """Write the properties (create-only) and, for a new table, a creation commit (two
     creators racing may both write one: harmless, both state the same schema)."""
     existing = table.timeline().completed().write_timeline()
@@ -73,7 +73,7 @@ def is_keyed_schema(schema: pa.Schema | None) -> bool:
 
 
 def write(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     data: pa.Table | Sequence[str | Path],
     mode: str,
@@ -100,7 +100,7 @@ def write(
     return upsert(table, props, data, extra)
 
 
-def _keyed_write(table: Table, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
+def _keyed_write(table: KeyedTable, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
     """Copy-on-write rewrites file slices (keyed/write/copy_on_write.py); merge-on-read
     appends log blocks in a delta commit (keyed/write/merge_on_read.py), then compacts as
     the settings say (keyed/compaction/service.py)."""
@@ -115,13 +115,16 @@ def _keyed_write(table: Table, props: KeyedProperties, operation: str, **kw: Any
 
 
 def upsert(
-    table: Table, props: KeyedProperties, data: pa.Table, extra: Mapping[str, str] | None = None
+    table: KeyedTable,
+    props: KeyedProperties,
+    data: pa.Table,
+    extra: Mapping[str, str] | None = None,
 ) -> Instant:
     return _keyed_write(table, props, "upsert", data=data, metadata=dict(extra or {}))
 
 
 def insert(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     data: pa.Table,
     on_duplicate: str = "fail",
@@ -149,7 +152,7 @@ def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:
 
 
 def delete(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     keys: Any = None,
     where: Any = None,
@@ -175,7 +178,10 @@ def delete(
 
 
 def insert_overwrite(
-    table: Table, props: KeyedProperties, data: pa.Table, extra: Mapping[str, str] | None = None
+    table: KeyedTable,
+    props: KeyedProperties,
+    data: pa.Table,
+    extra: Mapping[str, str] | None = None,
 ) -> Instant:
     """Replace the partitions the data holds (the whole table when unpartitioned)."""
     parts = list(props.partition_by)
@@ -219,7 +225,7 @@ def insert_overwrite(
 
 
 def changes(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     begin: str | None,
     end: str | None = None,
@@ -241,7 +247,7 @@ def changes(
 UNREAD = object()
 
 
-def _refuse_missing_properties(table: Table) -> None:
+def _refuse_missing_properties(table: KeyedTable) -> None:
     """No properties object: an unkeyed table, unless its commits state the meta columns
     (a keyed table's creation commit writes them after the properties object). Then the
     object was lost, and a read without it would merge nothing (a merge-on-read table
@@ -264,8 +270,8 @@ class KeyedTableMethods:
     store: ObjectStore
     _props: Any  # KeyedProperties | None once read (they never change), else UNREAD
 
-    def _table(self) -> Table:
-        return cast("Table", self)
+    def _table(self) -> KeyedTable:
+        return cast("KeyedTable", self)
 
     @property
     def properties(self) -> KeyedProperties | None:

@@ -40,7 +40,7 @@ from .ranges import (
 )
 
 if TYPE_CHECKING:
-    from ...table import Table
+    from ..context import KeyedTable
 
 
 #: What a task reads: a copy-on-write file slice (its base file), or a merge-on-read slice
@@ -76,7 +76,7 @@ class ChangesPlan:
 
 
 def plan_changes(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     begin: str | None,
     end: str | None = None,

@@ -30,11 +30,11 @@ from .ranges import (
 )
 
 if TYPE_CHECKING:
-    from ...table import Table
+    from ..context import KeyedTable
 
 
 def incremental(
-    table: Table, begin: str | None, end: str | None = None, *, full_scan: bool = False
+    table: KeyedTable, begin: str | None, end: str | None = None, *, full_scan: bool = False
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     times = pa.array(sorted({e.time for e in r.in_range}), pa.string())
@@ -61,7 +61,7 @@ def incremental(
 
 
 def _rows_by_id(
-    table: Table, r: ChangeRange, slices: list[FileSlice], props: KeyedProperties
+    table: KeyedTable, r: ChangeRange, slices: list[FileSlice], props: KeyedProperties
 ) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     key_col = integer_key_column(props, r.schema)
@@ -76,7 +76,7 @@ def _rows_by_id(
 
 
 def cdc(
-    table: Table, props: KeyedProperties, begin: str | None, end: str | None = None
+    table: KeyedTable, props: KeyedProperties, begin: str | None, end: str | None = None
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
@@ -84,7 +84,7 @@ def cdc(
         return _cdc(table, r, props)
 
 
-def _cdc(table: Table, r: ChangeRange, props: KeyedProperties) -> pa.Table:
+def _cdc(table: KeyedTable, r: ChangeRange, props: KeyedProperties) -> pa.Table:
     out: list[dict[str, Any]] = []
     for e, before_slices, after_slices in walk(r.writes, r.begin_seq):
         if is_compaction(e):

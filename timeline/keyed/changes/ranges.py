@@ -35,7 +35,7 @@ from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from ..properties import PARTITION, KeyedProperties
 
 if TYPE_CHECKING:
-    from ...table import Table
+    from ..context import KeyedTable
 
 INSERT, UPDATE, DELETE = "i", "u", "d"
 
@@ -72,7 +72,7 @@ def walk(
 
 
 class ChangeRange:
-    def __init__(self, table: Table, begin: str | None, end: str | None) -> None:
+    def __init__(self, table: KeyedTable, begin: str | None, end: str | None) -> None:
         self.table = table
         self.begin, self.end = begin, end
         self.st = table.state()
@@ -164,7 +164,7 @@ class ChangeRange:
 
 
 def incremental(
-    table: Table, begin: str | None, end: str | None = None, *, full_scan: bool = False
+    table: KeyedTable, begin: str | None, end: str | None = None, *, full_scan: bool = False
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     times = pa.array(sorted({e.time for e in r.in_range}), pa.string())
@@ -211,7 +211,7 @@ def cdc_schema(schema: pa.Schema | None) -> pa.Schema:
 
 
 def cdc(
-    table: Table, props: KeyedProperties, begin: str | None, end: str | None = None
+    table: KeyedTable, props: KeyedProperties, begin: str | None, end: str | None = None
 ) -> pa.Table:
     r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)

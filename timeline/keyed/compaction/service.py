@@ -58,7 +58,7 @@ from .task import CompactionWork, compact_file_group
 
 if TYPE_CHECKING:
     from ...snapshot import TableState
-    from ...table import Table
+    from ..context import KeyedTable
 
 log = logging.getLogger("flowledger.timeline")
 
@@ -80,7 +80,7 @@ def _parse_time(t: str) -> datetime:
     return datetime.strptime(t + "000", TIME_FORMAT).replace(tzinfo=UTC)
 
 
-def _pending_plans(table: Table) -> list[tuple[Instant, dict[str, Any]]]:
+def _pending_plans(table: KeyedTable) -> list[tuple[Instant, dict[str, Any]]]:
     out = []
     for i in table.timeline(refresh=False).pending():
         if i.action not in (COMPACTION, REPLACE_COMMIT):
@@ -94,7 +94,7 @@ def _pending_plans(table: Table) -> list[tuple[Instant, dict[str, Any]]]:
     return out
 
 
-def trigger_fires(table: Table, st: TableState, now: datetime | None = None) -> bool:
+def trigger_fires(table: KeyedTable, st: TableState, now: datetime | None = None) -> bool:
     """Hudi's inline trigger: delta commits since the latest compaction (pending or done)
     reach `compaction_max_delta_commits`, and/or `compaction_max_delta_seconds` passed."""
     s = table.settings
@@ -118,7 +118,7 @@ def trigger_fires(table: Table, st: TableState, now: datetime | None = None) -> 
     return by_num and by_time
 
 
-def plan_compaction(table: Table, st: TableState) -> list[dict[str, Any]]:
+def plan_compaction(table: KeyedTable, st: TableState) -> list[dict[str, Any]]:
     """The operations of a plan: every slice with logs, not in a pending compaction or
     clustering, with at least the threshold of log bytes; most log bytes first."""
     busy: set[str] = set()
@@ -148,7 +148,7 @@ def plan_compaction(table: Table, st: TableState) -> list[dict[str, Any]]:
     return ops
 
 
-def schedule(table: Table, *, force: bool = False) -> str | None:
+def schedule(table: KeyedTable, *, force: bool = False) -> str | None:
     """Write `compaction.requested` with a plan when the trigger fires (or `force`); its
     instant time, or None when there is nothing to compact."""
     st = table.state()
@@ -197,7 +197,7 @@ def _planned_slices(st: TableState, ops: Sequence[dict[str, Any]]) -> list[FileS
     return out
 
 
-def _discard(table: Table, t: str) -> None:
+def _discard(table: KeyedTable, t: str) -> None:
     """Drop a plan the table no longer fits: its files, heartbeat and pending states. The
     files only if `t` never completed: a completed compaction's base files are read by
     snapshots, whatever is left of its plan's objects."""
@@ -223,7 +223,7 @@ class CompactionRun:
     work its tasks do (`compaction_task.compact_file_group` per slice, on threads here, on
     an engine's executors elsewhere)."""
 
-    table: Table
+    table: KeyedTable
     txn: _CompactionTxn
     work: CompactionWork
     anchor: int
@@ -233,7 +233,7 @@ class CompactionRun:
         self.txn.detach()
 
 
-def start(table: Table, t: str) -> CompactionRun | None:
+def start(table: KeyedTable, t: str) -> CompactionRun | None:
     """Begin executing the scheduled compaction `t` (again, after a crash: its tasks write
     the same objects). None when it was already completed, or its plan no longer fits the
     table and was dropped; InstantNotFound when no such plan is pending."""
@@ -310,7 +310,7 @@ def complete(
         txn.detach()  # stop heartbeating: done, or left pending for the next run
 
 
-def execute(table: Table, t: str) -> Instant | None:
+def execute(table: KeyedTable, t: str) -> Instant | None:
     """Run a scheduled compaction in this process (again, after a crash: the same objects
     are written). None when it was already completed, or its plan no longer fits and was
     dropped."""
@@ -344,7 +344,7 @@ def execute(table: Table, t: str) -> Instant | None:
     return complete(run, written)
 
 
-def runnable(table: Table, *, only_abandoned: bool = True) -> list[str]:
+def runnable(table: KeyedTable, *, only_abandoned: bool = True) -> list[str]:
     """Pending compactions to execute, oldest first: those only scheduled, and (with
     `only_abandoned`) inflight ones whose executor's heartbeat expired."""
     from ...heartbeat import expired
@@ -361,7 +361,7 @@ def runnable(table: Table, *, only_abandoned: bool = True) -> list[str]:
     return out
 
 
-def pending(table: Table, *, refresh: bool = True) -> list[Instant]:
+def pending(table: KeyedTable, *, refresh: bool = True) -> list[Instant]:
     """Compactions planned and not completed (requested or inflight)."""
     return list(table.timeline(refresh=refresh).pending().actions(COMPACTION))
 
@@ -371,7 +371,7 @@ def completed_compactions(st: TableState) -> list[str]:
     return [e.time for e in st.ordered_writes() if is_compaction(e)]
 
 
-def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
+def run_pending(table: KeyedTable, *, only_abandoned: bool = True) -> list[str]:
     """Execute the `runnable` pending compactions, oldest first; returns their times."""
     ran = []
     for t in runnable(table, only_abandoned=only_abandoned):
@@ -384,13 +384,13 @@ def run_pending(table: Table, *, only_abandoned: bool = True) -> list[str]:
     return ran
 
 
-def compact(table: Table, *, force: bool = True) -> Instant | None:
+def compact(table: KeyedTable, *, force: bool = True) -> Instant | None:
     """Schedule (when `force` or the trigger fires) and execute one compaction."""
     t = schedule(table, force=force)
     return execute(table, t) if t is not None else None
 
 
-def after_write(table: Table) -> None:
+def after_write(table: KeyedTable) -> None:
     """What a delta commit runs after completing, by `compaction_mode`: `inline` schedules
     and executes when the trigger fires, and executes plans whose executor died
     (`run_abandoned`); `async` executes on a thread of this process (`wait_async` joins
@@ -411,7 +411,7 @@ def after_write(table: Table) -> None:
     thread.start()
 
 
-def run_abandoned(table: Table) -> list[str]:
+def run_abandoned(table: KeyedTable) -> list[str]:
     """Execute the inflight compactions whose executor's heartbeat expired (it crashed or
     was killed), as Hudi's inline compaction runs pending ones: left pending, such a plan
     would keep its file groups out of every later plan and stop archival until someone
@@ -434,12 +434,12 @@ def run_abandoned(table: Table) -> list[str]:
     return ran
 
 
-def _run_quietly(table: Table, t: str) -> None:
+def _run_quietly(table: KeyedTable, t: str) -> None:
     with contextlib.suppress(Exception):  # left pending: the next run executes it again
         execute(table, t)
 
 
-def wait_async(table: Table) -> None:
+def wait_async(table: KeyedTable) -> None:
     threads, table.background = table.background, []
     for thread in threads:
         thread.join()

@@ -56,13 +56,13 @@ from .record_index import (
 )
 
 if TYPE_CHECKING:
-    from ...table import Table
+    from ..context import KeyedTable
 
 log = logging.getLogger(__name__)
 OPERATION = "indexing"
 
 
-def _file_keys(table: Table, f: DataFile) -> pa.Table:
+def _file_keys(table: KeyedTable, f: DataFile) -> pa.Table:
     data = read_files(table.store, [f], [RECORD_KEY_COL]) or pa.table({RECORD_KEY_COL: []})
     keys = data.column(RECORD_KEY_COL).cast(pa.string())
     n = len(keys)
@@ -76,13 +76,13 @@ def _file_keys(table: Table, f: DataFile) -> pa.Table:
     )
 
 
-def _from_files(table: Table, files: list[DataFile]) -> pa.Table:
+def _from_files(table: KeyedTable, files: list[DataFile]) -> pa.Table:
     parts = [_file_keys(table, f) for f in sorted(files, key=lambda f: f.path)]
     return pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
 
 
 def _from_groups(
-    table: Table,
+    table: KeyedTable,
     st: TableState,
     props: KeyedProperties,
     seq: int,
@@ -118,7 +118,7 @@ def _from_groups(
 
 
 def _start(
-    table: Table, st: TableState, props: KeyedProperties, plan: dict[str, Any]
+    table: KeyedTable, st: TableState, props: KeyedProperties, plan: dict[str, Any]
 ) -> tuple[pa.Table, int]:
     """The mapping the plan starts from and the log position it is current at."""
     view = index_view(st)
@@ -137,7 +137,12 @@ def _start(
 
 
 def catch_up(
-    table: Table, st: TableState, props: KeyedProperties, mapping: pa.Table, start: int, end: int
+    table: KeyedTable,
+    st: TableState,
+    props: KeyedProperties,
+    mapping: pa.Table,
+    start: int,
+    end: int,
 ) -> pa.Table:
     """`mapping` (current at log position `start`) brought to `end`."""
     untracked: set[str] = set()
@@ -169,7 +174,7 @@ def catch_up(
 
 
 def _shards(
-    table: Table, instant_time: str, mapping: pa.Table, covered: int
+    table: KeyedTable, instant_time: str, mapping: pa.Table, covered: int
 ) -> list[dict[str, Any]]:
     s = table.settings
     mapping = mapping.sort_by([("key", "ascending"), ("partition", "ascending")])
@@ -207,12 +212,14 @@ class _IndexingTransaction(Transaction):
         tl.states.delete(sorted(mine, key=lambda i: -i.state.rank))
 
 
-def _pending(table: Table) -> Instant | None:
+def _pending(table: KeyedTable) -> Instant | None:
     found = [i for i in table.timeline().pending() if i.action == INDEXING]
     return min(found, key=lambda i: i.time) if found else None
 
 
-def _resume(table: Table, inst: Instant) -> tuple[_IndexingTransaction, dict[str, Any]] | Instant:
+def _resume(
+    table: KeyedTable, inst: Instant
+) -> tuple[_IndexingTransaction, dict[str, Any]] | Instant:
     """The transaction of an interrupted run (its plan), or its completion if it landed."""
     table.refresh()
     for e in table.log_entries:
@@ -227,7 +234,7 @@ def _resume(table: Table, inst: Instant) -> tuple[_IndexingTransaction, dict[str
     return _IndexingTransaction(table, inst.time, INDEXING, base, OPERATION), plan
 
 
-def _run(table: Table, props: KeyedProperties, from_files: bool = False) -> Instant:
+def _run(table: KeyedTable, props: KeyedProperties, from_files: bool = False) -> Instant:
     pending = _pending(table)
     if pending is not None:
         got = _resume(table, pending)
@@ -281,7 +288,7 @@ def _run(table: Table, props: KeyedProperties, from_files: bool = False) -> Inst
         raise
 
 
-def build_index(table: Table, attempts: int = 3, *, from_files: bool = False) -> Instant:
+def build_index(table: KeyedTable, attempts: int = 3, *, from_files: bool = False) -> Instant:
     """Run the `indexing` action (resuming an interrupted one); returns its completion.
     `from_files`: build from the table's files, not by merging the current index (a repair
     of an index that disagrees with them)."""
@@ -306,7 +313,7 @@ def build_index(table: Table, attempts: int = 3, *, from_files: bool = False) ->
     raise AssertionError("unreachable")
 
 
-def merge_if_due(table: Table, deltas: int | None = None) -> Instant | None:
+def merge_if_due(table: KeyedTable, deltas: int | None = None) -> Instant | None:
     """After a keyed commit: merge the deltas into base shards once there are
     `record_index_max_deltas` of them (an `indexing` run that starts from the index).
     `deltas`: their number, when the committer knows it (else the table is read)."""

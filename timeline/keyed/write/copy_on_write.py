@@ -41,8 +41,8 @@ from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
-    from ...table import Table
     from ...txn import Transaction
+    from ..context import KeyedTable
 
 
 @dataclass
@@ -235,7 +235,7 @@ def _rewrite(
 
 
 def keyed_write(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     operation: str,
     *,

@@ -48,9 +48,9 @@ from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
-    from ...table import Table
     from ...task_writer import TaskWriter
     from ...txn import Transaction
+    from ..context import KeyedTable
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def check_engine_write(props: KeyedProperties, uri: str) -> None:
 
 
 def plan_keyed_write(
-    table: Table, txn: Transaction, props: KeyedProperties, incoming: pa.Schema | None
+    table: KeyedTable, txn: Transaction, props: KeyedProperties, incoming: pa.Schema | None
 ) -> KeyedWritePlan:
     """Plan a keyed write after `begin`: the state it reads (completions it does not see are
     validated at commit, as for `keyed_write`), and the schema of the new slices

@@ -58,8 +58,8 @@ from .routing import route_deletes, route_upserts
 
 if TYPE_CHECKING:
     from ...snapshot import TableState
-    from ...table import Table
     from ...txn import Transaction
+    from ..context import KeyedTable
 
 
 @dataclass
@@ -140,7 +140,7 @@ class _Routed:
 
 
 def _route(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     txn: Transaction,
     plan: Planner,
@@ -180,7 +180,12 @@ class _LogWriter:
     object PUT per partition, a few at a time."""
 
     def __init__(
-        self, table: Table, props: KeyedProperties, txn: Transaction, st: TableState, r: _Routed
+        self,
+        table: KeyedTable,
+        props: KeyedProperties,
+        txn: Transaction,
+        st: TableState,
+        r: _Routed,
     ) -> None:
         self.table, self.props, self.txn, self.st, self.r = table, props, txn, st, r
         schema, order = r.schema, props.ordering_field
@@ -264,7 +269,7 @@ class _LogWriter:
 
 
 def delta_write(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     operation: str,
     *,

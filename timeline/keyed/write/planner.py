@@ -48,7 +48,7 @@ from ..properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
 from ..read import READ_PARALLELISM, read_slice
 
 if TYPE_CHECKING:
-    from ...table import Table
+    from ..context import KeyedTable
 
 FAIL = "fail"
 DROP = "drop"
@@ -126,7 +126,7 @@ class Planner:
 
     def __init__(
         self,
-        table: Table,
+        table: KeyedTable,
         props: KeyedProperties,
         st: TableState,
         index: IndexFactory | None,
