@@ -302,7 +302,6 @@ KEYED_IMPORTERS = {
     "timeline/__init__.py",
     "timeline/check.py",
     "timeline/check_repair.py",
-    "timeline/services.py",
     "timeline/table.py",
     "timeline/txn.py",
 }

@@ -13,6 +13,7 @@ from storage import ObjectStore
 
 from .. import predicate
 from ..errors import MissingTableObject, TimelineError
+from ..file_groups.sidecars import WRITE_STATS
 from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
 from ..parquet_io import release_unused_memory
 from ..partitioning import split_partitions
@@ -22,7 +23,7 @@ from ..writes import put_table
 from .changes import cdc, incremental
 from .changes import merge_on_read as mor_changes
 from .compaction import service as compaction
-from .index import WRITE_STATS, bloom_ref
+from .index import bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
 from .properties import (
     MERGE_ON_READ,

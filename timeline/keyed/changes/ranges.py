@@ -27,10 +27,10 @@ from storage import NotFound
 from ...errors import InstantNotFound, RangeNotReadable
 from ...file_groups import FileGroupFold, FileSlice, is_compaction
 from ...file_groups.log_files import logs_of
+from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile, Entry
 from ...parquet_io import read_files
 from ...snapshot import TableState
-from ..index import WRITE_STATS
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from ..properties import PARTITION, KeyedProperties
 

@@ -36,6 +36,7 @@ from ... import crash
 from ...commit import materialize
 from ...errors import CommitConflict, InstantNotFound, PlanError, TimelineError
 from ...file_groups import COMPACTION_DETAIL, FileSlice, is_compaction
+from ...file_groups.sidecars import WRITE_STATS
 from ...heartbeat import last_beat
 from ...instant import (
     COMMIT,
@@ -51,7 +52,6 @@ from ...layout import data_prefix, heartbeat_key, instant_key
 from ...metadata import DataFile, Entry, decode_plan, encode_plan
 from ...task_writer import WriteTarget
 from ...txn import Transaction
-from ..index import WRITE_STATS
 from ..keys import integer_key_column
 from ..log import LogCache
 from .task import CompactionWork, compact_file_group

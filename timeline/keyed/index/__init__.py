@@ -5,7 +5,6 @@ change reads use."""
 from .indexing import merge_if_due
 from .merge_on_read import SliceIndex, log_key_stats
 from .ranges import (
-    WRITE_STATS,
     IndexFactory,
     KeyIndex,
     RangeBloomIndex,
@@ -24,7 +23,6 @@ from .record_index import (
 
 __all__ = [
     "RECORD_INDEX_DELTA",
-    "WRITE_STATS",
     "IndexFactory",
     "IndexView",
     "KeyIndex",

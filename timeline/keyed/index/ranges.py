@@ -30,6 +30,7 @@ from storage import (
 )
 
 from ...file_groups.log_files import LOG_FILES, log_ref
+from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile
 from ...snapshot import TableState
 from ..keys import RECORD_KEY_COL
@@ -38,7 +39,6 @@ from .bloom import HASH_BLAKE2B, INLINE_MAX_BYTES, BloomFilter, Keys, key_hashes
 
 log = logging.getLogger(__name__)
 
-WRITE_STATS = "write_stats"
 #: Appended to a log's ref: the index entry of the keys it upserts that its slice's base
 #: file's range and bloom do not name (keyed/index/merge_on_read.py).
 BEYOND_BASE = "#beyond_base"
@@ -94,11 +94,6 @@ def bloom_ref(store: ObjectStore, data_path: str, keys: Keys, fpp: float) -> dic
         "bloom_num_hashes": bf.num_hashes,
         "bloom_hash": bf.hash_name,
     }
-
-
-def sidecars(stats: Sequence[Mapping[str, Any]], paths: set[str]) -> list[str]:
-    """The sidecar objects of the data files `paths` (for the cleaner)."""
-    return [str(s["bloom_path"]) for s in stats if s.get("bloom_path") and s["path"] in paths]
 
 
 def _key_arrow(keys: Keys) -> pa.Array:

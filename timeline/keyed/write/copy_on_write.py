@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ...file_groups.sidecars import WRITE_STATS
 from ...file_stats import describe_bytes
 from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import merge_schemas
-from ..index import RECORD_INDEX_DELTA, WRITE_STATS, IndexFactory, merge_if_due, write_delta
+from ..index import RECORD_INDEX_DELTA, IndexFactory, merge_if_due, write_delta
 from ..inflight import bounded_map
 from ..properties import KeyedProperties
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts

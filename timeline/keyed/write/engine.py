@@ -26,12 +26,13 @@ from storage import ObjectStore
 
 from ...engine_commit import sweep_strays
 from ...errors import WriterNotSupported
+from ...file_groups.sidecars import WRITE_STATS
 from ...instant import Instant
 from ...layout import heartbeat_key
 from ...metadata import DataFile
 from ...parquet_io import read_files
 from ...schema import merge_schemas
-from ..index import WRITE_STATS, RangeBloomIndex, range_bloom_index, write_stats_by_path
+from ..index import RangeBloomIndex, range_bloom_index, write_stats_by_path
 from ..keys import (
     META_COLUMNS,
     RECORD_KEY_COL,

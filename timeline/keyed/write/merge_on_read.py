@@ -36,17 +36,11 @@ import pyarrow.compute as pc
 from ... import crash
 from ...file_groups import FileSlice
 from ...file_groups.log_files import LOG_FILES
+from ...file_groups.sidecars import WRITE_STATS
 from ...instant import DELTA_COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import conform, merge_schemas
-from ..index import (
-    WRITE_STATS,
-    IndexFactory,
-    KeyIndex,
-    SliceIndex,
-    log_key_stats,
-    range_bloom_index,
-)
+from ..index import IndexFactory, KeyIndex, SliceIndex, log_key_stats, range_bloom_index
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from ..log import DELETE, OP_COL, UPSERT, Block, encode, log_object_name, write_log_object
 from ..properties import EVENT_TIME, KeyedProperties

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..file_groups import COMPACTION_DETAIL
-from ..file_groups.log_files import ref_path
 from ..instant import COMPACTION, Instant, State
 from ..metadata import decode_plan
-from ..snapshot import TableState
+from .log_files import ref_path
+from .view import COMPACTION_DETAIL
 
 if TYPE_CHECKING:
-    from .context import KeyedTable
+    from ..snapshot import TableState
+    from ..table_context import TableContext
 
 
 def slice_paths(st: TableState, seqs: Iterable[int]) -> set[str]:
@@ -43,7 +43,7 @@ def newest_versions(st: TableState, retained: int) -> set[str]:
     return out
 
 
-def pending_compaction_paths(table: KeyedTable) -> set[str]:
+def pending_compaction_paths(table: TableContext) -> set[str]:
     out: set[str] = set()
     for i in table.timeline(refresh=False).pending().actions(COMPACTION):
         req = Instant(i.time, COMPACTION, State.REQUESTED)
