@@ -303,7 +303,6 @@ KEYED_IMPORTERS = {
     "timeline/check.py",
     "timeline/check_repair.py",
     "timeline/table.py",
-    "timeline/txn.py",
 }
 
 

@@ -40,7 +40,7 @@ from .instant import (
     parse_as_of,
 )
 from .keyed import operations as keyed_ops
-from .keyed.keys import integer_key_column
+from .keyed.keys import integer_key_column, keyed_files_check
 from .keyed.operations import UNREAD, KeyedTableMethods
 from .keyed.properties import KeyedProperties
 from .keyed.read.slices import READ_PARALLELISM, read_slices
@@ -55,6 +55,7 @@ from .services import clean, cleaned_files_read_at, restore, rollback, savepoint
 from .settings import EAGER, TableSettings
 from .snapshot import Snapshot, TableState
 from .store import Listing, TimelineStore
+from .table_context import CommitCheck
 from .table_schema import latest_schema
 from .txn import Transaction
 from .writes import delete_partition, write
@@ -91,6 +92,9 @@ class Table(KeyedTableMethods):
             if post_commit is not None
             else post_commit_hooks(self.settings.archival)
         )
+        #: Asked before each write's metadata is written (table_context.py): keyed tables' rows
+        #: must carry their meta columns.
+        self.commit_checks: list[CommitCheck] = [keyed_files_check]
         self.times = InstantTimeGenerator()
         self._lock = threading.Lock()
         self._latest = 0

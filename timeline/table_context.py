@@ -7,7 +7,7 @@ lookups and keyed tables work against, instead of the whole `Table` (which impor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -17,11 +17,19 @@ if TYPE_CHECKING:
 
     from .active import Timeline
     from .instant import Instant, InstantTimeGenerator
-    from .metadata import Entry
+    from .metadata import DataFile, Entry
     from .settings import TableSettings
     from .snapshot import Snapshot, TableState
     from .store import Listing, TimelineStore
     from .txn import Transaction
+
+
+class CommitCheck(Protocol):
+    """Asked before a write's metadata is written: why the files may not be committed to a
+    table of this schema (said after the table's URI), or None. Keyed tables hand theirs
+    in (`Table.commit_checks`), so the commit path knows nothing of keys."""
+
+    def __call__(self, schema: pa.Schema | None, added: Sequence[DataFile]) -> str | None: ...
 
 
 class TableContext(Protocol):
@@ -32,6 +40,7 @@ class TableContext(Protocol):
     tl: TimelineStore
     times: InstantTimeGenerator
     noted_schema: tuple[int, str, Any] | None
+    commit_checks: list[CommitCheck]
 
     @property
     def uri(self) -> str: ...

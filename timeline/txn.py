@@ -13,7 +13,6 @@ from .commit import complete, completion_point, materialize
 from .errors import CommitConflict, TimelineError
 from .heartbeat import Heartbeat
 from .instant import REPLACE_COMMIT, Instant, State
-from .keyed.keys import RECORD_KEY_COL
 from .layout import data_key, data_prefix, heartbeat_key
 from .metadata import DataFile, Entry, write_metadata
 from .schema import SCHEMA_KEY, schema_to_json
@@ -98,7 +97,7 @@ class Transaction(Finishing):
     ) -> Instant:
         """`details`: further commit-metadata fields (JSON) beside the files, e.g. the
         per-file write stats of a keyed write; they cannot replace the standard fields."""
-        self._check_keyed()
+        self._check_files()
         metadata = write_metadata(
             self.operation,
             self._added,
@@ -114,19 +113,13 @@ class Transaction(Finishing):
             metadata[SCHEMA_KEY] = schema_to_json(self.schema)
         return self.complete(metadata)
 
-    def _check_keyed(self) -> None:
-        """Rows of a keyed table carry its meta columns; a writer that knows nothing of keys
-        (an engine committing files it wrote) would add rows no key lookup finds."""
-        if self.schema is None or RECORD_KEY_COL not in self.schema.names:
-            return
-        bare = [f for f in self._added if f.column_stats and RECORD_KEY_COL not in f.column_stats]
-        if bare:
-            self.abort()
-            raise TimelineError(
-                f"{self.table.uri} is a keyed table and {bare[0].path} has no "
-                f"{RECORD_KEY_COL} column: write to it with insert/upsert/delete "
-                "(docs/tables.md), not as plain files"
-            )
+    def _check_files(self) -> None:
+        """The table's commit checks (a keyed table's: its rows carry the meta columns)."""
+        for check in self.table.commit_checks:
+            problem = check(self.schema, self._added)
+            if problem is not None:
+                self.abort()
+                raise TimelineError(f"{self.table.uri} {problem}")
 
     def complete(self, metadata: Mapping[str, Any]) -> Instant:
         if self._done:
