@@ -7,7 +7,7 @@ lookups and keyed tables work against, instead of the whole `Table` (which impor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from .settings import TableSettings
     from .snapshot import Snapshot, TableState
     from .store import Listing, TimelineStore
-    from .txn import Transaction
 
 
 class CommitCheck(Protocol):
@@ -33,7 +32,8 @@ class CommitCheck(Protocol):
 
 
 class TableContext(Protocol):
-    """A table's store, settings, timeline and state, and beginning an instant on it."""
+    """A table's store, settings, timeline and state (beginning an instant on it:
+    `txn.WritableTable`)."""
 
     store: ObjectStore
     settings: TableSettings
@@ -70,12 +70,3 @@ class TableContext(Protocol):
     def committed(self, entry: Entry) -> None: ...
 
     def rollback(self, instant_time: str) -> Instant: ...
-
-    def begin(
-        self,
-        action: str = ...,
-        *,
-        operation: str | None = None,
-        plan: Mapping[str, Any] | None = None,
-        instant_time: str | None = None,
-    ) -> Transaction: ...

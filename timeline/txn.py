@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -16,9 +16,20 @@ from .instant import REPLACE_COMMIT, Instant, State
 from .layout import data_key, data_prefix, heartbeat_key
 from .metadata import DataFile, Entry, write_metadata
 from .schema import SCHEMA_KEY, schema_to_json
+from .table_context import TableContext
 
-if TYPE_CHECKING:
-    from .table_context import TableContext
+
+class WritableTable(TableContext, Protocol):
+    """A table context one can begin an instant on."""
+
+    def begin(
+        self,
+        action: str = ...,
+        *,
+        operation: str | None = None,
+        plan: Mapping[str, Any] | None = None,
+        instant_time: str | None = None,
+    ) -> Transaction: ...
 
 
 class Transaction(Finishing):
