@@ -30,11 +30,11 @@ from bench.common import console, table
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
-from timeline.keyed import write as kw
+from timeline.keyed.write import copy_on_write as kw
 
 try:
     from timeline.keyed import build_index
-    from timeline.keyed.record_index import choose_index
+    from timeline.keyed.index.record_index import choose_index
 except ImportError:  # an older tree: ranges and blooms only
     build_index = None  # type: ignore[assignment]
     choose_index = None  # type: ignore[assignment]

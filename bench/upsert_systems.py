@@ -195,7 +195,7 @@ class Flowledger:
         writer asks `candidates()` which files may hold the incoming keys, after dropping the
         keys beyond every file's range with `in_some_range()`)."""
         try:
-            from timeline.keyed.index import RangeBloomIndex
+            from timeline.keyed.index.ranges import RangeBloomIndex
         except ImportError:
             return
         outer = self

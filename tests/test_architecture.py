@@ -293,3 +293,93 @@ def test_every_module_the_architecture_map_names_exists() -> None:
     ]
     missing = sorted(n for n in named if not any(m == n or m.endswith("/" + n) for m in modules))
     assert named and missing == [], f"named in the map but not in the code: {missing}"
+
+
+KEYED = ROOT / "timeline" / "keyed"
+#: Timeline modules outside `keyed/` that still import it. The list may only shrink: a new
+#: dependency on keyed tables is handed in (as archival's post-commit hook is), not imported.
+KEYED_IMPORTERS = {
+    "timeline/__init__.py",
+    "timeline/check.py",
+    "timeline/check_repair.py",
+    "timeline/table.py",
+}
+
+
+def test_no_import_circle_involves_keyed_tables() -> None:
+    """Type-hint imports included: keyed code takes the narrow `KeyedTable` context, never
+    the `Table` that imports it."""
+    _, cycles = scan(ROOT, type_hints=True)
+    involved = [c for c in cycles if any(m.startswith("timeline.keyed") for m in c)]
+    assert involved == [], f"import circles through timeline/keyed: {involved}"
+
+
+def test_scan_with_type_hints_sees_a_type_checking_circle(tmp_path: Path) -> None:
+    pkg = tmp_path / "timeline"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n"
+    )
+    assert scan(tmp_path)[1] == []
+    assert scan(tmp_path, type_hints=True)[1] == [["timeline.a", "timeline.b"]]
+
+
+def test_no_function_in_keyed_tables_is_longer_than_80_lines() -> None:
+    long = [
+        f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+        for p in sorted(KEYED.rglob("*.py"))
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (n.end_lineno or n.lineno) - n.lineno + 1 > 80
+    ]
+    assert long == [], "split these into named steps:\n" + "\n".join(long)
+
+
+def test_timeline_modules_outside_keyed_do_not_import_it() -> None:
+    found = set()
+    for p in sorted((ROOT / "timeline").rglob("*.py")):
+        if KEYED in p.parents:
+            continue
+        package = p.parent.relative_to(ROOT).parts
+        for n in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(n, ast.ImportFrom):
+                continue
+            base = package[: len(package) - n.level + 1] if n.level else ()
+            target = ".".join((*base, n.module or ""))
+            if target.startswith("timeline.keyed"):
+                found.add(p.relative_to(ROOT).as_posix())
+    assert found <= KEYED_IMPORTERS, f"new imports of timeline/keyed: {found - KEYED_IMPORTERS}"
+    assert found, "the scan found no importer at all: it is broken"
+
+
+def _wing_imports() -> dict[str, set[str]]:
+    """wing -> the names modules of keyed/ outside it import from the wing's package."""
+    wings = {p.parent.name for p in KEYED.glob("*/__init__.py")}
+    used: dict[str, set[str]] = {w: set() for w in wings}
+    for p in KEYED.rglob("*.py"):
+        rel = p.relative_to(KEYED).parts
+        home = rel[0] if len(rel) > 1 else None
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.level and n.module in wings - {home}:
+                modules = {m.stem for m in (KEYED / n.module).glob("*.py")}  # not names
+                used[n.module] |= {a.name for a in n.names} - modules
+    return used
+
+
+def test_each_keyed_wing_exports_only_what_other_wings_use() -> None:
+    for wing, used in _wing_imports().items():
+        package = importlib.import_module(f"timeline.keyed.{wing}")
+        exported = set(getattr(package, "__all__", []))
+        assert exported == used, f"keyed/{wing}/__init__.py exports {exported ^ used} amiss"
+
+
+def test_the_code_map_of_tables_md_lists_every_keyed_folder() -> None:
+    doc = (ROOT / "docs" / "tables.md").read_text(encoding="utf-8")
+    the_map = doc.split("**Code map**", 1)[1].split("\n\n", 2)[1]
+    listed = set(re.findall(r"^\| `([\w/]+)/` \|", the_map, flags=re.M))
+    folders = {"timeline/file_groups", "timeline/keyed"} | {
+        p.parent.relative_to(ROOT).as_posix() for p in KEYED.glob("*/__init__.py")
+    }
+    assert listed == folders, f"code map and folders differ: {sorted(listed ^ folders)}"

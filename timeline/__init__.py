@@ -29,6 +29,7 @@ from .errors import (
     WriterNotSupported,
     committed_object,
 )
+from .file_groups import FileSlice
 from .file_stats import (
     ColumnStats,
     describe_bytes,
@@ -87,8 +88,7 @@ from .keyed import (
     start_compaction,
     write_slice,
 )
-from .keyed.mor_read import read_slice
-from .keyed.slices import MorSlice
+from .keyed.read.slices import read_slice
 from .layout import TIMELINE, data_instant_time, data_prefix
 from .metadata import DataFile, Entry
 from .parquet_io import (
@@ -157,6 +157,7 @@ __all__ = [
     "DataFile",
     "DuplicateKeys",
     "Entry",
+    "FileSlice",
     "Instant",
     "InstantNotFound",
     "InstantTimeGenerator",
@@ -166,7 +167,6 @@ __all__ = [
     "KeyedProperties",
     "KeyedWritePlan",
     "MissingTableObject",
-    "MorSlice",
     "PartitionNamingError",
     "PendingWrite",
     "PlanError",

@@ -46,14 +46,15 @@ from .check_report import (
     cut,
 )
 from .errors import MissingTableObject
+from .file_groups import COMPACTION_DETAIL, FileSlice
+from .file_groups.log_files import LogFile
 from .instant import COMMIT, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, parse_name
-from .keyed.index import write_stats_by_path
+from .keyed.index.ranges import write_stats_by_path
+from .keyed.index.record_index import INDEX_SCHEMA, apply_delta, index_view, read_shard
 from .keyed.keys import RECORD_KEY_COL, integer_key_column
-from .keyed.logfile import LogFile, read_log
-from .keyed.mor_read import read_slice
+from .keyed.log.block import read_log
 from .keyed.properties import GLOBAL, KeyedProperties
-from .keyed.record_index import INDEX_SCHEMA, apply_delta, index_view, read_shard
-from .keyed.slices import COMPACTION_DETAIL, MorSlice, is_merge_on_read, live_logs, mor_slices
+from .keyed.read.slices import read_slice
 from .loader import load_active
 from .metadata import DataFile
 from .parquet_io import read_files, read_verified
@@ -176,7 +177,7 @@ class _Needed:
         for f in files:
             self.data.setdefault(f.path, (f, who))
 
-    def add_slices(self, slices: Iterable[MorSlice], who: str) -> None:
+    def add_slices(self, slices: Iterable[FileSlice], who: str) -> None:
         for sl in slices:
             self.data.setdefault(sl.base.path, (sl.base, who))
             for _, lf in sl.logs:
@@ -200,14 +201,14 @@ def _readable_seqs(st: TableState) -> list[tuple[int, str]]:
 
 def _needed(table: Table, st: TableState, found: _Found) -> _Needed:
     need = _Needed()
-    mor = is_merge_on_read(st)
+    mor = st.is_merge_on_read()
     for seq, who in _readable_seqs(st):
         found.snapshots += 1
         if mor:
-            need.add_slices(mor_slices(st, seq).values(), who)
+            need.add_slices(st.latest_slices(seq).values(), who)
         else:
             need.add_files(st.snapshot(seq).files, who)
-    files, logs = st.all_files(), live_logs(st)
+    files, logs = st.all_files(), st.live_logs()
     for i in table.timeline(refresh=False).pending():
         if i.action not in (COMPACTION, REPLACE_COMMIT):
             continue
@@ -261,9 +262,9 @@ def _group_keys(table: Table, st: TableState, props: KeyedProperties) -> dict[st
     cannot be read are left out (their files are reported already)."""
     schema = st.schema()
     out: dict[str, pa.Table] = {}
-    if is_merge_on_read(st):
+    if st.is_merge_on_read():
         key_col = integer_key_column(props, schema)
-        for g, sl in mor_slices(st).items():
+        for g, sl in st.latest_slices().items():
             try:
                 rows = read_slice(table.store, sl, schema, None, parallelism=1, key_col=key_col)
             except (IntegrityError, NotFound):

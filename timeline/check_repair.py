@@ -17,9 +17,9 @@ from .check_report import (
     ProblemKind,
     cut,
 )
-from .keyed.bloom import BloomFilter
-from .keyed.index import write_stats_by_path
-from .keyed.indexing import build_index
+from .keyed.index.bloom import BloomFilter
+from .keyed.index.indexing import build_index
+from .keyed.index.ranges import write_stats_by_path
 from .keyed.keys import RECORD_KEY_COL
 from .keyed.properties import KeyedProperties, create_properties
 from .parquet_io import read_files

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .instant import REPLACE_COMMIT, Instant
-from .keyed.slices import is_merge_on_read, mor_slices
 from .metadata import DataFile
 from .parquet_io import read_files
 from .writes import put_table
@@ -21,8 +20,8 @@ def plan_clustering(table: Table, partition: str | None) -> list[list[DataFile]]
     # Merge-on-read: a file group whose slice has log files is compaction's to rewrite (its
     # base alone is not its records); clustering takes the groups without logs.
     with_logs = (
-        {sl.base.path for sl in mor_slices(st).values() if sl.logs}
-        if is_merge_on_read(st)
+        {sl.base.path for sl in st.latest_slices().values() if sl.logs}
+        if st.is_merge_on_read()
         else set()
     )
     small = [

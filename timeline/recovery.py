@@ -37,14 +37,14 @@ from .store import Listing
 from .txn import Transaction
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .table_context import TableContext
 
 SERVICES = (CLEAN, ROLLBACK, RESTORE, SAVEPOINT)
 #: Set while this call stack recovers failed writes (each thread has its own context).
 _RECOVERING: ContextVar[bool] = ContextVar("timeline_recovering", default=False)
 
 
-def is_expired(table: Table, listing: Listing, inst: Instant) -> bool:
+def is_expired(table: TableContext, listing: Listing, inst: Instant) -> bool:
     expiry = table.settings.heartbeat_expiry_s
     touched = listing.touched.get((inst.time, inst.action))
     if touched is not None and not expired(touched, expiry):
@@ -54,7 +54,7 @@ def is_expired(table: Table, listing: Listing, inst: Instant) -> bool:
     return expired(latest, expiry)
 
 
-def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[str]:
+def handle_failed_writes(table: TableContext, listing: Listing, exclude: str) -> list[str]:
     """Roll back failed writes and finish interrupted services; returns what was done."""
     if _RECOVERING.get():
         return []  # a rollback started from here begins an instant too: do not recurse
@@ -87,7 +87,7 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
                 elif completed.get(inst.time, inst.action) is not None:
                     continue  # completed since `listing` was made (a reused listing): done
                 elif inst.action == COMPACTION:
-                    continue  # never rolled back: its plan is executed again (compaction.py)
+                    continue  # never rolled back: its plan is executed again (keyed compaction)
                 elif inst.action in WRITE_ACTIONS:
                     table.rollback(inst.time)
                     done.append(f"rolled back {inst.time}.{inst.action}")
@@ -101,13 +101,13 @@ def handle_failed_writes(table: Table, listing: Listing, exclude: str) -> list[s
         _RECOVERING.reset(token)
 
 
-def read_plan(table: Table, inst: Instant) -> dict[str, object]:
+def read_plan(table: TableContext, inst: Instant) -> dict[str, object]:
     first = State.INFLIGHT if inst.action == SAVEPOINT else State.REQUESTED
     state = Instant(inst.time, inst.action, first)
     return decode_plan(table.tl.states.read(state), table.store.url(instant_key(state)))
 
 
-def finish_service(table: Table, inst: Instant) -> None:
+def finish_service(table: TableContext, inst: Instant) -> None:
     """Complete a pending service from its serialized plan (or materialize it if logged)."""
     table.refresh()
     for e in table.log_entries:

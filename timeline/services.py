@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 from storage import NotFound
 
 from .errors import CommitConflict, InstantNotFound, PlanError
+from .file_groups import retention
+from .file_groups.log_files import log_objects_of
+from .file_groups.sidecars import WRITE_STATS, sidecars
 from .instant import (
     CLEAN,
     RESTORE,
@@ -20,10 +23,6 @@ from .instant import (
     Instant,
     format_name,
 )
-from .keyed import mor_clean
-from .keyed.index import WRITE_STATS, sidecars
-from .keyed.logfile import log_objects_of
-from .keyed.slices import is_merge_on_read
 from .layout import data_prefix
 from .recovery import finish_service, read_plan
 from .settings import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
@@ -114,8 +113,8 @@ def cleaned_files_read_at(st: TableState, seq: int) -> set[str]:
     cleaned = st.cleaned()
     if not cleaned:
         return set()
-    if is_merge_on_read(st):
-        return mor_clean.slice_paths(st, [seq]) & cleaned
+    if st.is_merge_on_read():
+        return retention.slice_paths(st, [seq]) & cleaned
     return set(st.snapshot(seq).paths()) & cleaned
 
 
@@ -126,11 +125,11 @@ def plan_clean(table: Table, policy: str, retained: int) -> dict[str, Any] | Non
     protected = {p for sp in st.savepoints.values() for p in sp.metadata.get("files", ())}
     cleaned = st.cleaned()
     candidates = {p for p in st.all_files() if p not in cleaned}
-    mor = is_merge_on_read(st)
-    if mor:  # log files too; a slice is kept or cleaned whole (keyed/mor_clean.py)
-        candidates |= mor_clean.log_candidates(st)
-        protected |= mor_clean.pending_compaction_paths(table)
-        protected |= mor_clean.slice_paths(
+    mor = st.is_merge_on_read()
+    if mor:  # log files too; a slice is kept or cleaned whole (keyed/retention.py)
+        candidates |= retention.log_candidates(st)
+        protected |= retention.pending_compaction_paths(table)
+        protected |= retention.slice_paths(
             st, (int(sp.metadata.get("savepointed_seq", 0)) for sp in st.savepoints.values())
         )
     if policy == KEEP_LATEST_COMMITS:
@@ -138,13 +137,13 @@ def plan_clean(table: Table, policy: str, retained: int) -> dict[str, Any] | Non
             return None
         kept = writes[-retained:]
         if mor:
-            needed = mor_clean.slice_paths(st, (e.seq for e in kept))
+            needed = retention.slice_paths(st, (e.seq for e in kept))
         else:
             needed = {f.path for e in kept for f in st.snapshot(e.seq).files}
         retain_from = kept[0].seq
     elif policy == KEEP_LATEST_FILE_VERSIONS:
         if mor:
-            needed = mor_clean.newest_versions(st, retained)
+            needed = retention.newest_versions(st, retained)
         else:
             needed = {f.path for fs in st.file_slices().values() for f in fs[-retained:]}
         retain_from = writes[-1].seq if writes else 0

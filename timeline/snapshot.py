@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from .file_groups import FileGroupFold, FileGroupView, FileSlice, LogFile, logs_of, merges_on_read
 from .instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, parse_name
 from .metadata import DataFile, Entry
 from .schema import entry_schema
@@ -67,24 +68,32 @@ class TableState:
         ws = sorted(self.writes.values(), key=lambda e: e.seq)
         return [e for e in ws if upto_seq is None or e.seq <= upto_seq]
 
+    def file_groups(self, upto_seq: int | None = None) -> FileGroupView:
+        """The file groups as of `upto_seq` (None: the latest state)."""
+        return FileGroupFold.of(self.ordered_writes(upto_seq))
+
     def file_slices(self, upto_seq: int | None = None) -> dict[str, list[DataFile]]:
-        """file group -> its slices, oldest first, as of `upto_seq`."""
-        groups: dict[str, list[DataFile]] = {}
-        for e in self.ordered_writes(upto_seq):
-            for f in e.replaced:
-                groups.pop(f.group, None)
-            gone = e.replaced_partitions
-            if gone:
-                for g in [g for g, fs in groups.items() if fs[-1].partition in gone]:
-                    del groups[g]
-            for f in e.added:
-                groups.setdefault(f.group, []).append(f)
-        return groups
+        """file group -> its base files, oldest first, as of `upto_seq`."""
+        return self.file_groups(upto_seq).base_files()
+
+    def latest_slices(self, upto_seq: int | None = None) -> dict[str, FileSlice]:
+        """file group -> its latest slice (base and logs) as of `upto_seq`."""
+        return self.file_groups(upto_seq).latest_slices()
+
+    def is_merge_on_read(self) -> bool:
+        """Whether any write is a delta commit or a compaction (reads then merge)."""
+        return any(merges_on_read(e) for e in self.writes.values())
+
+    def live_logs(self) -> dict[str, tuple[int, LogFile]]:
+        """Every log block of a live (completed, not rolled-back) delta commit, by `ref` (its
+        object's path, with its offset when the object holds several blocks)."""
+        return {lf.ref: (e.seq, lf) for e in self.ordered_writes() for lf in logs_of(e.metadata)}
 
     def snapshot(self, upto_seq: int | None = None) -> Snapshot:
         ws = self.ordered_writes(upto_seq)
+        view = FileGroupFold.of(ws)
         files = tuple(
-            sorted((fs[-1] for fs in self.file_slices(upto_seq).values()), key=lambda f: f.path)
+            sorted((fg.bases[-1][0] for fg in view.groups.values()), key=lambda f: f.path)
         )
         last = ws[-1] if ws else None
         return Snapshot(last.time if last else "", files, last.seq if last else 0)

@@ -27,6 +27,7 @@ from .archive.view import archived_log
 from .clustering import cluster
 from .entry_cache import EntryCache
 from .errors import InstantNotFound, TimelineError
+from .file_groups import FileSlice
 from .hooks import PostCommitHook
 from .instant import (
     COMMIT,
@@ -39,11 +40,10 @@ from .instant import (
     parse_as_of,
 )
 from .keyed import operations as keyed_ops
-from .keyed.keys import integer_key_column
-from .keyed.mor_read import READ_PARALLELISM, read_slices
+from .keyed.keys import integer_key_column, keyed_files_check
 from .keyed.operations import UNREAD, KeyedTableMethods
 from .keyed.properties import KeyedProperties
-from .keyed.slices import MorSlice, is_merge_on_read, mor_slices
+from .keyed.read.slices import READ_PARALLELISM, read_slices
 from .layout import data_key
 from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
 from .metadata import DataFile, Entry, encode_plan
@@ -55,6 +55,7 @@ from .services import clean, cleaned_files_read_at, restore, rollback, savepoint
 from .settings import EAGER, TableSettings
 from .snapshot import Snapshot, TableState
 from .store import Listing, TimelineStore
+from .table_context import CommitCheck
 from .table_schema import latest_schema
 from .txn import Transaction
 from .writes import delete_partition, write
@@ -91,6 +92,9 @@ class Table(KeyedTableMethods):
             if post_commit is not None
             else post_commit_hooks(self.settings.archival)
         )
+        #: Asked before each write's metadata is written (table_context.py): keyed tables' rows
+        #: must carry their meta columns.
+        self.commit_checks: list[CommitCheck] = [keyed_files_check]
         self.times = InstantTimeGenerator()
         self._lock = threading.Lock()
         self._latest = 0
@@ -107,7 +111,7 @@ class Table(KeyedTableMethods):
         self._props: Any = UNREAD  # KeyedProperties | None once read (they never change)
         self._naming: str | None = None  # an unkeyed table's partition naming, once read
         #: Compactions this object started in the background (`compaction_mode` async);
-        #: `timeline.keyed.compaction.wait_async` joins them.
+        #: `timeline.keyed.compaction.service.wait_async` joins them.
         self.background: list[threading.Thread] = []
 
     @classmethod
@@ -305,8 +309,8 @@ class Table(KeyedTableMethods):
         st = self.state()
         snap = self._snapshot(st, as_of)
         schema = st.schema(snap.seq) if snap.seq else None
-        if not read_optimized and is_merge_on_read(st):
-            slices = mor_slices(st, snap.seq)
+        if not read_optimized and st.is_merge_on_read():
+            slices = st.latest_slices(snap.seq)
             ordered = sorted(slices.values(), key=lambda sl: sl.base.path)
             key_col = integer_key_column(self.properties, schema)
             merged = read_slices(self.store, ordered, schema, columns, key_col=key_col)
@@ -314,15 +318,15 @@ class Table(KeyedTableMethods):
         table = read_files(self.store, snap.files, columns, schema, parallelism=READ_PARALLELISM)
         return table if table is not None else no_rows(schema, columns)
 
-    def merge_on_read_slices(self, as_of: str | None = None) -> list[MorSlice] | None:
+    def merge_on_read_slices(self, as_of: str | None = None) -> list[FileSlice] | None:
         """The file slices (base plus logs) a merged snapshot read covers, one per file group,
         for an engine that merges them in its own tasks (`read_slice`); None when the table
         has no delta commits (its snapshot files are the whole answer)."""
         st = self.state()
-        if not is_merge_on_read(st):
+        if not st.is_merge_on_read():
             return None
         snap = self._snapshot(st, as_of)
-        return sorted(mor_slices(st, snap.seq).values(), key=lambda sl: sl.base.path)
+        return sorted(st.latest_slices(snap.seq).values(), key=lambda sl: sl.base.path)
 
     def schema(self, as_of: str | None = None) -> pa.Schema | None:
         """The table's schema (as of an instant) as its commits state it; None if none does."""

@@ -12,14 +12,14 @@ from .schema import entry_schema, merge_schemas, schema_from_json
 from .snapshot import TableState
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .table_context import TableContext
 
 
 def check_schema(
-    current: Table | TableState | pa.Schema | None, new_schema: pa.Schema
+    current: TableContext | TableState | pa.Schema | None, new_schema: pa.Schema
 ) -> pa.Schema:
     """The merged schema a write of `new_schema` gives the table (public: the Spark writers use
-    it too). `current` is a Table (its latest state is loaded), a TableState, or a schema."""
+    it too). `current` is a table (its latest state is loaded), a TableState, or a schema."""
     where = ""
     if isinstance(current, TableState):
         current = current.schema()
@@ -29,7 +29,7 @@ def check_schema(
     return merge_schemas(current, new_schema, where)
 
 
-def latest_schema(table: Table, refresh: bool = True) -> pa.Schema | None:
+def latest_schema(table: TableContext, refresh: bool = True) -> pa.Schema | None:
     """The schema the table's newest live write states, reading entries newest first (usually
     one GET, where folding the whole state reads every completed instant)."""
     done = (table.timeline() if refresh else table.planning_timeline()).completed()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -13,20 +13,30 @@ from .commit import complete, completion_point, materialize
 from .errors import CommitConflict, TimelineError
 from .heartbeat import Heartbeat
 from .instant import REPLACE_COMMIT, Instant, State
-from .keyed.keys import RECORD_KEY_COL
 from .layout import data_key, data_prefix, heartbeat_key
 from .metadata import DataFile, Entry, write_metadata
 from .schema import SCHEMA_KEY, schema_to_json
+from .table_context import TableContext
 
-if TYPE_CHECKING:
-    from .table import Table
+
+class WritableTable(TableContext, Protocol):
+    """A table context one can begin an instant on."""
+
+    def begin(
+        self,
+        action: str = ...,
+        *,
+        operation: str | None = None,
+        plan: Mapping[str, Any] | None = None,
+        instant_time: str | None = None,
+    ) -> Transaction: ...
 
 
 class Transaction(Finishing):
     """Created by `Table.begin`: the requested and inflight objects exist, a heartbeat runs."""
 
     def __init__(
-        self, table: Table, instant_time: str, action: str, base: int, operation: str
+        self, table: TableContext, instant_time: str, action: str, base: int, operation: str
     ) -> None:
         self.table = table
         self.instant_time = instant_time
@@ -98,7 +108,7 @@ class Transaction(Finishing):
     ) -> Instant:
         """`details`: further commit-metadata fields (JSON) beside the files, e.g. the
         per-file write stats of a keyed write; they cannot replace the standard fields."""
-        self._check_keyed()
+        self._check_files()
         metadata = write_metadata(
             self.operation,
             self._added,
@@ -114,19 +124,13 @@ class Transaction(Finishing):
             metadata[SCHEMA_KEY] = schema_to_json(self.schema)
         return self.complete(metadata)
 
-    def _check_keyed(self) -> None:
-        """Rows of a keyed table carry its meta columns; a writer that knows nothing of keys
-        (an engine committing files it wrote) would add rows no key lookup finds."""
-        if self.schema is None or RECORD_KEY_COL not in self.schema.names:
-            return
-        bare = [f for f in self._added if f.column_stats and RECORD_KEY_COL not in f.column_stats]
-        if bare:
-            self.abort()
-            raise TimelineError(
-                f"{self.table.uri} is a keyed table and {bare[0].path} has no "
-                f"{RECORD_KEY_COL} column: write to it with insert/upsert/delete "
-                "(docs/tables.md), not as plain files"
-            )
+    def _check_files(self) -> None:
+        """The table's commit checks (a keyed table's: its rows carry the meta columns)."""
+        for check in self.table.commit_checks:
+            problem = check(self.schema, self._added)
+            if problem is not None:
+                self.abort()
+                raise TimelineError(f"{self.table.uri} {problem}")
 
     def complete(self, metadata: Mapping[str, Any]) -> Instant:
         if self._done:

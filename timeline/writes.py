@@ -23,8 +23,7 @@ from .schema import merge_schemas
 from .table_schema import latest_schema
 
 if TYPE_CHECKING:
-    from .table import Table
-    from .txn import Transaction
+    from .txn import Transaction, WritableTable
 
 MODES = ("append", "overwrite")
 
@@ -45,7 +44,7 @@ def put_table(txn: Transaction, partition: str, data: pa.Table) -> DataFile:
 
 
 def write(
-    table: Table,
+    table: WritableTable,
     data: pa.Table | Sequence[str | Path],
     mode: str = "append",
     partition_by: Sequence[str] | str | None = None,
@@ -107,7 +106,7 @@ def write(
         raise
 
 
-def delete_partition(table: Table, partitions: Sequence[str]) -> Instant:
+def delete_partition(table: WritableTable, partitions: Sequence[str]) -> Instant:
     txn = table.begin(REPLACE_COMMIT, operation="delete_partition")
     try:
         txn.replace_partitions(partitions)

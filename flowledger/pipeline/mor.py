@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pyarrow.compute as pc
 
 from provenance import ProvenanceRepository
-from timeline import Entry, Instant, MorSlice, Table, data_instant_time, format_name
+from timeline import Entry, FileSlice, Instant, Table, data_instant_time, format_name
 
 from ..slice_provenance import (
     CommitJob,
@@ -124,7 +124,7 @@ def _rank(i: Instant) -> int:
 
 
 def record_compaction(
-    prov: ProvenanceRepository, table: Table, entry: Entry, folded: Mapping[str, MorSlice]
+    prov: ProvenanceRepository, table: Table, entry: Entry, folded: Mapping[str, FileSlice]
 ) -> None:
     """Each new base file as a slice replacing the old base, joined from its group's logs."""
     writes = slices_of(table, entry)

@@ -34,7 +34,7 @@ from storage import ObjectStore, StoreSettings, open_store
 from timeline import (
     RECORD_KEY_COL,
     DataFile,
-    MorSlice,
+    FileSlice,
     PendingWrite,
     Table,
     TaskWriter,
@@ -291,7 +291,7 @@ class MergedSliceReader(DataSourceReader):
         self,
         store: StoreSettings,
         path: TablePath,
-        slices: list[MorSlice],
+        slices: list[FileSlice],
         schema: StructType,
         table_schema: pa.Schema | None,
         key_col: str | None = None,

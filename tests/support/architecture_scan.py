@@ -73,15 +73,16 @@ def _import_targets(node: ast.Import | ast.ImportFrom, module: str, is_package: 
     return [target] + [f"{target}.{a.name}" for a in node.names]
 
 
-def scan(root: Path) -> tuple[list[str], list[list[str]]]:
-    """(private reach-ins as "path:line: name", import cycles as sorted module lists)."""
+def scan(root: Path, *, type_hints: bool = False) -> tuple[list[str], list[list[str]]]:
+    """(private reach-ins as "path:line: name", import cycles as sorted module lists);
+    `type_hints`: count imports under `if TYPE_CHECKING:` too."""
     modules = _modules(root)
     reach_ins: list[str] = []
     graph: dict[str, set[str]] = defaultdict(set)
     for module, path in modules.items():
         tree = ast.parse(path.read_text())
         own = _own_private_names(tree)
-        skip = _type_checking_nodes(tree)
+        skip = set() if type_hints else _type_checking_nodes(tree)
         where = path.relative_to(root)
         for n in ast.walk(tree):
             if isinstance(n, ast.Attribute) and _is_private(n.attr) and n.attr not in own:

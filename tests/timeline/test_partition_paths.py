@@ -16,7 +16,7 @@ import pytest
 from tests.support.backends import Backend
 from timeline import Table
 from timeline.keyed import KeyedProperties
-from timeline.keyed.indexing import build_index
+from timeline.keyed.index.indexing import build_index
 
 #: Values that a lossy naming folds together (`x y`, `x/y`, `x=y` and `x_y` were all `x_y`;
 #: `x%20y` is what an unescaped `%` would make of `x y`).

@@ -21,7 +21,7 @@ from timeline.archive import Archiver
 from timeline.check_report import ProblemKind
 from timeline.instant import COMMIT, COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties, build_index
-from timeline.keyed.record_index import put_shard
+from timeline.keyed.index.record_index import put_shard
 from timeline.layout import instant_key, log_key
 from timeline.metadata import DataFile, Entry
 from timeline.settings import ArchivalSettings

@@ -6,33 +6,22 @@ row meta columns, incremental and CDC reads.
 See docs/tables.md.
 """
 
-from .bloom import BloomFilter
-from .compaction import CompactionRun
-from .compaction import complete as complete_compaction
-from .compaction import runnable as runnable_compactions
-from .compaction import start as start_compaction
-from .compaction_task import CompactionWork, compact_file_group
-from .engine import (
-    Hit,
-    KeyedWritePlan,
-    Placement,
-    check_engine_write,
-    commit_keyed,
-    locate_in_file,
-    place_inserts,
-    plan_keyed_write,
-    record_columns,
-    write_slice,
-)
-from .engine_reads import (
+from .changes.engine import (
     ChangesPlan,
     CommitUnit,
     plan_changes,
     read_changed_file,
     read_commit_changes,
 )
-from .index import KeyIndex, RangeBloomIndex
-from .indexing import build_index
+from .compaction.service import CompactionRun
+from .compaction.service import complete as complete_compaction
+from .compaction.service import runnable as runnable_compactions
+from .compaction.service import start as start_compaction
+from .compaction.task import CompactionWork, compact_file_group
+from .index.bloom import BloomFilter
+from .index.indexing import build_index
+from .index.ranges import KeyIndex, RangeBloomIndex
+from .index.record_index import RecordLevelIndex, choose_index, index_view
 from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL, integer_key_column
 from .properties import (
     COMMIT_TIME,
@@ -48,7 +37,18 @@ from .properties import (
     PropertiesError,
     load_properties,
 )
-from .record_index import RecordLevelIndex, choose_index, index_view
+from .write.engine import (
+    Hit,
+    KeyedWritePlan,
+    Placement,
+    check_engine_write,
+    commit_keyed,
+    locate_in_file,
+    place_inserts,
+    plan_keyed_write,
+    record_columns,
+    write_slice,
+)
 
 __all__ = [
     "COMMIT_TIME",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,6 +17,9 @@ import pyarrow.compute as pc
 from ..errors import SchemaMismatch
 from ..partitioning import partition_column, partition_value
 from .properties import PARTITION, KeyedProperties, PropertiesError
+
+if TYPE_CHECKING:
+    from ..metadata import DataFile
 
 COMMIT_TIME_COL = "_flowledger_commit_time"
 RECORD_KEY_COL = "_flowledger_record_key"
@@ -184,3 +187,18 @@ def key_range(data: pa.Table | pa.ChunkedArray) -> tuple[str | None, str | None]
         return None, None
     mm = pc.min_max(keys)
     return mm["min"].as_py(), mm["max"].as_py()
+
+
+def keyed_files_check(schema: pa.Schema | None, added: Sequence[DataFile]) -> str | None:
+    """Rows of a keyed table carry its meta columns; a writer that knows nothing of keys
+    (an engine committing files it wrote) would add rows no key lookup finds. A table hands
+    this to its commit path (`Table.commit_checks`)."""
+    if schema is None or RECORD_KEY_COL not in schema.names:
+        return None
+    bare = [f for f in added if f.column_stats and RECORD_KEY_COL not in f.column_stats]
+    if not bare:
+        return None
+    return (
+        f"is a keyed table and {bare[0].path} has no {RECORD_KEY_COL} column: write to it "
+        "with insert/upsert/delete (docs/tables.md), not as plain files"
+    )

@@ -13,19 +13,18 @@ from storage import ObjectStore
 
 from .. import predicate
 from ..errors import MissingTableObject, TimelineError
+from ..file_groups.sidecars import WRITE_STATS
 from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
 from ..parquet_io import release_unused_memory
 from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..table_schema import latest_schema
 from ..writes import put_table
-from . import compaction, mor_changes
 from .changes import cdc, incremental
-from .index import WRITE_STATS, bloom_ref
+from .changes import merge_on_read as mor_changes
+from .compaction import service as compaction
+from .index import bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
-from .mor_write import delta_write
-from .planner import prepare_batch
-from .planning import Filter
 from .properties import (
     MERGE_ON_READ,
     PROPERTIES_KEY,
@@ -34,12 +33,12 @@ from .properties import (
     create_properties,
     load_properties,
 )
-from .write import keyed_write
+from .write import Filter, delta_write, keyed_write, prepare_batch
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..table import Table
+    from .context import KeyedTable
 
 #: The schema a new keyed table states in its creation commit: the meta columns. A write
 #: through `Table.write` sees them in the latest schema and knows the table is keyed without
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
 META_SCHEMA = pa.schema([(c, pa.string()) for c in META_COLUMNS])
 
 
-def create(table: Table, props: KeyedProperties) -> KeyedProperties:
+def create(table: KeyedTable, props: KeyedProperties) -> KeyedProperties:
     """Write the properties (create-only) and, for a new table, a creation commit (two
     creators racing may both write one: harmless, both state the same schema)."""
     existing = table.timeline().completed().write_timeline()
@@ -75,7 +74,7 @@ def is_keyed_schema(schema: pa.Schema | None) -> bool:
 
 
 def write(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     data: pa.Table | Sequence[str | Path],
     mode: str,
@@ -102,9 +101,10 @@ def write(
     return upsert(table, props, data, extra)
 
 
-def _keyed_write(table: Table, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
-    """Copy-on-write rewrites file slices (write.py); merge-on-read appends log blocks in a
-    delta commit (mor_write.py), then compacts as the settings say (compaction.py)."""
+def _keyed_write(table: KeyedTable, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
+    """Copy-on-write rewrites file slices (keyed/write/copy_on_write.py); merge-on-read
+    appends log blocks in a delta commit (keyed/write/merge_on_read.py), then compacts as
+    the settings say (keyed/compaction/service.py)."""
     try:
         if props.table_type != MERGE_ON_READ:
             return keyed_write(table, props, operation, **kw)
@@ -116,13 +116,16 @@ def _keyed_write(table: Table, props: KeyedProperties, operation: str, **kw: Any
 
 
 def upsert(
-    table: Table, props: KeyedProperties, data: pa.Table, extra: Mapping[str, str] | None = None
+    table: KeyedTable,
+    props: KeyedProperties,
+    data: pa.Table,
+    extra: Mapping[str, str] | None = None,
 ) -> Instant:
     return _keyed_write(table, props, "upsert", data=data, metadata=dict(extra or {}))
 
 
 def insert(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     data: pa.Table,
     on_duplicate: str = "fail",
@@ -150,7 +153,7 @@ def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:
 
 
 def delete(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     keys: Any = None,
     where: Any = None,
@@ -176,7 +179,10 @@ def delete(
 
 
 def insert_overwrite(
-    table: Table, props: KeyedProperties, data: pa.Table, extra: Mapping[str, str] | None = None
+    table: KeyedTable,
+    props: KeyedProperties,
+    data: pa.Table,
+    extra: Mapping[str, str] | None = None,
 ) -> Instant:
     """Replace the partitions the data holds (the whole table when unpartitioned)."""
     parts = list(props.partition_by)
@@ -220,7 +226,7 @@ def insert_overwrite(
 
 
 def changes(
-    table: Table,
+    table: KeyedTable,
     props: KeyedProperties,
     begin: str | None,
     end: str | None = None,
@@ -242,7 +248,7 @@ def changes(
 UNREAD = object()
 
 
-def _refuse_missing_properties(table: Table) -> None:
+def _refuse_missing_properties(table: KeyedTable) -> None:
     """No properties object: an unkeyed table, unless its commits state the meta columns
     (a keyed table's creation commit writes them after the properties object). Then the
     object was lost, and a read without it would merge nothing (a merge-on-read table
@@ -265,8 +271,8 @@ class KeyedTableMethods:
     store: ObjectStore
     _props: Any  # KeyedProperties | None once read (they never change), else UNREAD
 
-    def _table(self) -> Table:
-        return cast("Table", self)
+    def _table(self) -> KeyedTable:
+        return cast("KeyedTable", self)
 
     @property
     def properties(self) -> KeyedProperties | None:

@@ -11,8 +11,9 @@ import pytest
 
 from storage import open_store
 from timeline import Table, TableSettings
-from timeline.keyed import KeyedProperties, bloom
-from timeline.keyed.bloom import HASH_BLAKE2B, HASH_WORDS, BloomFilter, key_hashes
+from timeline.keyed import KeyedProperties
+from timeline.keyed.index import bloom
+from timeline.keyed.index.bloom import HASH_BLAKE2B, HASH_WORDS, BloomFilter, key_hashes
 
 pytestmark = pytest.mark.unit
 

@@ -18,7 +18,7 @@ from timeline.crash import ENV
 from timeline.heartbeat import MTIME_RESOLUTION_S
 from timeline.instant import ROLLBACK
 from timeline.keyed import KeyedProperties
-from timeline.keyed.write import keyed_write
+from timeline.keyed.write.copy_on_write import keyed_write
 from timeline.layout import data_prefix
 
 PROPS = KeyedProperties.of("id", ordering_field="ts", merge_mode="event_time")

@@ -15,12 +15,13 @@ import pytest
 
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
+from timeline.file_groups.sidecars import WRITE_STATS
 from timeline.keyed import KeyedProperties, RangeBloomIndex
-from timeline.keyed import index as index_mod
-from timeline.keyed import write as write_mod
-from timeline.keyed.bloom import BloomFilter
-from timeline.keyed.index import WRITE_STATS, write_stats_by_path
+from timeline.keyed.index import ranges as index_mod
+from timeline.keyed.index.bloom import BloomFilter
+from timeline.keyed.index.ranges import write_stats_by_path
 from timeline.keyed.inflight import bounded_map
+from timeline.keyed.write import copy_on_write as write_mod
 
 pytestmark = pytest.mark.unit
 

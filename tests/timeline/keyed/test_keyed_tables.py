@@ -15,7 +15,7 @@ from timeline import CommitConflict, Table, TableSettings, TimelineError
 from timeline.archive import Archiver
 from timeline.errors import DuplicateKeys, RangeNotReadable
 from timeline.keyed import COMMIT_TIME_COL, RECORD_KEY_COL, KeyedProperties, PropertiesError
-from timeline.keyed.write import keyed_write
+from timeline.keyed.write.copy_on_write import keyed_write
 from timeline.settings import ArchivalSettings
 
 pytestmark = pytest.mark.unit

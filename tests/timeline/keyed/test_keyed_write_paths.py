@@ -16,7 +16,7 @@ from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties, RangeBloomIndex
 from timeline.keyed.keys import partition_path_array, partition_paths
-from timeline.keyed.write import keyed_write
+from timeline.keyed.write.copy_on_write import keyed_write
 
 pytestmark = pytest.mark.unit
 

@@ -18,7 +18,7 @@ from timeline import InstantNotFound, PlanError, Table, TableSettings, start_com
 from timeline.archive import ArchivalSettings, ArchivedTimeline, Archiver
 from timeline.instant import COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties
-from timeline.keyed.compaction import completed_compactions, pending
+from timeline.keyed.compaction.service import completed_compactions, pending
 from timeline.layout import heartbeat_key, instant_key
 
 PROPS = KeyedProperties.of("id", table_type="merge_on_read")

@@ -14,7 +14,7 @@ from tests.support.backends import Backend
 from tests.support.keyed_model import KeyedModel, table_rows
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
-from timeline.keyed.compaction import completed_compactions
+from timeline.keyed.compaction.service import completed_compactions
 
 PROPS = KeyedProperties.of(
     "id", ordering_field="ts", partition_by="p", merge_mode="event_time", table_type="merge_on_read"

@@ -19,7 +19,7 @@ from timeline import Table, TableSettings
 from timeline.crash import ENV
 from timeline.heartbeat import MTIME_RESOLUTION_S
 from timeline.keyed import KeyedProperties
-from timeline.keyed.compaction import completed_compactions
+from timeline.keyed.compaction.service import completed_compactions
 
 FAST = TableSettings(heartbeat_interval_ms=200, heartbeat_tolerable_misses=1, compaction_mode="off")
 EXPIRY_WAIT = 0.4 + MTIME_RESOLUTION_S + 0.6

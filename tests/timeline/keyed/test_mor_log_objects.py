@@ -14,10 +14,11 @@ import pytest
 from storage import IntegrityError
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _table, _values
 from timeline import Table
+from timeline.file_groups.log_files import LOG_FILES, LogFile
 from timeline.keyed.keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from timeline.keyed.log_merge import UNCONDITIONAL, Rule, merge, merge_slices
-from timeline.keyed.logfile import LOG_FILES, OP_COL, LogFile, read_log, write_log
-from timeline.keyed.mor_read import read_slice
+from timeline.keyed.log.block import OP_COL, read_log, write_log
+from timeline.keyed.read.merge import UNCONDITIONAL, Rule, merge, merge_slices
+from timeline.keyed.read.slices import read_slice
 
 
 class _CountingGets:

@@ -1,4 +1,4 @@
-"""The reader's merge (log_merge.py) against a plain model of it: random slices (bases in
+"""The reader's merge (keyed/read/merge.py) against a plain model of it: random slices (bases in
 several chunks, the same key in several slices, blocks under either rule, deletes that carry
 only the record key text, null ordering values), merged matching keys as numbers (a single
 integer record key) and as text; both equal the model, row for row and in order."""
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _table, _values
 from timeline.keyed.keys import RECORD_KEY_COL
-from timeline.keyed.log_merge import UNCONDITIONAL, Rule, merge_slices
-from timeline.keyed.logfile import DELETE, OP_COL, UPSERT
+from timeline.keyed.log.block import DELETE, OP_COL, UPSERT
+from timeline.keyed.read.merge import UNCONDITIONAL, Rule, merge_slices
 
 SCHEMA = pa.schema([("id", pa.int64()), (RECORD_KEY_COL, pa.string()), ("ts", pa.int64())])
 LOG_SCHEMA = SCHEMA.append(pa.field("v", pa.string())).append(pa.field(OP_COL, pa.string()))

@@ -12,16 +12,16 @@ import pytest
 
 from storage import ObjectStore, StoreSettings, open_store
 from timeline import Table, TableSettings
+from timeline.file_groups.log_files import LOG_FILES
 from timeline.keyed import KeyedProperties
-from timeline.keyed.index import (
+from timeline.keyed.index.ranges import (
     IndexFactory,
     KeyIndex,
     RangeBloomIndex,
     range_bloom_index,
     write_stats_by_path,
 )
-from timeline.keyed.logfile import LOG_FILES
-from timeline.keyed.mor_write import delta_write
+from timeline.keyed.write.merge_on_read import delta_write
 from timeline.snapshot import TableState
 
 PROPS = KeyedProperties.of(

@@ -15,8 +15,7 @@ from tests.support.backends import Backend
 from timeline import Table, TableSettings
 from timeline.archive import ArchivalSettings, Archiver
 from timeline.keyed import KeyedProperties
-from timeline.keyed.compaction import completed_compactions
-from timeline.keyed.slices import live_logs
+from timeline.keyed.compaction.service import completed_compactions
 
 PROPS = KeyedProperties.of("id", table_type="merge_on_read")
 OFF = TableSettings(compaction_mode="off", local_entry_cache=False)
@@ -41,7 +40,7 @@ def _objects(t: Table) -> set[str]:
 
 def _log_objects(t: Table) -> set[str]:
     """The log objects of the table's live delta commits."""
-    return {lf.path for _, lf in live_logs(t.state()).values()}
+    return {lf.path for _, lf in t.state().live_logs().values()}
 
 
 @pytest.mark.unit

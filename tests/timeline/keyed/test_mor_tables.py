@@ -19,12 +19,13 @@ from storage import IntegrityError, StoreSettings, checksum_of, open_blob, open_
 from tests.support.keyed_model import KeyedModel, table_rows
 from timeline import Table, TableSettings
 from timeline.errors import CommitConflict
+from timeline.file_groups.log_files import LOG_FILES, LogFile
 from timeline.instant import COMPACTION, Instant, State
 from timeline.keyed import KeyedProperties
-from timeline.keyed.compaction import completed_compactions, wait_async
+from timeline.keyed.compaction.service import completed_compactions, wait_async
 from timeline.keyed.keys import COMMIT_TIME_COL, RECORD_KEY_COL
-from timeline.keyed.logfile import LOG_FILES, OP_COL, LogFile, read_log
-from timeline.keyed.mor_write import delta_write
+from timeline.keyed.log.block import OP_COL, read_log
+from timeline.keyed.write.merge_on_read import delta_write
 from timeline.metadata import decode_plan
 
 PROPS = KeyedProperties.of("id", ordering_field="ts", partition_by="p", table_type="merge_on_read")

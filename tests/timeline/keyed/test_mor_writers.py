@@ -23,7 +23,7 @@ from timeline import (
     plan_keyed_write,
 )
 from timeline.keyed import KeyedProperties
-from timeline.keyed.mor_write import delta_write
+from timeline.keyed.write.merge_on_read import delta_write
 from timeline.parquet_io import read_files
 
 MOR = KeyedProperties.of("id", partition_by="p", table_type="merge_on_read")

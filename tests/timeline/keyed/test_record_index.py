@@ -23,8 +23,8 @@ from timeline import crash as crash_mod
 from timeline.crash import ENV
 from timeline.instant import INDEXING
 from timeline.keyed import KeyedProperties, build_index, index_view
-from timeline.keyed.indexing import merge_if_due
-from timeline.keyed.record_index import RecordLevelIndex, apply_delta, read_shard
+from timeline.keyed.index.indexing import merge_if_due
+from timeline.keyed.index.record_index import RecordLevelIndex, apply_delta, read_shard
 from timeline.parquet_io import read_files
 
 PROPS = KeyedProperties.of("id", ordering_field="ts", partition_by="p")
@@ -213,7 +213,7 @@ def test_index_lookup_reads_only_matching_blocks(tmp_path: Path) -> None:
     build_index(t)
     view = index_view(t.state())
     assert view is not None
-    from timeline.keyed.index import range_bloom_index
+    from timeline.keyed.index.ranges import range_bloom_index
 
     st = t.state()
     idx = RecordLevelIndex(t.store, view, PROPS, range_bloom_index(t.store, st, PROPS))

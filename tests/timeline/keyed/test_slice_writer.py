@@ -13,7 +13,7 @@ import pytest
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import RECORD_KEY_COL, KeyedProperties
-from timeline.keyed.slice_writer import encode_slice
+from timeline.keyed.write.slice_writer import encode_slice
 
 pytestmark = pytest.mark.unit
 

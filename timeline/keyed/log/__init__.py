@@ -1,0 +1,27 @@
+"""Log blocks and log objects of merge-on-read tables (Hudi's log files): encoding,
+sealing, writing and reading them. Exports what the readers, writers and compaction use."""
+
+from .block import DELETE, OP_COL, UPSERT, read_log
+from .objects import (
+    Block,
+    LogCache,
+    encode,
+    fetch_whole,
+    log_object_name,
+    read_log_object,
+    write_log_object,
+)
+
+__all__ = [
+    "DELETE",
+    "OP_COL",
+    "UPSERT",
+    "Block",
+    "LogCache",
+    "encode",
+    "fetch_whole",
+    "log_object_name",
+    "read_log",
+    "read_log_object",
+    "write_log_object",
+]

@@ -1,0 +1,241 @@
+"""Log files of merge-on-read tables: one immutable object per (delta commit, file group,
+block), an Arrow IPC stream sealed with a checksum trailer.
+
+A block holds the records a delta commit changed in one file group: upserted rows whole
+(meta columns included) and deleted records as their key, ordering value and commit time,
+told apart by the `_flowledger_op` column (`U` / `D`). The stream's schema metadata carries
+the block's header: format, instant, file group and block number. A reader verifies the
+checksum the commit recorded and the trailer before decoding a byte, then checks the header
+against the commit that names the file: a block copied under another instant or file group
+is refused.
+
+What the header implies is not stored again (format 2): the commit time of every row is the
+block's instant, the op column is its upserts first then its deletes (the header counts the
+upserts), and a record key that is the text of one key column (a single integer or string
+key) is that column cast to text. Those columns are rebuilt on decoding, and each is dropped
+only when the block's rows really are so; it is what keeps a block close to the size of the
+changed rows themselves (docs/tables.md, "Log format"). Format 1 blocks stored every column.
+Format 3 is format 2 plus the rule a reader merges the block by (keyed/read/merge.py): entries
+compared by an ordering column at read time, where format 1 and 2 blocks were decided by
+their writer and apply in order.
+
+Arrow IPC rather than Parquet: a block is small and read whole, right after its footer-less
+stream header, with no page decoding; zstd buffer compression keeps it about as small as a
+Parquet file of the same rows. A block of few rows is stored as one zstd frame of the whole
+stream instead (`FLZ1` magic, the stream's length), when that is smaller: the schema message
+and buffer framing are then most of its bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_blob, verify
+
+from ...errors import TimelineError, committed_object
+from ...file_groups.log_files import LogFile
+from ..keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
+
+LOG_FORMAT = "flowledger.log-block/3"
+#: Format 3 is format 2's encoding with the read-time merge rule in the header and commit
+#: (`merge_by`, `ordered_deletes`): an older reader, which applies blocks in order, refuses it.
+_COMPACT_FORMATS = ("flowledger.log-block/2", LOG_FORMAT)
+_READABLE = ("flowledger.log-block/1", *_COMPACT_FORMATS)
+OP_COL = "_flowledger_op"
+UPSERT = "U"
+DELETE = "D"
+_HEADER = b"flowledger.log"
+_REBUILT = (*META_COLUMNS, OP_COL)
+_UPSERT_VALUE, _DELETE_VALUE = pa.scalar(UPSERT, pa.string()), pa.scalar(DELETE, pa.string())
+#: A block is small: decompressing its few buffers on Arrow's thread pool costs more in
+#: hand-offs than it saves, and a snapshot already decodes blocks on several threads.
+_READ_OPTIONS = ipc.IpcReadOptions(use_threads=False)
+#: A body that is one zstd frame of the whole (uncompressed) IPC stream, after this magic
+#: and the stream's length (8 bytes, little-endian).
+_WHOLE = b"FLZ1"
+
+
+def log_name(file_group: str, instant: str, block: int = 0) -> str:
+    """Hudi names log files `.<fileId>_<baseInstant>.log.<version>`; ours name the delta
+    commit that wrote them (rollback deletes by the instant's data prefix)."""
+    return f".{file_group}_{instant}.log.{block}"
+
+
+def _implied(rows: pa.Table, instant: str, key_from: str | None) -> dict[str, Any]:
+    """The header fields that let `rows`' commit time, op and record key columns be left
+    out (each only where the rows agree with what it implies)."""
+    out: dict[str, Any] = {}
+    canonical = [*META_COLUMNS, *(c for c in rows.column_names if c not in _REBUILT), OP_COL]
+    if rows.column_names != canonical:
+        out["columns"] = rows.column_names
+    n = rows.num_rows
+    t = rows.column(COMMIT_TIME_COL) if COMMIT_TIME_COL in rows.column_names else None
+    if t is not None and not t.null_count and (n == 0 or pc.all(pc.equal(t, instant)).as_py()):
+        out["commit_time"] = "instant"
+    ops = np.asarray(rows.column(OP_COL).to_numpy(zero_copy_only=False))
+    upserts = int(np.count_nonzero(ops == UPSERT))
+    if (ops[:upserts] == UPSERT).all() and (ops[upserts:] == DELETE).all():
+        out["upserts"] = upserts
+    if key_from and key_from in rows.column_names and RECORD_KEY_COL in rows.column_names:
+        col, key = rows.column(key_from), rows.column(RECORD_KEY_COL)
+        plain = pa.types.is_integer(col.type) or pa.types.is_string(col.type)
+        if plain and not col.null_count and not key.null_count:
+            same = n == 0 or pc.all(pc.equal(pc.cast(col, pa.string()), key)).as_py()
+            if same:
+                out["record_key_from"] = key_from
+    return out
+
+
+def encode_block(
+    rows: pa.Table,
+    instant: str,
+    file_group: str,
+    block: int,
+    key_from: str | None = None,
+    merge_by: str = "",
+    ordered_deletes: bool = False,
+) -> bytes:
+    """One block's bytes; `key_from`: the single record key column, if there is one;
+    `merge_by`, `ordered_deletes`: its read-time merge rule (LogFile)."""
+    header = {
+        "format": LOG_FORMAT,
+        "instant": instant,
+        "file_group": file_group,
+        "block": block,
+        **({"merge_by": merge_by, "ordered_deletes": ordered_deletes} if merge_by else {}),
+        **_implied(rows, instant, key_from),
+    }
+    implied = {
+        COMMIT_TIME_COL: "commit_time" in header,
+        OP_COL: "upserts" in header,
+        RECORD_KEY_COL: "record_key_from" in header,
+    }
+    rows = rows.drop_columns([c for c, gone in implied.items() if gone])
+    meta = dict(rows.schema.metadata or {})
+    meta[_HEADER] = json.dumps(header, sort_keys=True).encode()
+    rows = rows.replace_schema_metadata(meta)
+    return seal_blob(min(_ipc(rows, "zstd"), _whole(_ipc(rows, None)), key=len))
+
+
+def _ipc(rows: pa.Table, compression: str | None) -> bytes:
+    sink = pa.BufferOutputStream()
+    opts = ipc.IpcWriteOptions(compression=compression, use_threads=False)
+    with ipc.new_stream(sink, rows.schema, options=opts) as w:
+        w.write_table(rows)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _whole(stream: bytes) -> bytes:
+    """A stream compressed as one zstd frame: smaller than per-buffer compression for a
+    block of a few rows, where the schema message and buffer framing dominate."""
+    frame = pa.Codec("zstd").compress(stream, asbytes=True)
+    return _WHOLE + len(stream).to_bytes(8, "little") + bytes(frame)
+
+
+def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
+    """The block's rows with the columns its header implies put back, in written order."""
+    if header.get("format") not in _COMPACT_FORMATS:
+        return rows  # format 1 stored every column
+    n = rows.num_rows
+    if "commit_time" in header:
+        t = str(header["instant"])
+        rows = rows.append_column(COMMIT_TIME_COL, pa.repeat(pa.scalar(t, pa.string()), n))
+    if "record_key_from" in header:
+        key = pc.cast(rows.column(str(header["record_key_from"])), pa.string())
+        rows = rows.append_column(RECORD_KEY_COL, key)
+    if "upserts" in header:
+        u = int(header["upserts"])
+        ops = pa.concat_arrays([pa.repeat(_UPSERT_VALUE, u), pa.repeat(_DELETE_VALUE, n - u)])
+        rows = rows.append_column(OP_COL, ops)
+    if "columns" in header:
+        return rows.select([str(c) for c in header["columns"]])
+    names = rows.column_names  # (a fresh list per call: read once, as a snapshot decodes
+    # thousands of blocks)
+    rest = [c for c in names if c not in _REBUILT]
+    return rows.select([c for c in (*META_COLUMNS, *rest, OP_COL) if c in names])
+
+
+def write_log(
+    store: ObjectStore,
+    key: str,
+    rows: pa.Table,
+    *,
+    instant: str,
+    file_group: str,
+    partition: str,
+    block: int = 0,
+    key_from: str | None = None,
+    merge_by: str = "",
+    ordered_deletes: bool = False,
+    key_stats: Mapping[str, Any] | None = None,
+) -> LogFile:
+    """PUT one block (immutable: a retry writes the same bytes at the same key);
+    `key_from`: the table's record key column when it has exactly one; `merge_by`,
+    `ordered_deletes`, `key_stats`: recorded with it (LogFile)."""
+    body = encode_block(rows, instant, file_group, block, key_from, merge_by, ordered_deletes)
+    store.put(key, body)
+    ops = rows.column(OP_COL)
+    deletes = int(pa.compute.sum(pa.compute.equal(ops, DELETE)).as_py() or 0)
+    return LogFile(
+        key,
+        file_group,
+        partition,
+        instant,
+        block,
+        len(body),
+        rows.num_rows,
+        checksum_of(body),
+        rows.num_rows - deletes,
+        deletes,
+        merge_by,
+        ordered_deletes and bool(merge_by),
+        dict(key_stats or {}),
+    )
+
+
+def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
+    """The block's rows, verified (commit checksum, trailer, header) before they are used:
+    the whole object, or the block's byte range of an object holding several."""
+    whole = log.offset is None
+    with committed_object(store.url(log.path)):
+        data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
+    return decode_log(data, log, store.url(log.path))
+
+
+def decode_log(data: bytes | memoryview, log: LogFile, where: str) -> pa.Table:
+    """The rows of the block `data` (its bytes alone), verified before decoding."""
+    if log.size and len(data) != log.size:
+        raise IntegrityError(
+            f"{where} is corrupt: {len(data)} bytes read, the commit recorded {log.size}"
+            + (f" at offset {log.offset}" if log.offset is not None else ""),
+            where,
+        )
+    verify(data, log.checksum, where)
+    body, verified = open_blob(bytes(data) if isinstance(data, memoryview) else data, where)
+    if not verified:
+        raise IntegrityError(f"{where} is corrupt: its checksum trailer is missing", where)
+    if bytes(body[:4]) == _WHOLE:
+        size = int.from_bytes(bytes(body[4:12]), "little")
+        body = pa.Codec("zstd").decompress(bytes(body[12:]), decompressed_size=size)
+    with ipc.open_stream(pa.BufferReader(body), options=_READ_OPTIONS) as r:
+        rows = r.read_all()
+    meta = rows.schema.metadata or {}
+    try:
+        header = json.loads(meta[_HEADER])
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(f"{where} has no log block header", where) from exc
+    if header.get("format") not in _READABLE:
+        raise TimelineError(f"{where}: unsupported log format {header.get('format')!r}")
+    got = (header.get("instant"), header.get("file_group"), header.get("block"))
+    if got != (log.instant, log.file_group, log.block):
+        raise IntegrityError(
+            f"{where} holds block {got}, but its commit names {log.block_id}", where
+        )
+    return _rebuild(rows.replace_schema_metadata(None), header)

@@ -1,0 +1,178 @@
+"""Log objects: the log blocks one delta commit writes into one partition, packed into one
+immutable object, so a delta commit PUTs one object per partition it touches (not one per
+file group) and a full snapshot GETs each object once.
+
+An object is its blocks back to back, each a sealed block of keyed/log/block.py (its own checksum
+trailer, its header naming instant, file group and block number). The commit records, per
+block, its offset and size in the object and its checksum, and the whole object's size and
+checksum:
+
+- a reader of one file group (a compaction, an incremental read of a few groups) GETs the
+  block's byte range and verifies the block's checksum before decoding it;
+- a reader of many groups GETs the object once, verifies the object's checksum, and then
+  each block it decodes against the block's own.
+
+A retried write PUTs the same bytes under the same key (encoding is deterministic), and a
+block recorded twice is read once (`logs_of` keeps one block per id). Objects written as one
+block per file group (no offset recorded) are read as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from storage import IntegrityError, ObjectStore, checksum_of, verify
+
+from ...errors import committed_object
+from ...file_groups.log_files import LogFile
+from .block import DELETE, OP_COL, decode_log, encode_block, read_log
+
+
+@dataclass(frozen=True)
+class Block:
+    """One file group's block, encoded (`encode`), before it is packed into an object."""
+
+    file_group: str
+    body: bytes
+    rows: int
+    deletes: int
+    key_stats: Mapping[str, Any] = field(default_factory=dict)
+
+
+def encode(
+    rows: pa.Table,
+    file_group: str,
+    instant: str,
+    *,
+    key_from: str | None = None,
+    merge_by: str = "",
+    ordered_deletes: bool = False,
+    key_stats: Mapping[str, Any] | None = None,
+) -> Block:
+    """One file group's block of a delta commit (the arguments of `write_log`)."""
+    body = encode_block(rows, instant, file_group, 0, key_from, merge_by, ordered_deletes)
+    deletes = int(pc.sum(pc.equal(rows.column(OP_COL), DELETE)).as_py() or 0)
+    return Block(file_group, body, rows.num_rows, deletes, dict(key_stats or {}))
+
+
+def log_object_name(instant: str) -> str:
+    """The name of a delta commit's log object in one partition (its data prefix and
+    partition make the key unique; Hudi's log files are named by file group instead)."""
+    return f".{instant}.log"
+
+
+def write_log_object(
+    store: ObjectStore,
+    key: str,
+    blocks: Sequence[Block],
+    *,
+    instant: str,
+    partition: str,
+    merge_by: str = "",
+    ordered_deletes: bool = False,
+) -> list[LogFile]:
+    """PUT `blocks` (of distinct file groups, encoded with these `merge_by` and
+    `ordered_deletes`) as one object; their log files, in order."""
+    whole = b"".join(b.body for b in blocks)
+    store.put(key, whole)
+    total, summed = len(whole), checksum_of(whole)
+    out, at = [], 0
+    for b in blocks:
+        out.append(
+            LogFile(
+                key,
+                b.file_group,
+                partition,
+                instant,
+                0,
+                len(b.body),
+                b.rows,
+                checksum_of(b.body),
+                b.rows - b.deletes,
+                b.deletes,
+                merge_by,
+                ordered_deletes and bool(merge_by),
+                dict(b.key_stats),
+                at,
+                total,
+                summed,
+            )
+        )
+        at += len(b.body)
+    return out
+
+
+def read_log_object(store: ObjectStore, path: str, logs: Sequence[LogFile]) -> dict[str, pa.Table]:
+    """The blocks `logs` (all of the object `path`) by `LogFile.ref`, from one GET of the
+    whole object: its checksum verified, then each block's before decoding."""
+    where = store.url(path)
+    with committed_object(where):
+        data = store.get(path)
+    first = logs[0]
+    verify_object(data, first, where)
+    view = memoryview(data)
+    out = {}
+    for lf in logs:
+        assert lf.offset is not None
+        out[lf.ref] = decode_log(view[lf.offset : lf.offset + lf.size], lf, where)
+    return out
+
+
+def verify_object(data: bytes, lf: LogFile, where: str) -> None:
+    """The object's size and checksum as its commit recorded them."""
+    if lf.object_size and len(data) != lf.object_size:
+        raise IntegrityError(
+            f"{where} is corrupt: {len(data)} bytes read, the commit recorded {lf.object_size}",
+            where,
+        )
+    verify(data, lf.object_checksum, where)
+
+
+def fetch_whole(logs: Sequence[LogFile]) -> dict[str, list[LogFile]]:
+    """The objects a reader of `logs` GETs whole (path -> its blocks read): those holding
+    several of them; the rest are read by range (or are one block each)."""
+    by_path: dict[str, dict[str, LogFile]] = {}
+    for lf in logs:
+        if lf.offset is not None:
+            by_path.setdefault(lf.path, {})[lf.ref] = lf
+    return {p: list(b.values()) for p, b in by_path.items() if len(b) > 1}
+
+
+class LogCache:
+    """The log blocks of slices a writer is about to read one by one (the candidates of
+    keys its index cannot place): each log object holding several of the wanted blocks is
+    fetched once, whole, and kept for the cache's life (one write; log objects are small);
+    a block alone in its object is read by its range."""
+
+    def __init__(self, store: ObjectStore, wanted: Iterable[LogFile]) -> None:
+        self.store = store
+        self.whole = set(fetch_whole(list(wanted)))
+        self._objects: dict[str, bytes] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def read(self, lf: LogFile) -> pa.Table:
+        """The block's rows, verified (log_objects, logfile.decode_log)."""
+        if lf.path not in self.whole or lf.offset is None:
+            return read_log(self.store, lf)
+        data = self._object(lf)
+        view = memoryview(data)[lf.offset : lf.offset + lf.size]
+        return decode_log(view, lf, self.store.url(lf.path))
+
+    def _object(self, lf: LogFile) -> bytes:
+        with self._lock:
+            lock = self._locks.setdefault(lf.path, threading.Lock())
+        with lock:  # one GET per object, whichever thread asks first
+            data = self._objects.get(lf.path)
+            if data is None:
+                with committed_object(self.store.url(lf.path)):
+                    data = self.store.get(lf.path)
+                verify_object(data, lf, self.store.url(lf.path))
+                self._objects[lf.path] = data
+            return data

@@ -1,0 +1,301 @@
+"""Copy-on-write for keyed tables: insert, upsert and delete rewrite only the file groups
+that hold a changed key, each as a new file slice of the same file group.
+
+One write, after `begin` (so every commit it does not see is validated against it):
+1. the batch's duplicate records are combined by the merge mode;
+2. the index names the files that may hold each key; only those are read;
+3. updates and deletes mark rows of their file group; new keys fill small files of their
+   partition first (Hudi's small-file handling, bounded by what the rewrite costs:
+   keyed/write/sizing.py), then new file groups;
+4. every touched group gets a new slice (untouched rows keep their commit time); the commit
+   records per file its group, the slice it supersedes, inserts/updates/deletes, bytes,
+   key range and bloom filter (`write_stats`).
+
+Two writers touching one file group conflict at completion (the timeline's file-group rule);
+disjoint ones both land.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...file_groups.sidecars import WRITE_STATS
+from ...file_stats import describe_bytes
+from ...instant import COMMIT, Instant
+from ...metadata import DataFile
+from ...schema import merge_schemas
+from ..index import RECORD_INDEX_DELTA, IndexFactory, merge_if_due, write_delta
+from ..inflight import bounded_map
+from ..properties import KeyedProperties
+from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
+from .delete_rewrite import delete_by_keys
+from .planner import FAIL, Batch, Planner, prepare_batch
+from .planning import Filter, plan_on
+from .sizing import avg_record_size, fill_small_files
+from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
+
+if TYPE_CHECKING:
+    from ...txn import Transaction
+    from ..context import KeyedTable
+
+
+@dataclass
+class Group:
+    """One file group this write gives a new slice."""
+
+    group: str
+    partition: str
+    base: DataFile | None  # the slice it supersedes (None: a new file group); read when
+    # the new slice is written, so one file group's rows are in memory at a time
+    drop: set[int] = field(default_factory=set)  # base rows removed (updated or deleted)
+    new: list[int] = field(default_factory=list)  # batch rows written into this group
+    placed: list[int] = field(default_factory=list)  # of which new or moved records
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+
+
+class _Rewrites:
+    """The file groups one copy-on-write commit gives a new slice."""
+
+    def __init__(self, plan: Planner) -> None:
+        self.plan = plan
+        self.groups: dict[str, Group] = {}
+
+    def group_of(self, f: DataFile) -> Group:
+        g = self.groups.get(f.group)
+        if g is None:
+            g = self.groups[f.group] = Group(f.group, f.partition, f)
+        return g
+
+    def mark(self, r: Replaced) -> tuple[pa.Array, pa.Array]:
+        """Drop the replaced rows from their groups (writing updates in place); returns the
+        removed records' (keys, partitions) for the record-level index."""
+        removed = r.new < 0
+        for k, sel in r.by_file():
+            g = self.group_of(self.plan.files[k])
+            fresh = set(r.row[sel].tolist()) - g.drop
+            g.drop |= fresh
+            stay = r.new[sel][~removed[sel]]
+            g.new.extend(stay.tolist())
+            g.updates += len(stay)
+            g.deletes += len(fresh) - len(stay)
+        gone = np.flatnonzero(removed)
+        parts = np.array([f.partition for f in self.plan.files], dtype=object)
+        return (
+            r.keys.take(pa.array(gone, pa.int64())),
+            pa.array(parts[r.file[gone]].tolist() if len(gone) else [], pa.string()),
+        )
+
+
+def place_inserts(
+    plan: Planner, pending: Mapping[str, np.ndarray], rewrites: _Rewrites | None = None
+) -> list[Group]:
+    """New records go into small files of their partition first (only with `rewrites`: the
+    copy-on-write writer rewrites them; the rule is keyed/write/sizing.py's), then new file groups
+    of
+    about `parquet_max_file_size`."""
+    s = plan.table.settings
+    record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
+    per_file = max(1, s.parquet_max_file_size // record_size)
+    by_group = {f.group: f for f in plan.files}
+    rewritten = {k for k, g in rewrites.groups.items() if g.drop or g.new} if rewrites else set()
+    new_groups: list[Group] = []
+    for partition, rows in sorted(pending.items()):
+        todo = rows.tolist()
+        if rewrites is not None:
+            fills = fill_small_files(
+                [f for f in plan.files if f.partition == partition],
+                len(todo),
+                record_size=record_size,
+                small_file_limit=s.small_file_limit,
+                rewrite_ratio=s.small_file_rewrite_ratio,
+                rewritten=rewritten,
+            )
+            for fill in fills:
+                g = rewrites.group_of(by_group[fill.group])
+                taken, todo = todo[: fill.records], todo[fill.records :]
+                g.new += taken
+                g.placed += taken
+                g.inserts += len(taken)
+        while todo:
+            taken, todo = todo[:per_file], todo[per_file:]
+            new_groups.append(
+                Group(
+                    f"{uuid.uuid4()}-0",
+                    partition,
+                    None,
+                    new=taken,
+                    placed=list(taken),
+                    inserts=len(taken),
+                )
+            )
+    return new_groups
+
+
+def write_group(
+    txn: Transaction,
+    g: Group,
+    incoming: pa.Table | None,
+    schema: pa.Schema,
+    fpp: float,
+) -> tuple[DataFile, dict[str, Any]]:
+    """One file group's new slice: kept rows of its base plus its new rows, written and
+    described (the caller adds it to the commit, in group order)."""
+    n = txn.table.settings.parquet_row_group_rows
+    parts: list[Iterator[pa.Table]] = []
+    if g.base is not None:
+        parts.append(base_rows(txn.table.store, g.base, g.drop, schema, n))
+    if g.new and incoming is not None:
+        parts.append(new_rows(incoming, g.new, schema, n))
+    written = encode_slice(chain.from_iterable(parts), schema, n)
+    key = txn.data_key(g.partition, f"{g.group}_{txn.instant_time}.parquet")
+    store = txn.table.store
+    store.put(key, written.body)
+    f = describe_bytes(key, written.body, g.partition, g.group)
+    counts = (g.inserts, g.updates, g.deletes)
+    return f, slice_stats(store, f, written, g.base, counts, fpp)
+
+
+def _record_index_delta(
+    txn: Transaction,
+    plan: Planner,
+    batch: Batch | None,
+    groups: Sequence[Group],
+    tombstones: Sequence[tuple[pa.Array, pa.Array]],
+) -> dict[str, Any]:
+    """The commit's key changes for the record-level index: new and moved records with their
+    file group, deleted ones with none (docs/tables.md, "Record-level index")."""
+    changes: list[tuple[pa.Array, pa.Array, pa.Array]] = []
+    if batch is not None:
+        for g in groups:
+            if g.placed:
+                n = len(g.placed)
+                changes.append(
+                    (
+                        batch.keys.take(pa.array(g.placed, pa.int64())),
+                        pa.array([g.partition] * n, pa.string()),
+                        pa.array([g.group] * n, pa.string()),
+                    )
+                )
+    changes += [(k, p, pa.nulls(len(k), pa.string())) for k, p in tombstones]
+    path = txn.data_key("", "_record_index_delta.parquet")
+    return write_delta(txn.table.store, path, changes, plan.table.settings)
+
+
+def _rewrite(
+    txn: Transaction,
+    plan: Planner,
+    rewrites: _Rewrites,
+    batch: Batch | None,
+    deletes: pa.Table | None,
+    where: Filter | None,
+    operation: str,
+    on_duplicate: str,
+    on_plan: Callable[[Planner], None] | None,
+    tombstones: list[tuple[pa.Array, pa.Array]],
+) -> tuple[list[tuple[DataFile, dict[str, Any]]], list[Group]]:
+    """Locate the batch's records, decide what each does, and write every touched file
+    group's new slice; (slices in group order, new file groups). Deleted records' keys go to
+    `tombstones`."""
+    s = plan.table.settings
+    schema = txn.schema
+    pending: dict[str, np.ndarray] = {}
+    if batch is not None:
+        upserts = decide_upserts(plan, batch, operation, on_duplicate)
+        rewrites.mark(upserts.replaced)
+        pending = upserts.inserts
+    if deletes is not None:
+        dbatch = prepare_batch(deletes, plan.props, txn.instant_time, upsert=False)
+        tombstones.append(rewrites.mark(decide_deletes(plan, dbatch)))
+    if where is not None:
+        tombstones.append(rewrites.mark(decide_filter(plan, where)))
+    new_groups = place_inserts(plan, pending, rewrites)
+    if on_plan is not None:
+        on_plan(plan)
+    incoming_rows = batch.rows if batch is not None else None
+    rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
+    todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
+    record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
+    fpp = plan.bloom_fpp
+    slices = bounded_map(
+        lambda g: write_group(txn, g, incoming_rows, schema, fpp),
+        todo,
+        workers=s.write_parallelism,
+        budget=s.write_inflight_bytes,
+        cost=lambda g: (g.base.size if g.base else 0) + len(g.new) * record_size,
+    )
+    return slices, new_groups
+
+
+def keyed_write(
+    table: KeyedTable,
+    props: KeyedProperties,
+    operation: str,
+    *,
+    data: pa.Table | None = None,
+    deletes: pa.Table | None = None,
+    where: Filter | None = None,
+    on_duplicate: str = FAIL,
+    metadata: dict[str, str] | None = None,
+    on_plan: Callable[[Planner], None] | None = None,
+    index: IndexFactory | None = None,
+) -> Instant:
+    """One keyed commit: upsert or insert `data`, or delete `deletes` (keys) / `where`.
+    `index` replaces the range/bloom index; `on_plan` runs between planning and writing
+    (tests use it to interleave writers)."""
+    txn = table.begin(COMMIT, operation=operation)
+    try:
+        st = table.state()  # read after begin: whatever it misses is validated at commit
+        plan_on(txn, st)
+        plan = Planner(table, props, st, index)
+        batch = (
+            prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
+        )
+        schema = plan.schema
+        if batch is not None:
+            schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
+        txn.schema = schema
+        rewrites = _Rewrites(plan)
+        new_groups: list[Group] = []
+        tombstones: list[tuple[pa.Array, pa.Array]] = []  # (keys, partitions) deleted
+        if batch is None and where is None and deletes is not None:
+            # Keys alone: each candidate file is read once and filtered
+            # (keyed/write/delete_rewrite.py).
+            dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
+            if on_plan is not None:
+                on_plan(plan)
+            slices, gone = delete_by_keys(txn, plan, dbatch, schema)
+            tombstones.append(gone)
+        else:
+            slices, new_groups = _rewrite(
+                txn, plan, rewrites, batch, deletes, where, operation, on_duplicate, on_plan,
+                tombstones,
+            )  # fmt: skip
+        for f, _ in slices:
+            txn.add(f)
+        stats = [stat for _, stat in slices]
+        details: dict[str, Any] = {
+            WRITE_STATS: stats,
+            "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
+        }
+        deltas = 0
+        if plan.record_index is not None:
+            written = [*rewrites.groups.values(), *new_groups]
+            delta = _record_index_delta(txn, plan, batch, written, tombstones)
+            details[RECORD_INDEX_DELTA] = delta
+            deltas = len(plan.record_index.deltas) + (1 if delta["rows"] else 0)
+        done = txn.commit(metadata, details)
+    except BaseException:
+        txn.abort()
+        raise
+    if plan.record_index is not None:
+        merge_if_due(table, deltas)  # counted as of the plan: a concurrent commit may add one
+    return done

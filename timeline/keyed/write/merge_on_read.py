@@ -1,0 +1,300 @@
+"""Delta commits of merge-on-read tables: insert, upsert and delete as one `deltacommit`
+that appends a log block to each touched file group instead of rewriting its base file.
+
+One write, after `begin`:
+1. the batch's duplicate records are combined by the merge mode (keyed/write/planner.py);
+2. each record is routed by the index without reading slices (keyed/write/routing.py): a key the
+   index places in exactly one file group goes into that group's log block, update or
+   insert alike; a key in no group goes into new base files (new file groups, placed as
+   copy-on-write places inserts); only the candidates of a key in several groups are read;
+3. each touched group gets one log block, cut from the batch's arrays (take by group):
+   upserts whole, deletes as key and ordering value. The block records the rule a reader
+   applies it by (keyed/read/merge.py): under the event_time merge mode its entries are compared
+   by ordering value at read time, against the merged state before them; a delete by keys
+   alone wins unconditionally;
+4. the block's log file records the key range of its upserts and a bloom filter of those
+   its base's range and bloom may not name, so the index finds a key inserted into a log
+   again (keyed/index/merge_on_read.py);
+5. the blocks of one partition are PUT as one log object (keyed/log/objects.py): a delta commit
+   makes one PUT per partition it touches, not one per file group.
+
+Delta commits touching one file group conflict (the timeline's file-group rule counts log
+files); a compaction never conflicts with them (slices.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ... import crash
+from ...file_groups import FileSlice
+from ...file_groups.log_files import LOG_FILES
+from ...file_groups.sidecars import WRITE_STATS
+from ...instant import DELTA_COMMIT, Instant
+from ...metadata import DataFile
+from ...schema import conform, merge_schemas
+from ..index import IndexFactory, KeyIndex, SliceIndex, log_key_stats, range_bloom_index
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from ..log import DELETE, OP_COL, UPSERT, Block, encode, log_object_name, write_log_object
+from ..properties import EVENT_TIME, KeyedProperties
+from .copy_on_write import Group, place_inserts, write_group
+from .decide import Replaced, decide_filter
+from .planner import FAIL, Planner, prepare_batch
+from .planning import Filter, plan_on
+from .routing import route_deletes, route_upserts
+
+if TYPE_CHECKING:
+    from ...snapshot import TableState
+    from ...txn import Transaction
+    from ..context import KeyedTable
+
+
+@dataclass
+class _Delta:
+    """What one file group's log block of this write holds."""
+
+    sl: FileSlice
+    upserts: list[np.ndarray] = field(default_factory=list)  # batch rows
+    delete_keys: list[pa.Array] = field(default_factory=list)  # record keys
+    delete_order: list[pa.Array | None] = field(default_factory=list)  # their ordering values
+
+
+class _Deltas:
+    """The log blocks one delta commit writes, by file group."""
+
+    def __init__(self, plan: Planner) -> None:
+        self.plan = plan
+        self.groups: dict[str, _Delta] = {}
+
+    def mark(self, r: Replaced) -> None:
+        assert self.plan.slices is not None
+        for k, sel in r.by_file():
+            sl = self.plan.slices[self.plan.files[k].group]
+            d = self.groups.get(sl.group)
+            if d is None:
+                d = self.groups[sl.group] = _Delta(sl)
+            new = r.new[sel]
+            if (new >= 0).any():
+                d.upserts.append(new[new >= 0])
+            gone = pa.array(sel[new < 0], pa.int64())
+            if len(gone):  # deleted, or a global key moved away from this partition
+                d.delete_keys.append(r.keys.take(gone))
+                d.delete_order.append(r.ordering.take(gone) if r.ordering is not None else None)
+
+
+def _block(
+    d: _Delta, incoming: pa.Table | None, schema: pa.Schema, props: KeyedProperties, t: str
+) -> pa.Table:
+    pieces = []
+    if d.upserts and incoming is not None:
+        up = conform(incoming.take(pa.array(np.concatenate(d.upserts), pa.int64())), schema)
+        pieces.append(up.append_column(OP_COL, pa.repeat(pa.scalar(UPSERT), up.num_rows)))
+    if d.delete_keys:
+        n = sum(len(k) for k in d.delete_keys)
+        order = props.ordering_field
+        cols: dict[str, pa.Array] = {RECORD_KEY_COL: pa.concat_arrays(d.delete_keys)}
+        if order and order in schema.names:
+            typ = schema.field(order).type
+            cols[order] = pa.concat_arrays(
+                [
+                    v.cast(typ) if v is not None else pa.nulls(len(k), typ)
+                    for k, v in zip(d.delete_keys, d.delete_order, strict=True)
+                ]
+            )
+        dl = pa.table(cols)
+        # a key deleted twice in one write: its last entry stands; sorted by key
+        dl = dl.append_column("__at", pa.array(np.arange(n, dtype=np.int64)))
+        last = dl.group_by(RECORD_KEY_COL).aggregate([("__at", "max")]).column("__at_max")
+        dl = dl.take(last).sort_by(RECORD_KEY_COL).drop_columns(["__at"])
+        dl = dl.append_column(COMMIT_TIME_COL, pa.repeat(pa.scalar(t), dl.num_rows))
+        dl = conform(dl, schema)
+        pieces.append(dl.append_column(OP_COL, pa.repeat(pa.scalar(DELETE), dl.num_rows)))
+    return pa.concat_tables(pieces, promote_options="default")
+
+
+@dataclass
+class _Routed:
+    """A delta commit's batch routed to file groups: the log blocks to write and the new
+    file groups to place inserts in."""
+
+    plan: Planner
+    schema: pa.Schema
+    rows: pa.Table | None  # the incoming (prepared) rows, upserts and inserts
+    keys: pa.Array | None  # their record keys
+    deltas: _Deltas
+    new_groups: list[Group]
+    ordered_deletes: bool  # False: deletes by keys alone, which win
+
+
+def _route(
+    table: KeyedTable,
+    props: KeyedProperties,
+    txn: Transaction,
+    plan: Planner,
+    operation: str,
+    data: pa.Table | None,
+    deletes: pa.Table | None,
+    where: Filter | None,
+    on_duplicate: str,
+) -> _Routed:
+    """Steps 1 and 2: the batch prepared, each record routed to a log block or a new
+    file group, deletes (by key or filter) to the blocks of the groups holding them."""
+    t = txn.instant_time
+    batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
+    schema = plan.schema
+    if batch is not None:
+        schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
+    assert schema is not None  # a keyed table states its meta columns at creation
+    deltas = _Deltas(plan)
+    new_groups: list[Group] = []
+    if batch is not None:
+        upserts = route_upserts(plan, batch, operation, on_duplicate)
+        deltas.mark(upserts.replaced)
+        new_groups = place_inserts(plan, upserts.inserts)
+    ordered_deletes = True
+    if deletes is not None:
+        dbatch = prepare_batch(deletes, props, t, upsert=False)
+        ordered_deletes = dbatch.ordering is not None  # by keys alone: deletes win
+        deltas.mark(route_deletes(plan, dbatch))
+    if where is not None:
+        deltas.mark(decide_filter(plan, where))
+    rows, keys = (batch.rows, batch.keys) if batch is not None else (None, None)
+    return _Routed(plan, schema, rows, keys, deltas, new_groups, ordered_deletes)
+
+
+class _LogWriter:
+    """Steps 3 to 5: each touched group's block encoded with its key stats, and one log
+    object PUT per partition, a few at a time."""
+
+    def __init__(
+        self,
+        table: KeyedTable,
+        props: KeyedProperties,
+        txn: Transaction,
+        st: TableState,
+        r: _Routed,
+    ) -> None:
+        self.table, self.props, self.txn, self.st, self.r = table, props, txn, st, r
+        schema, order = r.schema, props.ordering_field
+        self.key_from = props.record_key[0] if len(props.record_key) == 1 else None
+        self.merge_by = (
+            order if order and props.merge_mode == EVENT_TIME and order in schema.names else ""
+        )
+        self.int_key = None  # a single integer key: its range is compared as numbers
+        kf = self.key_from
+        if kf and kf in schema.names and pa.types.is_integer(schema.field(kf).type):
+            self.int_key = kf
+        self.router = r.plan.index if isinstance(r.plan.index, SliceIndex) else None
+        self.canonical: list[KeyIndex] = []  # built when the router's index is not the default
+
+    def named_by_base(self, base: DataFile, keys: pa.Array) -> pa.Array:
+        """Whether the base's recorded range and bloom (as every later lookup reads them)
+        name each key: the router's answer when it had the default index."""
+        named = self.router.named_by_base(base, keys) if self.router is not None else None
+        if named is not None:
+            return named
+        if not self.canonical:
+            self.canonical.append(range_bloom_index(self.table.store, self.st, self.props))
+        hits = self.canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
+        mask = np.zeros(len(keys), dtype=bool)
+        mask[np.asarray(hits, dtype=np.int64)] = True
+        return pa.array(mask)
+
+    def key_stats(self, d: _Delta) -> dict[str, Any]:
+        rows, keys = self.r.rows, self.r.keys
+        if rows is None or keys is None or not d.upserts:
+            return {}
+        idx = pa.array(np.concatenate(d.upserts), pa.int64())
+        ints = rows.column(self.int_key).take(idx).combine_chunks() if self.int_key else None
+        picked = keys.take(idx)
+        beyond = pc.invert(self.named_by_base(d.sl.base, picked))
+        fpp = self.r.plan.bloom_fpp
+        return log_key_stats(picked, fpp, ints, base=d.sl.base.path, beyond=beyond)
+
+    def block(self, group: str) -> Block:
+        d, t = self.r.deltas.groups[group], self.txn.instant_time
+        return encode(
+            _block(d, self.r.rows, self.r.schema, self.props, t),
+            group,
+            t,
+            key_from=self.key_from,
+            merge_by=self.merge_by,
+            ordered_deletes=self.r.ordered_deletes,
+            key_stats=self.key_stats(d),
+        )
+
+    def put(self, part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
+        partition, blocks = part
+        t = self.txn.instant_time
+        lfs = write_log_object(
+            self.table.store,
+            self.txn.data_key(partition, log_object_name(t)),
+            blocks,
+            instant=t,
+            partition=partition,
+            merge_by=self.merge_by,
+            ordered_deletes=self.r.ordered_deletes,
+        )
+        crash.point(f"{DELTA_COMMIT}.log_written")
+        return [lf.to_json() for lf in lfs]
+
+    def write(self) -> list[dict[str, Any]]:
+        """The log files written, as the commit records them."""
+        deltas = self.r.deltas
+        groups = sorted(deltas.groups)
+        logs: list[dict[str, Any]] = []
+        if not groups:
+            return logs
+        width = self.table.settings.log_write_parallelism
+        with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
+            by_partition: dict[str, list[Block]] = {}
+            for g, b in zip(groups, pool.map(self.block, groups), strict=True):
+                by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)
+            for part in pool.map(self.put, sorted(by_partition.items())):
+                logs += part
+        return logs
+
+
+def delta_write(
+    table: KeyedTable,
+    props: KeyedProperties,
+    operation: str,
+    *,
+    data: pa.Table | None = None,
+    deletes: pa.Table | None = None,
+    where: Filter | None = None,
+    on_duplicate: str = FAIL,
+    metadata: dict[str, str] | None = None,
+    on_plan: Callable[[Any], None] | None = None,
+    index: IndexFactory | None = None,
+) -> Instant:
+    """One delta commit: upsert or insert `data`, or delete `deletes` (keys) / `where`."""
+    txn = table.begin(DELTA_COMMIT, operation=operation)
+    try:
+        st = table.state()
+        plan_on(txn, st)
+        plan = Planner(table, props, st, index, merge_on_read=True)
+        r = _route(table, props, txn, plan, operation, data, deletes, where, on_duplicate)
+        txn.schema = r.schema
+        if on_plan is not None:
+            on_plan(plan)
+        logs = _LogWriter(table, props, txn, st, r).write()
+        written = [write_group(txn, g, r.rows, r.schema, plan.bloom_fpp) for g in r.new_groups]
+        for f, _ in written:
+            txn.add(f)
+        details = {
+            WRITE_STATS: [stat for _, stat in written],
+            LOG_FILES: logs,
+            "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
+        }
+        return txn.commit(metadata, details)
+    except BaseException:
+        txn.abort()
+        raise

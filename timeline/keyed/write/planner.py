@@ -1,0 +1,293 @@
+"""The array-level planner every keyed write shares, copy-on-write and merge-on-read alike.
+
+It prepares the batch (record keys, identities, partitions, ordering values; duplicates
+combined by the merge mode) and locates the records the table already holds: the index
+names the candidate files, whose key (and ordering) columns are read concurrently and
+matched against the batch with pyarrow joins, never record by record. What the batch then
+does to each located record is decided over whole arrays in keyed/write/decide.py; the copy-on-write
+writer (keyed/write/copy_on_write.py) turns those decisions into rewritten file slices, the
+merge-on-read writer
+(keyed/write/merge_on_read.py) into log blocks.
+
+On a merge-on-read table a candidate "file" is its file group's latest slice, base merged
+with its logs (keyed/read/slices.py), so a key updated or deleted in a log is seen as it is now; the
+merge-on-read writer reads candidates only for the keys the index cannot place in exactly
+one file group (keyed/write/routing.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...file_groups import FileSlice
+from ...metadata import DataFile
+from ...parquet_io import read_files
+from ...snapshot import TableState
+from ..index import (
+    IndexFactory,
+    IndexView,
+    KeyIndex,
+    RangeBloomIndex,
+    RecordLevelIndex,
+    SliceIndex,
+    choose_index,
+    index_view,
+    range_bloom_index,
+)
+from ..inflight import bounded_map
+from ..keys import RECORD_KEY_COL, integer_key_column, partition_path_array, record_keys, with_meta
+from ..log import LogCache
+from ..merge import combine_rows, distinct_integers
+from ..properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
+from ..read import READ_PARALLELISM, read_slice
+
+if TYPE_CHECKING:
+    from ..context import KeyedTable
+
+FAIL = "fail"
+DROP = "drop"
+
+#: Candidate files whose keys one write reads at once (GETs in flight; each holds its whole
+#: file's bytes while its key and ordering columns are decoded; `write_inflight_bytes`
+#: bounds their sum).
+LOCATE_PARALLELISM = 8
+
+
+@dataclass
+class Batch:
+    """Incoming records after combining duplicates (arrays aligned with `rows`)."""
+
+    rows: pa.Table  # upserts: with meta columns; deletes: the given columns
+    keys: pa.Array  # record keys as text
+    ids: pa.Array  # record identities (key, or partition and key)
+    partitions: pa.Array
+    ordering: pa.Array | None
+
+
+def _key_array(data: pa.Table, props: KeyedProperties) -> pa.Array:
+    if len(props.record_key) == 1:
+        (c,) = props.record_key
+        if c in data.column_names:
+            col = data.column(c)
+            plain = pa.types.is_integer(col.type) or pa.types.is_string(col.type)
+            if plain and not col.null_count:
+                return pc.cast(col, pa.string()).combine_chunks()  # as record_keys words it
+    return pa.array(record_keys(data, props), pa.string())
+
+
+def _distinct_integer_key(data: pa.Table, props: KeyedProperties) -> bool:
+    if len(props.record_key) != 1 or props.record_key[0] not in data.column_names:
+        return False
+    col = data.column(props.record_key[0])
+    return pa.types.is_integer(col.type) and not col.null_count and distinct_integers(col)
+
+
+def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bool) -> Batch:
+    keys = _key_array(data, props)
+    if props.key_scope == GLOBAL and not upsert:
+        parts = pa.array([""] * data.num_rows, pa.string())  # a global key names its record
+    else:  # wherever it lives
+        parts = partition_path_array(data, props)
+    ordering = None
+    if props.ordering_field and props.ordering_field in data.column_names:
+        ordering = data.column(props.ordering_field).combine_chunks()
+    elif upsert and props.merge_mode == EVENT_TIME:
+        raise PropertiesError(
+            f"merge mode event_time needs the ordering field {props.ordering_field!r} "
+            "in the written data"
+        )
+    ids = keys if props.key_scope == GLOBAL else pc.binary_join_element_wise(parts, keys, "\x00")
+    # Distinct keys make distinct ids in either scope: checked on the integer column when
+    # the key is one (cheaper than hashing the keys as text).
+    keep = combine_rows(ids, ordering, props, distinct=_distinct_integer_key(data, props))
+    if len(keep) != data.num_rows:
+        idx = pa.array(keep, pa.int64())
+        data = data.take(idx)
+        keys, parts, ids = keys.take(idx), parts.take(idx), ids.take(idx)
+        ordering = ordering.take(idx) if ordering is not None else None
+    rows = with_meta(data, instant, keys) if upsert else data
+    return Batch(rows, keys, ids, parts, ordering)
+
+
+def _no_hits() -> pa.Table:
+    empty = pa.array([], pa.int64())
+    return pa.table({"pos": empty, "file": empty, "row": empty})
+
+
+class Planner:
+    """The state one keyed write plans on: the files (latest slice of every file group) its
+    records may be stored in, the index over them, and how their rows are read."""
+
+    def __init__(
+        self,
+        table: KeyedTable,
+        props: KeyedProperties,
+        st: TableState,
+        index: IndexFactory | None,
+        *,
+        merge_on_read: bool = False,
+    ) -> None:
+        self.table = table
+        self.props = props
+        self.st = st
+        self.schema = st.schema()
+        #: The table's single integer record key column, keys matched as its numbers (None:
+        #: as the record key text); and the false-positive rate of the filters this write
+        #: builds (TableSettings.bloom_fpp, by table type).
+        self.key_col = integer_key_column(props, self.schema)
+        self.bloom_fpp = table.settings.bloom_fpp(merge_on_read)
+        #: merge-on-read: file group -> its latest slice (base plus logs); None: copy-on-write
+        self.slices: dict[str, FileSlice] | None = None
+        #: The record-level index, if one exists: a copy-on-write commit then records its key
+        #: changes. Merge-on-read writes keep to ranges and blooms (of base files and logs,
+        #: keyed/index/merge_on_read.py) and leave the record index to fall back.
+        self.record_index: IndexView | None = None
+        if merge_on_read:
+            self.slices = st.latest_slices()
+            self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
+            # a slice may hold a key in its base or in a log (keyed/index/merge_on_read.py)
+            self.index: KeyIndex = SliceIndex(
+                (index or range_bloom_index)(table.store, st, props),
+                self.slices,
+                record_base_hits=index is None,
+            )
+        else:
+            self.files = st.snapshot().files
+            factory = index or choose_index(table.settings.keyed_index)
+            self.record_index = index_view(st)
+            self.index = factory(table.store, st, props)
+        self.files_read = 0  # files (slices) whose keys were read to find the batch's records
+        self.log_cache: LogCache | None = None  # merge-on-read: the logs `locate` reads
+
+    def rows_of(
+        self, f: DataFile, columns: Sequence[str] | None = None, *, parallelism: int = 1
+    ) -> pa.Table:
+        """A file's rows (or some columns) in the table's schema, merged with its logs on a
+        merge-on-read table (`parallelism`: its objects fetched at once); nothing is kept."""
+        if self.slices is not None:
+            sl = self.slices[f.group]
+            return read_slice(
+                self.table.store,
+                sl,
+                self.schema,
+                columns,
+                parallelism=parallelism,
+                cache=self.log_cache,
+                key_col=self.key_col,
+            )
+        return read_files(self.table.store, [f], columns, self.schema) or pa.table({})
+
+    def _scopes(self, batch: Batch) -> list[tuple[list[int], np.ndarray]]:
+        """(file indexes, batch positions) pairs: where each batch record may be stored."""
+        n = len(batch.ids)
+        if self.props.key_scope == GLOBAL:
+            return [(list(range(len(self.files))), np.arange(n, dtype=np.int64))]
+        enc = pc.dictionary_encode(batch.partitions)
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        scopes = []
+        for c, p in enumerate(enc.dictionary.to_pylist()):
+            pos = np.flatnonzero(codes == c).astype(np.int64)
+            fidx = [k for k, f in enumerate(self.files) if f.partition == p]
+            scopes.append((fidx, pos))
+        return scopes
+
+    def _ranges(self) -> RangeBloomIndex | None:
+        """The key ranges of a copy-on-write table's files, when its index keeps them (a
+        merge-on-read slice may hold keys beyond its base file's range, in its logs)."""
+        if self.slices is not None:
+            return None
+        if isinstance(self.index, RangeBloomIndex):
+            return self.index
+        if isinstance(self.index, RecordLevelIndex):
+            fallback = self.index.fallback
+            return fallback if isinstance(fallback, RangeBloomIndex) else None
+        return None
+
+    def candidates(self, batch: Batch) -> list[tuple[int, np.ndarray]]:
+        """(file index, batch positions) pairs: the files the index says may hold those
+        records (none read)."""
+        index_of = {f.path: k for k, f in enumerate(self.files)}
+        out: list[tuple[int, np.ndarray]] = []
+        ranges = self._ranges()
+        for fidx, positions in self._scopes(batch):
+            if not fidx or not len(positions):
+                continue
+            scope_keys = batch.keys.take(pa.array(positions))
+            files = [self.files[k] for k in fidx]
+            if ranges is not None:
+                # Keys beyond every file's range (a load of new, time-ordered keys) are in no
+                # file: dropped here as arrays, before any index sees them one by one.
+                inside = ranges.in_some_range(files, scope_keys)
+                if not inside.all():
+                    positions = positions[inside]
+                    scope_keys = scope_keys.filter(pa.array(inside))
+                if not len(positions):
+                    continue
+            for path, hits in self.index.candidates(files, scope_keys.to_pylist()).items():
+                out.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
+        return out
+
+    def locate(self, batch: Batch, probes: list[tuple[int, np.ndarray]] | None = None) -> pa.Table:
+        """The batch's records the table holds: a table of `pos` (batch row), `file` (index
+        into `self.files`), `row` (in `rows_of` that file) and `stored` (ordering value).
+        Candidate files are read for their key (and ordering) column only, a bounded number
+        at a time: memory holds the hits. `probes`: the batch's `candidates`, when the
+        caller already asked the index (asking again would probe every filter again)."""
+        order_col = self.props.ordering_field
+        columns = [RECORD_KEY_COL]
+        if order_col and self.schema is not None and order_col in self.schema.names:
+            columns.append(order_col)
+        if probes is None:
+            probes = self.candidates(batch)
+        if self.slices is not None:  # each log object these slices share: one GET
+            groups = {self.files[k].group for k, _ in probes}
+            wanted = [lf for g in groups for _, lf in self.slices[g].logs]
+            self.log_cache = LogCache(self.table.store, wanted)
+
+        alone = 1 if len(probes) > 1 else READ_PARALLELISM  # the pool below, or its own
+
+        def match(probe: tuple[int, np.ndarray]) -> pa.Table | None:
+            k, probe_pos = probe
+            data = self.rows_of(self.files[k], columns, parallelism=alone)
+            if data.num_rows == 0:
+                return None
+            stored = data.column(RECORD_KEY_COL)
+            wanted = pa.table({"key": batch.keys.take(pa.array(probe_pos)), "pos": probe_pos})
+            rows = pc.indices_nonzero(pc.is_in(stored, value_set=wanted.column("key")))
+            if not len(rows):
+                return None
+            got = {
+                "key": stored.take(rows),
+                "row": pc.cast(rows, pa.int64()),
+                "file": pa.array(np.full(len(rows), k, dtype=np.int64)),
+            }
+            if len(columns) > 1:
+                got["stored"] = data.column(columns[1]).take(rows)
+            return pa.table(got).join(wanted, "key", join_type="inner").sort_by("row")
+
+        self.files_read += len(probes)
+        if len(probes) <= 1:
+            found = [match(p) for p in probes]
+        else:  # object-store latency overlaps, within the bytes-in-flight budget (each read
+            # holds its whole file's bytes); results stay in candidate order
+            found = bounded_map(
+                match,
+                probes,
+                workers=LOCATE_PARALLELISM,
+                budget=self.table.settings.write_inflight_bytes,
+                cost=lambda p: self.files[p[0]].size,
+            )
+        pieces = [t for t in found if t is not None]
+        if not pieces:
+            return _no_hits()
+        hits = pa.concat_tables(pieces, promote_options="default")
+        # A key held twice (two writers inserted it concurrently): the last file read wins.
+        hits = hits.append_column("seq", pa.array(np.arange(hits.num_rows, dtype=np.int64)))
+        last = hits.group_by("pos").aggregate([("seq", "max")]).column("seq_max")
+        return hits.take(last).sort_by("pos")
