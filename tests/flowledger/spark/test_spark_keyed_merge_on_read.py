@@ -4,7 +4,6 @@ committed changes in logs) before anything is begun, and the table keeps every c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import pytest
 
 import flowledger.spark as fs
 from flowledger.errors import answer_for
-from flowledger.spark.commit_info import REPO_CONF_KEY
 from flowledger.spark.errors import SparkWriteError
 from flowledger.spark.keyed_options import requested_properties
 from storage import ErrorKind, kind_of, open_store
@@ -21,14 +19,6 @@ from timeline import Table, TableSettings, WriterNotSupported
 from timeline.keyed import KeyedProperties
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    spark.conf.set(REPO_CONF_KEY, str(tmp_path_factory.mktemp("repo")))
-    fs.register(spark)
-    yield spark
-    spark.conf.unset(REPO_CONF_KEY)
 
 
 def _values(table: Table) -> dict[int, int]:
