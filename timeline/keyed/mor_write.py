@@ -44,11 +44,11 @@ from .log_objects import Block, encode, log_object_name, write_log_object
 from .logfile import DELETE, LOG_FILES, OP_COL, UPSERT
 from .mor_index import SliceIndex, log_key_stats
 from .mor_route import route_deletes, route_upserts
-from .planner import FAIL, Planner, prepare_batch
+from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .properties import EVENT_TIME, KeyedProperties
 from .slices import MorSlice
-from .write import Group, place_inserts, write_group
+from .write import Group, place_inserts, write_group_at
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -117,6 +117,127 @@ def _block(
     return pa.concat_tables(pieces, promote_options="default")
 
 
+@dataclass(frozen=True)
+class DeltaOutput:
+    """What one delta write put under its instant: log files (as commit metadata records
+    them) and new base files with their write stats."""
+
+    logs: list[dict[str, Any]]
+    files: list[DataFile]
+    stats: list[dict[str, Any]]
+
+
+def write_deltas(
+    plan: Planner,
+    props: KeyedProperties,
+    operation: str,
+    t: str,
+    schema: pa.Schema,
+    *,
+    data_key: Callable[[str, str], str],
+    batch: Batch | None = None,
+    dbatch: Batch | None = None,
+    where: Filter | None = None,
+    on_duplicate: str = FAIL,
+    on_plan: Callable[[Any], None] | None = None,
+    object_name: str = "",
+) -> DeltaOutput:
+    """Route `batch` (upserts), `dbatch` (deletes by key) and `where`, then write each
+    touched group's log block (one object per partition, named `object_name`) and the new
+    file groups, under instant `t` at `data_key(partition, name)`. The caller commits. Runs
+    in the process that began the instant, or in a task that holds `plan` (Spark)."""
+    table = plan.table
+    deltas = _Deltas(plan)
+    new_groups: list[Group] = []
+    if batch is not None:
+        upserts = route_upserts(plan, batch, operation, on_duplicate)
+        deltas.mark(upserts.replaced)
+        new_groups = place_inserts(plan, upserts.inserts)
+    ordered_deletes = True
+    if dbatch is not None:
+        ordered_deletes = dbatch.ordering is not None  # by keys alone: deletes win
+        deltas.mark(route_deletes(plan, dbatch))
+    if where is not None:
+        deltas.mark(decide_filter(plan, where))
+    if on_plan is not None:
+        on_plan(plan)
+    incoming_rows = batch.rows if batch is not None else None
+    key_from = props.record_key[0] if len(props.record_key) == 1 else None
+    order = props.ordering_field
+    merge_by = order if order and props.merge_mode == EVENT_TIME and order in schema.names else ""
+    int_key = None  # a single integer key: its range is compared as numbers
+    if key_from and key_from in schema.names and pa.types.is_integer(schema.field(key_from).type):
+        int_key = key_from
+    fpp = plan.bloom_fpp
+
+    router = plan.index if isinstance(plan.index, SliceIndex) else None
+    canonical: list[KeyIndex] = []  # built when the router's index is not the default
+
+    def named_by_base(base: DataFile, keys: pa.Array) -> pa.Array:
+        """Whether the base's recorded range and bloom (as every later lookup reads
+        them) name each key: the router's answer when it had the default index."""
+        named = router.named_by_base(base, keys) if router is not None else None
+        if named is not None:
+            return named
+        if not canonical:
+            canonical.append(range_bloom_index(table.store, plan.st, props))
+        hits = canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
+        mask = np.zeros(len(keys), dtype=bool)
+        mask[np.asarray(hits, dtype=np.int64)] = True
+        return pa.array(mask)
+
+    def key_stats(d: _Delta) -> dict[str, Any]:
+        if batch is None or not d.upserts:
+            return {}
+        idx = pa.array(np.concatenate(d.upserts), pa.int64())
+        ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
+        keys = batch.keys.take(idx)
+        beyond = pc.invert(named_by_base(d.sl.base, keys))
+        return log_key_stats(keys, fpp, ints, base=d.sl.base.path, beyond=beyond)
+
+    def block(group: str) -> Block:
+        d = deltas.groups[group]
+        return encode(
+            _block(d, incoming_rows, schema, props, t),
+            group,
+            t,
+            key_from=key_from,
+            merge_by=merge_by,
+            ordered_deletes=ordered_deletes,
+            key_stats=key_stats(d),
+        )
+
+    def put(part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
+        partition, blocks = part
+        lfs = write_log_object(
+            table.store,
+            data_key(partition, object_name or log_object_name(t)),
+            blocks,
+            instant=t,
+            partition=partition,
+            merge_by=merge_by,
+            ordered_deletes=ordered_deletes,
+        )
+        crash.point(f"{DELTA_COMMIT}.log_written")
+        return [lf.to_json() for lf in lfs]
+
+    groups = sorted(deltas.groups)
+    logs: list[dict[str, Any]] = []
+    if groups:  # blocks encoded, then one object per partition PUT, a few at a time
+        width = table.settings.log_write_parallelism
+        with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
+            by_partition: dict[str, list[Block]] = {}
+            for g, b in zip(groups, pool.map(block, groups), strict=True):
+                by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)
+            for part in pool.map(put, sorted(by_partition.items())):
+                logs += part
+    written = [
+        write_group_at(table.store, data_key, t, g, incoming_rows, schema, fpp, table.settings)
+        for g in new_groups
+    ]
+    return DeltaOutput(logs, [f for f, _ in written], [stat for _, stat in written])
+
+
 def delta_write(
     table: Table,
     props: KeyedProperties,
@@ -143,104 +264,16 @@ def delta_write(
             schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
         assert schema is not None  # a keyed table states its meta columns at creation
         txn.schema = schema
-        deltas = _Deltas(plan)
-        new_groups: list[Group] = []
-        if batch is not None:
-            upserts = route_upserts(plan, batch, operation, on_duplicate)
-            deltas.mark(upserts.replaced)
-            new_groups = place_inserts(plan, upserts.inserts)
-        ordered_deletes = True
-        if deletes is not None:
-            dbatch = prepare_batch(deletes, props, t, upsert=False)
-            ordered_deletes = dbatch.ordering is not None  # by keys alone: deletes win
-            deltas.mark(route_deletes(plan, dbatch))
-        if where is not None:
-            deltas.mark(decide_filter(plan, where))
-        if on_plan is not None:
-            on_plan(plan)
-        incoming_rows = batch.rows if batch is not None else None
-        key_from = props.record_key[0] if len(props.record_key) == 1 else None
-        order = props.ordering_field
-        merge_by = (
-            order if order and props.merge_mode == EVENT_TIME and order in schema.names else ""
-        )
-        int_key = None  # a single integer key: its range is compared as numbers
-        if (
-            key_from
-            and key_from in schema.names
-            and pa.types.is_integer(schema.field(key_from).type)
-        ):
-            int_key = key_from
-        fpp = plan.bloom_fpp
-
-        router = plan.index if isinstance(plan.index, SliceIndex) else None
-        canonical: list[KeyIndex] = []  # built when the router's index is not the default
-
-        def named_by_base(base: DataFile, keys: pa.Array) -> pa.Array:
-            """Whether the base's recorded range and bloom (as every later lookup reads
-            them) name each key: the router's answer when it had the default index."""
-            named = router.named_by_base(base, keys) if router is not None else None
-            if named is not None:
-                return named
-            if not canonical:
-                canonical.append(range_bloom_index(table.store, st, props))
-            hits = canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
-            mask = np.zeros(len(keys), dtype=bool)
-            mask[np.asarray(hits, dtype=np.int64)] = True
-            return pa.array(mask)
-
-        def key_stats(d: _Delta) -> dict[str, Any]:
-            if batch is None or not d.upserts:
-                return {}
-            idx = pa.array(np.concatenate(d.upserts), pa.int64())
-            ints = batch.rows.column(int_key).take(idx).combine_chunks() if int_key else None
-            keys = batch.keys.take(idx)
-            beyond = pc.invert(named_by_base(d.sl.base, keys))
-            return log_key_stats(keys, fpp, ints, base=d.sl.base.path, beyond=beyond)
-
-        def block(group: str) -> Block:
-            d = deltas.groups[group]
-            return encode(
-                _block(d, incoming_rows, schema, props, t),
-                group,
-                t,
-                key_from=key_from,
-                merge_by=merge_by,
-                ordered_deletes=ordered_deletes,
-                key_stats=key_stats(d),
-            )
-
-        def put(part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
-            partition, blocks = part
-            lfs = write_log_object(
-                table.store,
-                txn.data_key(partition, log_object_name(t)),
-                blocks,
-                instant=t,
-                partition=partition,
-                merge_by=merge_by,
-                ordered_deletes=ordered_deletes,
-            )
-            crash.point(f"{DELTA_COMMIT}.log_written")
-            return [lf.to_json() for lf in lfs]
-
-        groups = sorted(deltas.groups)
-        logs: list[dict[str, Any]] = []
-        if groups:  # blocks encoded, then one object per partition PUT, a few at a time
-            width = table.settings.log_write_parallelism
-            with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
-                by_partition: dict[str, list[Block]] = {}
-                for g, b in zip(groups, pool.map(block, groups), strict=True):
-                    by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)
-                for part in pool.map(put, sorted(by_partition.items())):
-                    logs += part
-        written = [write_group(txn, g, incoming_rows, schema, fpp) for g in new_groups]
-        for f, _ in written:
+        dbatch = prepare_batch(deletes, props, t, upsert=False) if deletes is not None else None
+        out = write_deltas(
+            plan, props, operation, t, schema, data_key=txn.data_key, batch=batch,
+            dbatch=dbatch, where=where, on_duplicate=on_duplicate, on_plan=on_plan,
+        )  # fmt: skip
+        for f in out.files:
             txn.add(f)
-        stats = [stat for _, stat in written]
         details = {
-            WRITE_STATS: stats,
-            LOG_FILES: logs,
+            WRITE_STATS: out.stats,
+            LOG_FILES: out.logs,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
         }
         return txn.commit(metadata, details)
