@@ -32,8 +32,11 @@ def _session(kind: str, repo: Path) -> Any:
 
     if kind == "flowledger":
         return fs.session(repo=str(repo), master="local[2]", conf={"spark.ui.enabled": "false"})
+    import os
+
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # as a venv's user has it
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
