@@ -26,7 +26,12 @@ PROPS = KeyedProperties.of(
 
 def _rows(ids: list[int], v: str, ts: int = 1) -> pa.Table:
     return pa.table(
-        {"id": ids, "ts": [ts] * len(ids), "p": [f"p{i // 2 % 4}" for i in ids], "v": [v] * len(ids)}
+        {
+            "id": ids,
+            "ts": [ts] * len(ids),
+            "p": [f"p{i // 2 % 4}" for i in ids],
+            "v": [v] * len(ids),
+        }
     )
 
 
