@@ -101,8 +101,10 @@ def _write_delta(
     job_meta: SparkJobInfo,
     hooks: Sequence[CommitHook] | None,
     more: Mapping[str, str] | None = None,
+    repo_option: str | None = None,
 ) -> CommitInfo:
-    """A merge-on-read table's keyed write: one delta commit, logs written by the tasks."""
+    """A merge-on-read table's keyed write: one delta commit, logs written by the tasks
+    (`more`: commit metadata to add; `repo_option`: the provenance repository asked for)."""
     from .keyed_delta import commit_delta, plan_and_write
 
     spark = df.sparkSession
@@ -118,7 +120,7 @@ def _write_delta(
         raise
     instant = commit_delta(txn, plan, shards, extra_metadata=extra_metadata(job_meta, more))
     files = [f for s in shards for f in s.files]
-    repo = resolve_repo_uri(None, conf_of(spark))
+    repo = resolve_repo_uri(repo_option, conf_of(spark))
     info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)
     run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info
@@ -204,14 +206,14 @@ def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_i
 
 
 def _save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
-
     o = _open(df, uri, mode, options)
     if o.merge_on_read:
         job_meta = replace(
             job_info(df.sparkSession, df, "flowledger.datasource"),
             input_files=input_files_option(options),
         )
-        _write_delta(df, o, job_meta, None, {WRITE_ID_METADATA_KEY: write_id})
+        more = {WRITE_ID_METADATA_KEY: write_id}
+        _write_delta(df, o, job_meta, None, more, options.get("repo"))
         return
     kopts = o.kopts
     txn, job = _begin(df, o)
