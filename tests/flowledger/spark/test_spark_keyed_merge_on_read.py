@@ -14,6 +14,7 @@ import flowledger.spark as fs
 from flowledger.spark.errors import SparkWriteError
 from flowledger.spark.keyed_options import requested_properties
 from storage import open_store
+from tests.support.servers import S3Endpoint
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
 
@@ -42,14 +43,18 @@ SEQUENCE: list[tuple[str, list[tuple[int, int, int, int]]]] = [
 ]
 
 
-@pytest.mark.parametrize(("writer", "scope"), [("datasource", "partition"), ("native", "global")])
+@pytest.mark.parametrize(
+    ("writer", "scope", "backend"),
+    [("datasource", "partition", "local"), ("native", "global", "minio")],
+)
 def test_spark_writes_delta_commits_that_read_as_the_python_path(
-    registered: Any, tmp_path: Path, writer: str, scope: str
+    registered: Any, minio: S3Endpoint, tmp_path: Path, writer: str, scope: str, backend: str
 ) -> None:
     """The same upserts, inserts and deletes into a partitioned merge-on-read table (event
     time merge mode) through Spark and through `Table.upsert/insert/delete`: every Spark
     write is a delta commit whose log blocks the executors wrote, both tables read the same
-    rows after each write, and again after compacting either table."""
+    rows after each write, and again after compacting either table (on the local filesystem,
+    and on MinIO over s3a)."""
     spark = registered
     props = KeyedProperties.of(
         "id", ordering_field="ts", partition_by="p", merge_mode="event_time",
@@ -57,8 +62,10 @@ def test_spark_writes_delta_commits_that_read_as_the_python_path(
     )  # fmt: skip
     settings = TableSettings(compaction_mode="off")
     py = Table.create(open_store(str(tmp_path / "py")), props, settings)
-    uri = str(tmp_path / "spark")
-    Table.create(open_store(uri), props, settings)
+    uri, where = str(tmp_path / "spark"), None
+    if backend == "minio":
+        uri, where = f"s3a://{minio.new_bucket()}/t", minio.settings()
+    Table.create(open_store(uri, where), props, settings)
     put = fs.save if writer == "datasource" else fs.write
     for operation, rows in SEQUENCE:
         data = pa.table({k: [r[i] for r in rows] for i, k in enumerate(["id", "p", "v", "ts"])})
@@ -73,8 +80,8 @@ def test_spark_writes_delta_commits_that_read_as_the_python_path(
             df = df.select("id", "p", "ts")
         info = put(df, uri, options={"operation": operation})
         assert info.action == "deltacommit"
-        assert _rows(Table.open(open_store(uri), settings)) == _rows(py), operation
-    sp = Table.open(open_store(uri), settings)
+        assert _rows(Table.open(open_store(uri, where), settings)) == _rows(py), operation
+    sp = Table.open(open_store(uri, where), settings)
     writes = [i for i in sp.timeline().completed().instants if i.action != "commit"]
     assert {i.action for i in writes} == {"deltacommit"} and len(writes) == len(SEQUENCE)
     # Changes to stored keys are log blocks; the insert of new keys made new file groups.
@@ -88,7 +95,7 @@ def test_spark_writes_delta_commits_that_read_as_the_python_path(
     assert expected[:2] == [(0, 0, 0, 1), (1, 1, 1, 2)] and (2, 0, 9, 9) in expected
     assert not any(r[0] in (3, 555) for r in expected)
     assert fs.compact(spark, uri) and py.compact() is not None
-    assert _rows(Table.open(open_store(uri), settings)) == _rows(py) == expected
+    assert _rows(Table.open(open_store(uri, where), settings)) == _rows(py) == expected
 
 
 def _image(image: Any) -> tuple[Any, ...] | None:
