@@ -37,7 +37,7 @@ from provenance import ProvenanceEvent, ProvenanceRepository, Query, SearchTerm
 from provenance.job_events import Dataset, JobRun, file_attributes, job_events, job_flowfile
 from timeline import Entry, Table, parse_time
 
-from .spark.lineage import canonical, commit_marker
+from .uris import canonical, commit_marker
 
 log = logging.getLogger("flowledger.provenance")
 COMPONENT_TYPE = "flowledger.table"

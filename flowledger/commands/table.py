@@ -33,8 +33,8 @@ from ..context import CliContext, cli_context
 from ..errors import ANSWERS
 from ..output import emit_json, instant_json
 from ..slice_provenance import CommitJob, SliceProvenance
-from ..spark.lineage import canonical
 from ..table_sql import TableRead
+from ..uris import canonical
 from .options import (
     AsOfOption,
     CdcOption,

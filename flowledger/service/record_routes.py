@@ -14,8 +14,8 @@ from provenance import Query as ProvQuery
 from timeline import Table
 from timeline.keyed import COMMIT_TIME_COL, RECORD_KEY_COL
 
-from ..spark.lineage import canonical, commit_marker
 from ..table_sql import TableRead, connect
+from ..uris import canonical, commit_marker
 from .dto import event_dto
 from .errors import ServiceNotFound
 from .state import Services, services

@@ -77,6 +77,9 @@ class CommitInfo:
     repo_uri: str | None = None
     #: Rows per output file summed; convenience for reports.
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    #: A keyed write (upsert, insert, delete): its files are file slices, each superseding
+    #: one of its file group (provenance records them as slice_provenance.py does).
+    keyed: bool = False
 
     @property
     def rows(self) -> int:

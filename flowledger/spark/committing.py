@@ -60,6 +60,8 @@ def commit_info(
     files: Iterable[DataFile],
     job: SparkJobInfo,
     repo_uri: str | None,
+    *,
+    keyed: bool = False,
 ) -> CommitInfo:
     return CommitInfo(
         table_uri=path.given,
@@ -71,6 +73,7 @@ def commit_info(
         ),
         job=job,
         repo_uri=repo_uri,
+        keyed=keyed,
     )
 
 
@@ -88,6 +91,7 @@ def entry_commit_info(path: TablePath, entry: Entry, repo_uri: str | None) -> Co
         ),
         job=SparkJobInfo.from_json(entry.extra[JOB_METADATA_KEY]),
         repo_uri=repo_uri,
+        keyed="keyed" in entry.metadata,
     )
 
 

@@ -64,7 +64,7 @@ class KeyedTimelineWriter(DataSourceArrowWriter):
             heartbeat_written=got.beat,
         )
         info = commit_info(
-            self.path, instant, self.task.operation, got.files, got.job, self.repo_uri
+            self.path, instant, self.task.operation, got.files, got.job, self.repo_uri, keyed=True
         )
         run_hooks(info, self.facts.hooks)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from timeline import KeyedProperties, Table, check_engine_write
+from timeline import KeyedProperties, Table
 
 from .errors import SparkWriteError
 
@@ -36,7 +36,7 @@ HUDI_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 OPERATIONS = ("upsert", "insert", "delete")
-#: Table types (Hudi's names, any case): a merge-on-read one is refused by the writers.
+#: Table types (Hudi's names, any case).
 TABLE_TYPES = ("copy_on_write", "merge_on_read")
 #: Property values (docs/tables.md, "Properties").
 COMMIT_TIME, EVENT_TIME, GLOBAL, PARTITION = "commit_time", "event_time", "global", "partition"
@@ -125,14 +125,9 @@ def requested_properties(options: Mapping[str, str]) -> KeyedProperties | None:
 
 def resolve_properties(table: Table, options: Mapping[str, str]) -> tuple[Table, KeyedProperties]:
     """The keyed table and its properties: created from the options on the first write
-    (Hudi creates its table so), checked against them afterwards. A merge-on-read table,
-    stored or asked for, is refused first (`WriterNotSupported`): nothing is created."""
-    stored = table.properties
-    if stored is not None:
-        check_engine_write(stored, table.uri)
+    (Hudi creates its table so), checked against them afterwards."""
     wanted = requested_properties(options)
     if wanted is not None:
-        check_engine_write(wanted, table.uri)
         table = Table.create(table.store, wanted, table.settings)
     props = table.properties
     if props is None:

@@ -8,9 +8,9 @@
   file group, through `format("flowledger")`: its tasks rewrite the groups with a
   `TaskWriter`, its commit worker completes the instant.
 
-Both rewrite a file group from its base file alone, so a merge-on-read table (whose groups
-keep committed changes in logs) is refused before an instant begins
-(`timeline.check_engine_write`).
+A merge-on-read table takes neither: both writers run its delta commit as keyed_delta.py
+does (the executors write log blocks and new file groups, the driver commits, recording
+`save`'s write id and inputs as the data source would).
 
 A bare `df.write.format("flowledger").option("operation", "upsert")` cannot take this path:
 PySpark's Python Data Source API gives a writer its rows as they come, with no way to ask
@@ -27,9 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from storage import open_store
+from storage import StoreSettings, open_store
 from timeline import (
     COMMIT,
+    DELTA_COMMIT,
     KeyedProperties,
     PendingWrite,
     Table,
@@ -40,37 +41,89 @@ from timeline import (
 )
 
 from .arrow import arrow_schema
-from .commit_info import CommitHook, CommitInfo, commit_hooks
+from .commit_info import (
+    WRITE_ID_METADATA_KEY,
+    CommitHook,
+    CommitInfo,
+    SparkJobInfo,
+    commit_hooks,
+)
 from .committing import commit_info, extra_metadata, job_info, run_hooks
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
 from .keyed import KeyedJob, Shipped, plan_job, sorted_by_group
-from .keyed_options import KeyedOptions, keyed_options, resolve_properties
+from .keyed_options import TABLE_TYPES, KeyedOptions, keyed_options, resolve_properties
 from .paths import TablePath, resolve_repo_uri, table_path
-from .writer_options import KEYED_TASK_OPTION, NAME, WRITE_ID_OPTION
+from .shuffle import sized_shuffle
+from .writer_options import KEYED_TASK_OPTION, NAME, WRITE_ID_OPTION, input_files_option
 
 
-def _begin(
-    df: Any, uri: str, mode: str, options: Mapping[str, str]
-) -> tuple[TablePath, Transaction, KeyedProperties, KeyedOptions, KeyedJob]:
+@dataclass(frozen=True)
+class _Opened:
+    path: TablePath
+    table: Table
+    props: KeyedProperties
+    kopts: KeyedOptions
+    settings: StoreSettings
+
+    @property
+    def merge_on_read(self) -> bool:
+        return self.props.table_type == TABLE_TYPES[1]
+
+
+def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:
     if mode != "append":
         raise SparkWriteError(f"a keyed write (upsert, insert, delete) appends, not {mode!r}")
     conf = conf_of(df.sparkSession)
     path = table_path(uri)
     settings = store_settings(conf)
     table = Table.open(open_store(path.store_uri, settings), table_settings(conf, options))
-    table, props = resolve_properties(table, options)  # refuses merge-on-read tables
+    table, props = resolve_properties(table, options)
     kopts = keyed_options(options) or KeyedOptions("upsert")
-    txn = table.begin(COMMIT, operation=kopts.operation)
+    return _Opened(path, table, props, kopts, settings)
+
+
+def _begin(df: Any, o: _Opened) -> tuple[Transaction, KeyedJob]:
+    txn = o.table.begin(COMMIT, operation=o.kopts.operation)
     try:
-        plan = plan_keyed_write(
-            table, txn, props, arrow_schema(df.schema) if kopts.upsert else None
-        )
-        job = plan_job(df, plan, kopts, path.store_uri, settings, WriteTarget.of(txn))
+        incoming = arrow_schema(df.schema) if o.kopts.upsert else None
+        plan = plan_keyed_write(o.table, txn, o.props, incoming)
+        job = plan_job(df, plan, o.kopts, o.path.store_uri, o.settings, WriteTarget.of(txn))
     except BaseException:
         txn.abort()
         raise
-    return path, txn, props, kopts, job
+    return txn, job
+
+
+def _write_delta(
+    df: Any,
+    o: _Opened,
+    job_meta: SparkJobInfo,
+    hooks: Sequence[CommitHook] | None,
+    more: Mapping[str, str] | None = None,
+    repo_option: str | None = None,
+) -> CommitInfo:
+    """A merge-on-read table's keyed write: one delta commit, logs written by the tasks
+    (`more`: commit metadata to add; `repo_option`: the provenance repository asked for)."""
+    from .keyed_delta import commit_delta, plan_and_write
+
+    spark = df.sparkSession
+    txn = o.table.begin(DELTA_COMMIT, operation=o.kopts.operation)
+    try:
+        incoming = arrow_schema(df.schema) if o.kopts.upsert else None
+        plan, shards = plan_and_write(
+            df, o.table, txn, o.props, o.kopts.operation, o.kopts.on_duplicate,
+            o.path.store_uri, o.settings, incoming,
+        )  # fmt: skip
+    except BaseException:
+        txn.abort()
+        raise
+    instant = commit_delta(txn, plan, shards, extra_metadata=extra_metadata(job_meta, more))
+    files = [f for s in shards for f in s.files]
+    repo = resolve_repo_uri(repo_option, conf_of(spark))
+    info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)
+    run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
+    return info
 
 
 def write_keyed(
@@ -80,12 +133,27 @@ def write_keyed(
     options: Mapping[str, str],
     hooks: Sequence[CommitHook] | None = None,
 ) -> CommitInfo:
-    """The native writer's keyed write: one commit of the rewritten file groups."""
+    """The native writer's keyed write: one commit of the rewritten file groups (a delta
+    commit of log blocks on a merge-on-read table), its shuffles sized to the input."""
+    with sized_shuffle(df):
+        return _write_keyed(df, uri, mode, options, hooks)
+
+
+def _write_keyed(
+    df: Any,
+    uri: str,
+    mode: str,
+    options: Mapping[str, str],
+    hooks: Sequence[CommitHook] | None,
+) -> CommitInfo:
     from .keyed import rewrite_natively
 
     spark = df.sparkSession
     job_meta = job_info(spark, df)
-    path, txn, _, kopts, job = _begin(df, uri, mode, options)
+    o = _open(df, uri, mode, options)
+    if o.merge_on_read:
+        return _write_delta(df, o, job_meta, hooks)
+    txn, job = _begin(df, o)
     try:
         files, stats, beat = rewrite_natively(job)
         files_read = job.files_read()
@@ -105,7 +173,7 @@ def write_keyed(
         heartbeat_written=beat,
     )
     repo = resolve_repo_uri(None, conf_of(spark))
-    info = commit_info(path, instant, kopts.operation, files, job_meta, repo)
+    info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)
     run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info
 
@@ -131,9 +199,24 @@ class KeyedTask:
 
 def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
     """The data source's keyed write: plan on the driver, rewrite in the data source's
-    tasks, complete in its commit worker (the caller finds the commit by `write_id`)."""
+    tasks, complete in its commit worker (the caller finds the commit by `write_id`); its
+    shuffles sized to the input."""
+    with sized_shuffle(df):
+        _save_keyed(df, uri, mode, options, write_id)
 
-    _, txn, _, kopts, job = _begin(df, uri, mode, options)
+
+def _save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
+    o = _open(df, uri, mode, options)
+    if o.merge_on_read:
+        job_meta = replace(
+            job_info(df.sparkSession, df, "flowledger.datasource"),
+            input_files=input_files_option(options),
+        )
+        more = {WRITE_ID_METADATA_KEY: write_id}
+        _write_delta(df, o, job_meta, None, more, options.get("repo"))
+        return
+    kopts = o.kopts
+    txn, job = _begin(df, o)
     try:
         files_read = job.files_read()
         # The tasks need the snapshot's files, not the index's filters.

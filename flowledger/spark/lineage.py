@@ -20,9 +20,11 @@ from provenance import ProvenanceEvent, ProvenanceRepository, ProvenanceSettings
 from provenance.job_events import Dataset, JobRun, job_events, record_runs
 from storage import ObjectStore, StoreSettings, open_store
 from storage.s3a import to_spark_path
-from storage.uri import parse_uri
 from timeline import Table, parse_time
 
+from ..slice_provenance import CommitJob
+from ..slice_provenance import record_commit as record_slices
+from ..uris import canonical, commit_marker
 from .commit_info import (
     JOB_METADATA_KEY,
     REPO_CONF_KEY,
@@ -33,23 +35,10 @@ from .commit_info import (
     commit_hooks,
     remove_commit_hook,
 )
+from .paths import table_path
 
 log = logging.getLogger("flowledger.spark")
 COMPONENT_TYPE = "SparkJob"
-
-
-def canonical(uri: str) -> str:
-    """One spelling per file or table: s3a:// -> s3://, local paths absolute file://."""
-    if "://" in uri and uri.split("://", 1)[0].lower() not in ("file", "s3", "s3a"):
-        return uri  # hdfs://, gs://...: kept as Spark named it
-    try:
-        return str(parse_uri(uri))
-    except ValueError:
-        return uri
-
-
-def commit_marker(table_uri: str, instant: str) -> str:
-    return f"{canonical(table_uri)}#instant={instant}"
 
 
 def job_run(info: CommitInfo) -> JobRun:
@@ -134,7 +123,7 @@ class CommitRecorder:
             return 0
         repo = self.repository(info.repo_uri)
         try:
-            return record_runs(repo, [job_run(info)])
+            return record_in(repo, info, self.settings)
         except BaseException:
             with self._lock:  # reopen next time: the failure may have left it in any state
                 if self._repos.get(canonical(info.repo_uri)) is repo:
@@ -160,7 +149,27 @@ class CommitRecorder:
 def record_in_store(store: ObjectStore, info: CommitInfo) -> int:
     """`record_commit` on a repository opened for this one commit (a cold driver)."""
     with ProvenanceRepository.open(store, recover=False) as repo:
+        return record_in(repo, info)
+
+
+def record_in(
+    repo: ProvenanceRepository, info: CommitInfo, settings: StoreSettings | None = None
+) -> int:
+    """Record one commit in `repo`: a keyed write's slices as the Python path records them
+    (a JOIN per new slice naming the job and the slice it superseded, the job's input files
+    received), any other write as its job run (see the module docstring)."""
+    if not info.keyed:
         return record_runs(repo, [job_run(info)])
+    table = Table.open(open_store(table_path(info.table_uri).store_uri, settings))
+    entry = table.entry(info.instant_time)
+    job = info.job
+    run = CommitJob(
+        component_id=job.app_id,
+        component_type=COMPONENT_TYPE,
+        inputs=job.input_files,
+        details=f"{job.app_name}: {job.job} {info.operation} {info.table_uri}@{info.instant_time}",
+    )
+    return record_slices(repo, table, entry, run)
 
 
 @dataclass(frozen=True)
@@ -228,6 +237,7 @@ def commits_of(
                 files=files,
                 job=SparkJobInfo.from_json(job),
                 repo_uri=repo_uri,
+                keyed="keyed" in entry.metadata,
             )
         )
     return out
@@ -236,6 +246,8 @@ def commits_of(
 def catch_up(table_uri: str, repo_uri: str, settings: StoreSettings | None = None) -> int:
     """Record the Spark commits of a table whose events are missing (the driver died between
     the commit and its hook), from the timeline alone. Returns how many events were added."""
-    runs = [job_run(info) for info in commits_of(table_uri, repo_uri, settings)]
+    commits = commits_of(table_uri, repo_uri, settings)
+    runs = [job_run(info) for info in commits if not info.keyed]
     with ProvenanceRepository.open(open_store(repo_uri, settings), recover=False) as repo:
-        return record_runs(repo, runs)
+        added = record_runs(repo, runs)
+        return added + sum(record_in(repo, info, settings) for info in commits if info.keyed)

@@ -49,6 +49,14 @@ from .write.engine import (
     record_columns,
     write_slice,
 )
+from .write.engine_delta import (
+    DeltaShard,
+    DeltaWritePlan,
+    commit_delta,
+    plan_delta_write,
+    run_delta_shard,
+    shard_columns,
+)
 
 __all__ = [
     "COMMIT_TIME",
@@ -68,6 +76,8 @@ __all__ = [
     "CommitUnit",
     "CompactionRun",
     "CompactionWork",
+    "DeltaShard",
+    "DeltaWritePlan",
     "Hit",
     "KeyIndex",
     "KeyedProperties",
@@ -79,6 +89,7 @@ __all__ = [
     "build_index",
     "check_engine_write",
     "choose_index",
+    "commit_delta",
     "commit_keyed",
     "compact_file_group",
     "complete_compaction",
@@ -88,11 +99,14 @@ __all__ = [
     "locate_in_file",
     "place_inserts",
     "plan_changes",
+    "plan_delta_write",
     "plan_keyed_write",
     "read_changed_file",
     "read_commit_changes",
     "record_columns",
+    "run_delta_shard",
     "runnable_compactions",
+    "shard_columns",
     "start_compaction",
     "write_slice",
 ]

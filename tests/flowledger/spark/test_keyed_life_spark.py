@@ -1,9 +1,9 @@
 """The keyed-table life test with writes through each Spark writer: the life test's machine
-(tests/support/keyed_life.py) on copy-on-write tables, whose upsert and delete rules also write
-through the data source (`flowledger.spark.save`) and the native writer
-(`flowledger.spark.write`), interleaved with every Python write and table service and checked
-against the reference model after every step. Spark's keyed writers refuse merge-on-read
-tables (docs/spark.md), which the merge-on-read refusal tests cover.
+(tests/support/keyed_life.py) on copy-on-write and merge-on-read tables, whose upsert and
+delete rules also write through the data source (`flowledger.spark.save`) and the native
+writer (`flowledger.spark.write`), interleaved with every Python write and table service and
+checked against the reference model after every step (on merge-on-read tables Spark's
+writes are delta commits, docs/spark.md).
 
 Budget: FLOWLEDGER_LIFE_SPARK_EXAMPLES tables (default 4) of FLOWLEDGER_LIFE_SPARK_STEPS steps
 (default 16); a Spark write costs seconds, a Python step milliseconds.
@@ -34,11 +34,20 @@ STEPS = int(os.environ.get("FLOWLEDGER_LIFE_SPARK_STEPS", "16"))
 WRITERS = st.sampled_from(["python", "datasource", "native"])
 COLUMNS = ("id", "ts", "p", "v")
 ROW_SCHEMA = "id long, ts long, p string, v string"
-COW_CONFIGS = CONFIGS.map(lambda c: replace(c, table_type="copy_on_write", compaction_mode="off"))
 
 
-def spark_life(spark: Any) -> type[KeyedLife]:
-    base = machine(LocalStores(), "copy_on_write")
+def _configs(table_type: str) -> Any:
+    mor = table_type == "merge_on_read"
+    return CONFIGS.map(
+        lambda c: replace(
+            c, table_type=table_type, compaction_mode=c.compaction_mode if mor else "off"
+        )
+    )
+
+
+def spark_life(spark: Any, table_type: str) -> type[KeyedLife]:
+    base = machine(LocalStores(), table_type)
+    configs = _configs(table_type)
 
     class SparkLife(base):  # type: ignore[misc, valid-type]
         def _spark(self, op: str, df: Any, writer: str) -> Any:
@@ -47,7 +56,7 @@ def spark_life(spark: Any) -> type[KeyedLife]:
             return SimpleNamespace(time=info.instant_time)
 
         # Every life starts with an upsert through each Spark writer, so both always run.
-        @initialize(cfg=COW_CONFIGS, first=rows_strategy(), second=rows_strategy())
+        @initialize(cfg=configs, first=rows_strategy(), second=rows_strategy())
         def create(self, cfg: LifeConfig, first: list[Row], second: list[Row]) -> None:
             self.create_table(cfg)
             self.upsert(first, "datasource")
@@ -83,11 +92,12 @@ def spark_life(spark: Any) -> type[KeyedLife]:
     return SparkLife
 
 
-def test_keyed_table_life_with_spark_writers(spark: Any) -> None:
+@pytest.mark.parametrize("table_type", ["copy_on_write", "merge_on_read"])
+def test_keyed_table_life_with_spark_writers(spark: Any, table_type: str) -> None:
     before = FIGURES.copy()
     try:
         run_state_machine_as_test(
-            spark_life(spark),
+            spark_life(spark, table_type),
             settings=settings(
                 derandomize=True,
                 max_examples=EXAMPLES,

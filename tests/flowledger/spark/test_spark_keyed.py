@@ -4,7 +4,6 @@ source's incremental and CDC reads return what `Table.changes` does."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 import flowledger.spark as fs
-from flowledger.spark.commit_info import REPO_CONF_KEY
 from flowledger.spark.errors import SparkWriteError
 from storage import open_store
 from tests.support.keyed_spark import (
@@ -24,26 +22,10 @@ from tests.support.keyed_spark import (
     comparable,
     spark_frame,
 )
-from tests.support.servers import S3Endpoint
 from timeline import DuplicateKeys, Table
 from timeline.keyed import KeyedProperties
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    spark.conf.set(REPO_CONF_KEY, str(tmp_path_factory.mktemp("repo")))
-    fs.register(spark)
-    yield spark
-    spark.conf.unset(REPO_CONF_KEY)
-
-
-@pytest.fixture(params=["local", "minio"])
-def where(request: pytest.FixtureRequest, tmp_path: Path, minio: S3Endpoint) -> tuple[str, Any]:
-    if request.param == "local":
-        return str(tmp_path / "tables" / "t"), None
-    return f"s3a://{minio.new_bucket()}/tables/t", minio.settings()
 
 
 @pytest.mark.parametrize("writer", ["native", "datasource"])

@@ -1,10 +1,9 @@
-"""Spark's keyed writers and merge-on-read tables: a keyed write rewrites each touched file
-group from its base file alone, so it refuses a merge-on-read table (whose file groups keep
-committed changes in logs) before anything is begun, and the table keeps every change."""
+"""Spark's keyed writers and merge-on-read tables: upserts, inserts and deletes are delta
+commits whose log blocks Spark's tasks write, reading as the Python path's; change reads
+merge slices with their logs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,59 +11,91 @@ import pyarrow as pa
 import pytest
 
 import flowledger.spark as fs
-from flowledger.errors import answer_for
-from flowledger.spark.commit_info import REPO_CONF_KEY
 from flowledger.spark.errors import SparkWriteError
 from flowledger.spark.keyed_options import requested_properties
-from storage import ErrorKind, kind_of, open_store
-from timeline import Table, TableSettings, WriterNotSupported
+from storage import open_store
+from tests.support.servers import S3Endpoint
+from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    spark.conf.set(REPO_CONF_KEY, str(tmp_path_factory.mktemp("repo")))
-    fs.register(spark)
-    yield spark
-    spark.conf.unset(REPO_CONF_KEY)
 
 
 def _values(table: Table) -> dict[int, int]:
     return {r["id"]: r["v"] for r in table.read().select(["id", "v"]).to_pylist()}
 
 
-@pytest.mark.parametrize("writer", ["datasource", "native"])
-def test_an_upsert_into_a_merge_on_read_table_is_refused(
-    registered: Any, tmp_path: Path, writer: str
+def _rows(table: Table) -> list[tuple[Any, ...]]:
+    cols = ["id", "p", "v", "ts"]
+    return sorted(tuple(r.values()) for r in table.read().select(cols).to_pylist())
+
+
+#: (operation, rows as (id, p, v, ts)): upserts, a batch with a key twice (the higher ts
+#: wins under event_time), inserts of new keys, deletes (by key and partition) and an
+#: upsert that brings a deleted key back.
+SEQUENCE: list[tuple[str, list[tuple[int, int, int, int]]]] = [
+    ("upsert", [(i, i % 2, 0, 1) for i in range(40)]),
+    ("upsert", [(1, 1, 1, 2), (2, 0, 1, 2), (3, 1, 1, 2), (100, 0, 1, 2), (101, 1, 1, 2)]),
+    ("upsert", [(7, 1, 5, 9), (7, 1, 6, 3), (8, 0, 7, 0)]),  # 8: an older ts loses
+    ("delete", [(2, 0, 0, 5), (3, 1, 0, 5), (555, 1, 0, 5)]),
+    ("insert", [(200, 0, 2, 1), (201, 1, 2, 1)]),
+    ("upsert", [(2, 0, 9, 9), (101, 1, 9, 9)]),
+]
+
+
+@pytest.mark.parametrize(
+    ("writer", "scope", "backend"),
+    [("datasource", "partition", "local"), ("native", "global", "minio")],
+)
+def test_spark_writes_delta_commits_that_read_as_the_python_path(
+    registered: Any, minio: S3Endpoint, tmp_path: Path, writer: str, scope: str, backend: str
 ) -> None:
-    """100 rows, ids 1-3 upserted to v=1 in a delta commit (log blocks), then ids 4-5
-    upserted through Spark: refused with one line naming the table type and what writes it,
-    no instant begun, and ids 1-3 still read v=1 (a rewrite from the base alone read 0)."""
+    """The same upserts, inserts and deletes into a partitioned merge-on-read table (event
+    time merge mode) through Spark and through `Table.upsert/insert/delete`: every Spark
+    write is a delta commit whose log blocks the executors wrote, both tables read the same
+    rows after each write, and again after compacting either table (on the local filesystem,
+    and on MinIO over s3a)."""
     spark = registered
-    uri = str(tmp_path / "mor")
-    props = KeyedProperties.of("id", table_type="merge_on_read")
-    table = Table.create(open_store(uri), props, TableSettings(compaction_mode="off"))
-    table.upsert(pa.table({"id": list(range(100)), "v": [0] * 100}))
-    table.upsert(pa.table({"id": [1, 2, 3], "v": [1, 1, 1]}))
-    assert table.merge_on_read_slices() is not None  # the update is in logs
-    before = _values(table)
-    instants = table.timeline().instants
-    df = spark.createDataFrame([(4, 1), (5, 1)], "id long, v long")
-    with pytest.raises(WriterNotSupported) as caught:
-        if writer == "datasource":
-            fs.save(df, uri, options={"operation": "upsert"})
+    props = KeyedProperties.of(
+        "id", ordering_field="ts", partition_by="p", merge_mode="event_time",
+        key_scope=scope, table_type="merge_on_read",
+    )  # fmt: skip
+    settings = TableSettings(compaction_mode="off")
+    py = Table.create(open_store(str(tmp_path / "py")), props, settings)
+    uri, where = str(tmp_path / "spark"), None
+    if backend == "minio":
+        uri, where = f"s3a://{minio.new_bucket()}/t", minio.settings()
+    Table.create(open_store(uri, where), props, settings)
+    put = fs.save if writer == "datasource" else fs.write
+    for operation, rows in SEQUENCE:
+        data = pa.table({k: [r[i] for r in rows] for i, k in enumerate(["id", "p", "v", "ts"])})
+        if operation == "delete":
+            py.delete(data.select(["id", "p", "ts"]))
+        elif operation == "insert":
+            py.insert(data)
         else:
-            fs.write(df, uri, options={"operation": "upsert"})
-    message = str(caught.value)
-    assert "\n" not in message
-    assert "merge_on_read" in message and "Table.upsert" in message
-    assert kind_of(caught.value) == ErrorKind.REFUSED and answer_for(caught.value).exit_code == 1
-    after = Table.open(open_store(uri))
-    assert after.timeline().instants == instants  # nothing begun, nothing to roll back
-    assert _values(after) == before
-    assert [before[i] for i in (1, 2, 3, 4, 5)] == [1, 1, 1, 0, 0]
+            py.upsert(data)
+        df = spark.createDataFrame(rows, "id long, p long, v long, ts long")
+        if operation == "delete":
+            df = df.select("id", "p", "ts")
+        info = put(df, uri, options={"operation": operation})
+        assert info.action == "deltacommit"
+        assert _rows(Table.open(open_store(uri, where), settings)) == _rows(py), operation
+    sp = Table.open(open_store(uri, where), settings)
+    writes = [i for i in sp.timeline().completed().instants if i.action != "commit"]
+    assert {i.action for i in writes} == {"deltacommit"} and len(writes) == len(SEQUENCE)
+    # Changes to stored keys are log blocks; the insert of new keys made new file groups.
+    entries = [sp.entry(i.time) for i in writes[1:]]
+    kinds = [op for op, _ in SEQUENCE[1:]]
+    assert all(
+        e.metadata.get("log_files") for e, op in zip(entries, kinds, strict=True) if op != "insert"
+    )
+    assert all(e.added for e, op in zip(entries, kinds, strict=True) if op == "insert")
+    expected = _rows(py)
+    assert expected[:2] == [(0, 0, 0, 1), (1, 1, 1, 2)] and (2, 0, 9, 9) in expected
+    assert not any(r[0] in (3, 555) for r in expected)
+    assert fs.compact(spark, uri) and py.compact() is not None
+    assert _rows(Table.open(open_store(uri, where), settings)) == _rows(py) == expected
 
 
 def _image(image: Any) -> tuple[Any, ...] | None:
@@ -100,29 +131,22 @@ def test_change_reads_of_a_merge_on_read_table_see_its_logs(
     assert sorted((g[0], g[1]) for g in got) == [("d", "3"), ("i", "30"), ("u", "1"), ("u", "2")]
 
 
-def test_a_merge_on_read_table_asked_for_or_stored_is_refused_before_creating(
+def test_a_merge_on_read_table_asked_for_is_created_and_written_with_delta_commits(
     registered: Any, tmp_path: Path
 ) -> None:
-    """Hudi's table-type option asking for merge-on-read is refused, and nothing is created;
-    the record key given for a stored merge-on-read table is refused the same way (not as a
-    change of properties)."""
+    """Hudi's table-type option asking for merge-on-read creates a merge-on-read table on
+    the first write (a delta commit); an unknown table type is refused with one line."""
     spark = registered
-    df = spark.createDataFrame([(1, 1)], "id long, v long")
+    df = spark.createDataFrame([(1, 1), (2, 2)], "id long, v long")
     uri = str(tmp_path / "new")
     opts = {"recordKey": "id", "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
-    with pytest.raises(WriterNotSupported, match="merge_on_read"):
-        fs.write(df, uri, options={**opts, "operation": "upsert"})
-    assert Table.open(open_store(uri)).properties is None  # no table was created
-    with pytest.raises(SparkWriteError, match="tableType"):
+    info = fs.write(df, uri, options={**opts, "operation": "upsert"})
+    table = Table.open(open_store(uri))
+    assert table.properties is not None and table.properties.table_type == "merge_on_read"
+    assert info.action == "deltacommit" and _values(table) == {1: 1, 2: 2}
+    with pytest.raises(SparkWriteError, match="tableType") as caught:
         requested_properties({"recordKey": "id", "tableType": "mor_please"})
-    stored = str(tmp_path / "stored")
-    Table.create(open_store(stored), KeyedProperties.of("id", table_type="merge_on_read"))
-    with pytest.raises(WriterNotSupported, match="merge_on_read"):
-        fs.save(df, stored, options={"recordKey": "id", "operation": "upsert"})
-    cow = str(tmp_path / "cow")
-    fs.write(df, cow, options={"recordKey": "id", "tableType": "copy_on_write"})
-    props = Table.open(open_store(cow)).properties
-    assert props is not None and props.table_type == "copy_on_write"
+    assert "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("table_type", ["copy_on_write", "merge_on_read"])

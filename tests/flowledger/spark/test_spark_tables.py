@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,31 +14,13 @@ from typer.testing import CliRunner
 
 import flowledger.spark as fs
 from flowledger.cli import app
-from flowledger.spark.commit_info import JOB_METADATA_KEY, REPO_CONF_KEY, SparkJobInfo
+from flowledger.spark.commit_info import JOB_METADATA_KEY, SparkJobInfo
 from flowledger.spark.session import session_conf
 from storage import IntegrityError, open_store
-from tests.support.servers import S3Endpoint
 from timeline import CommitUnknownOutcome, SchemaMismatch, Table, Transaction
 from timeline.layout import data_prefix
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The shared session with the data source, its provenance going to a repo of this module."""
-    spark.conf.set(REPO_CONF_KEY, str(tmp_path_factory.mktemp("repo")))
-    fs.register(spark)
-    yield spark
-    spark.conf.unset(REPO_CONF_KEY)
-
-
-@pytest.fixture(params=["local", "minio"])
-def where(request: pytest.FixtureRequest, tmp_path: Path, minio: S3Endpoint) -> tuple[str, Any]:
-    """(table URI as a Spark user names it, StoreSettings) on local FS or MinIO over s3a."""
-    if request.param == "local":
-        return str(tmp_path / "tables" / "t"), None
-    return f"s3a://{minio.new_bucket()}/tables/t", minio.settings()
 
 
 def _table(uri: str, settings: Any) -> Table:

@@ -59,7 +59,8 @@ def _base(chunks: list[list[tuple[int, int | None]]], g: int) -> pa.Table:
 def _block(entries: list[tuple[str, int, int | None]], tag: str) -> pa.Table:
     return pa.table(
         {
-            # a delete carries the record key text alone (mor_write): its key column is null
+            # a delete carries the record key text alone (keyed/write/merge_on_read.py): its
+            # key column is null
             "id": [k if op == UPSERT else None for op, k, _ in entries],
             RECORD_KEY_COL: [str(k) for _, k, _ in entries],
             "ts": [t for _, _, t in entries],

@@ -143,14 +143,15 @@ def test_a_delta_commit_into_a_partition_overwritten_meanwhile_conflicts(tmp_pat
 
 
 @pytest.mark.unit
-def test_an_engine_keyed_write_refuses_a_merge_on_read_table(tmp_path: Path) -> None:
-    """An engine's keyed write rewrites file groups from their base files alone: refused for
-    a merge-on-read table, with one line naming the table type and what writes it."""
+def test_the_engine_copy_on_write_plan_refuses_a_merge_on_read_table(tmp_path: Path) -> None:
+    """The engine's copy-on-write plan rewrites file groups from their base files alone:
+    refused for a merge-on-read table, with one line naming the table type and the plan
+    that writes it (delta commits)."""
     t = _with_logged_changes(tmp_path)
     with pytest.raises(WriterNotSupported) as caught:
         check_engine_write(MOR, t.uri)
     message = str(caught.value)
-    assert "\n" not in message and "merge_on_read" in message and "Table.upsert" in message
+    assert "\n" not in message and "merge_on_read" in message and "plan_delta_write" in message
     assert kind_of(caught.value) == ErrorKind.REFUSED
     txn = t.begin(COMMIT, operation="upsert")
     try:

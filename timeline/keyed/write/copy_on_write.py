@@ -42,6 +42,9 @@ from .sizing import avg_record_size, fill_small_files
 from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
+    from storage import ObjectStore
+
+    from ...settings import TableSettings
     from ...txn import Transaction
     from ..context import KeyedTable
 
@@ -149,15 +152,32 @@ def write_group(
 ) -> tuple[DataFile, dict[str, Any]]:
     """One file group's new slice: kept rows of its base plus its new rows, written and
     described (the caller adds it to the commit, in group order)."""
-    n = txn.table.settings.parquet_row_group_rows
+    t = txn.table
+    return write_group_at(
+        t.store, txn.data_key, txn.instant_time, g, incoming, schema, fpp, t.settings
+    )
+
+
+def write_group_at(
+    store: ObjectStore,
+    data_key: Callable[[str, str], str],
+    instant_time: str,
+    g: Group,
+    incoming: pa.Table | None,
+    schema: pa.Schema,
+    fpp: float,
+    settings: TableSettings,
+) -> tuple[DataFile, dict[str, Any]]:
+    """`write_group` by the instant's key rule `data_key(partition, name)`, for a process
+    that holds no transaction (an engine's task)."""
+    n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
     if g.base is not None:
-        parts.append(base_rows(txn.table.store, g.base, g.drop, schema, n))
+        parts.append(base_rows(store, g.base, g.drop, schema, n))
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     written = encode_slice(chain.from_iterable(parts), schema, n)
-    key = txn.data_key(g.partition, f"{g.group}_{txn.instant_time}.parquet")
-    store = txn.table.store
+    key = data_key(g.partition, f"{g.group}_{instant_time}.parquet")
     store.put(key, written.body)
     f = describe_bytes(key, written.body, g.partition, g.group)
     counts = (g.inserts, g.updates, g.deletes)

@@ -97,18 +97,14 @@ class KeyedWritePlan:
 
 
 def check_engine_write(props: KeyedProperties, uri: str) -> None:
-    """Refuse a merge-on-read table (`WriterNotSupported`): an engine's keyed write builds
-    each touched file group's new slice from its base file alone, and finds keys through the
-    base files' index, while a merge-on-read group's records are its base merged with its
-    logs (updates, deletes and new keys a delta commit appended). Rewriting from the base
-    would revert those changes. An engine checks before it begins the instant;
-    `plan_keyed_write` checks again."""
+    """Refuse a merge-on-read table (`WriterNotSupported`) in the copy-on-write engine plan:
+    it builds each touched file group's new slice from its base file alone, while a
+    merge-on-read group's records are its base merged with its logs, so rewriting from the
+    base would revert them. Merge-on-read tables take `plan_delta_write` (engine_delta.py)."""
     if props.table_type == MERGE_ON_READ:
         raise WriterNotSupported(
-            f"{uri} is a merge_on_read table and a distributed keyed write (Spark) rewrites "
-            "file groups from their base files alone, which would drop the changes their logs "
-            "hold: write it with Table.upsert/insert/delete or `flowledger table write` "
-            "(Spark reads it, and compacts it with flowledger.spark.compact)"
+            f"{uri} is a merge_on_read table: plan its write with plan_delta_write (delta "
+            "commits), not plan_keyed_write, which rewrites file groups from their base files"
         )
 
 

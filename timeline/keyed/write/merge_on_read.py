@@ -44,15 +44,13 @@ from ..index import IndexFactory, KeyIndex, SliceIndex, log_key_stats, range_blo
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from ..log import DELETE, OP_COL, UPSERT, Block, encode, log_object_name, write_log_object
 from ..properties import EVENT_TIME, KeyedProperties
-from .copy_on_write import Group, place_inserts, write_group
+from .copy_on_write import Group, place_inserts, write_group_at
 from .decide import Replaced, decide_filter
-from .planner import FAIL, Planner, prepare_batch
+from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .routing import route_deletes, route_upserts
 
 if TYPE_CHECKING:
-    from ...snapshot import TableState
-    from ...txn import Transaction
     from ..context import KeyedTable
 
 
@@ -134,24 +132,16 @@ class _Routed:
 
 
 def _route(
-    table: KeyedTable,
-    props: KeyedProperties,
-    txn: Transaction,
     plan: Planner,
+    schema: pa.Schema,
     operation: str,
-    data: pa.Table | None,
-    deletes: pa.Table | None,
+    batch: Batch | None,
+    dbatch: Batch | None,
     where: Filter | None,
     on_duplicate: str,
 ) -> _Routed:
-    """Steps 1 and 2: the batch prepared, each record routed to a log block or a new
-    file group, deletes (by key or filter) to the blocks of the groups holding them."""
-    t = txn.instant_time
-    batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
-    schema = plan.schema
-    if batch is not None:
-        schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
-    assert schema is not None  # a keyed table states its meta columns at creation
+    """Step 2: each prepared record routed to a log block or a new file group, deletes (by
+    key or filter) to the blocks of the groups holding them."""
     deltas = _Deltas(plan)
     new_groups: list[Group] = []
     if batch is not None:
@@ -159,8 +149,7 @@ def _route(
         deltas.mark(upserts.replaced)
         new_groups = place_inserts(plan, upserts.inserts)
     ordered_deletes = True
-    if deletes is not None:
-        dbatch = prepare_batch(deletes, props, t, upsert=False)
+    if dbatch is not None:
         ordered_deletes = dbatch.ordering is not None  # by keys alone: deletes win
         deltas.mark(route_deletes(plan, dbatch))
     if where is not None:
@@ -169,19 +158,24 @@ def _route(
     return _Routed(plan, schema, rows, keys, deltas, new_groups, ordered_deletes)
 
 
+@dataclass(frozen=True)
+class _Target:
+    """Where a delta write puts its objects: under instant `t`, at `data_key(partition,
+    name)`, log objects named `object_name` (a task names its own so that a retried attempt
+    never overwrites one an earlier attempt may have reported)."""
+
+    t: str
+    data_key: Callable[[str, str], str]
+    object_name: str
+
+
 class _LogWriter:
     """Steps 3 to 5: each touched group's block encoded with its key stats, and one log
     object PUT per partition, a few at a time."""
 
-    def __init__(
-        self,
-        table: KeyedTable,
-        props: KeyedProperties,
-        txn: Transaction,
-        st: TableState,
-        r: _Routed,
-    ) -> None:
-        self.table, self.props, self.txn, self.st, self.r = table, props, txn, st, r
+    def __init__(self, props: KeyedProperties, r: _Routed, to: _Target) -> None:
+        self.props, self.r, self.to = props, r, to
+        self.table = r.plan.table
         schema, order = r.schema, props.ordering_field
         self.key_from = props.record_key[0] if len(props.record_key) == 1 else None
         self.merge_by = (
@@ -201,7 +195,8 @@ class _LogWriter:
         if named is not None:
             return named
         if not self.canonical:
-            self.canonical.append(range_bloom_index(self.table.store, self.st, self.props))
+            index = range_bloom_index(self.table.store, self.r.plan.st, self.props)
+            self.canonical.append(index)
         hits = self.canonical[0].candidates([base], keys.to_pylist()).get(base.path, [])
         mask = np.zeros(len(keys), dtype=bool)
         mask[np.asarray(hits, dtype=np.int64)] = True
@@ -219,7 +214,7 @@ class _LogWriter:
         return log_key_stats(picked, fpp, ints, base=d.sl.base.path, beyond=beyond)
 
     def block(self, group: str) -> Block:
-        d, t = self.r.deltas.groups[group], self.txn.instant_time
+        d, t = self.r.deltas.groups[group], self.to.t
         return encode(
             _block(d, self.r.rows, self.r.schema, self.props, t),
             group,
@@ -232,10 +227,10 @@ class _LogWriter:
 
     def put(self, part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
         partition, blocks = part
-        t = self.txn.instant_time
+        t = self.to.t
         lfs = write_log_object(
             self.table.store,
-            self.txn.data_key(partition, log_object_name(t)),
+            self.to.data_key(partition, self.to.object_name or log_object_name(t)),
             blocks,
             instant=t,
             partition=partition,
@@ -262,6 +257,47 @@ class _LogWriter:
         return logs
 
 
+@dataclass(frozen=True)
+class DeltaOutput:
+    """What one delta write put under its instant: log files (as commit metadata records
+    them) and new base files with their write stats."""
+
+    logs: list[dict[str, Any]]
+    files: list[DataFile]
+    stats: list[dict[str, Any]]
+
+
+def write_deltas(
+    plan: Planner,
+    props: KeyedProperties,
+    operation: str,
+    t: str,
+    schema: pa.Schema,
+    *,
+    data_key: Callable[[str, str], str],
+    batch: Batch | None = None,
+    dbatch: Batch | None = None,
+    where: Filter | None = None,
+    on_duplicate: str = FAIL,
+    on_plan: Callable[[Any], None] | None = None,
+    object_name: str = "",
+) -> DeltaOutput:
+    """Steps 2 to 5 for prepared `batch` (upserts), `dbatch` (deletes by key) and `where`:
+    each touched group's log block and the new file groups, under instant `t` at
+    `data_key(partition, name)`. The caller commits. Runs in the process that began the
+    instant, or in an engine's task that holds `plan` (keyed/write/engine_delta.py)."""
+    r = _route(plan, schema, operation, batch, dbatch, where, on_duplicate)
+    if on_plan is not None:
+        on_plan(plan)
+    logs = _LogWriter(props, r, _Target(t, data_key, object_name)).write()
+    settings, store = plan.table.settings, plan.table.store
+    written = [
+        write_group_at(store, data_key, t, g, r.rows, schema, plan.bloom_fpp, settings)
+        for g in r.new_groups
+    ]
+    return DeltaOutput(logs, [f for f, _ in written], [stat for _, stat in written])
+
+
 def delta_write(
     table: KeyedTable,
     props: KeyedProperties,
@@ -281,17 +317,23 @@ def delta_write(
         st = table.state()
         plan_on(txn, st)
         plan = Planner(table, props, st, index, merge_on_read=True)
-        r = _route(table, props, txn, plan, operation, data, deletes, where, on_duplicate)
-        txn.schema = r.schema
-        if on_plan is not None:
-            on_plan(plan)
-        logs = _LogWriter(table, props, txn, st, r).write()
-        written = [write_group(txn, g, r.rows, r.schema, plan.bloom_fpp) for g in r.new_groups]
-        for f, _ in written:
+        t = txn.instant_time
+        batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
+        dbatch = prepare_batch(deletes, props, t, upsert=False) if deletes is not None else None
+        schema = plan.schema
+        if batch is not None:
+            schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
+        assert schema is not None  # a keyed table states its meta columns at creation
+        txn.schema = schema
+        out = write_deltas(
+            plan, props, operation, t, schema, data_key=txn.data_key, batch=batch,
+            dbatch=dbatch, where=where, on_duplicate=on_duplicate, on_plan=on_plan,
+        )  # fmt: skip
+        for f in out.files:
             txn.add(f)
         details = {
-            WRITE_STATS: [stat for _, stat in written],
-            LOG_FILES: logs,
+            WRITE_STATS: out.stats,
+            LOG_FILES: out.logs,
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
         }
         return txn.commit(metadata, details)
