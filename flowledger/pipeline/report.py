@@ -130,6 +130,40 @@ def _compaction_instants(m: CompactionResult, console: Console) -> None:
     console.print(f"  {steps}")
 
 
+def _outside(r: PipelineResult, console: Console) -> None:
+    """The tables as plain DuckDB reads them, and the jobs Marquez's API lists."""
+    if r.outside:
+        t = Table(
+            "table",
+            "files",
+            "flowledger rows",
+            "DuckDB over `table files`",
+            "DuckDB over the folder",
+            title="Outside readers: the files a snapshot reads, against listing the folder",
+        )
+        for o in r.outside:
+            t.add_row(
+                o.table,
+                f"{o.files:,}",
+                f"{o.table_rows:,}",
+                f"{o.rows_listed:,}",
+                f"{o.rows_in_folder:,}"
+                + (" (replaced slices too)" if o.rows_in_folder != o.table_rows else ""),
+            )
+        console.print(t)
+        console.print(
+            "  flowledger table files <repo>/tables/flights_enriched --json"
+        )
+    if r.marquez:
+        t = Table("job", "runs", "wrote", title="Marquez's read API: jobs in namespace flowledger")
+        for j in r.marquez:
+            t.add_row(j.name, str(j.runs), ", ".join(j.outputs))
+        console.print(t)
+        console.print(
+            "  flowledger serve, then GET /api/v1/namespaces/flowledger/jobs (marquez-python)"
+        )
+
+
 def print_result(r: PipelineResult, console: Console) -> None:
     console.rule(f"[bold]NYC flights 2013 pipeline, run {r.run_id}")
     console.print(f"repository [cyan]{r.repo_uri}[/]")
@@ -189,6 +223,7 @@ def print_result(r: PipelineResult, console: Console) -> None:
         )
     console.print(ans)
 
+    _outside(r, console)
     if r.replay is not None:
         console.print(f"replay of a SEND: {r.replay.describe()}")
     elif r.replay_problem:

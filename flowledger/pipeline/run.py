@@ -38,6 +38,7 @@ from ..spark import CommitInfo
 from . import correction as corr
 from . import mor, transform
 from . import tables as tbl
+from .outside import MarquezJob, OutsideRead, marquez_jobs, outside_read
 from .record import Recorder, file_uuid
 from .sources import RawFile, parse_csv, raw_files, spark_schema
 from .trace import TraceNode, trace
@@ -98,6 +99,10 @@ class PipelineResult:
     #: reads), by kind; Spark's own s3a/file I/O is not in it.
     store_requests: dict[str, int] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    #: The tables as plain DuckDB sees them (local repositories), and the jobs Marquez's
+    #: read API lists for them.
+    outside: list[OutsideRead] = field(default_factory=list)
+    marquez: list[MarquezJob] = field(default_factory=list)
 
 
 def _repo_uri(repo: str | None) -> str:
@@ -280,22 +285,34 @@ def _stages(
                 "SELECT event_type, count(*) FROM provenance GROUP BY 1 ORDER BY 2 DESC, 1"
             )
             result.event_counts = [(str(a), int(b)) for a, b in rows_]
+            newest = _newest_file(fe_uri)
+            if newest is not None:  # the file a user looks at first: after every rewrite
+                result.curated_file = newest
+                result.lineage = trace(flow.provenance, file_uuid(newest))
+            step()
             if curated:
-                target = curated[0]
-                result.curated_file = next(
-                    f.uri for f in c1.files if file_uuid(f.uri) == target.uuid
-                )
-                result.lineage = trace(flow.provenance, target.uuid)
-                step()
-                replayed = _replay_send(flow, target.uuid, result.curated_file)
+                target = curated[0]  # the first write's file: its SEND carried content
+                first = next(f.uri for f in c1.files if file_uuid(f.uri) == target.uuid)
+                replayed = _replay_send(flow, target.uuid, first)
                 if isinstance(replayed, str):
                     result.replay_problem = replayed
                 else:
                     result.replay = replayed
             if result.correction is not None and result.correction.upserted:
                 corr.row_to_inputs(flow.provenance, tables, result.correction)
+            result.marquez = marquez_jobs(flow.provenance)
+        result.outside = [
+            o for name, uri in result.table_uris.items() if (o := outside_read(name, uri))
+        ]
         step(2)
     return spark
+
+
+def _newest_file(table_uri: str) -> str | None:
+    """The URI of the current file of `table_uri` that the newest instant wrote."""
+    table = Table.open(open_store(table_uri))
+    files = sorted(table.files(), key=lambda f: f.path.rsplit("_", 1)[-1])
+    return table.store.url(files[-1].path) if files else None
 
 
 def _checked(t: Table) -> str:
