@@ -1,12 +1,15 @@
 """Durable per-event ingest and lookups over unmerged journals.
 
-Run once per checkout to compare a baseline tree with this one in the same session:
+Durable batches `register_events(..., sync=True)` on the local store (fsync on; 200,000 events
+in batches of 200: 1,000 journals), then, with every journal still unmerged (no rollover): the
+first lookup pass over 20 FlowFiles ("searchable after ingest"), warm lookups p50, and as the
+baseline the same lookups with the journal filters off; then, after rollover, the lookups on a
+fresh repository object with an empty cache (cold). Request counts per lookup from the store.
+Run it as a script to time another tree's library with this bench:
 
-    PYTHONPATH=<tree> .venv/bin/python -m bench.provenance_journals --label <name>
+    PYTHONPATH=<tree> .venv/bin/python -P bench/provenance_journals.py --label <name>
 
-Per 1,000-event batch `register_events(..., sync=True)` on the local store (fsync on), then,
-with every journal still unmerged (no rollover): the first lookup pass over 20 FlowFiles
-("searchable after ingest"), then warm lookups p50, with the store's request counts.
+(`-P`: the tree on PYTHONPATH is imported, not the bench folder's `provenance.py`.)
 """
 
 from __future__ import annotations
@@ -82,22 +85,42 @@ def concurrent(label: str, total: int, size: int, threads: int) -> None:
     )
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(prog="bench.provenance_journals", description=__doc__)
-    ap.add_argument("--label", default="this tree")
-    ap.add_argument("--events", type=int, default=200_000)
-    ap.add_argument("--batch", type=int, default=1000)
-    ap.add_argument(
-        "--threads", type=int, default=0, help="N writers at once (group commit); no lookups"
-    )
-    args = ap.parse_args()
-    if args.threads:
-        concurrent(args.label, args.events, args.batch, args.threads)
-        return
-    total, size = args.events, args.batch
+def _requests(store: object) -> dict[str, int]:
+    stats = getattr(store, "stats", None)
+    return dict(stats.snapshot()) if stats is not None else {}
+
+
+def _delta(before: dict[str, int], after: dict[str, int], per: int) -> str:
+    diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    return ", ".join(f"{k} {v / per:g}" for k, v in sorted(diff.items()) if v) or "none"
+
+
+def _lookups(
+    repo: ProvenanceRepository, picks: list[str], rounds: int = 1
+) -> tuple[list[float], str]:
+    """Seconds per lookup of each FlowFile in `picks` (`rounds` times), requests per lookup."""
+    before = _requests(repo.store)
+    out = []
+    for _ in range(rounds):
+        for u in picks:
+            q0 = time.perf_counter()
+            found = repo.query(Query((SearchTerm("flowfile_uuid", u),), max_results=100))
+            out.append(time.perf_counter() - q0)
+            assert len(found) == 5, (u, len(found))
+    return out, _delta(before, _requests(repo.store), len(out))
+
+
+def lookups(label: str, total: int, size: int, rounds: int) -> None:
+    """FlowFile lookups over 1,000 unmerged journals (the writer's process), against the same
+    lookups with the journal filters off (a reader without `flowfile_uuid` indexed scans every
+    journal); then, after rollover, on a fresh repository object with an empty cache (the NiFi
+    harness's cold lookup)."""
     batches = [batch(s, size, total) for s in range(0, total, size)]
+    picks = [_uuid((k * 7_919 + 12_345) % (total // 5)) for k in range(20)]
+    ms = 1000.0
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store("file://" + tmp + "/repo")
+        url = "file://" + tmp + "/repo"
+        store = open_store(url)
         repo = ProvenanceRepository.open(
             store, ProvenanceSettings(cache_dir=tmp + "/cache"), background=False
         )
@@ -106,28 +129,61 @@ def main() -> None:
             repo.register_events(b, sync=True)
         ingest = time.perf_counter() - t0
         journals = len(repo.snapshot().journals)
-        picks = [_uuid((k * 7_919 + 12_345) % (total // 5)) for k in range(20)]
-
-        def lookups() -> list[float]:
-            out = []
-            for u in picks:
-                q0 = time.perf_counter()
-                found = repo.query(Query((SearchTerm("flowfile_uuid", u),), max_results=100))
-                out.append(time.perf_counter() - q0)
-                assert len(found) == 5, (u, len(found))
-            return out
-
-        before = dict(store.stats.snapshot()) if hasattr(store, "stats") else {}
-        first = lookups()
-        warm = lookups()
-        after = dict(store.stats.snapshot()) if hasattr(store, "stats") else {}
-        reqs = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        first, first_reqs = _lookups(repo, picks)
+        warm, warm_reqs = _lookups(repo, picks, rounds)
+        unindexed = tuple(f for f in ProvenanceSettings().indexed_fields if f != "flowfile_uuid")
+        scan = ProvenanceRepository.open(
+            open_store(url),
+            ProvenanceSettings(cache_dir=tmp + "/scan", indexed_fields=unindexed),
+            recover=False,
+        )
+        _lookups(scan, picks[:1])
+        off, off_reqs = _lookups(scan, picks[1:6])
+        scan.close()
+        repo.rollover()
         repo.close()
+        fresh = ProvenanceRepository.open(
+            open_store(url), ProvenanceSettings(cache_dir=tmp + "/cold"), recover=False
+        )
+        cold, cold_reqs = _lookups(fresh, picks)
+        fresh.close()
+    p50 = statistics.median
     print(
-        f"| {args.label} | {total / ingest:,.0f} ev/s | {journals} | {sum(first):.2f} s | "
-        f"{statistics.median(warm) * 1000:.1f} ms | "
-        f"{', '.join(f'{k} {v}' for k, v in sorted(reqs.items()) if v)} |"
+        f"{label}: {total:,} events in batches of {size:,} (sync=True): {total / ingest:,.0f} ev/s"
     )
+    print("| measure | ms | requests per lookup |")
+    print("|---|---|---|")
+    print(
+        f"| first pass of 20 over {journals:,} unmerged journals, total | "
+        f"{sum(first) * ms:,.1f} | {first_reqs} |"
+    )
+    print(
+        f"| lookup over {journals:,} unmerged journals, p50 of {len(warm)} | "
+        f"**{p50(warm) * ms:.2f}** | {warm_reqs} |"
+    )
+    print(
+        f"| baseline: the same, journal filters off (every journal scanned), p50 of "
+        f"{len(off)} | {p50(off) * ms:.2f} | {off_reqs} |"
+    )
+    print(f"| after rollover, fresh repository object: first lookup | {cold[0] * ms:.1f} | |")
+    print(f"| the same, p50 of {len(cold)} (cold) | **{p50(cold) * ms:.2f}** | {cold_reqs} |")
+    print(f"| ratio filters off / on (unmerged p50) | {p50(off) / p50(warm):.1f}x | |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="bench.provenance_journals", description=__doc__)
+    ap.add_argument("--label", default="this tree")
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--batch", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=5, help="warm lookup passes over 20 FlowFiles")
+    ap.add_argument(
+        "--threads", type=int, default=0, help="N writers at once (group commit); no lookups"
+    )
+    args = ap.parse_args()
+    if args.threads:
+        concurrent(args.label, args.events, args.batch, args.threads)
+        return
+    lookups(args.label, args.events, args.batch, args.rounds)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,11 @@ from storage import ObjectInfo, ObjectStore
 from . import staging
 from .journal_logs import LogIndex
 from .layout import JOURNALS, JournalRef
-from .rollover import list_journals_and_logs, log_blocks, unique
+from .rollover import list_journals_and_logs, unique
 
 Listed = list[tuple[JournalRef, ObjectInfo]]
+#: (folder token, high-water mark, listing, append-only logs): see `JournalListing._last`.
+LastListing = tuple[str, int, Listed, list[ObjectInfo]]
 
 
 class JournalListing:
@@ -38,7 +40,9 @@ class JournalListing:
         self._lock = threading.Lock()
         #: (folder token before the LIST, the high-water mark it listed from, the listing,
         #: the append-only logs it found: they grow without changing the token)
-        self._last: tuple[str, int, Listed, list[ObjectInfo]] | None = None
+        self._last: LastListing | None = None
+        #: ((token, high-water mark, blocks per log), the listing they gave): see `_reuse`.
+        self._memo: tuple[tuple[str, int, tuple[int, ...]], Listed] | None = None
 
     def list(self, high_water: int) -> Listed:
         """Journals with ids at or above `high_water` (see rollover.list_journals)."""
@@ -47,17 +51,34 @@ class JournalListing:
             with self._lock:
                 last = self._last
             if last is not None and last[0] == version and last[1] <= high_water:
-                kept = [(r, i) for r, i in last[2] if r.first_id >= high_water and r.log is None]
-                for info in last[3]:
-                    kept += log_blocks(self._store, info, high_water, self._logs)
-                return unique(sorted(kept, key=lambda p: p[0].first_id))
+                return self._reuse(version, high_water, last)
         listed, logs = list_journals_and_logs(self._store, high_water, self._manifests, self._logs)
         if version is not None:
             with self._lock:
                 self._last = (version, high_water, listed, logs)
+                self._memo = None
         return listed
+
+    def _reuse(self, version: str, high_water: int, last: LastListing) -> Listed:
+        """The last listing, with what the logs gained since. When nothing changed (same
+        token, same high-water mark, no log grew) the very same list is returned, so a
+        lookup's snapshot costs no pass over the unmerged journals."""
+        blocks = [(info, self._logs.blocks(self._store, info.key)) for info in last[3]]
+        shape = (version, high_water, tuple(len(b) for _, b in blocks))
+        with self._lock:
+            memo = self._memo
+        if memo is not None and memo[0] == shape:
+            return memo[1]
+        kept = [(r, i) for r, i in last[2] if r.first_id >= high_water and r.log is None]
+        for info, found in blocks:
+            kept += [(b, info) for b in found if b.first_id >= high_water]
+        out = unique(sorted(kept, key=lambda p: p[0].first_id))
+        with self._lock:
+            self._memo = (shape, out)
+        return out
 
     def forget(self) -> None:
         """List again next time (a journal was found missing or deleted)."""
         with self._lock:
             self._last = None
+            self._memo = None

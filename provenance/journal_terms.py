@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from cachetools import FIFOCache
 
 from .index import ATTRIBUTE_FIELDS, attribute_value_candidates, field_values
 from .layout import JournalRef
@@ -51,24 +50,20 @@ def journal_filter(table: pa.Table, fields: Iterable[str]) -> Filter:
     return out
 
 
-class _Filters(FIFOCache[str, Filter]):
-    """Journal filters, the oldest dropped first; a dropped journal's end id goes with it."""
-
-    def __init__(self, maxsize: int, ends: dict[str, int]) -> None:
-        super().__init__(maxsize)
-        self.ends = ends
-
-    def popitem(self) -> tuple[str, Filter]:
-        key, value = super().popitem()
-        self.ends.pop(key, None)
-        return key, value
-
-
 class JournalTerms:
+    """The filters of the unmerged journals, by journal key.
+
+    Kept in a plain dict (insertion ordered: past `max_journals` the oldest goes first)
+    rather than a cache object: `select` reads one entry per unmerged journal on every
+    lookup, and a plain dict's `get` is C code where a cache class's is Python (with 1,000
+    journals, measured ~0.1 ms against ~0.8 ms per lookup)."""
+
     def __init__(self, fields: Sequence[str], max_journals: int = 65_536) -> None:
         self._fields = tuple(fields)
+        self._max = max_journals
+        #: journal key -> its filter; journal key -> its end id (for `forget_below`)
+        self._filters: dict[str, Filter] = {}
         self._ends: dict[str, int] = {}
-        self._filters = _Filters(max_journals, self._ends)
         self._high = 0
         self._lock = threading.Lock()
 
@@ -80,7 +75,11 @@ class JournalTerms:
         f = journal_filter(table, self._fields) if found is None else found
         with self._lock:
             self._ends[ref.key] = ref.end_id
-            self._filters[ref.key] = f  # past max_journals: the oldest filter and end go
+            self._filters[ref.key] = f
+            while len(self._filters) > self._max:  # the oldest filter and its end go
+                oldest = next(iter(self._filters))
+                del self._filters[oldest]
+                self._ends.pop(oldest, None)
 
     def forget_below(self, high_water: int) -> None:
         """Drop the filters of journals merged (ids below `high_water`)."""
@@ -110,9 +109,9 @@ class JournalTerms:
         ]
         if not probes:
             return list(journals)
-        with self._lock:  # one pass under the lock: a dict lookup and a probe per journal
-            filters = self._filters
-            found = [filters.get(j.key) for j in journals]
+        get = self._filters.get
+        with self._lock:  # one pass under the lock: a dict lookup per journal
+            found = [get(j.key) for j in journals]
         for i, f in enumerate(found):
             if f is None:  # written by another process: loaded once, filtered from now on
                 j = journals[i]

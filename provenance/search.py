@@ -62,6 +62,49 @@ def _as_py(v: pa.Scalar) -> Any:
     return v.as_py()
 
 
+#: Up to this many matching rows are cut out of the searched tables as slices (no copy);
+#: more are copied out by one filter.
+SLICE_ROWS = 64
+
+
+def matching_rows(t: pa.Table, mask: pa.Array) -> list[pa.Table]:
+    """The rows of `t` where `mask` holds. A few are taken as zero-copy slices, one per run
+    of adjacent rows: a table filter copies each of the ~30 columns, ~0.2 ms for 1,000 rows
+    of one journal even when 5 match, against microseconds for the slices."""
+    rows = pc.indices_nonzero(mask)
+    if len(rows) > SLICE_ROWS:
+        return [t.filter(mask)]
+    out: list[pa.Table] = []
+    start = end = -1
+    for i in rows.to_pylist():
+        if i != end:
+            if end > start:
+                out.append(t.slice(start, end - start))
+            start = i
+        end = i + 1
+    if end > start:
+        out.append(t.slice(start, end - start))
+    return out
+
+
+def newest_first(t: pa.Table, limit: int) -> pa.Table:
+    """The first `limit` rows of `t` by event time then id, newest first (null times last).
+    A handful of rows are ordered in Python and put together from slices (no copy); a sort
+    with Arrow takes (copies) every column."""
+    if t.num_rows > SLICE_ROWS:
+        return t.sort_by([("event_time", "descending"), ("event_id", "descending")]).slice(0, limit)
+    times = pc.cast(t.column("event_time"), pa.int64()).to_pylist()
+    ids = t.column("event_id").to_pylist()
+    order = sorted(
+        range(t.num_rows),
+        key=lambda i: (times[i] is not None, times[i] or 0, ids[i]),
+        reverse=True,
+    )[:limit]
+    if order == list(range(len(order))):
+        return t.slice(0, len(order))
+    return pa.concat_tables([t.slice(i, 1) for i in order])
+
+
 class _File:
     """A merged file as one search needs it: the footer and decoded row groups from the
     process's caches; the file object (a pyarrow ParquetFile over ranged reads, ~0.5 ms to
@@ -125,7 +168,7 @@ class EventReader:
         self._pool.shutdown(wait=False)
 
     # -- search -------------------------------------------------------------------------------
-    def _file_matches(self, f: EventFile, q: Query, st: SearchStats) -> pa.Table | None:
+    def _file_matches(self, f: EventFile, q: Query, st: SearchStats) -> list[pa.Table] | None:
         if q.start_time is not None and f.max_time < q.start_time:
             return None
         if q.end_time is not None and f.min_time > q.end_time:
@@ -165,7 +208,7 @@ class EventReader:
         t = data.row_groups(keep)
         with self._lock:
             st.row_groups_read += len(keep)
-        return t.filter(query_mask(t, q, self._positions))
+        return matching_rows(t, query_mask(t, q, self._positions))
 
     def _index_lookup(
         self, ifile: _File, lo: str, hi: str, pattern: str | None, st: SearchStats
@@ -199,17 +242,18 @@ class EventReader:
             parts = list(self._pool.map(lambda f: self._file_matches(f, q, st), snap.files))
         for fut in warming:
             fut.result()
-        for j in self._select(snap.journals, q):
-            t = self._load_journal(j)
-            parts.append(t.filter(query_mask(t, q, self._positions)))
-        found = [p for p in parts if p is not None and p.num_rows]
-        st.files_skipped = sum(1 for p in parts[: len(snap.files)] if p is None)
+        st.files_skipped = sum(1 for p in parts if p is None)
+        found = [t for p in parts if p is not None for t in p]
+        # The selected journals as one table (chunks, no copy): one mask for all of them.
+        journals = [self._load_journal(j) for j in self._select(snap.journals, q)]
+        if journals:
+            t = journals[0] if len(journals) == 1 else pa.concat_tables(journals)
+            found += matching_rows(t, query_mask(t, q, self._positions))
         self.last_stats = st
+        found = [t for t in found if t.num_rows]
         if not found:
             return SCHEMA.empty_table()
-        t = pa.concat_tables(found)
-        t = t.sort_by([("event_time", "descending"), ("event_id", "descending")])
-        return t.slice(0, q.max_results)
+        return newest_first(pa.concat_tables(found), q.max_results)
 
     # -- by id ----------------------------------------------------------------------------------
     def _id_bounds(self, key: str, md: pq.FileMetaData) -> tuple[list[int], list[int]] | None:

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from .catalog import Snapshot
-from .journal_listing import JournalListing
+from .holes import gaps
+from .journal_listing import JournalListing, Listed
 from .journal_terms import JournalTerms
 from .layout import JournalRef
 from .table import ProvenanceTable
@@ -26,6 +27,10 @@ class SnapshotLoader:
         """`verify(high, refs)`: raise if a committed journal is missing between `refs`."""
         self._table, self._listing, self._terms, self._verify = table, listing, terms, verify
         self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
+        #: (the listing, the high-water mark, the journals taken from it): see `_refs`.
+        self._last: tuple[Listed, int, tuple[JournalRef, ...]] | None = None
+        #: The high-water mark and journals last seen without a hole between them.
+        self._whole: tuple[int, tuple[JournalRef, ...]] | None = None
 
     def close(self) -> None:
         self._io.shutdown(wait=False)
@@ -45,8 +50,23 @@ class SnapshotLoader:
                 listing.result()
             found = self._listing.list(high)
         else:
-            found = [(ref, info) for ref, info in listing.result() if ref.first_id >= high]
-        refs = tuple(ref for ref, _ in found)
-        if verify:
-            self._verify(high, refs)
+            found = listing.result()
+        refs = self._refs(high, found)
+        whole = self._whole
+        if verify and (whole is None or whole[0] != high or whole[1] is not refs):
+            if gaps(high, refs):
+                self._verify(high, refs)
+            else:  # no hole between the journals: nothing to verify until they change
+                self._whole = (high, refs)
         return Snapshot(committed.files, refs, high)
+
+    def _refs(self, high: int, found: Listed) -> tuple[JournalRef, ...]:
+        """The journals of `found` at or above `high`; the same tuple as last time when the
+        listing is the same (a reused listing comes back as the same list), so an unchanged
+        snapshot costs no pass over its journals."""
+        last = self._last
+        if last is not None and last[0] is found and last[1] == high:
+            return last[2]
+        refs = tuple(ref for ref, _ in found if ref.first_id >= high)
+        self._last = (found, high, refs)
+        return refs
