@@ -5,7 +5,7 @@ for the heartbeat expiry is rolled back. EAGER (single writer): every other pend
 A pending clean, rollback, restore or savepoint is finished from the plan in its first state
 object (plans are idempotent), never half-undone. A pending compaction is never rolled back
 (only rolled forward when it reached the log): its plan is executed again by
-`Table.run_compaction` (keyed/compaction.py).
+`table.maintenance.run_compaction` (keyed/compaction/service.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@
 instant states), the active-timeline loader told what archival removed (`archive`), and the
 hooks run after each commit (`post_commit`). Both default from the settings when the table
 is opened; nothing below it (loader, transaction, commit) imports the archive package.
+
+Its public surface is the data operations and what a reader asks; the table services are on
+`table.maintenance` (maintenance.py) and what the object knows of its instants on
+`table.instants` (table_instants.py).
 """
 
 from __future__ import annotations
@@ -118,7 +122,7 @@ class Table(KeyedTableMethods):
     ) -> Table:
         """LIST the instants; the rest of a load (log probe, archive manifest) waits until a
         read needs it. A write needs neither while the listing shows no pending instant (see
-        `planning_timeline`), so a fresh process's commit skips both."""
+        `TableInstants.planning_timeline`), so a fresh process's commit skips both."""
         table = cls(store, settings, archive=archive, post_commit=post_commit)
         table.instants.load()
         return table
