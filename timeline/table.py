@@ -266,9 +266,8 @@ class Table(KeyedTableMethods):
         instant_time: str | None = None,
     ) -> Transaction:
         """Create the requested (with `plan`) and inflight objects of a new instant."""
-        base = (
-            self.instants.latest_seq
-        )  # read before `requested` exists: rollbacks of it come later
+        # Read before `requested` exists: rollbacks of it come later.
+        base = self.instants.latest_seq
         t = instant_time or self.times.new()
         body = encode_plan(
             {

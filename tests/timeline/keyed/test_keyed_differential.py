@@ -140,9 +140,8 @@ def _run(
         elif kind == "compact":
             if table_type != "merge_on_read":
                 continue
-            ran = (
-                table.maintenance.run_compaction()
-            )  # pending plans first (some no longer fit: dropped)
+            # pending plans first (some no longer fit: dropped)
+            ran = table.maintenance.run_compaction()
             if not ran:
                 now = table.maintenance.compact()
                 ran = [now.time] if now is not None else []

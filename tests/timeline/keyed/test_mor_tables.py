@@ -177,9 +177,8 @@ def test_time_triggers(tmp_path: Path) -> None:
     t2 = _table(tmp_path / "2", both)
     for k in range(6):
         t2.upsert(_rows([1], str(k)))
-    assert (
-        t2.maintenance.schedule_compaction(force=False) is None
-    )  # enough commits, not enough time
+    # enough commits, not enough time
+    assert t2.maintenance.schedule_compaction(force=False) is None
 
 
 @pytest.mark.unit
