@@ -78,7 +78,7 @@ class Flowledger:
         return {"rows": data.num_rows, "qty_sum": int(pc.sum(data.column("qty")).as_py() or 0)}
 
     def compact(self) -> dict[str, Any]:
-        done = self.table.compact()
+        done = self.table.maintenance.compact()
         if done is None:
             return {"file_groups": 0, "rows": 0, "bytes_written": 0}
         return {"instant": done.time}

@@ -85,7 +85,7 @@ class ProvenanceTable:
 
     def recover(self) -> list[str]:
         """Roll back failed rollovers (expired heartbeats) and finish pending table services."""
-        done = self.table.recover()
+        done = self.table.maintenance.recover()
         self.invalidate()
         return done
 
@@ -98,7 +98,7 @@ class ProvenanceTable:
         """
         if not fresh and self._cached is not None:
             seq, committed = self._cached
-            if not self.table.changed_since(seq):
+            if not self.table.instants.changed_since(seq):
                 return committed
         state = self.table.state()
         seq = max((e.seq for e in state.entries), default=0)
@@ -212,4 +212,4 @@ class ProvenanceTable:
         self.invalidate()
         crash.point("provenance.expire.replaced")
         # Retain one commit: expired events must not stay readable by time travel either.
-        self.table.clean(retained=1)
+        self.table.maintenance.clean(retained=1)

@@ -383,3 +383,35 @@ def test_the_code_map_of_tables_md_lists_every_keyed_folder() -> None:
         p.parent.relative_to(ROOT).as_posix() for p in KEYED.glob("*/__init__.py")
     }
     assert listed == folders, f"code map and folders differ: {sorted(listed ^ folders)}"
+
+
+#: The table services: on `table.maintenance`, not on `Table` (pyiceberg's `table.maintenance`).
+TABLE_SERVICES = {
+    "clean",
+    "cluster",
+    "compact",
+    "recover",
+    "restore",
+    "rollback",
+    "run_compaction",
+    "savepoint",
+    "schedule_compaction",
+}
+
+
+def test_table_offers_data_operations_and_services_as_a_sub_object() -> None:
+    """`Table`'s public surface stays small: the data operations (read, write, upsert, insert,
+    delete) and what a reader asks; services on `table.maintenance`, the instants plumbing
+    on `table.instants`."""
+    from timeline import Table
+    from timeline.maintenance import Maintenance
+    from timeline.table_instants import TableInstants
+
+    public = {n for n in dir(Table) if not n.startswith("_")}
+    assert len(public) < 25, f"Table has {len(public)} public members: {sorted(public)}"
+    assert {"read", "write", "upsert", "insert", "delete"} <= public
+    assert not public & TABLE_SERVICES, f"services on Table: {sorted(public & TABLE_SERVICES)}"
+    assert set(dir(Maintenance)) >= TABLE_SERVICES
+    plumbing = {"load_instants", "known_timeline", "planning_timeline", "latest_seq"}
+    assert not public & plumbing, f"instants plumbing on Table: {sorted(public & plumbing)}"
+    assert {"known_timeline", "planning_timeline", "latest_seq"} <= set(dir(TableInstants))

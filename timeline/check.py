@@ -155,8 +155,9 @@ def _phantoms(table: Table, st: TableState, found: _Found) -> None:
         )
     # Plan objects an older archiver left beside an archived completion: no longer read as
     # pending, but still objects that archival should have deleted with their commit.
-    archived = table.archive(table.store) if table.archive is not None else None
-    for i in load_active(table.tl, table.load_instants(), archived).superseded:
+    source = table.instants.archive
+    archived = source(table.store) if source is not None else None
+    for i in load_active(table.tl, table.instants.load(), archived).superseded:
         found.add(
             ProblemKind.PHANTOM_PENDING,
             i.time,

@@ -5,7 +5,7 @@ for the heartbeat expiry is rolled back. EAGER (single writer): every other pend
 A pending clean, rollback, restore or savepoint is finished from the plan in its first state
 object (plans are idempotent), never half-undone. A pending compaction is never rolled back
 (only rolled forward when it reached the log): its plan is executed again by
-`Table.run_compaction` (keyed/compaction.py).
+`table.maintenance.run_compaction` (keyed/compaction/service.py).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def handle_failed_writes(table: TableContext, listing: Listing, exclude: str) ->
         if not failed:
             return done
         table.refresh()  # the log tells which of them completed before their writer died
-        logged = {(e.time, e.action): e for e in table.log_entries}
+        logged = {(e.time, e.action): e for e in table.instants.log_entries}
         completed = table.timeline(refresh=False).completed()
         for inst in failed:
             try:
@@ -89,7 +89,7 @@ def handle_failed_writes(table: TableContext, listing: Listing, exclude: str) ->
                 elif inst.action == COMPACTION:
                     continue  # never rolled back: its plan is executed again (keyed compaction)
                 elif inst.action in WRITE_ACTIONS:
-                    table.rollback(inst.time)
+                    table.maintenance.rollback(inst.time)
                     done.append(f"rolled back {inst.time}.{inst.action}")
                 else:
                     finish_service(table, inst)
@@ -110,7 +110,7 @@ def read_plan(table: TableContext, inst: Instant) -> dict[str, object]:
 def finish_service(table: TableContext, inst: Instant) -> None:
     """Complete a pending service from its serialized plan (or materialize it if logged)."""
     table.refresh()
-    for e in table.log_entries:
+    for e in table.instants.log_entries:
         if e.time == inst.time and e.action == inst.action:
             materialize(table.tl, e)
             return

@@ -57,7 +57,7 @@ def run_service(
 def rollback(table: Table, instant_time: str) -> Instant:
     """Roll back a pending write, or the latest completed write (restore undoes more)."""
     timeline = table.timeline()
-    base = table.latest_seq
+    base = table.instants.latest_seq
     target = next(
         (i for i in timeline if i.time == instant_time and i.action in WRITE_ACTIONS), None
     )
@@ -177,7 +177,7 @@ def clean(table: Table, policy: str | None = None, retained: int | None = None) 
     metadata = plan_clean(table, policy, retained)
     if metadata is None:
         return None
-    return run_service(table, CLEAN, metadata, table.latest_seq)
+    return run_service(table, CLEAN, metadata, table.instants.latest_seq)
 
 
 # -- savepoint and restore -------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def savepoint(table: Table, instant_time: str) -> Instant:
             f"cannot savepoint {instant_time}: its file {sorted(gone)[0]} was already cleaned"
         )
     metadata = {"files": files, "savepointed_seq": entry.seq}
-    return run_service(table, SAVEPOINT, metadata, table.latest_seq, instant_time)
+    return run_service(table, SAVEPOINT, metadata, table.instants.latest_seq, instant_time)
 
 
 def restore(table: Table, instant_time: str) -> Instant:
@@ -228,7 +228,7 @@ def restore(table: Table, instant_time: str) -> Instant:
         "rolled_back": [format_name(i) for i in later],
         "deleted": deleted,
     }
-    return run_service(table, RESTORE, metadata, table.latest_seq)
+    return run_service(table, RESTORE, metadata, table.instants.latest_seq)
 
 
 __all__ = ["clean", "restore", "rollback", "savepoint"]

@@ -120,7 +120,7 @@ class TableSettings:
     #: When a merge-on-read table compacts after a delta commit: `inline` (schedule and
     #: execute in the writer when the trigger fires, Hudi's hoodie.compact.inline), `async`
     #: (execute on a thread of the writing process), `off` (only `flowledger timeline compact`
-    #: or `Table.compact`).
+    #: or `table.maintenance.compact`).
     compaction_mode: str = "inline"
     #: hoodie.compact.inline.trigger.strategy: NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME or
     #: NUM_AND_TIME.

@@ -4,6 +4,10 @@
 instant states), the active-timeline loader told what archival removed (`archive`), and the
 hooks run after each commit (`post_commit`). Both default from the settings when the table
 is opened; nothing below it (loader, transaction, commit) imports the archive package.
+
+Its public surface is the data operations and what a reader asks; the table services are on
+`table.maintenance` (maintenance.py) and what the object knows of its instants on
+`table.instants` (table_instants.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from . import crash
 from .active import Timeline
 from .archive.hook import post_commit_hooks
 from .archive.view import archived_log
-from .clustering import cluster
 from .entry_cache import EntryCache
 from .errors import InstantNotFound, TimelineError
 from .file_groups import FileSlice
@@ -41,21 +44,23 @@ from .instant import (
 )
 from .keyed import operations as keyed_ops
 from .keyed.keys import integer_key_column, keyed_files_check
-from .keyed.operations import UNREAD, KeyedTableMethods
+from .keyed.operations import UNREAD, KeyedCompaction, KeyedTableMethods
 from .keyed.properties import KeyedProperties
 from .keyed.read.slices import READ_PARALLELISM, read_slices
 from .layout import data_key
-from .loader import ActiveView, ArchiveSource, fold_state, load_active, rebase
+from .loader import ActiveView, ArchiveSource, fold_state
+from .maintenance import Maintenance
 from .metadata import DataFile, Entry, encode_plan
 from .naming import unkeyed_naming
 from .parquet_io import read_files
 from .recovery import handle_failed_writes
 from .schema import no_rows
-from .services import clean, cleaned_files_read_at, restore, rollback, savepoint
+from .services import cleaned_files_read_at
 from .settings import EAGER, TableSettings
 from .snapshot import Snapshot, TableState
 from .store import Listing, TimelineStore
 from .table_context import CommitCheck
+from .table_instants import TableInstants
 from .table_schema import latest_schema
 from .txn import Transaction
 from .writes import delete_partition, write
@@ -85,7 +90,8 @@ class Table(KeyedTableMethods):
         self.settings = settings or TableSettings()
         disk = EntryCache(store.identity) if self.settings.local_entry_cache else None
         self.tl = TimelineStore(store, disk=disk)
-        self.archive = archive
+        #: The instants this object knows and how it learns more (table_instants.py).
+        self.instants = TableInstants(self.tl, archive, self._run_hooks)
         #: Run in order after each completed instant (see hooks.py).
         self.post_commit: list[PostCommitHook] = (
             list(post_commit)
@@ -96,23 +102,14 @@ class Table(KeyedTableMethods):
         #: must carry their meta columns.
         self.commit_checks: list[CommitCheck] = [keyed_files_check]
         self.times = InstantTimeGenerator()
-        self._lock = threading.Lock()
-        self._latest = 0
-        self._listing: Listing | None = None
-        self._listed_at = 0.0  # time.monotonic() of `_listing`
-        self._view: ActiveView | None = None
         self._checked_failed_at: float | None = None
-        #: (log position, instant time, schema JSON) of the newest write this object completed
-        self.noted_schema: tuple[int, str, Any] | None = None
-        self._completed_since_listing: list[Entry] = []  # by this object, after `_listing`
-        #: whether a full load (log probe, archive) ever ran; until then `_view` is the listing
-        self._full = False
-        self._begun: set[str] = set()  # instant times this object began
         self._props: Any = UNREAD  # KeyedProperties | None once read (they never change)
         self._naming: str | None = None  # an unkeyed table's partition naming, once read
         #: Compactions this object started in the background (`compaction_mode` async);
         #: `timeline.keyed.compaction.service.wait_async` joins them.
         self.background: list[threading.Thread] = []
+        #: The table services (clean, cluster, compact, rollback, ...): maintenance.py.
+        self.maintenance = Maintenance(self, KeyedCompaction(self))
 
     @classmethod
     def open(
@@ -125,9 +122,9 @@ class Table(KeyedTableMethods):
     ) -> Table:
         """LIST the instants; the rest of a load (log probe, archive manifest) waits until a
         read needs it. A write needs neither while the listing shows no pending instant (see
-        `planning_timeline`), so a fresh process's commit skips both."""
+        `TableInstants.planning_timeline`), so a fresh process's commit skips both."""
         table = cls(store, settings, archive=archive, post_commit=post_commit)
-        table.load_instants()
+        table.instants.load()
         return table
 
     @classmethod
@@ -153,104 +150,16 @@ class Table(KeyedTableMethods):
         return self.store.uri
 
     # -- loading --------------------------------------------------------------------------------
-    @property
-    def latest_seq(self) -> int:
-        """The newest log position this table object knows of."""
-        with self._lock:
-            return self._latest
-
-    def _advance(self, seq: int) -> None:
-        with self._lock:
-            self._latest = max(self._latest, seq)
-
-    def note_completed(self, e: Entry) -> None:
-        self._advance(e.seq)
-        if e.metadata.get("schema") is not None:  # this object's newest stated schema
-            self.noted_schema = (e.seq, e.time, e.metadata["schema"])
-        with self._lock:
-            self._completed_since_listing.append(e)
-        self._begun.discard(e.time)
-
-    def committed(self, entry: Entry) -> None:
-        """Called by the commit path once `entry` is durable: note it, run the hooks."""
-        self.note_completed(entry)
+    def _run_hooks(self, entry: Entry) -> None:
         for hook in self.post_commit:
             hook(self, entry)
 
-    def changed_since(self, seq: int) -> bool:
-        """Whether any instant completed after log position `seq` (one HEAD of the next
-        position: the commit log is gapless, see commit_log.py)."""
-        return self.tl.log.exists(seq + 1)
-
-    @property
-    def log_entries(self) -> tuple[Entry, ...]:
-        """Completions the last refresh found in the commit log whose completed object is
-        not written yet (a crashed or racing writer; recovery materializes them)."""
-        view = self._view
-        return view.log_entries if view is not None else ()
-
-    def known_timeline(self) -> tuple[Timeline, tuple[Entry, ...]]:
-        """What this object knows without a request: the timeline of its last listing (read
-        it once if it never listed) and the instants it completed itself since then."""
-        view = self._view  # after `open`: the listing alone (no log probe yet)
-        timeline = view.timeline if view is not None else self.timeline(refresh=False)
-        with self._lock:
-            return timeline, tuple(self._completed_since_listing)
-
-    def planning_timeline(self) -> Timeline:
-        """The timeline a write plans on (its schema), without a request when possible: the
-        last listing alone while it shows no pending instant but this object's own. A
-        completion lacking its completed object is pending in any listing (its requested
-        object exists from before it takes its log position until its completed object
-        does, or until archival records it), so then the log tail holds nothing newer than
-        the listing; otherwise the full view (log tail, archive manifest) is loaded."""
-        listing = self._listing
-        if self._full or listing is None:
-            return self.timeline(refresh=False)
-        if any(i.time not in self._begun for i in listing.timeline.pending()):
-            return self.timeline(refresh=False)
-        return listing.timeline
-
-    def load_instants(self) -> Listing:
-        """One paged LIST of the instants folder (no log LIST): what `begin` needs."""
-        listing = self.tl.list_instants()
-        self._listing = listing
-        self._listed_at = time.monotonic()
-        with self._lock:
-            self._completed_since_listing = []
-        self._view = rebase(self.tl, self._view, listing)
-        self._advance(listing.max_seq)
-        return listing
-
     def refresh(self) -> Listing:
-        """Reload: LIST instants, then probe the log after the newest completed instant (GETs,
-        usually one) to find completions whose completed object is not written yet (a crashed
-        or racing writer).
-
-        A hole below the newest completed object is a crashed completion or archival (which
-        deletes oldest first, so it always leaves one): only then is `archive` asked what was
-        archived (the manifest, read after the LIST as the loader needs; see loader.py)."""
-        self._view = None
-        return self._complete(self.load_instants())
-
-    def _complete(self, listing: Listing) -> Listing:
-        """The rest of a load after the LIST: the log probe, and the archive when needed."""
-        archived = None
-        if self.archive is not None and listing.scan_from < listing.max_seq:
-            archived = self.archive(self.tl.store)
-        view = load_active(self.tl, listing, archived)
-        self._view = view
-        self._full = True
-        self._advance(view.max_seq)
-        return view.listing
+        """Reload the instants (see `TableInstants.refresh`)."""
+        return self.instants.refresh()
 
     def _loaded(self, refresh: bool) -> ActiveView:
-        if refresh or self._listing is None:
-            self.refresh()
-        elif not self._full:
-            self._complete(self._listing)
-        assert self._view is not None
-        return self._view
+        return self.instants.view(refresh)
 
     def timeline(self, refresh: bool = True) -> Timeline:
         """The active timeline (latest state per instant; completions found in the log count)."""
@@ -357,7 +266,8 @@ class Table(KeyedTableMethods):
         instant_time: str | None = None,
     ) -> Transaction:
         """Create the requested (with `plan`) and inflight objects of a new instant."""
-        base = self.latest_seq  # read before `requested` exists: rollbacks of it come later
+        # Read before `requested` exists: rollbacks of it come later.
+        base = self.instants.latest_seq
         t = instant_time or self.times.new()
         body = encode_plan(
             {
@@ -398,8 +308,7 @@ class Table(KeyedTableMethods):
         try:
             if action in WRITE_ACTIONS:  # Hudi cleans failed writes when a write starts
                 self._check_failed_writes(exclude=t)
-            self._listed_at = 0.0  # the listing predates this instant: not fresh for next begin
-            self._begun.add(t)
+            self.instants.began(t)  # the listing predates it: not fresh for the next begin
             if first_state is State.REQUESTED:
                 with contextlib.suppress(Conflict):  # someone finishing our plan got there first
                     self.tl.states.create(Instant(t, action, State.INFLIGHT), body)
@@ -413,7 +322,7 @@ class Table(KeyedTableMethods):
         """A write that failed before it had a transaction (nothing written but its states):
         roll it back at once, rather than leave it pending until its heartbeat expires. Best
         effort: what a failing store keeps is rolled back by that expiry as before."""
-        self._begun.discard(inst.time)
+        self.instants.discard(inst.time)
         try:
             self.tl.states.delete_pending(inst)
         except Exception as exc:  # the original error is the one to report
@@ -432,9 +341,7 @@ class Table(KeyedTableMethods):
         # A listing made within the last second (Table.open just before a write, as every CLI
         # commit does) is as good as a new one: nothing in it can have expired since, and an
         # instant begun after it is not a failed write yet. Saves a LIST per CLI commit.
-        listing = self._listing
-        if listing is None or now - self._listed_at > FRESH_LISTING_S:
-            listing = self.load_instants()
+        listing = self.instants.fresh_listing(FRESH_LISTING_S) or self.instants.load()
         handle_failed_writes(self, listing, exclude)
 
     def write(
@@ -455,28 +362,8 @@ class Table(KeyedTableMethods):
             return keyed_ops.write(self, props, data, mode, partition_by, extra_metadata)
         return write(self, data, mode, partition_by, extra_metadata)
 
-    # -- table services (see services.py) ---------------------------------------------------------
-    def clean(self, policy: str | None = None, retained: int | None = None) -> Instant | None:
-        return clean(self, policy, retained)
-
-    def rollback(self, instant_time: str) -> Instant:
-        return rollback(self, instant_time)
-
-    def savepoint(self, instant_time: str) -> Instant:
-        return savepoint(self, instant_time)
-
-    def restore(self, instant_time: str) -> Instant:
-        return restore(self, instant_time)
-
     def delete_partition(self, partitions: Sequence[str]) -> Instant:
         return delete_partition(self, partitions)
-
-    def cluster(self, partition: str | None = None) -> Instant | None:
-        return cluster(self, partition)
-
-    def recover(self) -> list[str]:
-        """Roll back failed writes (heartbeat expired) and finish pending table services."""
-        return handle_failed_writes(self, self.refresh(), exclude="")
 
     def files(self) -> tuple[DataFile, ...]:
         return self.snapshot().files

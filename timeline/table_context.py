@@ -8,7 +8,7 @@ lookups and keyed tables work against, instead of the whole `Table` (which impor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -17,10 +17,11 @@ if TYPE_CHECKING:
 
     from .active import Timeline
     from .instant import Instant, InstantTimeGenerator
-    from .metadata import DataFile, Entry
+    from .metadata import DataFile
     from .settings import TableSettings
     from .snapshot import Snapshot, TableState
     from .store import Listing, TimelineStore
+    from .table_instants import TableInstants
 
 
 class CommitCheck(Protocol):
@@ -31,6 +32,12 @@ class CommitCheck(Protocol):
     def __call__(self, schema: pa.Schema | None, added: Sequence[DataFile]) -> str | None: ...
 
 
+class RollsBack(Protocol):
+    """The one table service the commit path and recovery call (`table.maintenance`)."""
+
+    def rollback(self, instant_time: str) -> Instant: ...
+
+
 class TableContext(Protocol):
     """A table's store, settings, timeline and state (beginning an instant on it:
     `txn.WritableTable`)."""
@@ -39,34 +46,25 @@ class TableContext(Protocol):
     settings: TableSettings
     tl: TimelineStore
     times: InstantTimeGenerator
-    noted_schema: tuple[int, str, Any] | None
     commit_checks: list[CommitCheck]
 
     @property
     def uri(self) -> str: ...
 
     @property
-    def latest_seq(self) -> int: ...
+    def instants(self) -> TableInstants: ...
+
+    @property
+    def maintenance(self) -> RollsBack: ...
 
     def state(self, refresh: bool = True) -> TableState: ...
 
     def timeline(self, refresh: bool = True) -> Timeline: ...
 
-    def planning_timeline(self) -> Timeline: ...
-
     def snapshot(self, as_of: str | None = None, refresh: bool = True) -> Snapshot: ...
 
     def schema(self, as_of: str | None = None) -> pa.Schema | None: ...
 
-    @property
-    def log_entries(self) -> tuple[Entry, ...]: ...
-
-    def load_instants(self) -> Listing: ...
-
     def refresh(self) -> Listing: ...
 
     def partition_naming(self) -> str: ...
-
-    def committed(self, entry: Entry) -> None: ...
-
-    def rollback(self, instant_time: str) -> Instant: ...

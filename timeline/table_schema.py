@@ -32,7 +32,7 @@ def check_schema(
 def latest_schema(table: TableContext, refresh: bool = True) -> pa.Schema | None:
     """The schema the table's newest live write states, reading entries newest first (usually
     one GET, where folding the whole state reads every completed instant)."""
-    done = (table.timeline() if refresh else table.planning_timeline()).completed()
+    done = (table.timeline() if refresh else table.instants.planning_timeline()).completed()
     gone = {
         parse_name(n).time
         for i in done.actions(ROLLBACK, RESTORE)
@@ -40,7 +40,9 @@ def latest_schema(table: TableContext, refresh: bool = True) -> pa.Schema | None
     }
     # A write this object completed after the view was listed states a schema that was
     # validated against every completion before it: it is as new as the view needs.
-    noted = table.noted_schema if table.noted_schema and table.noted_schema[1] not in gone else None
+    noted = table.instants.noted_schema
+    if noted is not None and noted[1] in gone:
+        noted = None
     for i in reversed(done.write_timeline().by_completion()):
         if noted is not None and noted[0] >= (i.seq or 0):
             break
@@ -50,7 +52,7 @@ def latest_schema(table: TableContext, refresh: bool = True) -> pa.Schema | None
                 return found
     if noted is not None:
         return schema_from_json(noted[2])
-    if not done and table.latest_seq == 0:
+    if not done and table.instants.latest_seq == 0:
         return None  # a new table (archival always leaves the newest commit active)
     return table.state(refresh=False).schema()  # e.g. every write archived
 

@@ -144,7 +144,7 @@ class Transaction(Finishing):
                 self.table.tl.log,
                 intent,
                 self.base,
-                self.table.latest_seq,
+                self.table.instants.latest_seq,
                 self.table.settings.commit_max_attempts,
             )
         except CommitConflict:
@@ -168,7 +168,7 @@ class Transaction(Finishing):
         finally:
             self._heartbeat.stop()
         completion_point(self.action, self.operation, "completed")
-        self.table.committed(entry)  # notes it and runs the table's post-commit hooks
+        self.table.instants.committed(entry)  # notes it and runs the table's post-commit hooks
         return self.table.tl.completed_instant(entry)
 
     def abort(self) -> None:

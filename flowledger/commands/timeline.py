@@ -99,7 +99,7 @@ def rollback(
     as_json: JsonOption = False,
 ) -> None:
     """Roll back a pending write or the latest completed commit."""
-    _print(open_table(ctx, table).rollback(instant), "rolled back by", as_json)
+    _print(open_table(ctx, table).maintenance.rollback(instant), "rolled back by", as_json)
 
 
 @app.command()
@@ -110,7 +110,7 @@ def savepoint(
     as_json: JsonOption = False,
 ) -> None:
     """Keep the table as of INSTANT restorable (the cleaner leaves its files alone)."""
-    _print(open_table(ctx, table).savepoint(instant), "savepoint", as_json)
+    _print(open_table(ctx, table).maintenance.savepoint(instant), "savepoint", as_json)
 
 
 @app.command()
@@ -121,7 +121,7 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Restore the table to a savepoint, rolling back every later commit (newest first)."""
-    _print(open_table(ctx, table).restore(instant), "restored by", as_json)
+    _print(open_table(ctx, table).maintenance.restore(instant), "restored by", as_json)
 
 
 @app.command()
@@ -135,7 +135,7 @@ def clean(
     as_json: JsonOption = False,
 ) -> None:
     """Delete files that no retained snapshot (or savepoint) reads."""
-    done = open_table(ctx, table).clean(policy, retained)
+    done = open_table(ctx, table).maintenance.clean(policy, retained)
     if done is None:
         if as_json:
             emit_json(None)
@@ -161,15 +161,15 @@ def compact(
     and crashed ones whose heartbeat expired), else plan and execute a new one."""
     t = open_table(ctx, table)
     if schedule_only:
-        planned = t.schedule_compaction()
+        planned = t.maintenance.schedule_compaction()
         if as_json:
             emit_json({"scheduled": planned})
         else:
             print(f"scheduled compaction {planned}" if planned else "nothing to compact")
         return
-    ran = t.run_compaction(instant)
+    ran = t.maintenance.run_compaction(instant)
     if not ran and instant is None:
-        done = t.compact()
+        done = t.maintenance.compact()
         ran = [done.time] if done is not None else []
     if as_json:
         emit_json({"compacted": ran})
@@ -189,7 +189,7 @@ def index(ctx: typer.Context, table: TableOption = None, as_json: JsonOption = F
 @app.command()
 def recover(ctx: typer.Context, table: TableOption = None) -> None:
     """Roll back failed writes (expired heartbeats) and finish interrupted table services."""
-    for line in open_table(ctx, table).recover() or ["nothing to recover"]:
+    for line in open_table(ctx, table).maintenance.recover() or ["nothing to recover"]:
         print(line)
 
 

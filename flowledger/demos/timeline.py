@@ -61,10 +61,10 @@ def demo_timeline(store: ObjectStore, console: Console) -> None:
     hot = _race(root, 4, "hot")
     console.print(f"4 writers into one file group: {sorted(hot)}")
 
-    table.savepoint(second.time)
+    table.maintenance.savepoint(second.time)
     over = table.write(pa.table({"id": [9], "day": ["mon"]}), mode="overwrite", partition_by="day")
     console.print(f"insert_overwrite of day=mon as replacecommit {over.time}")
-    clustered = table.cluster()
+    clustered = table.maintenance.cluster()
     console.print(f"clustering small files: {clustered}")
 
     out = RichTable("instant time", "action", "state", "completion")
@@ -75,10 +75,10 @@ def demo_timeline(store: ObjectStore, console: Console) -> None:
         f"rows now: {table.snapshot().rows}; as of {first.time}: "
         f"{table.snapshot(as_of=first.time).rows}"
     )
-    restored = table.restore(second.time)
+    restored = table.maintenance.restore(second.time)
     console.print(
         f"restore to savepoint {second.time} ({restored.time}): rows "
         f"{table.snapshot().rows}, ids {sorted(table.read().column('id').to_pylist())}"
     )
-    cleaned = table.clean(retained=1)
+    cleaned = table.maintenance.clean(retained=1)
     console.print(f"clean: {cleaned or 'nothing to clean (savepointed files are kept)'}")

@@ -115,7 +115,7 @@ class CompactionResult:
 
 def instant_states(table: Table, time: str) -> list[tuple[str, str, str]]:
     """Every state object of one instant on the active timeline, requested first."""
-    objs = [i for i in table.load_instants().objects if i.time == time]
+    objs = [i for i in table.instants.load().objects if i.time == time]
     return [(format_name(i), i.action, i.state.value) for i in sorted(objs, key=_rank)]
 
 
@@ -158,7 +158,7 @@ def compact(tables: tbl.Tables, prov: ProvenanceRepository | None) -> Compaction
     slices = fe.merge_on_read_slices() or []
     r.groups_with_logs = sum(1 for sl in slices if sl.logs)
     r.log_files = sum(len(sl.logs) for sl in slices)
-    done = fe.compact()
+    done = fe.maintenance.compact()
     if done is not None:
         r.instant = done.time
         entry = fe.entry(done.time)

@@ -257,7 +257,7 @@ def _stages(
     with st.stage("clean and archive timelines", 2) as step:
         for name in (tbl.FLIGHTS_ENRICHED, tbl.DELAYS_BY_CARRIER):
             t = tables.table(name)
-            cleaned_instant = t.clean()
+            cleaned_instant = t.maintenance.clean()
             archived = Archiver(t, ArchivalSettings()).run()
             result.maintenance[name] = (
                 f"clean: {cleaned_instant.time if cleaned_instant else 'nothing to clean'}; "

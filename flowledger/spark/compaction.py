@@ -106,7 +106,7 @@ def compact(
     else:
         todo = runnable_compactions(table)
         if not todo and schedule:
-            planned = table.schedule_compaction()
+            planned = table.maintenance.schedule_compaction()
             todo = [planned] if planned else []
     meta = {ENGINE_KEY: "spark", APP_KEY: str(spark.sparkContext.applicationId)}
     done = []

@@ -253,7 +253,7 @@ class KeyedLife(RuleBasedStateMachine):
     @precondition(lambda self: self._is_mor())
     @rule()
     def schedule_compaction(self) -> None:
-        planned = self.table.schedule_compaction()
+        planned = self.table.maintenance.schedule_compaction()
         _event("compaction scheduled" if planned else "compaction: nothing to schedule")
         self._sync(None, None)
 
@@ -261,9 +261,9 @@ class KeyedLife(RuleBasedStateMachine):
     @rule()
     def compact(self) -> None:
         """Execute the pending plans, or plan and execute one."""
-        ran = self.table.run_compaction()
+        ran = self.table.maintenance.run_compaction()
         if not ran:
-            now = self.table.compact()
+            now = self.table.maintenance.compact()
             ran = [now.time] if now is not None else []
         _event("compacted" if ran else "compaction: nothing to do")
         self._sync(None, None)
@@ -274,8 +274,8 @@ class KeyedLife(RuleBasedStateMachine):
         """Compact until nothing is left to fold: afterwards no file slice has logs and the
         read-optimized view is the snapshot."""
         for _ in range(10):
-            ran = self.table.run_compaction()
-            now = self.table.compact()
+            ran = self.table.maintenance.run_compaction()
+            now = self.table.maintenance.compact()
             if not ran and now is None:
                 break
         self._sync(None, None)
@@ -287,7 +287,7 @@ class KeyedLife(RuleBasedStateMachine):
     @rule(policy=st.sampled_from(["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"]))
     def clean(self, policy: str) -> None:
         retained = 3 if policy == "KEEP_LATEST_COMMITS" else 2
-        done = self.table.clean(policy=policy, retained=retained)
+        done = self.table.maintenance.clean(policy=policy, retained=retained)
         if done is not None:
             self.cleaned = True
         _event("cleaned" if done is not None else "clean: nothing to do")
@@ -301,7 +301,7 @@ class KeyedLife(RuleBasedStateMachine):
 
     @rule()
     def cluster(self) -> None:
-        done = self.table.cluster()
+        done = self.table.maintenance.cluster()
         _event("clustered" if done is not None else "cluster: nothing to do")
         self._sync(None if done is None else done.time, self.model.unchanged)
 
@@ -318,7 +318,7 @@ class KeyedLife(RuleBasedStateMachine):
         """Roll back the newest completed write (never the creation commit)."""
         last = self.times[-1]
         try:
-            self.table.rollback(last)
+            self.table.maintenance.rollback(last)
         except InstantNotFound:
             # Only an instant still on the active timeline can be rolled back (as in Hudi):
             # after rollbacks, the newest remaining write may have been archived.

@@ -37,7 +37,7 @@ def compacted_lake(root: Path) -> Lake:
         assert table.entry(fix.time).metadata.get("log_files")  # a delta commit: log files
         record_write(prov, table, table.entry(fix.time), CommitJob(inputs=CORRECTION))
         slices = table.merge_on_read_slices() or []
-        done = table.compact()
+        done = table.maintenance.compact()
         assert done is not None
         record_compaction(prov, table, table.entry(done.time), {sl.group: sl for sl in slices})
         current = [slice_uuid(table.store.url(f.path)) for f in table.files()]

@@ -134,7 +134,7 @@ def test_flaky_network_every_acknowledged_commit_is_there_exactly_once(
     assert acked <= set(found), (acked, found)
     assert not (failed & set(found)), (failed, found)
     assert set(found) <= acked | unknown
-    Table.open(open_store(uri, minio.settings())).recover()  # readable, and recoverable
+    Table.open(open_store(uri, minio.settings())).maintenance.recover()  # readable, and recoverable
     assert _batches(minio, uri) == found
 
 

@@ -79,8 +79,8 @@ def test_partition_scoped_keys_in_look_alike_partitions_are_distinct_records(
     expected.sort(key=lambda r: tuple((x is None, str(x)) for x in r))
     assert _rows(Table.open(tbackend.open()).read()) == expected
     # Services work per partition and file group: they keep the records apart too.
-    table.compact()
-    table.cluster()
+    table.maintenance.compact()
+    table.maintenance.cluster()
     table.upsert(_data(["x y"], 3))
     expected = [(p, 1, 3) if p == "x y" else (p, k, v) for p, k, v in expected]
     assert _rows(Table.open(tbackend.open()).read()) == expected

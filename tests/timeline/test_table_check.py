@@ -136,7 +136,7 @@ def test_keys_a_merge_on_read_log_deletes_leave_the_record_index_consistent(
 
 def test_a_phantom_pending_compaction_is_found_and_removed(tmp_path: Path) -> None:
     t = _mor(tmp_path)
-    done = t.compact()
+    done = t.maintenance.compact()
     assert done is not None
     pending_states = {
         s: t.store.get(instant_key(Instant(done.time, COMPACTION, s)))
@@ -163,7 +163,7 @@ def test_a_phantom_pending_compaction_is_found_and_removed(tmp_path: Path) -> No
     assert list(again.timeline().pending()) == []
     assert check_table(again).problems == ()
     before = again.read().sort_by("id").to_pylist()
-    assert again.compact() is not None  # its file groups are planned again
+    assert again.maintenance.compact() is not None  # its file groups are planned again
     assert again.read().sort_by("id").to_pylist() == before
 
 

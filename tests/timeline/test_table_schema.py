@@ -154,7 +154,7 @@ def test_rolled_back_write_takes_its_schema_change_with_it(tmp_path: Path) -> No
     table = _table(tmp_path)
     table.write(pa.table({"a": [1]}))
     added = table.write(pa.table({"a": [2], "b": ["text"]}))
-    table.rollback(added.time)
+    table.maintenance.rollback(added.time)
     schema = table.schema()
     assert schema is not None and schema.names == ["a"]
     table.write(pa.table({"a": [3], "b": [4.5]}))  # b is new again, of another type

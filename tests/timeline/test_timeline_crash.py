@@ -56,7 +56,7 @@ def _setup(op: str, table: Table) -> dict[str, Any]:
     if op == "clean":
         table.write(_rows(0))
         table.write(_rows(1))
-        table.cluster()
+        table.maintenance.cluster()
         table.write(_rows(3))
         return {"old": sorted(_all_data(table.store) - set(table.snapshot().paths()))}
     if op == "rollback":
@@ -71,7 +71,7 @@ def _setup(op: str, table: Table) -> dict[str, Any]:
         return {"target": first.time}
     if op == "restore":
         first = table.write(_rows(0))
-        table.savepoint(first.time)
+        table.maintenance.savepoint(first.time)
         table.write(_rows(1))
         table.write(_rows(2))
         return {"target": first.time}
@@ -81,11 +81,11 @@ def _setup(op: str, table: Table) -> dict[str, Any]:
 def _run(op: str, table: Table, args: dict[str, Any]) -> None:
     actions: dict[str, Callable[[], object]] = {
         "commit": lambda: table.write(_rows(1)),
-        "cluster": lambda: table.cluster(),
-        "clean": lambda: table.clean(retained=1),
-        "rollback": lambda: table.rollback(args["target"]),
-        "savepoint": lambda: table.savepoint(args["target"]),
-        "restore": lambda: table.restore(args["target"]),
+        "cluster": lambda: table.maintenance.cluster(),
+        "clean": lambda: table.maintenance.clean(retained=1),
+        "rollback": lambda: table.maintenance.rollback(args["target"]),
+        "savepoint": lambda: table.maintenance.savepoint(args["target"]),
+        "restore": lambda: table.maintenance.restore(args["target"]),
     }
     actions[op]()
 
@@ -116,7 +116,7 @@ def _check(backend: Backend, op: str, step: str, prefix: str, args: dict[str, An
     _, _, is_write = OPERATIONS[op]
     store = backend.open().scoped(prefix)
     table = Table.open(store, FAST)
-    table.recover()
+    table.maintenance.recover()
     timeline = table.timeline()
     assert timeline.pending().empty(), f"{op}@{step}: still pending {timeline.pending()}"
     took_effect = step in POST_LOG or not is_write

@@ -85,7 +85,7 @@ def test_a_write_plans_on_a_completion_missing_its_object(tmp_path: Path) -> Non
     done = table.timeline().completed().last()
     assert done is not None
     store.delete(instant_key(done))  # as if its writer crashed after taking its log position
-    listed = Table(store).load_instants().timeline
+    listed = Table(store).instants.load().timeline
     assert [i.time for i in listed.pending()] == [done.time]  # pending in a listing
     Table.open(store).write(pa.table({"id": [3]}))
     reopened = Table.open(store)

@@ -60,7 +60,7 @@ def test_completion_without_completed_object_is_found_and_rolled_forward(
     first.add(DataFile(key, 1, 1))
     # the writer takes its log position and dies before writing the completed object
     intent = Entry(-1, first.instant_time, "commit", "w", write_metadata("insert", first._added))
-    logged = complete(table.tl.log, intent, first.base, table.latest_seq, 10)
+    logged = complete(table.tl.log, intent, first.base, table.instants.latest_seq, 10)
     first._heartbeat.stop()
     other = Table.open(store)
     txn = other.begin()
@@ -79,7 +79,7 @@ def test_completion_without_completed_object_is_found_and_rolled_forward(
     # recovery writes the missing completed object once the writer's heartbeat expired
     fast = Table.open(store, TableSettings(heartbeat_interval_ms=1))
     time.sleep(MTIME_RESOLUTION_S + 0.2)
-    assert fast.recover() == [f"completed {first.instant_time}.commit"]
+    assert fast.maintenance.recover() == [f"completed {first.instant_time}.commit"]
     completed = [o.key for o in store.list(INSTANTS) if ".completed." in o.key]
     assert len(completed) == 2
     assert len(list(store.list(LOG))) == 2
@@ -93,7 +93,7 @@ def test_a_fenced_writer_cannot_complete(tmp_path: Path) -> None:
     store.put(key, b"s")
     txn.add(DataFile(key, 1, 1))
     other = Table.open(store)
-    rb = other.rollback(txn.instant_time)  # e.g. its heartbeat looked expired
+    rb = other.maintenance.rollback(txn.instant_time)  # e.g. its heartbeat looked expired
     with pytest.raises(CommitConflict) as info:
         txn.commit()
     assert info.value.winner == rb.time and not store.exists(key)

@@ -26,7 +26,7 @@ def test_post_commit_hooks_run_in_order_once_per_completed_instant(tmp_path: Pat
     seen: list[tuple[str, str, int]] = []
 
     def first(table: Table, entry: Entry) -> None:
-        seen.append(("first", entry.time, table.latest_seq))
+        seen.append(("first", entry.time, table.instants.latest_seq))
 
     def second(table: Table, entry: Entry) -> None:
         seen.append(("second", entry.time, entry.seq))
@@ -55,13 +55,13 @@ def test_changed_since_is_one_head_and_sees_other_writers(tmp_path: Path) -> Non
     store = _store(tmp_path)
     mine = Table.open(store)
     mine.write(pa.table({"id": [1]}))
-    seq = mine.latest_seq
+    seq = mine.instants.latest_seq
     store.stats.reset()
-    assert not mine.changed_since(seq)
+    assert not mine.instants.changed_since(seq)
     assert store.stats.snapshot().get("HEAD") == 1
     Table.open(store).write(pa.table({"id": [2]}))  # another writer
-    assert mine.changed_since(seq)
-    assert not mine.changed_since(seq + 1)
+    assert mine.instants.changed_since(seq)
+    assert not mine.instants.changed_since(seq + 1)
 
 
 def test_data_instant_time_reads_the_time_data_key_wrote() -> None:

@@ -189,25 +189,25 @@ def test_clustering_replaces_small_files(tstore: ObjectStore) -> None:
         table.write(_rows(2, k * 10))
     before = table.snapshot()
     assert len(before.files) == 4
-    inst = table.cluster()
+    inst = table.maintenance.cluster()
     assert inst is not None and inst.action == REPLACE_COMMIT
     after = table.snapshot()
     assert len(after.files) == 1 and after.rows == 8
     assert _ids(table) == _ids(table, as_of=before.instant_time)
     plan = tstore.get(f"{INSTANTS}{inst.time}.replacecommit.requested")
     assert b'"groups"' in plan and before.files[0].path.encode() in plan
-    assert table.cluster() is None  # one file left: nothing to cluster
+    assert table.maintenance.cluster() is None  # one file left: nothing to cluster
 
 
 def test_clean_keep_latest_commits(tstore: ObjectStore) -> None:
     table = Table.open(tstore)
     first = table.write(_rows(2))
     table.write(_rows(2, 10))
-    table.cluster()  # replaces both files
+    table.maintenance.cluster()  # replaces both files
     table.write(_rows(1, 20))
     old = {f.path for f in table.snapshot(as_of=first.time).files}
-    assert table.clean(retained=5) is None  # still needed by retained commits
-    inst = table.clean(retained=1)
+    assert table.maintenance.clean(retained=5) is None  # still needed by retained commits
+    inst = table.maintenance.clean(retained=1)
     assert inst is not None and inst.action == CLEAN
     assert all(not tstore.exists(p) for p in old)
     assert table.entry(inst.time).deleted == tuple(sorted(old | _written_by(table, 1)))
@@ -233,7 +233,7 @@ def test_clean_keep_latest_file_versions(tstore: ObjectStore) -> None:
         txn.add(DataFile(key, 1, 1, file_group="fg1"))
         txn.commit()
         paths.append(key)
-    inst = table.clean(policy=KEEP_LATEST_FILE_VERSIONS, retained=2)
+    inst = table.maintenance.clean(policy=KEEP_LATEST_FILE_VERSIONS, retained=2)
     assert inst is not None
     assert [tstore.exists(p) for p in paths] == [False, False, True, True]
     assert table.snapshot().paths() == [paths[-1]]
@@ -245,7 +245,7 @@ def test_rollback_pending_and_completed(tstore: ObjectStore) -> None:
     txn = table.begin()
     key = txn.data_key(name="partial.parquet")
     tstore.put(key, b"partial")
-    rb = table.rollback(txn.instant_time)
+    rb = table.maintenance.rollback(txn.instant_time)
     assert rb.action == ROLLBACK and not tstore.exists(key)
     meta = table.entry(rb.time).metadata
     assert meta["target_time"] == txn.instant_time and key in meta["deleted"]
@@ -254,8 +254,8 @@ def test_rollback_pending_and_completed(tstore: ObjectStore) -> None:
         txn.commit()
     last = table.write(_rows(1, 5))
     with pytest.raises(PlanError):
-        table.rollback(keep.time)  # not the latest: restore instead
-    table.rollback(last.time)
+        table.maintenance.rollback(keep.time)  # not the latest: restore instead
+    table.maintenance.rollback(last.time)
     assert _ids(table) == [0] and table.timeline().get(last.time) is None
 
 
@@ -263,21 +263,21 @@ def test_savepoint_and_restore(tstore: ObjectStore) -> None:
     table = Table.open(tstore)
     table.write(_rows(1))
     sp_at = table.write(_rows(1, 1))
-    sp = table.savepoint(sp_at.time)
+    sp = table.maintenance.savepoint(sp_at.time)
     assert sp.time == sp_at.time and sp.action == "savepoint"
     assert not tstore.exists(f"{INSTANTS}{sp.time}.savepoint.requested")  # Hudi: no requested
     later = [table.write(_rows(1, 10 + k)) for k in range(3)]
-    table.cluster()
-    assert table.clean(retained=1) is not None  # savepointed files survive the cleaner
+    table.maintenance.cluster()
+    assert table.maintenance.clean(retained=1) is not None  # savepointed files survive the cleaner
     assert _ids(table, as_of=sp_at.time) == [0, 1]
-    res = table.restore(sp_at.time)
+    res = table.maintenance.restore(sp_at.time)
     assert res.action == RESTORE
     assert _ids(table) == [0, 1]
     rolled = table.entry(res.time).rolled_back
     assert [n.split(".")[0] for n in rolled][-3:] == [i.time for i in reversed(later)]
     assert all(table.timeline().get(i.time) is None for i in later)
     with pytest.raises(PlanError):
-        table.restore(later[0].time)
+        table.maintenance.restore(later[0].time)
     table.write(_rows(1, 50))
     assert _ids(table) == [0, 1, 50]
 
@@ -304,7 +304,7 @@ def test_live_heartbeat_protects_a_slow_writer(tstore: ObjectStore) -> None:
     txn = table.begin()
     time.sleep(1.5)  # beats keep coming
     other = Table.open(tstore, fast)
-    assert other.recover() == []
+    assert other.maintenance.recover() == []
     key = txn.data_key(name="slow")
     tstore.put(key, b"s")
     txn.add(DataFile(key, 1, 1))
@@ -329,7 +329,7 @@ def test_recovery_never_rolls_back_a_write_completed_after_its_listing(
 
     table = Table.open(tstore, TableSettings(failed_writes_cleaner_policy=EAGER))
     txn = table.begin()
-    stale = table.load_instants()  # the write is pending in it
+    stale = table.instants.load()  # the write is pending in it
     key = txn.data_key(name="f")
     tstore.put(key, b"f")
     txn.add(DataFile(key, 1, 1))

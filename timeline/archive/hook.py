@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 def may_archive(table: Table, s: ArchivalSettings) -> bool:
     """False when the table object's own knowledge shows too few instants for a run to archive
     any (no request; see the module doc)."""
-    timeline, since = table.known_timeline()
+    timeline, since = table.instants.known_timeline()
     commits = sum(1 for i in timeline if i.action in WRITE_ACTIONS)
     commits += sum(1 for e in since if e.action in WRITE_ACTIONS)
     services = sum(1 for i in timeline if i.action in SERVICE_ACTIONS)
@@ -83,7 +83,7 @@ class AutoArchive:
         try:
             result = Archiver(table, s).run(merge=merge)
             if result.file and not s.async_archive:
-                table.load_instants()  # one LIST: the counts above drop what was just archived
+                table.instants.load()  # one LIST: the counts above drop what was just archived
         except (TimelineError, StorageError) as exc:  # a conflict means another archiver runs
             log.warning("automatic archival of %s skipped: %s", table.uri, exc)
 

@@ -263,9 +263,21 @@ def _refuse_missing_properties(table: KeyedTable) -> None:
         )
 
 
+def keyed_properties(table: KeyedTable, what: str) -> KeyedProperties:
+    """The table's keyed properties, or one line saying `what` needs a keyed table."""
+    props = table.properties
+    if props is None:
+        raise TimelineError(
+            f"{what} needs a keyed table and {table.store.uri} has no record key (create it "
+            "with Table.create(store, KeyedProperties.of(...)) or `flowledger table create "
+            "--record-key ...`)"
+        )
+    return props
+
+
 class KeyedTableMethods:
     """`Table`'s keyed methods (docs/tables.md): its properties, upsert, insert, delete,
-    incremental and CDC reads, and merge-on-read compaction. An unkeyed table refuses them
+    incremental and CDC reads (compaction is `table.maintenance`'s). An unkeyed table refuses them
     with one line saying how to create a keyed table."""
 
     store: ObjectStore
@@ -286,14 +298,7 @@ class KeyedTableMethods:
         return props
 
     def _keyed(self, what: str) -> KeyedProperties:
-        props = self.properties
-        if props is None:
-            raise TimelineError(
-                f"{what} needs a keyed table and {self.store.uri} has no record key (create it "
-                "with Table.create(store, KeyedProperties.of(...)) or `flowledger table create "
-                "--record-key ...`)"
-            )
-        return props
+        return keyed_properties(self._table(), what)
 
     def upsert(self, data: pa.Table, extra_metadata: Mapping[str, str] | None = None) -> Instant:
         """Insert new records and update stored ones (merge mode decides), one commit."""
@@ -341,31 +346,36 @@ class KeyedTableMethods:
             end = parse_as_of(end, "end")
         return changes(self._table(), props, begin, end, cdc_rows=cdc, full_scan=full_scan)
 
+
+class KeyedCompaction:
+    """Merge-on-read compaction of one table, as `table.maintenance` offers it (handed in:
+    timeline/maintenance.py knows nothing of keys). An unkeyed table refuses it."""
+
+    def __init__(self, table: KeyedTable) -> None:
+        self.table = table
+
     def compact(self, *, force: bool = True) -> Instant | None:
-        """Merge-on-read: schedule (always with `force`, else when the trigger fires) and
-        execute one compaction; None when no file group has logs to fold."""
-        self._keyed("compact")
+        keyed_properties(self.table, "compact")
         try:
-            return compaction.compact(self._table(), force=force)
+            return compaction.compact(self.table, force=force)
         finally:
             release_unused_memory()
 
-    def schedule_compaction(self, *, force: bool = True) -> str | None:
-        """Write a compaction plan (`compaction.requested`) to execute later; its time."""
-        self._keyed("compact")
-        return compaction.schedule(self._table(), force=force)
+    def schedule(self, *, force: bool = True) -> str | None:
+        keyed_properties(self.table, "compact")
+        return compaction.schedule(self.table, force=force)
 
-    def run_compaction(self, instant_time: str | None = None) -> list[str]:
-        """Execute one scheduled compaction, or every pending one nobody is running."""
+    def run(self, instant_time: str | None = None) -> list[str]:
         if instant_time is not None:
-            done = compaction.execute(self._table(), instant_time)
+            done = compaction.execute(self.table, instant_time)
             return [instant_time] if done is not None else []
-        return compaction.run_pending(self._table())
+        return compaction.run_pending(self.table)
 
 
 __all__: Sequence[str] = [
     "META_SCHEMA",
     "UNREAD",
+    "KeyedCompaction",
     "KeyedTableMethods",
     "changes",
     "create",
@@ -373,6 +383,7 @@ __all__: Sequence[str] = [
     "insert",
     "insert_overwrite",
     "is_keyed_schema",
+    "keyed_properties",
     "upsert",
     "write",
 ]

@@ -89,6 +89,6 @@ def test_merge_on_read_logs_are_refused_until_compacted(tmp_path: Path) -> None:
     assert _duckdb_count(base) == ro
     assert json.loads(_cli(uri, "--read-optimized", "--json").stdout)["read_optimized"] is True
 
-    assert table.compact() is not None
+    assert table.maintenance.compact() is not None
     files = _listed(uri)
     assert _duckdb_count(files) == table.read().num_rows == 50

@@ -71,10 +71,10 @@ def test_spark_and_python_execute_a_plan_alike(spark: Any, tmp_path: Path) -> No
     before = _mor_table(tmp_path / "spark")
     snapshot_before, ro_before = _reads(tmp_path / "spark")
     assert snapshot_before != ro_before  # logs not folded yet
-    t = before.schedule_compaction()
+    t = before.maintenance.schedule_compaction()
     assert t is not None
     shutil.copytree(tmp_path / "spark", tmp_path / "python")  # one plan, two executors
-    assert Table.open(_store(tmp_path / "python"), OFF).run_compaction(t) == [t]
+    assert Table.open(_store(tmp_path / "python"), OFF).maintenance.run_compaction(t) == [t]
 
     assert fs.compact(spark, str(tmp_path / "spark")) == [t]
 
@@ -138,10 +138,10 @@ def test_a_job_that_fails_after_writing_base_files_is_re_executed(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "t"
-    t = _mor_table(root).schedule_compaction()
+    t = _mor_table(root).maintenance.schedule_compaction()
     assert t is not None
     shutil.copytree(root, tmp_path / "python")
-    assert Table.open(_store(tmp_path / "python"), OFF).run_compaction(t) == [t]
+    assert Table.open(_store(tmp_path / "python"), OFF).maintenance.run_compaction(t) == [t]
     before = _reads(root)
 
     def driver_lost(*args: Any, **kwargs: Any) -> Any:
@@ -163,7 +163,7 @@ def test_a_job_that_fails_after_writing_base_files_is_re_executed(
 
 def test_a_failed_task_leaves_the_plan_for_the_next_run(spark: Any, tmp_path: Path) -> None:
     root = tmp_path / "t"
-    t = _mor_table(root).schedule_compaction()
+    t = _mor_table(root).maintenance.schedule_compaction()
     assert t is not None
     before = _reads(root)
     log = sorted([*root.rglob("*.log"), *root.rglob("*.log.*")])[0]

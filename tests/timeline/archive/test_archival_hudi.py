@@ -97,7 +97,7 @@ def test_min4_max5(tbackend: Backend) -> None:
 def test_savepoint(tbackend: Backend, beyond: bool) -> None:
     table = new_table(tbackend)
     commits = [write(table, k) for k in range(3)]
-    table.savepoint(commits[2])
+    table.maintenance.savepoint(commits[2])
     commits += [write(table, k) for k in range(3, 8)]
     settings = ArchivalSettings(
         keep_min_commits=4, keep_max_commits=5, archive_beyond_savepoint=beyond
@@ -149,13 +149,13 @@ def test_clean_and_rollback_archived_with_commits(tbackend: Backend) -> None:
     w = [write(table, 0)]
     failed = table.begin()
     failed._heartbeat.stop()
-    rollback = table.rollback(failed.instant_time)
+    rollback = table.maintenance.rollback(failed.instant_time)
     w.append(write(table, 1, mode="overwrite"))  # replaces w0's file
-    clean1 = table.clean(retained=1)
+    clean1 = table.maintenance.clean(retained=1)
     assert clean1 is not None
     w += [write(table, k) for k in range(2, 8)]
     w.append(write(table, 8, mode="overwrite"))
-    clean2 = table.clean(retained=1)
+    clean2 = table.maintenance.clean(retained=1)
     assert clean2 is not None
     result = Archiver(table, MIN4_MAX5).run()
     archived = {(i.time, i.action) for i in result.archived}
@@ -172,7 +172,7 @@ def test_rollback_of_a_completed_commit_stays_undone(tbackend: Backend) -> None:
     table = new_table(tbackend)
     w = [write(table, k) for k in range(3)]
     undone = w.pop()
-    table.rollback(undone)  # removes its completed object; only the rollback says so
+    table.maintenance.rollback(undone)  # removes its completed object; only the rollback says so
     w += [write(table, k) for k in range(3, 9)]
     result = Archiver(table, MIN4_MAX5).run()
     assert "rollback" in {i.action for i in result.archived}

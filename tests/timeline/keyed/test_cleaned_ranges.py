@@ -34,10 +34,10 @@ def test_a_change_read_over_a_slice_cleaned_under_a_compaction(tmp_path: Path, c
     t = _table(tmp_path, "merge_on_read")
     _up(t, [1, 2], "a")
     b = _up(t, [1], "b")
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     e = _up(t, [2], "e")  # completes before the compaction: its log joins the new slice
-    assert t.run_compaction() == [planned]
-    assert t.clean(retained=1) is not None
+    assert t.maintenance.run_compaction() == [planned]
+    assert t.maintenance.clean(retained=1) is not None
     with pytest.raises(RangeNotReadable) as got:
         t.changes(b, e, cdc=cdc)
     assert "cleaned" in str(got.value)
@@ -57,9 +57,9 @@ def test_cdc_across_cleaned_slices_names_the_earliest_readable_begin(
     for v in "bcd":
         _up(t, [1], v)
     if table_type == "merge_on_read":
-        assert t.compact() is not None
+        assert t.maintenance.compact() is not None
     _up(t, [2], "e")
-    assert t.clean(retained=1) is not None
+    assert t.maintenance.clean(retained=1) is not None
     for cdc in (False, True):
         with pytest.raises(RangeNotReadable) as got:
             t.changes(first, cdc=cdc)
@@ -74,7 +74,7 @@ def test_time_travel_refusal_states_the_retention_the_clean_used(tmp_path: Path)
     first = _up(t, [1], "a")
     second = _up(t, [1], "b")
     third = _up(t, [1], "c")
-    done = t.clean(retained=2)
+    done = t.maintenance.clean(retained=2)
     assert done is not None
     with pytest.raises(TimelineError) as got:
         t.read(as_of=first)
@@ -96,11 +96,11 @@ def test_a_rollback_that_would_bring_back_cleaned_files_is_refused(
     for v in "abcde":
         last = _up(t, [1, 2], v)
         if table_type == "merge_on_read":  # a new slice per version, as copy-on-write makes
-            done = t.compact()  # None after the first write: no logs yet
+            done = t.maintenance.compact()  # None after the first write: no logs yet
             last = done.time if done is not None else last
-    assert t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1) is not None
+    assert t.maintenance.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1) is not None
     with pytest.raises(PlanError, match=r"cannot roll back .* a clean deleted"):
-        t.rollback(last)
+        t.maintenance.rollback(last)
     assert t.read().column("v").to_pylist() == ["e", "e"]
 
 
@@ -110,8 +110,8 @@ def test_time_travel_to_the_latest_after_a_rollback_is_served(tmp_path: Path) ->
     the clean's retained position but whole, so a time travel to it is served."""
     t = _table(tmp_path, "copy_on_write")
     times = [_up(t, [1], v) for v in "abcde"]
-    assert t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=2) is not None
-    t.rollback(times[-1])
+    assert t.maintenance.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=2) is not None
+    t.maintenance.rollback(times[-1])
     assert t.read(as_of=times[-2]).column("v").to_pylist() == ["d"]
     assert t.read().column("v").to_pylist() == ["d"]
     with pytest.raises(TimelineError, match="files were cleaned"):

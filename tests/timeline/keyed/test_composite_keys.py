@@ -54,7 +54,7 @@ def test_look_alike_composite_keys_are_two_records(
     t.delete(pa.table({"a": ["x,b:y"], "b": ["z"]}))
     assert _rows(t) == {("x", "y,b:z"): 20}
     if table_type == "merge_on_read":
-        t.compact()
+        t.maintenance.compact()
         assert _rows(t) == {("x", "y,b:z"): 20}
     keys = [r[RECORD_KEY_COL] for r in t.read().to_pylist() if r["a"] != "seed"]
     assert keys == ["a:x,b:y\\,b:z"]

@@ -126,20 +126,24 @@ def _run(
         if kind == "rollback_last":
             if len(times) == 1:
                 continue  # never the creation commit
-            table.rollback(times.pop())
+            table.maintenance.rollback(times.pop())
             event("rolled back")
             model.states.pop()
             done = None
         elif kind == "schedule":
-            if table_type == "merge_on_read" and table.schedule_compaction() is not None:
+            if (
+                table_type == "merge_on_read"
+                and table.maintenance.schedule_compaction() is not None
+            ):
                 event("compaction scheduled")
             continue  # nothing completes yet
         elif kind == "compact":
             if table_type != "merge_on_read":
                 continue
-            ran = table.run_compaction()  # pending plans first (some no longer fit: dropped)
+            # pending plans first (some no longer fit: dropped)
+            ran = table.maintenance.run_compaction()
             if not ran:
-                now = table.compact()
+                now = table.maintenance.compact()
                 ran = [now.time] if now is not None else []
             if not ran:
                 continue  # no file group has logs
@@ -150,7 +154,7 @@ def _run(
             done = table.entry(ran[-1])
             event("compacted")
         elif kind == "cluster":
-            done = table.cluster()
+            done = table.maintenance.cluster()
             if done is None:
                 continue  # nothing worth clustering
             model.states.append(model.states[-1])

@@ -207,7 +207,7 @@ def test_delete_by_filter(tmp_path: Path) -> None:
 def test_insert_refuses_existing_keys_unless_dropped(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.insert(_rows([1, 2]))
-    seq = t.latest_seq
+    seq = t.instants.latest_seq
     with pytest.raises(DuplicateKeys, match="2 key\\(s\\) already in the table"):
         t.insert(_rows([1, 2, 3]))
     assert t.refresh().max_seq == seq  # nothing committed
@@ -271,7 +271,7 @@ def test_changes_refuse_cleaned_and_archived_ranges(tmp_path: Path) -> None:
         archival=ArchivalSettings(keep_min_commits=3, keep_max_commits=4, auto_archive=False),
     )
     times = [t.upsert(_rows([1], ts=k, v=f"v{k}")).time for k in range(6)]
-    assert t.clean() is not None
+    assert t.maintenance.clean() is not None
     with pytest.raises(RangeNotReadable) as err:
         t.changes(times[0], cdc=True)
     assert err.value.earliest and err.value.earliest in str(err.value)
@@ -305,7 +305,7 @@ def test_big_bloom_filters_live_in_checksummed_sidecars(tmp_path: Path) -> None:
     assert stats[0]["bloom"] is None and t.store.exists(sidecar)
     done = t.upsert(_rows([4], ts=3, v="u"))
     assert t.entry(done.time).metadata["keyed"]["files_read"] == 1
-    assert t.clean() is not None  # the superseded slice goes, and its sidecar with it
+    assert t.maintenance.clean() is not None  # the superseded slice goes, and its sidecar with it
     assert not t.store.exists(sidecar)
     newest = t.entry(done.time).metadata["write_stats"][0]["bloom_path"]
     t.store.put(newest, t.store.get(newest)[:-1] + b"0")

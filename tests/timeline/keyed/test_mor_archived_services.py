@@ -54,7 +54,7 @@ def test_compaction_keeps_running_after_archival_at_the_defaults(tmp_path: Path)
     left = {k.rsplit("/", 1)[-1].split(".")[0] for k in _compaction_states(t)}
     assert not left & {i.time for i in archived}
     t.upsert(pa.table({"id": [1], "v": [60]}))
-    assert t.compact() is not None  # logs exist: they are compacted
+    assert t.maintenance.compact() is not None  # logs exist: they are compacted
     assert _values(t.read(read_optimized=True))[1] == 60
 
 
@@ -65,7 +65,7 @@ def test_archival_keeps_a_compaction_plan_with_its_commit(tmp_path: Path) -> Non
     t = Table.create(_store(tmp_path), PROPS, s)
     t.upsert(pa.table({"id": [1, 2], "v": ["a", "a"]}))
     t.upsert(pa.table({"id": [1], "v": ["b"]}))
-    done = t.compact()
+    done = t.maintenance.compact()
     assert done is not None
     for v in "cdef":
         t.upsert(pa.table({"id": [2], "v": [v]}))
@@ -89,11 +89,11 @@ def test_plan_objects_left_by_an_older_archiver_are_not_pending(tmp_path: Path) 
     t = Table.create(_store(tmp_path), PROPS, s)
     t.upsert(pa.table({"id": [1, 2], "v": ["a", "a"]}))
     t.upsert(pa.table({"id": [1], "v": ["b"]}))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     req = Instant(planned, COMPACTION, State.REQUESTED)
     plan = t.store.get(instant_key(req))
-    assert t.run_compaction() == [planned]
+    assert t.maintenance.run_compaction() == [planned]
     for v in "cdef":
         t.upsert(pa.table({"id": [2], "v": [v]}))
     assert planned in {i.time for i in Archiver(t, arch).run().archived}
@@ -102,10 +102,10 @@ def test_plan_objects_left_by_an_older_archiver_are_not_pending(tmp_path: Path) 
     t.store.put_if_absent(instant_key(req.with_state(State.INFLIGHT)), b"{}")
     t2 = Table.open(t.store, s)
     assert pending(t2) == []
-    assert t2.run_compaction(planned) == []  # completed (archived): nothing to execute
+    assert t2.maintenance.run_compaction(planned) == []  # completed (archived): nothing to execute
     assert _values(t2.read()) == {1: "b", 2: "f"}  # its base file is still there
     t2.upsert(pa.table({"id": [1], "v": ["g"]}))
-    assert t2.compact() is not None
+    assert t2.maintenance.compact() is not None
     Archiver(t2, arch).run()
     assert not any(k.split("/")[-1].startswith(planned) for k in _compaction_states(t2))
 
@@ -140,7 +140,7 @@ def test_interleaved_services_never_delete_what_a_snapshot_reads(tmp_path: Path)
             at.setdefault(e.time, dict(model))
 
     def clean(retained: int) -> None:
-        t.clean(retained=retained)
+        t.maintenance.clean(retained=retained)
         for time in sorted(t.state().writes)[-retained:]:  # what the clean retains
             assert _values(t.read(as_of=time)) == at[time], f"as of {time}"
 
@@ -152,7 +152,7 @@ def test_interleaved_services_never_delete_what_a_snapshot_reads(tmp_path: Path)
         if r == 6:
             up([1], "w")  # one delta commit: below the inline trigger
             note()
-            t.schedule_compaction()  # a plan left pending through what follows
+            t.maintenance.schedule_compaction()  # a plan left pending through what follows
         if r % 3 == 1:
             clean(retained=1 + r % 2)
         if r == 3:
@@ -162,18 +162,18 @@ def test_interleaved_services_never_delete_what_a_snapshot_reads(tmp_path: Path)
             model.update({2: "o", 4: "o"})
             note()
         if r == 5:
-            t.cluster("p=b")
+            t.maintenance.cluster("p=b")
             note()
         if r != 6:
-            t.compact()
+            t.maintenance.compact()
             note()
         assert _values(t.read()) == model, f"round {r}"
     clean(retained=2)
     fresh = Table.open(t.store, s)
-    fresh.run_compaction()  # `flowledger timeline compact`: every plan nobody runs
+    fresh.maintenance.run_compaction()  # `flowledger timeline compact`: every plan nobody runs
     assert pending(fresh) == []
     assert _values(fresh.read()) == model
-    fresh.compact()
+    fresh.maintenance.compact()
     assert _values(fresh.read(read_optimized=True)) == model
     on_disk = {o.key for o in t.store.list("data/")}
     assert {f.path for f in fresh.snapshot().files} <= on_disk
@@ -189,19 +189,19 @@ def test_a_plan_whose_input_is_gone_is_dropped_not_left_pending(tbackend: Backen
     t = Table.create(tbackend.open().scoped("tables/mor"), PARTED, s)
     t.upsert(pa.table({"id": [1, 2], "p": ["a", "b"], "v": ["x", "x"]}))
     t.upsert(pa.table({"id": [1, 2], "p": ["a", "b"], "v": ["y", "y"]}))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     broken = next(f for f in t.snapshot().files if f.partition == "p=a")
     t.store.delete(broken.path)
     with pytest.raises(PlanError, match="missing"):
-        t.run_compaction()
+        t.maintenance.run_compaction()
     assert pending(t) == []
     assert not [o for o in t.store.list(f"data/{planned}/")]  # its half-written files too
     with pytest.raises(InstantNotFound):
-        t.run_compaction(planned)  # dropped: nothing pending under that time
+        t.maintenance.run_compaction(planned)  # dropped: nothing pending under that time
     t.write(pa.table({"id": [3], "p": ["a"], "v": ["z"]}), mode="overwrite")  # repaired
     t.upsert(pa.table({"id": [2], "p": ["b"], "v": ["w"]}))
-    assert t.compact() is not None
+    assert t.maintenance.compact() is not None
     assert _values(t.read(read_optimized=True)) == {2: "w", 3: "z"}
     assert len(completed_compactions(t.state())) == 1
 
@@ -215,7 +215,7 @@ def test_inline_compaction_executes_a_plan_its_crashed_executor_left(tmp_path: P
     t = Table.create(_store(tmp_path), PROPS, s)
     t.upsert(pa.table({"id": [1, 2], "v": ["a", "a"]}))
     t.upsert(pa.table({"id": [1], "v": ["b"]}))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     run = start_compaction(t, planned)
     assert run is not None

@@ -26,7 +26,7 @@ def _compactor(backend: Backend, prefix: str, stop: Any, done: Any) -> None:
     table = Table.open(backend.open().scoped(prefix), OFF)
     n = 0
     while not stop.is_set():
-        if table.compact() is not None:
+        if table.maintenance.compact() is not None:
             n += 1
     done.put(n)
 

@@ -51,7 +51,7 @@ def _child(backend: Backend, prefix: str, op: str, point: str) -> None:
     if op == "deltacommit":
         table.upsert(_rows([0, 1], "new"))
     else:
-        table.compact()
+        table.maintenance.compact()
 
 
 BEFORE = {0: "old", 1: "mid", 2: "mid", 3: "old"}
@@ -64,8 +64,8 @@ def _check(backend: Backend, op: str, step: str, prefix: str) -> None:
         expected.update({0: "new", 1: "new"})
     # Before any recovery: a half-written delta commit or base file is never read.
     assert _state(table) == expected, f"{op}@{step}"
-    table.recover()
-    ran = table.run_compaction()  # the interrupted plan, executed again
+    table.maintenance.recover()
+    ran = table.maintenance.run_compaction()  # the interrupted plan, executed again
     pending = table.timeline().pending()
     assert pending.empty(), f"{op}@{step}: still pending {pending}"
     assert _state(table) == expected, f"{op}@{step}"
@@ -79,7 +79,7 @@ def _check(backend: Backend, op: str, step: str, prefix: str) -> None:
             expected
         ), f"{op}@{step}"
     table.upsert(_rows([1, 99], "next"))  # the table keeps working
-    table.compact()
+    table.maintenance.compact()
     assert _state(table) == {**expected, 1: "next", 99: "next"}, f"{op}@{step}"
 
 

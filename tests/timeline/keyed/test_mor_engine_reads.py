@@ -29,7 +29,7 @@ def _history(tmp_path: Path, props: KeyedProperties) -> tuple[Table, list[str]]:
     times = [t.upsert(_rows(list(range(20)), 0)).time]
     times.append(t.upsert(_rows([1, 2, 3, 30], 1, ts=2)).time)
     times.append(t.delete(pa.table({"id": [4, 5], "p": ["b", "a"], "ts": [9, 9]})).time)
-    compaction = t.compact()
+    compaction = t.maintenance.compact()
     assert compaction is not None
     times.append(compaction.time)
     times.append(t.upsert(_rows([2, 6, 31], 2, ts=3)).time)

@@ -119,7 +119,7 @@ def test_log_files_of_one_object_per_file_group_are_still_read(tmp_path: Path) -
     txn.commit(details={LOG_FILES: raw, "write_stats": []})
     t.upsert(_rows([3], "new"))
     assert _values(t.read()) == {1: "old", 3: "new", 5: "old", 7: "x"}
-    t.compact()
+    t.maintenance.compact()
     assert _values(t.read()) == {1: "old", 3: "new", 5: "old", 7: "x"}
 
 
@@ -178,6 +178,6 @@ def test_a_compaction_gets_each_log_object_of_its_plan_once(tmp_path: Path) -> N
     t.upsert(_rows([1, 5], "y"))
     t.upsert(_rows([3, 7], "z"))  # two objects, each with a block of both groups
     gets = _CountingGets(t)
-    assert t.compact() is not None
+    assert t.maintenance.compact() is not None
     assert len(gets.logs()) == len({k for k, _ in gets.logs()}) == 2
     assert _values(t.read()) == {1: "y", 3: "z", 5: "y", 7: "z"}

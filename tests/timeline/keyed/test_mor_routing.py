@@ -89,7 +89,7 @@ def test_an_upsert_reads_no_slice_and_readers_apply_event_time(tmp_path: Path) -
     _upsert(t, _rows([3], "back", 0))
     assert _values(t.read())[3] == "back"
     expected = _values(t.read())
-    t.compact()
+    t.maintenance.compact()
     assert _values(t.read(read_optimized=True)) == expected == _values(t.read())
 
 
@@ -116,7 +116,7 @@ def test_a_new_key_inside_a_group_lives_in_its_log_and_is_found_again(tmp_path: 
     assert _values(t.read())[5] == "again" and t.read().num_rows == 5
     t.delete([5])
     assert 5 not in _values(t.read())
-    t.compact()
+    t.maintenance.compact()
     assert _values(t.read()) == {1: "x", 3: "x", 7: "x", 9: "x"}
 
 
@@ -130,10 +130,10 @@ def test_a_key_in_a_log_the_compacted_base_never_saw_is_not_inserted_twice(
     t = _table(tmp_path)
     t.upsert(_rows([1, 3, 7, 9], "x", 1))
     _upsert(t, _rows([1], "y", 1))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     _, read = _upsert(t, _rows([5], "in-log", 1), _ranges_only)  # a false positive's path
-    assert t.run_compaction() == [planned]
+    assert t.maintenance.run_compaction() == [planned]
     done, read = _upsert(t, _rows([5], "updated", 2))  # the new base's bloom lacks 5
     assert read == 0 and not t.entry(done.time).added  # found in the log, not inserted anew
     data = t.read()

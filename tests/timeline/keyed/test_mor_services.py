@@ -51,9 +51,9 @@ def test_clean_removes_compacted_slices_with_their_logs(tmp_path: Path) -> None:
     _up(t, [2], "c")
     old_logs = _log_objects(t)
     old_base = {f.path for f in t.snapshot().files}
-    t.compact()
+    t.maintenance.compact()
     _up(t, [1], "d")  # a log of the new slice
-    done = t.clean(retained=1)
+    done = t.maintenance.clean(retained=1)
     assert done is not None
     gone = set(t.entry(done.time).deleted)
     assert old_logs | old_base <= gone
@@ -68,15 +68,15 @@ def test_clean_keeps_what_a_pending_compaction_and_a_savepoint_read(tmp_path: Pa
     t = _table(tmp_path)
     first = _up(t, [1], "a")
     _up(t, [1], "b")
-    t.savepoint(first)
-    planned = t.schedule_compaction()
+    t.maintenance.savepoint(first)
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     planned_logs = _log_objects(t)
     for k in range(4):
         _up(t, [2 + k], "x")  # new file groups: retained commits move on
-    assert t.clean(retained=1) is None or planned_logs <= _objects(t)
+    assert t.maintenance.clean(retained=1) is None or planned_logs <= _objects(t)
     assert planned_logs <= _objects(t)  # the plan still reads them
-    assert t.run_compaction() == [planned]
+    assert t.maintenance.run_compaction() == [planned]
     assert _values(t.read(as_of=first)) == {1: "a"}  # the savepoint's slice is kept
     assert _values(t.read())[1] == "b"
 
@@ -86,11 +86,11 @@ def test_keep_latest_file_versions_keeps_slices_whole(tmp_path: Path) -> None:
     t = _table(tmp_path)
     _up(t, [1], "a")
     _up(t, [1], "b")
-    t.compact()
+    t.maintenance.compact()
     _up(t, [1], "c")
-    t.compact()
+    t.maintenance.compact()
     _up(t, [1], "d")
-    done = t.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=2)
+    done = t.maintenance.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=2)
     assert done is not None
     st = t.state()
     slices = st.file_slices()
@@ -106,7 +106,7 @@ def test_pending_compaction_blocks_archival_until_it_completes(tbackend: Backend
     t = Table.create(tbackend.open().scoped("tables/mor"), PROPS, s)
     _up(t, [1], "a")
     _up(t, [1], "b")
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     for k in range(5):
         _up(t, [1], str(k))
@@ -114,8 +114,8 @@ def test_pending_compaction_blocks_archival_until_it_completes(tbackend: Backend
     result = archiver.run()
     assert "pending compaction" in result.limit_reason
     assert all(i.time < planned for i in result.archived)
-    assert t.run_compaction() == [planned]
-    t.compact()
+    assert t.maintenance.run_compaction() == [planned]
+    t.maintenance.compact()
     result = archiver.run()
     assert any(i.time >= planned for i in result.archived)
     assert _values(t.read()) == {1: "4"}

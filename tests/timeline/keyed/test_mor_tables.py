@@ -67,7 +67,7 @@ def test_updates_go_to_logs_and_new_keys_to_new_base_files(tmp_path: Path) -> No
     assert projected.column_names == ["id", "v"] and _values(projected) == _values(t.read())
     t.delete([2])
     assert _values(t.read()) == {1: "y", 3: "z"}
-    t.compact()
+    t.maintenance.compact()
     assert _values(t.read(read_optimized=True)) == {1: "y", 3: "z"} == _values(t.read())
 
 
@@ -119,7 +119,7 @@ def test_rolled_back_delta_commit_is_invisible(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.upsert(_rows([1, 2], "x"))
     bad = t.upsert(_rows([1], "bad"))
-    t.rollback(bad.time)
+    t.maintenance.rollback(bad.time)
     assert _values(t.read()) == {1: "x", 2: "x"}
     assert t.changes(None, cdc=True).num_rows == 2  # the two inserts only
 
@@ -170,14 +170,15 @@ def test_time_triggers(tmp_path: Path) -> None:
         tmp_path, replace(OFF, compaction_trigger="TIME_ELAPSED", compaction_max_delta_seconds=0)
     )
     t.upsert(_rows([1], "a"))
-    assert t.schedule_compaction(force=False) is None  # no log yet: nothing to plan
+    assert t.maintenance.schedule_compaction(force=False) is None  # no log yet: nothing to plan
     t.upsert(_rows([1], "b"))
-    assert t.schedule_compaction(force=False) is not None
+    assert t.maintenance.schedule_compaction(force=False) is not None
     both = replace(OFF, compaction_trigger="NUM_AND_TIME", compaction_max_delta_seconds=3600)
     t2 = _table(tmp_path / "2", both)
     for k in range(6):
         t2.upsert(_rows([1], str(k)))
-    assert t2.schedule_compaction(force=False) is None  # enough commits, not enough time
+    # enough commits, not enough time
+    assert t2.maintenance.schedule_compaction(force=False) is None
 
 
 @pytest.mark.unit
@@ -185,22 +186,22 @@ def test_plan_names_groups_and_skips_pending_ones(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.upsert(_rows([1, 2], "x"))  # two partitions: two file groups
     t.upsert(_rows([1], "y"))
-    first = t.schedule_compaction()
+    first = t.maintenance.schedule_compaction()
     assert first is not None
     plan = decode_plan(t.tl.states.read(Instant(first, COMPACTION, State.REQUESTED)))
     (op,) = plan["compaction"]["operations"]
     assert set(op) >= {"file_group", "base_path", "log_paths"} and len(op["log_paths"]) == 1
     t.upsert(_rows([1, 2], "z"))
-    second = t.schedule_compaction()
+    second = t.maintenance.schedule_compaction()
     assert second is not None
     plan2 = decode_plan(t.tl.states.read(Instant(second, COMPACTION, State.REQUESTED)))
     groups = [o["file_group"] for o in plan2["compaction"]["operations"]]
     assert op["file_group"] not in groups and len(groups) == 1  # the pending one is left out
-    assert sorted(t.run_compaction()) == sorted([first, second])
+    assert sorted(t.maintenance.run_compaction()) == sorted([first, second])
     assert _values(t.read()) == {1: "z", 2: "z"}
     # id 1's "z" completed after the first plan: still in a log of the new slice
     assert _values(t.read(read_optimized=True)) == {1: "y", 2: "z"}
-    t.compact()
+    t.maintenance.compact()
     assert _values(t.read(read_optimized=True)) == {1: "z", 2: "z"}
 
 
@@ -211,10 +212,10 @@ def test_compaction_never_conflicts_with_delta_commits_but_delta_commits_do(
     t = _table(tmp_path)
     t.upsert(_rows([1, 2], "x"))
     t.upsert(_rows([1], "y"))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     t.upsert(_rows([1], "after-plan"))  # completes while the compaction is pending
-    assert t.run_compaction() == [planned]
+    assert t.maintenance.run_compaction() == [planned]
     assert _values(t.read()) == {1: "after-plan", 2: "x"}  # the log belongs to the new slice
     assert _values(t.read(read_optimized=True)) == {1: "y", 2: "x"}
     # Two delta commits updating one file group: the later one to complete conflicts.
@@ -256,7 +257,7 @@ def test_compaction_beside_writer_threads_matches_the_model(tmp_path: Path) -> N
         c = Table.open(t.store, OFF)
         while not stop.is_set():
             try:
-                c.compact()
+                c.maintenance.compact()
             except BaseException as exc:
                 errors.append(exc)
                 return
@@ -295,10 +296,10 @@ def test_a_plan_whose_delta_commit_was_rolled_back_is_dropped(tmp_path: Path) ->
     t = _table(tmp_path)
     t.upsert(_rows([1], "a"))
     bad = t.upsert(_rows([1], "b"))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
-    t.rollback(bad.time)
-    assert t.run_compaction() == []
+    t.maintenance.rollback(bad.time)
+    assert t.maintenance.run_compaction() == []
     assert t.timeline().pending().empty()
     assert _values(t.read()) == {1: "a"}
 
@@ -310,12 +311,14 @@ def test_two_executors_of_one_plan_complete_it_once(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.upsert(_rows([1, 2, 3], "a"))
     t.upsert(_rows([1, 2], "b"))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     results: list[list[str]] = []
 
     def run(writer: str) -> None:
-        results.append(Table.open(t.store, replace(OFF, writer_id=writer)).run_compaction(planned))
+        results.append(
+            Table.open(t.store, replace(OFF, writer_id=writer)).maintenance.run_compaction(planned)
+        )
 
     threads = [threading.Thread(target=run, args=(w,)) for w in ("one", "two")]
     for th in threads:
@@ -333,9 +336,9 @@ def test_a_rollback_that_leaves_the_plan_intact_does_not_stop_it(tmp_path: Path)
     t = _table(tmp_path)
     t.upsert(_rows([1], "a"))
     t.upsert(_rows([1], "b"))
-    planned = t.schedule_compaction()
+    planned = t.maintenance.schedule_compaction()
     assert planned is not None
     late = t.upsert(_rows([1], "late"))  # after the plan: not in it
-    t.rollback(late.time)
-    assert t.run_compaction() == [planned]
+    t.maintenance.rollback(late.time)
+    assert t.maintenance.run_compaction() == [planned]
     assert _values(t.read()) == {1: "b"} == _values(t.read(read_optimized=True))

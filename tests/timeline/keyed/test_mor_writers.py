@@ -72,7 +72,7 @@ def test_clustering_keeps_the_updates_and_deletes_logs_hold(tmp_path: Path) -> N
     slices = t.merge_on_read_slices()
     assert slices is not None
     with_logs = {s.base.path for s in slices if s.logs}
-    done = t.cluster()
+    done = t.maintenance.cluster()
     assert done is not None
     replaced = {f.path for f in t.entry(done.time).replaced}
     assert replaced and not replaced & with_logs  # groups with logs are compaction's
@@ -99,7 +99,7 @@ def test_clustering_conflicts_with_a_delta_commit_into_its_groups(
 
     monkeypatch.setattr("timeline.clustering.read_files", racing)
     with pytest.raises(CommitConflict) as caught:
-        t.cluster()
+        t.maintenance.cluster()
     assert caught.value.winner == raced[0]
     got = _values(_reopen(t))
     assert got[1] == 7 and got[2] == 7 and 3 not in got and len(got) == 19
@@ -114,14 +114,14 @@ def test_insert_overwrite_keeps_the_logs_of_partitions_it_does_not_replace(
     runs."""
     t = _with_logged_changes(tmp_path)
     before = _values(t)
-    pending = t.schedule_compaction()
+    pending = t.maintenance.schedule_compaction()
     assert pending is not None
     t.write(_rows([101, 103], 5, "a"), mode="overwrite")
     want = {k: v for k, v in before.items() if k % 2 == 0} | {101: 5, 103: 5}
     assert want[2] == 1 and want[12] == 1 and 4 not in want  # b's logged changes
     assert _values(_reopen(t)) == want
-    t.run_compaction(pending)
-    t.compact()
+    t.maintenance.run_compaction(pending)
+    t.maintenance.compact()
     assert _values(_reopen(t)) == want
 
 

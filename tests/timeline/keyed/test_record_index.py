@@ -157,7 +157,7 @@ def test_deltas_past_the_threshold_are_merged(tmp_path: Path) -> None:
 def test_writes_without_delta_fall_back_to_ranges_and_blooms(tmp_path: Path) -> None:
     t = _table(open_store("file://" + str(tmp_path / "t")))
     first = build_index(t)
-    t.cluster()  # a replacecommit: new groups, no delta
+    t.maintenance.cluster()  # a replacecommit: new groups, no delta
     view = index_view(t.state())
     assert view is not None and view.untracked
     # Every key is still found exactly once: an upsert of all of them updates, not inserts.
@@ -169,7 +169,7 @@ def test_writes_without_delta_fall_back_to_ranges_and_blooms(tmp_path: Path) -> 
     last = t2.timeline().completed().last()
     assert last is not None
     build_index(t2)
-    t2.rollback(last.time)
+    t2.maintenance.rollback(last.time)
     assert index_view(t2.state()) is None
     t2.upsert(_rows(range(100, 150), ts=2))  # re-inserts what the rollback removed
     assert _ids(t2) == list(range(150))

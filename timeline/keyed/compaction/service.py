@@ -185,7 +185,7 @@ def schedule(table: KeyedTable, *, force: bool = False) -> str | None:
     else:  # pragma: no cover
         raise TimelineError(f"could not find a free instant time in {table.uri}")
     crash.point(f"{COMPACTION}.requested")
-    table.load_instants()  # the listing now shows it pending (the trigger counts it)
+    table.instants.load()  # the listing now shows it pending (the trigger counts it)
     return t
 
 
@@ -244,7 +244,7 @@ def start(table: KeyedTable, t: str) -> CompactionRun | None:
     the same objects). None when it was already completed, or its plan no longer fits the
     table and was dropped; InstantNotFound when no such plan is pending."""
     table.refresh()
-    for e in table.log_entries:  # completed in the log, completed object not written yet
+    for e in table.instants.log_entries:  # completed in the log, completed object not written yet
         if e.time == t and e.action == COMMIT:
             materialize(table.tl, e)
             return None

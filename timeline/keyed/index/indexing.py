@@ -222,7 +222,7 @@ def _resume(
 ) -> tuple[_IndexingTransaction, dict[str, Any]] | Instant:
     """The transaction of an interrupted run (its plan), or its completion if it landed."""
     table.refresh()
-    for e in table.log_entries:
+    for e in table.instants.log_entries:
         if e.time == inst.time and e.action == INDEXING:
             materialize(table.tl, e)
             return table.tl.completed_instant(e)
