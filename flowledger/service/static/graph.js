@@ -125,5 +125,11 @@ const Graph = (() => {
     }
   }
 
-  return { draw };
+  // Mark one node selected without drawing again: the clicked (or focused) node stays the
+  // same element, so keyboard focus stays on it and a click never lands on a removed node.
+  function select(svg, id) {
+    svg.querySelectorAll("g.node").forEach((g) => g.classList.toggle("selected", g.dataset.nodeId === String(id)));
+  }
+
+  return { draw, select };
 })();

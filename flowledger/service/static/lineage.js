@@ -140,7 +140,7 @@ function replayed(done) {
 
 async function selectNode(node) {
   lineage.selected = node.id;
-  redraw();
+  Graph.select($("#graph"), node.id);
   const box = $("#details");
   if (node.type !== "EVENT") {
     box.replaceChildren(h("h2", {}, "FlowFile"), h("p", { class: "mono" }, node.flowFileUuid));

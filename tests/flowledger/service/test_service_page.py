@@ -19,8 +19,9 @@ from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
 from storage.content import ContentClaim, ContentRepository
 from tests.support.keyed_lineage import CORRECTION, FIRST, compacted_lake
+from tests.support.page import Page
 from tests.support.paths import REPO_ROOT
-from tests.support.service import TOKEN, ServiceProcess
+from tests.support.service import ServiceProcess
 
 pytestmark = pytest.mark.unit
 
@@ -108,56 +109,6 @@ def _shot(d: Any, name: str) -> None:
         docs = REPO_ROOT / "docs" / "images"
         docs.mkdir(exist_ok=True)
         shutil.copy(ARTIFACTS / name, docs / name)
-
-
-class Page:
-    """The page in the browser, with the waits every step needs."""
-
-    def __init__(self, d: Any, base: str) -> None:
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.support import expected_conditions as ec
-        from selenium.webdriver.support.ui import WebDriverWait
-
-        self.d, self.by, self.ec = d, By, ec
-        self.wait = WebDriverWait(d, 60)
-        d.get("about:blank")  # a fresh page: the same URL with a fragment would not reload
-        d.get(f"{base}/#token={TOKEN}")
-        self.wait.until(ec.text_to_be_present_in_element((By.ID, "search-summary"), "latest"))
-
-    def css(self, sel: str) -> Any:
-        return self.d.find_element(self.by.CSS_SELECTOR, sel)
-
-    def all(self, sel: str) -> list[Any]:
-        return list(self.d.find_elements(self.by.CSS_SELECTOR, sel))
-
-    def present(self, sel: str) -> Any:
-        return self.wait.until(self.ec.presence_of_element_located((self.by.CSS_SELECTOR, sel)))
-
-    def text_in(self, ident: str, text: str) -> None:
-        self.wait.until(self.ec.text_to_be_present_in_element((self.by.ID, ident), text))
-
-    def search(self, **fields: str) -> list[str]:
-        """Fill the search form (cleared first), submit, the rows' texts."""
-        self.d.execute_script("document.getElementById('search-form').reset()")
-        self.d.execute_script("document.getElementById('search-summary').textContent = ''")
-        for name, value in fields.items():
-            self.css(f'#search-form [name="{name}"]').send_keys(value)
-        self.css("#search-form button[type=submit]").click()
-        self.text_in("search-summary", "found")
-        return [r.text for r in self.all("#events tbody tr")]
-
-    def node(self, event_type: str) -> None:
-        """Click the event node of that type and wait for its details."""
-        self.css(f'#graph g[data-event-type="{event_type}"]').click()
-        self.text_in("details-title", event_type)
-
-    def downloaded(self, suffix: str) -> bytes:
-        folder: Path = self.d.downloads
-        self.wait.until(lambda _: any(folder.glob(f"*{suffix}")))
-        return next(folder.glob(f"*{suffix}")).read_bytes()
-
-    def error(self) -> str:
-        return str(self.css("#error").text)
 
 
 def test_search_by_every_nifi_field_with_filename_and_uri_columns(
@@ -258,6 +209,29 @@ def test_event_content_view_replay_and_graph_tools(server: ServiceProcess, brows
     p.text_in("content-view", f"first 65536 of {len(LOG)} bytes")
     shown_text = p.css("#content-view pre").get_attribute("textContent")
     assert LOG.decode().startswith(shown_text) and len(shown_text) == 65536
+    assert p.error() == ""
+
+
+def test_selecting_a_node_keeps_it_and_the_keyboard_focus(
+    server: ServiceProcess, browser: object
+) -> None:
+    """A node chosen with the keyboard (Enter) shows its details and stays the focused element:
+    selection marks the node, it does not draw the graph again (which dropped the focus and
+    could leave a click on a removed element)."""
+    from selenium.webdriver.common.keys import Keys
+
+    p = Page(browser, server.client.base)
+    p.search(Filename="orders.csv")
+    p.css("#events tbody tr button.show-lineage").click()
+    receive = p.present('#graph g[data-event-type="RECEIVE"]')
+    p.d.execute_script("arguments[0].focus()", receive)
+    receive.send_keys(Keys.ENTER)
+    p.text_in("details-title", "RECEIVE")
+    focused = p.d.execute_script("return document.activeElement")
+    assert focused.get_attribute("data-node-id") == receive.get_attribute("data-node-id")
+    assert "selected" in receive.get_attribute("class").split()
+    p.node("SEND")  # another node: the selection moves, the RECEIVE is the same element
+    assert "selected" not in receive.get_attribute("class").split()
     assert p.error() == ""
 
 

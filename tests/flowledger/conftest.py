@@ -1,4 +1,4 @@
-"""The service tests' headless Chromium (Debian's chromium + chromedriver, driven by
+"""The page tests' headless Chromium (Debian's chromium + chromedriver, driven by
 Selenium), one per test module; its downloads land in `driver.downloads`."""
 
 from __future__ import annotations
