@@ -1,13 +1,18 @@
-"""Keyed writes (upsert, insert, delete) into merge-on-read tables, run by Spark: delta
-commits whose log blocks the executors write, as `Table.upsert` writes them in one process.
+"""Keyed writes (upsert, insert, delete) run by Spark with the one-process writer's steps:
+copy-on-write commits whose new file slices the executors write, and delta commits of
+merge-on-read tables whose log blocks they write, as `Table.upsert` writes them in one
+process.
 
-The driver begins a `deltacommit` and plans it (`timeline.keyed.plan_delta_write`: the
-table state and the schema, small and picklable). Spark groups the rows into shards no two
-tasks share (by the table's partition columns when keys are unique per partition, else one
-shard; `shard_columns`) and each task runs the one-process writer's array-level steps on
-its shard (`run_delta_shard`: combine duplicates, route by the index, read only what the
-index cannot place, write one log object per partition and new file groups). The driver
-gets one small row per task (what it wrote) and commits them (`commit_delta`).
+The driver begins the instant and plans it (`timeline.plan_rewrite` for copy-on-write,
+`timeline.plan_delta_write` for merge-on-read: the table state and the schema, small and
+picklable). Spark groups the rows into shards no two tasks share (by the table's partition
+columns when keys are unique per partition, else one shard; `shard_columns`) and each task
+runs the one-process writer's array-level steps on its shard (`run_rewrite_shard`: combine
+duplicates, locate by the index, decide, place new records, rewrite the touched file
+groups; `run_delta_shard`: the same routing, then one log object per partition and new
+file groups). The driver gets one small row per task (what it wrote) and commits them
+(`commit_rewrite`, `commit_delta`). No task lists the table; each object is read by the one
+task whose shard needs it.
 
 The batch's order decides between duplicates of a key under the commit_time merge mode: each
 row carries its position (`monotonically_increasing_id`) through the shuffle and a shard is
@@ -17,6 +22,7 @@ sorted by it before it is prepared.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,12 +34,25 @@ from timeline import (
     DeltaShard,
     DeltaWritePlan,
     DuplicateKeys,
+    Instant,
+    KeyedProperties,
+    RewritePlan,
+    RewriteShard,
     Table,
     commit_delta,
+    commit_rewrite,
     plan_delta_write,
+    plan_rewrite,
     run_delta_shard,
+    run_rewrite_shard,
     shard_columns,
 )
+
+from .keyed_options import TABLE_TYPES
+
+#: A keyed write's plan and what one of its tasks wrote: copy-on-write or merge-on-read.
+ShardPlan = DeltaWritePlan | RewritePlan
+Shard = DeltaShard | RewriteShard
 
 SEQ, SHARD = "__flp_seq", "__flp_shard"
 #: One row per task: what it wrote (`DeltaShard` as JSON), or the refusal it met.
@@ -44,7 +63,7 @@ RESULT_SCHEMA = "shard string, refused string, sample string"
 class DeltaShipped:
     """What the executors' function carries (pickled with it)."""
 
-    plan: DeltaWritePlan
+    plan: ShardPlan
     store_uri: str
     store: StoreSettings
     user_columns: tuple[str, ...]
@@ -57,13 +76,19 @@ def _task_name() -> str:
     return f"{ctx.partitionId():05d}-{ctx.taskAttemptId()}" if ctx else "0"
 
 
+def _run(table: Table, plan: ShardPlan, data: pa.Table) -> dict[str, Any]:
+    if isinstance(plan, DeltaWritePlan):
+        return run_delta_shard(table, plan, data, _task_name()).to_json()
+    return run_rewrite_shard(table, plan, data, _task_name()).to_json()
+
+
 def _shard(s: DeltaShipped, t: pa.Table) -> pa.Table:
-    """One shard's delta write, in a task; an insert that meets stored keys is reported,
-    not raised, so the driver refuses it with one line."""
+    """One shard's write, in a task; an insert that meets stored keys is reported, not
+    raised, so the driver refuses it with one line."""
     data = t.sort_by(SEQ).select(list(s.user_columns))
     table = Table(open_store(s.store_uri, s.store), s.plan.settings)
     try:
-        out = json.dumps(run_delta_shard(table, s.plan, data, _task_name()).to_json())
+        out = json.dumps(_run(table, s.plan, data))
         refused, sample = "", "[]"
     except DuplicateKeys as exc:
         out, refused, sample = "", str(exc), json.dumps(exc.keys)
@@ -87,14 +112,18 @@ def _grouped(s: DeltaShipped) -> Any:
 
 
 def plan_and_write(
-    df: Any, table: Table, txn: Any, props: Any, operation: str, on_duplicate: str,
-    store_uri: str, store: StoreSettings, incoming: pa.Schema | None,
-) -> tuple[DeltaWritePlan, list[DeltaShard]]:  # fmt: skip
-    """Plan the delta commit on the driver and run its shards on Spark; returns what the
-    tasks wrote (the caller commits or aborts)."""
+    df: Any, table: Table, txn: Any, props: KeyedProperties, operation: str,
+    on_duplicate: str, store_uri: str, store: StoreSettings, incoming: pa.Schema | None,
+) -> tuple[ShardPlan, list[Shard]]:  # fmt: skip
+    """Plan the commit on the driver (a delta commit on a merge-on-read table) and run its
+    shards on Spark; returns what the tasks wrote (the caller commits or aborts)."""
     from pyspark.sql import functions as F
 
-    plan = plan_delta_write(table, txn, props, incoming, operation, on_duplicate)
+    plan: ShardPlan
+    if props.table_type == TABLE_TYPES[1]:  # merge_on_read
+        plan = plan_delta_write(table, txn, props, incoming, operation, on_duplicate)
+    else:
+        plan = plan_rewrite(table, txn, props, incoming, operation, on_duplicate)
     user = tuple(c for c in df.columns if c not in META_COLUMNS)
     shipped = DeltaShipped(plan, store_uri, store, user)
     src = df.select(*user).withColumn(SEQ, F.monotonically_increasing_id())
@@ -105,7 +134,20 @@ def plan_and_write(
     refused = [r for r in rows if r["refused"]]
     if refused:
         raise DuplicateKeys(refused[0]["refused"], json.loads(refused[0]["sample"]))
-    return plan, [DeltaShard.from_json(json.loads(r["shard"])) for r in rows]
+    decode = DeltaShard.from_json if isinstance(plan, DeltaWritePlan) else RewriteShard.from_json
+    return plan, [decode(json.loads(r["shard"])) for r in rows]
 
 
-__all__ = ["DeltaShipped", "commit_delta", "plan_and_write"]
+def commit_shards(
+    txn: Any, plan: ShardPlan, shards: Sequence[Shard], extra_metadata: Mapping[str, str]
+) -> Instant:
+    """Complete the commit with exactly what the tasks wrote (each shard is of its plan's
+    kind), sweeping what failed attempts left under the instant."""
+    if isinstance(plan, DeltaWritePlan):
+        deltas = [s for s in shards if isinstance(s, DeltaShard)]
+        return commit_delta(txn, plan, deltas, extra_metadata=extra_metadata)
+    rewrites = [s for s in shards if isinstance(s, RewriteShard)]
+    return commit_rewrite(txn, plan, rewrites, extra_metadata=extra_metadata)
+
+
+__all__ = ["DeltaShipped", "Shard", "ShardPlan", "commit_shards", "plan_and_write"]

@@ -39,7 +39,7 @@ from .delete_rewrite import delete_by_keys
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
+from .slice_writer import SliceOut, base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
     from storage import ObjectStore
@@ -63,6 +63,9 @@ class Group:
     inserts: int = 0
     updates: int = 0
     deletes: int = 0
+    #: The base file's bytes when the planner kept them from `locate` (None: fetched when
+    #: the slice is written); dropped once written.
+    body: bytes | None = None
 
 
 class _Rewrites:
@@ -76,6 +79,7 @@ class _Rewrites:
         g = self.groups.get(f.group)
         if g is None:
             g = self.groups[f.group] = Group(f.group, f.partition, f)
+            g.body = self.plan.take_located(f)
         return g
 
     def mark(self, r: Replaced) -> tuple[pa.Array, pa.Array]:
@@ -143,23 +147,6 @@ def place_inserts(
     return new_groups
 
 
-@dataclass(frozen=True)
-class SliceOut:
-    """Where one write's new slices go: instant `t`, at `data_key(partition, name)`, in
-    `schema`. `task` names the engine task attempt writing them ("" in one process): it is
-    part of every rewritten slice's name, so a retried attempt never overwrites a slice an
-    earlier attempt may have reported."""
-
-    t: str
-    data_key: Callable[[str, str], str]
-    schema: pa.Schema
-    task: str = ""
-
-    def slice_key(self, partition: str, group: str) -> str:
-        tag = f"{self.task}_" if self.task else ""
-        return self.data_key(partition, f"{group}_{tag}{self.t}.parquet")
-
-
 def write_group_at(
     store: ObjectStore,
     data_key: Callable[[str, str], str],
@@ -179,10 +166,11 @@ def write_group_at(
     n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
     if g.base is not None:
-        parts.append(base_rows(store, g.base, g.drop, schema, n))
+        parts.append(base_rows(store, g.base, g.drop, schema, n, body=g.body))
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     written = encode_slice(chain.from_iterable(parts), schema, n)
+    g.body = None
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
     store.put(key, written.body)
     f = describe_bytes(key, written.body, g.partition, g.group)

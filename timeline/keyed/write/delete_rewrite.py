@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,10 +31,7 @@ from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL
 from ..merge import wins
 from .planner import Batch, Planner
-from .slice_writer import encode_slice, kept_rows, slice_stats
-
-if TYPE_CHECKING:
-    from .copy_on_write import SliceOut
+from .slice_writer import SliceOut, encode_slice, kept_rows, slice_stats
 
 
 @dataclass(frozen=True)
