@@ -1,4 +1,4 @@
-"""Both Spark writers' keyed paths (upsert, insert, delete; see keyed_delta.py for the job).
+"""Both Spark writers' keyed paths (upsert, insert, delete; see keyed_shards.py for the job).
 
 - native (`flowledger.spark.write(df, uri, options={"operation": "upsert", ...})`) and data
   source (`flowledger.spark.save(df, uri, options={...})`) alike: the driver plans, Spark's
@@ -80,7 +80,7 @@ def _write_shards(
     """One keyed commit whose objects Spark's tasks write: new file slices (a `commit`), or
     log blocks and new file groups (a `deltacommit` on a merge-on-read table). `more`:
     commit metadata to add; `repo_option`: the provenance repository asked for."""
-    from .keyed_delta import commit_shards, plan_and_write
+    from .keyed_shards import commit_shards, plan_and_write
 
     spark = df.sparkSession
     action = DELTA_COMMIT if o.merge_on_read else COMMIT

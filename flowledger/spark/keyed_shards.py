@@ -60,7 +60,7 @@ RESULT_SCHEMA = "shard string, refused string, sample string"
 
 
 @dataclass(frozen=True)
-class DeltaShipped:
+class ShardShipped:
     """What the executors' function carries (pickled with it)."""
 
     plan: ShardPlan
@@ -82,7 +82,7 @@ def _run(table: Table, plan: ShardPlan, data: pa.Table) -> dict[str, Any]:
     return run_rewrite_shard(table, plan, data, _task_name()).to_json()
 
 
-def _shard(s: DeltaShipped, t: pa.Table) -> pa.Table:
+def _shard(s: ShardShipped, t: pa.Table) -> pa.Table:
     """One shard's write, in a task; an insert that meets stored keys is reported, not
     raised, so the driver refuses it with one line."""
     data = t.sort_by(SEQ).select(list(s.user_columns))
@@ -101,7 +101,7 @@ def _shard(s: DeltaShipped, t: pa.Table) -> pa.Table:
     )
 
 
-def _grouped(s: DeltaShipped) -> Any:
+def _grouped(s: ShardShipped) -> Any:
     """`_shard` as a function of one Arrow table, type-hinted (PySpark infers a grouped
     Arrow function's kind from its hints)."""
 
@@ -125,7 +125,7 @@ def plan_and_write(
     else:
         plan = plan_rewrite(table, txn, props, incoming, operation, on_duplicate)
     user = tuple(c for c in df.columns if c not in META_COLUMNS)
-    shipped = DeltaShipped(plan, store_uri, store, user)
+    shipped = ShardShipped(plan, store_uri, store, user)
     src = df.select(*user).withColumn(SEQ, F.monotonically_increasing_id())
     by = [c for c in shard_columns(props) if c in user]
     if not by:  # one shard (Spark takes a literal in groupBy for a column's ordinal)
@@ -150,4 +150,4 @@ def commit_shards(
     return commit_rewrite(txn, plan, rewrites, extra_metadata=extra_metadata)
 
 
-__all__ = ["DeltaShipped", "Shard", "ShardPlan", "commit_shards", "plan_and_write"]
+__all__ = ["Shard", "ShardPlan", "ShardShipped", "commit_shards", "plan_and_write"]
