@@ -5,8 +5,9 @@
 Three sessions on `local[2]`, each in its own process so none inherits another's settings:
 `flowledger.spark.session()` as it comes, a plain `SparkSession` with only the data source
 registered (Spark's defaults: 200 shuffle partitions), and the baseline: the first with the
-keyed write's shuffle left at the session's 200 partitions (as before it was sized to the
-input; copy-on-write only, merge-on-read writes were refused then). Each writes a six-row
+keyed write's shuffle left at the session's 200 partitions and adaptive execution off, so
+nothing sizes the shuffle to the input (what a keyed write cost before it was sized;
+copy-on-write only, merge-on-read writes were refused then). Each writes a six-row
 upsert into a keyed copy-on-write table and a merge-on-read table on the local filesystem,
 after one warm-up write (the first write pays the JVM's and the Python workers' start). The
 table prints seconds per write and the Spark tasks each write ran (its shuffle's width), with
@@ -26,7 +27,8 @@ from typing import Any
 
 GOAL_SECONDS = 15.0
 #: "unsized": `flowledger.spark.session()` with the keyed write's shuffle left at the
-#: session's width (the baseline: what a keyed write cost before it was sized to its input).
+#: session's width and adaptive execution (which coalesces small shuffles) off: the baseline,
+#: a shuffle nothing sizes to the input.
 SESSIONS = ("unsized", "flowledger", "plain")
 TABLE_TYPES = ("copy_on_write", "merge_on_read")
 
@@ -39,7 +41,10 @@ def _session(kind: str, repo: Path) -> Any:
 
         shuffle.shuffle_width = lambda df, configured: configured
     if kind in ("flowledger", "unsized"):
-        return fs.session(repo=str(repo), master="local[2]", conf={"spark.ui.enabled": "false"})
+        conf = {"spark.ui.enabled": "false"}
+        if kind == "unsized":
+            conf["spark.sql.adaptive.enabled"] = "false"
+        return fs.session(repo=str(repo), master="local[2]", conf=conf)
     import os
 
     from pyspark.sql import SparkSession

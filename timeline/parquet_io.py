@@ -120,6 +120,15 @@ def _read_one(body: bytes, columns: Sequence[str] | None, schema: pa.Schema | No
     return pf.read(columns=wanted, use_threads=False)
 
 
+def decode_file(
+    body: bytes, columns: Sequence[str] | None = None, schema: pa.Schema | None = None
+) -> pa.Table:
+    """One verified file's rows (or some columns) from bytes already fetched, in the
+    table's `schema` when given, as `read_files` decodes each file."""
+    t = _read_one(body, columns, schema)
+    return conform(t, schema, columns) if schema is not None else t
+
+
 def read_files(
     store: ObjectStore,
     files: Sequence[DataFile],

@@ -63,7 +63,6 @@ from .keyed_options import keyed_options, requested_properties
 from .paths import TablePath, resolve_repo_uri, table_path
 from .writer_options import (
     BARE_KEYED,
-    KEYED_TASK_OPTION,
     NAME,
     FilesWritten,
     gather,
@@ -140,18 +139,6 @@ class FlowledgerDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         path = self._path()
-        planned = _option(self.options, KEYED_TASK_OPTION)
-        if planned:  # a keyed write `flowledger.spark.save` planned and began
-            from .keyed_datasource import KeyedTimelineWriter
-            from .keyed_writers import KeyedTask
-
-            return KeyedTimelineWriter(
-                facts=self.facts,
-                path=path,
-                task=KeyedTask.decode(planned),
-                repo_uri=resolve_repo_uri(_option(self.options, "repo"), self.facts.conf),
-                options={str(k): str(v) for k, v in self.options.items()},
-            )
         if keyed_options(self.options) is not None or requested_properties(self.options):
             raise SparkWriteError(BARE_KEYED)
         parts = partition_columns(_option(self.options, "partitionBy"))

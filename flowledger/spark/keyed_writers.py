@@ -1,16 +1,11 @@
-"""Both Spark writers' keyed paths (upsert, insert, delete; see keyed.py for the jobs).
+"""Both Spark writers' keyed paths (upsert, insert, delete; see keyed_shards.py for the job).
 
-- native (`flowledger.spark.write(df, uri, options={"operation": "upsert", ...})`): the
-  driver plans, Spark rewrites every touched file group in a grouped Arrow function, the
-  driver commits the returned descriptions (`timeline.keyed.commit_keyed`);
-- data source (`flowledger.spark.save(df, uri, options={...})`): the driver plans the same
-  jobs, detaches the instant (`timeline.PendingWrite`) and writes the change rows, sorted by
-  file group, through `format("flowledger")`: its tasks rewrite the groups with a
-  `TaskWriter`, its commit worker completes the instant.
-
-A merge-on-read table takes neither: both writers run its delta commit as keyed_delta.py
-does (the executors write log blocks and new file groups, the driver commits, recording
-`save`'s write id and inputs as the data source would).
+- native (`flowledger.spark.write(df, uri, options={"operation": "upsert", ...})`) and data
+  source (`flowledger.spark.save(df, uri, options={...})`) alike: the driver plans, Spark's
+  tasks run the one-process writer's array-level steps on shards no two tasks share (new
+  file slices on a copy-on-write table, log blocks and new file groups in a delta commit on
+  a merge-on-read table), the driver commits exactly what they wrote (recording `save`'s
+  write id and inputs as the data source would).
 
 A bare `df.write.format("flowledger").option("operation", "upsert")` cannot take this path:
 PySpark's Python Data Source API gives a writer its rows as they come, with no way to ask
@@ -20,9 +15,6 @@ refuses it with a pointer to `flowledger.spark.save`.
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,12 +24,7 @@ from timeline import (
     COMMIT,
     DELTA_COMMIT,
     KeyedProperties,
-    PendingWrite,
     Table,
-    Transaction,
-    WriteTarget,
-    commit_keyed,
-    plan_keyed_write,
 )
 
 from .arrow import arrow_schema
@@ -51,11 +38,10 @@ from .commit_info import (
 from .committing import commit_info, extra_metadata, job_info, run_hooks
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
-from .keyed import KeyedJob, Shipped, plan_job, sorted_by_group
 from .keyed_options import TABLE_TYPES, KeyedOptions, keyed_options, resolve_properties
 from .paths import TablePath, resolve_repo_uri, table_path
 from .shuffle import sized_shuffle
-from .writer_options import KEYED_TASK_OPTION, NAME, WRITE_ID_OPTION, input_files_option
+from .writer_options import input_files_option
 
 
 @dataclass(frozen=True)
@@ -83,19 +69,7 @@ def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:
     return _Opened(path, table, props, kopts, settings)
 
 
-def _begin(df: Any, o: _Opened) -> tuple[Transaction, KeyedJob]:
-    txn = o.table.begin(COMMIT, operation=o.kopts.operation)
-    try:
-        incoming = arrow_schema(df.schema) if o.kopts.upsert else None
-        plan = plan_keyed_write(o.table, txn, o.props, incoming)
-        job = plan_job(df, plan, o.kopts, o.path.store_uri, o.settings, WriteTarget.of(txn))
-    except BaseException:
-        txn.abort()
-        raise
-    return txn, job
-
-
-def _write_delta(
+def _write_shards(
     df: Any,
     o: _Opened,
     job_meta: SparkJobInfo,
@@ -103,12 +77,14 @@ def _write_delta(
     more: Mapping[str, str] | None = None,
     repo_option: str | None = None,
 ) -> CommitInfo:
-    """A merge-on-read table's keyed write: one delta commit, logs written by the tasks
-    (`more`: commit metadata to add; `repo_option`: the provenance repository asked for)."""
-    from .keyed_delta import commit_delta, plan_and_write
+    """One keyed commit whose objects Spark's tasks write: new file slices (a `commit`), or
+    log blocks and new file groups (a `deltacommit` on a merge-on-read table). `more`:
+    commit metadata to add; `repo_option`: the provenance repository asked for."""
+    from .keyed_shards import commit_shards, plan_and_write
 
     spark = df.sparkSession
-    txn = o.table.begin(DELTA_COMMIT, operation=o.kopts.operation)
+    action = DELTA_COMMIT if o.merge_on_read else COMMIT
+    txn = o.table.begin(action, operation=o.kopts.operation)
     try:
         incoming = arrow_schema(df.schema) if o.kopts.upsert else None
         plan, shards = plan_and_write(
@@ -118,7 +94,7 @@ def _write_delta(
     except BaseException:
         txn.abort()
         raise
-    instant = commit_delta(txn, plan, shards, extra_metadata=extra_metadata(job_meta, more))
+    instant = commit_shards(txn, plan, shards, extra_metadata(job_meta, more))
     files = [f for s in shards for f in s.files]
     repo = resolve_repo_uri(repo_option, conf_of(spark))
     info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)
@@ -136,106 +112,20 @@ def write_keyed(
     """The native writer's keyed write: one commit of the rewritten file groups (a delta
     commit of log blocks on a merge-on-read table), its shuffles sized to the input."""
     with sized_shuffle(df):
-        return _write_keyed(df, uri, mode, options, hooks)
-
-
-def _write_keyed(
-    df: Any,
-    uri: str,
-    mode: str,
-    options: Mapping[str, str],
-    hooks: Sequence[CommitHook] | None,
-) -> CommitInfo:
-    from .keyed import rewrite_natively
-
-    spark = df.sparkSession
-    job_meta = job_info(spark, df)
-    o = _open(df, uri, mode, options)
-    if o.merge_on_read:
-        return _write_delta(df, o, job_meta, hooks)
-    txn, job = _begin(df, o)
-    try:
-        files, stats, beat = rewrite_natively(job)
-        files_read = job.files_read()
-    except BaseException:
-        txn.abort()
-        raise
-    finally:
-        job.release()
-    instant = commit_keyed(
-        txn,
-        job.shipped.plan,
-        files,
-        stats,
-        files_read=files_read,
-        extra_metadata=extra_metadata(job_meta),
-        sweep=True,
-        heartbeat_written=beat,
-    )
-    repo = resolve_repo_uri(None, conf_of(spark))
-    info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)
-    run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
-    return info
-
-
-@dataclass(frozen=True)
-class KeyedTask:
-    """A keyed write planned by the driver, for the data source's tasks and commit worker."""
-
-    shipped: Shipped
-    pending: PendingWrite
-    operation: str
-    files_read: int
-
-    def encode(self) -> str:
-        return base64.b64encode(pickle.dumps(self)).decode()
-
-    @staticmethod
-    def decode(text: str) -> KeyedTask:
-        task = pickle.loads(base64.b64decode(text))  # written by this job's own driver
-        assert isinstance(task, KeyedTask)
-        return task
+        spark = df.sparkSession
+        job_meta = job_info(spark, df)
+        return _write_shards(df, _open(df, uri, mode, options), job_meta, hooks)
 
 
 def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
-    """The data source's keyed write: plan on the driver, rewrite in the data source's
-    tasks, complete in its commit worker (the caller finds the commit by `write_id`); its
-    shuffles sized to the input."""
+    """The data source's keyed write: the same commit, recording the data source's job, its
+    inputs and `write_id` (the caller finds the commit by it); its shuffles sized to the
+    input."""
     with sized_shuffle(df):
-        _save_keyed(df, uri, mode, options, write_id)
-
-
-def _save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
-    o = _open(df, uri, mode, options)
-    if o.merge_on_read:
+        o = _open(df, uri, mode, options)
         job_meta = replace(
             job_info(df.sparkSession, df, "flowledger.datasource"),
             input_files=input_files_option(options),
         )
         more = {WRITE_ID_METADATA_KEY: write_id}
-        _write_delta(df, o, job_meta, None, more, options.get("repo"))
-        return
-    kopts = o.kopts
-    txn, job = _begin(df, o)
-    try:
-        files_read = job.files_read()
-        # The tasks need the snapshot's files, not the index's filters.
-        shipped = replace(job.shipped, plan=replace(job.shipped.plan, stats={}))
-    except BaseException:
-        job.release()
-        txn.abort()
-        raise
-    pending = PendingWrite.detach(txn)
-    task = KeyedTask(shipped, pending, kopts.operation, files_read)
-    opts = {**options, KEYED_TASK_OPTION: task.encode(), WRITE_ID_OPTION: write_id}
-    try:
-        sorted_by_group(job).write.format(NAME).mode("append").options(**opts).save(uri)
-    except BaseException:
-        # The data source aborts what it began; this covers a failure before its writer ran.
-        conf = conf_of(df.sparkSession)
-        store = open_store(table_path(uri).store_uri, store_settings(conf))
-        with contextlib.suppress(Exception):
-            pending.abort(store, table_settings(conf, options))
-        raise
-    finally:
-        job.release()
+        _write_shards(df, o, job_meta, None, more, options.get("repo"))

@@ -33,9 +33,6 @@ INPUT_FILES_OPTION = "inputFiles"
 #: Writer option: an id recorded in the commit metadata (`flowledger.spark.save` sets it).
 WRITE_ID_OPTION = "flowledgerWriteId"
 
-#: Writer option carrying a keyed write `flowledger.spark.save` planned (keyed_writers.py).
-KEYED_TASK_OPTION = "flowledgerKeyedTask"
-
 BARE_KEYED = (
     "a keyed write (upsert, insert, delete) needs Spark to bring each file group's records "
     "together, which a Python data source cannot ask for: write with "

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ..errors import SchemaMismatch
 from ..partitioning import partition_column, partition_value
-from .properties import PARTITION, KeyedProperties, PropertiesError
+from .properties import KeyedProperties, PropertiesError
 
 if TYPE_CHECKING:
     from ..metadata import DataFile
@@ -153,13 +153,6 @@ def integer_key_column(props: KeyedProperties | None, schema: pa.Schema | None) 
     if col in schema.names and pa.types.is_integer(schema.field(col).type):
         return col
     return None
-
-
-def identities(keys: Sequence[str], partitions: Sequence[str], props: KeyedProperties) -> list[str]:
-    """What names one record: its key (global keys) or its partition and key."""
-    if props.key_scope == PARTITION:
-        return [f"{p}\x00{k}" for p, k in zip(partitions, keys, strict=True)]
-    return list(keys)
 
 
 def with_meta(data: pa.Table, instant_time: str, keys: Sequence[str] | pa.Array) -> pa.Table:

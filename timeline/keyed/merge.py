@@ -89,21 +89,12 @@ def combine_rows(
     return np.sort(t.column("pos").to_numpy()[last])
 
 
-def incoming_wins(
-    stored: Any, incoming: Any, props: KeyedProperties, *, has_ordering: bool
-) -> bool:
-    """Whether an incoming version (upsert or delete) replaces the stored one.
-    `has_ordering` is False for a delete that carries no ordering value."""
-    if props.merge_mode != EVENT_TIME or not has_ordering:
-        return True
-    return _ordering_key(incoming) >= _ordering_key(stored)
-
-
 def wins(
     stored: pa.Array, incoming: pa.Array | None, props: KeyedProperties, has: bool
 ) -> np.ndarray:
-    """`incoming_wins` over aligned arrays (vectorized): which incoming versions replace
-    the stored ones."""
+    """Which incoming versions (upserts or deletes) replace the stored ones, over aligned
+    arrays: all of them unless the merge mode is event_time and the incoming side carries
+    ordering values (`has`), then those not older than the stored ones."""
     if props.merge_mode != EVENT_TIME or not has or incoming is None:
         return np.ones(len(stored), dtype=bool)
     return not_older(stored, incoming)

@@ -148,20 +148,20 @@ def test_a_write_rewrites_at_most_the_inflight_bytes_at_once(
         t.insert(_rows(list(range(k, 600, FILES))))
     lock = threading.Lock()
     state = {"now": 0, "most": 0}
-    real = write_mod.write_group
+    real = write_mod.write_group_at
 
-    def counted(*args: Any) -> Any:
+    def counted(*args: Any, **kw: Any) -> Any:
         with lock:
             state["now"] += 1
             state["most"] = max(state["most"], state["now"])
         try:
             time.sleep(0.01)  # lets another rewrite start, if the budget allowed it
-            return real(*args)
+            return real(*args, **kw)
         finally:
             with lock:
                 state["now"] -= 1
 
-    monkeypatch.setattr(write_mod, "write_group", counted)
+    monkeypatch.setattr(write_mod, "write_group_at", counted)
     done = t.upsert(pa.table({"id": list(range(600)), "ts": [2] * 600, "v": ["u"] * 600}))
     assert len(t.entry(done.time).metadata[WRITE_STATS]) == FILES  # every group rewritten
     assert state["most"] == 1

@@ -19,8 +19,7 @@ from timeline import (
     Table,
     TableSettings,
     WriterNotSupported,
-    check_engine_write,
-    plan_keyed_write,
+    plan_rewrite,
 )
 from timeline.keyed import KeyedProperties
 from timeline.keyed.write.merge_on_read import delta_write
@@ -148,22 +147,19 @@ def test_the_engine_copy_on_write_plan_refuses_a_merge_on_read_table(tmp_path: P
     refused for a merge-on-read table, with one line naming the table type and the plan
     that writes it (delta commits)."""
     t = _with_logged_changes(tmp_path)
-    with pytest.raises(WriterNotSupported) as caught:
-        check_engine_write(MOR, t.uri)
+    txn = t.begin(COMMIT, operation="upsert")
+    try:
+        with pytest.raises(WriterNotSupported) as caught:
+            plan_rewrite(t, txn, MOR, _rows([1], 9).schema, "upsert")
+    finally:
+        txn.abort()
     message = str(caught.value)
     assert "\n" not in message and "merge_on_read" in message and "plan_delta_write" in message
     assert kind_of(caught.value) == ErrorKind.REFUSED
-    txn = t.begin(COMMIT, operation="upsert")
-    try:
-        with pytest.raises(WriterNotSupported):
-            plan_keyed_write(t, txn, MOR, _rows([1], 9).schema)
-    finally:
-        txn.abort()
     cow = _table(tmp_path / "cow", COW)
     cow.upsert(_rows([1, 2], 0))
-    check_engine_write(COW, cow.uri)  # copy-on-write: what the engine writer builds
     txn = cow.begin(COMMIT, operation="upsert")
-    try:
-        assert plan_keyed_write(cow, txn, COW, _rows([1], 9).schema).files
+    try:  # copy-on-write: what the engine writer builds
+        assert plan_rewrite(cow, txn, COW, _rows([1], 9).schema, "upsert").state.snapshot().files
     finally:
         txn.abort()

@@ -10,7 +10,6 @@ from .ranges import (
     RangeBloomIndex,
     bloom_ref,
     range_bloom_index,
-    write_stats_by_path,
 )
 from .record_index import (
     RECORD_INDEX_DELTA,
@@ -36,5 +35,4 @@ __all__ = [
     "merge_if_due",
     "range_bloom_index",
     "write_delta",
-    "write_stats_by_path",
 ]

@@ -39,7 +39,7 @@ from .delete_rewrite import delete_by_keys
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import Filter, plan_on
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import base_rows, encode_slice, new_rows, slice_stats
+from .slice_writer import SliceOut, base_rows, encode_slice, new_rows, slice_stats
 
 if TYPE_CHECKING:
     from storage import ObjectStore
@@ -63,6 +63,9 @@ class Group:
     inserts: int = 0
     updates: int = 0
     deletes: int = 0
+    #: The base file's bytes when the planner kept them from `locate` (None: fetched when
+    #: the slice is written); dropped once written.
+    body: bytes | None = None
 
 
 class _Rewrites:
@@ -76,6 +79,7 @@ class _Rewrites:
         g = self.groups.get(f.group)
         if g is None:
             g = self.groups[f.group] = Group(f.group, f.partition, f)
+            g.body = self.plan.take_located(f)
         return g
 
     def mark(self, r: Replaced) -> tuple[pa.Array, pa.Array]:
@@ -143,21 +147,6 @@ def place_inserts(
     return new_groups
 
 
-def write_group(
-    txn: Transaction,
-    g: Group,
-    incoming: pa.Table | None,
-    schema: pa.Schema,
-    fpp: float,
-) -> tuple[DataFile, dict[str, Any]]:
-    """One file group's new slice: kept rows of its base plus its new rows, written and
-    described (the caller adds it to the commit, in group order)."""
-    t = txn.table
-    return write_group_at(
-        t.store, txn.data_key, txn.instant_time, g, incoming, schema, fpp, t.settings
-    )
-
-
 def write_group_at(
     store: ObjectStore,
     data_key: Callable[[str, str], str],
@@ -167,17 +156,22 @@ def write_group_at(
     schema: pa.Schema,
     fpp: float,
     settings: TableSettings,
+    *,
+    task: str = "",
 ) -> tuple[DataFile, dict[str, Any]]:
-    """`write_group` by the instant's key rule `data_key(partition, name)`, for a process
-    that holds no transaction (an engine's task)."""
+    """One file group's new slice: kept rows of its base plus its new rows, written by the
+    instant's key rule `data_key(partition, name)` and described (the caller adds it to the
+    commit, in group order). Runs in the process that began the instant or in an engine's
+    task (`task`: its attempt, see `SliceOut`)."""
     n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
     if g.base is not None:
-        parts.append(base_rows(store, g.base, g.drop, schema, n))
+        parts.append(base_rows(store, g.base, g.drop, schema, n, body=g.body))
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     written = encode_slice(chain.from_iterable(parts), schema, n)
-    key = data_key(g.partition, f"{g.group}_{instant_time}.parquet")
+    g.body = None
+    key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
     store.put(key, written.body)
     f = describe_bytes(key, written.body, g.partition, g.group)
     counts = (g.inserts, g.updates, g.deletes)
@@ -210,49 +204,78 @@ def _record_index_delta(
     return write_delta(txn.table.store, path, changes, plan.table.settings)
 
 
-def _rewrite(
-    txn: Transaction,
+@dataclass(frozen=True)
+class RewriteOutput:
+    """What one copy-on-write write wrote (the caller commits it): new slices with their
+    write stats in file-group order, every file group given a slice (for the record-level
+    index), and the deleted records' (keys, partitions)."""
+
+    slices: list[tuple[DataFile, dict[str, Any]]]
+    groups: list[Group]
+    tombstones: list[tuple[pa.Array, pa.Array]]
+
+
+def write_rewrites(
     plan: Planner,
-    rewrites: _Rewrites,
-    batch: Batch | None,
-    deletes: pa.Table | None,
-    where: Filter | None,
+    out: SliceOut,
     operation: str,
-    on_duplicate: str,
-    on_plan: Callable[[Planner], None] | None,
-    tombstones: list[tuple[pa.Array, pa.Array]],
-) -> tuple[list[tuple[DataFile, dict[str, Any]]], list[Group]]:
-    """Locate the batch's records, decide what each does, and write every touched file
-    group's new slice; (slices in group order, new file groups). Deleted records' keys go to
-    `tombstones`."""
-    s = plan.table.settings
-    schema = txn.schema
+    *,
+    batch: Batch | None = None,
+    dbatch: Batch | None = None,
+    where: Filter | None = None,
+    on_duplicate: str = FAIL,
+    on_plan: Callable[[Planner], None] | None = None,
+) -> RewriteOutput:
+    """Steps 2 to 4 for prepared `batch` (upserts), `dbatch` (deletes by key) and `where`:
+    locate the records, decide what each does, place new records, and write every touched
+    file group's new slice. Runs in the process that began the instant, or in an engine's
+    task that holds the plan (keyed/write/engine_copy_on_write.py)."""
+    if batch is None and where is None and dbatch is not None:
+        # Keys alone: each candidate file is read once and filtered
+        # (keyed/write/delete_rewrite.py).
+        if on_plan is not None:
+            on_plan(plan)
+        slices, gone = delete_by_keys(out, plan, dbatch)
+        return RewriteOutput(slices, [], [gone])
+    rewrites = _Rewrites(plan)
+    tombstones: list[tuple[pa.Array, pa.Array]] = []
     pending: dict[str, np.ndarray] = {}
     if batch is not None:
         upserts = decide_upserts(plan, batch, operation, on_duplicate)
         rewrites.mark(upserts.replaced)
         pending = upserts.inserts
-    if deletes is not None:
-        dbatch = prepare_batch(deletes, plan.props, txn.instant_time, upsert=False)
+    if dbatch is not None:
         tombstones.append(rewrites.mark(decide_deletes(plan, dbatch)))
     if where is not None:
         tombstones.append(rewrites.mark(decide_filter(plan, where)))
     new_groups = place_inserts(plan, pending, rewrites)
     if on_plan is not None:
         on_plan(plan)
+    slices = _write_groups(plan, out, rewrites, new_groups, batch)
+    return RewriteOutput(slices, [*rewrites.groups.values(), *new_groups], tombstones)
+
+
+def _write_groups(
+    plan: Planner, out: SliceOut, rewrites: _Rewrites, new_groups: list[Group],
+    batch: Batch | None,
+) -> list[tuple[DataFile, dict[str, Any]]]:  # fmt: skip
+    """Every touched file group's new slice (rewritten groups in group order, then new
+    ones), a bounded number of groups' bytes in memory at once."""
+    s, store = plan.table.settings, plan.table.store
     incoming_rows = batch.rows if batch is not None else None
     rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
     todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     fpp = plan.bloom_fpp
-    slices = bounded_map(
-        lambda g: write_group(txn, g, incoming_rows, schema, fpp),
+    return bounded_map(
+        lambda g: write_group_at(
+            store, out.data_key, out.t, g, incoming_rows, out.schema, fpp, s, task=out.task
+        ),
         todo,
         workers=s.write_parallelism,
         budget=s.write_inflight_bytes,
         cost=lambda g: (g.base.size if g.base else 0) + len(g.new) * record_size,
     )
-    return slices, new_groups
 
 
 def keyed_write(
@@ -276,40 +299,26 @@ def keyed_write(
         st = table.state()  # read after begin: whatever it misses is validated at commit
         plan_on(txn, st)
         plan = Planner(table, props, st, index)
-        batch = (
-            prepare_batch(data, props, txn.instant_time, upsert=True) if data is not None else None
-        )
+        t = txn.instant_time
+        batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
+        dbatch = prepare_batch(deletes, props, t, upsert=False) if deletes is not None else None
         schema = plan.schema
         if batch is not None:
             schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
         txn.schema = schema
-        rewrites = _Rewrites(plan)
-        new_groups: list[Group] = []
-        tombstones: list[tuple[pa.Array, pa.Array]] = []  # (keys, partitions) deleted
-        if batch is None and where is None and deletes is not None:
-            # Keys alone: each candidate file is read once and filtered
-            # (keyed/write/delete_rewrite.py).
-            dbatch = prepare_batch(deletes, props, txn.instant_time, upsert=False)
-            if on_plan is not None:
-                on_plan(plan)
-            slices, gone = delete_by_keys(txn, plan, dbatch, schema)
-            tombstones.append(gone)
-        else:
-            slices, new_groups = _rewrite(
-                txn, plan, rewrites, batch, deletes, where, operation, on_duplicate, on_plan,
-                tombstones,
-            )  # fmt: skip
-        for f, _ in slices:
+        out = write_rewrites(
+            plan, SliceOut(t, txn.data_key, schema), operation, batch=batch, dbatch=dbatch,
+            where=where, on_duplicate=on_duplicate, on_plan=on_plan,
+        )  # fmt: skip
+        for f, _ in out.slices:
             txn.add(f)
-        stats = [stat for _, stat in slices]
         details: dict[str, Any] = {
-            WRITE_STATS: stats,
+            WRITE_STATS: [stat for _, stat in out.slices],
             "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
         }
         deltas = 0
         if plan.record_index is not None:
-            written = [*rewrites.groups.values(), *new_groups]
-            delta = _record_index_delta(txn, plan, batch, written, tombstones)
+            delta = _record_index_delta(txn, plan, batch, out.groups, out.tombstones)
             details[RECORD_INDEX_DELTA] = delta
             deltas = len(plan.record_index.deltas) + (1 if delta["rows"] else 0)
         done = txn.commit(metadata, details)

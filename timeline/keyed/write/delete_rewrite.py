@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,10 +31,7 @@ from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL
 from ..merge import wins
 from .planner import Batch, Planner
-from .slice_writer import encode_slice, kept_rows, slice_stats
-
-if TYPE_CHECKING:
-    from ...txn import Transaction
+from .slice_writer import SliceOut, encode_slice, kept_rows, slice_stats
 
 
 @dataclass(frozen=True)
@@ -78,23 +75,23 @@ def _deleted_rows(
 
 
 def _rewrite(
-    txn: Transaction,
+    out: SliceOut,
     plan: Planner,
     f: DataFile,
     keys: pa.Array,
     ordering: pa.Array | None,
     schema: pa.Schema,
 ) -> DeletedSlice | None:
-    store = txn.table.store
+    store = plan.table.store
     pf = pq.ParquetFile(pa.BufferReader(read_verified(store, f)))
     gone, removed_keys = _deleted_rows(pf, plan, keys, ordering)
     if not len(gone):
         return None
     keep = np.ones(pf.metadata.num_rows, dtype=bool)
     keep[gone] = False
-    n = txn.table.settings.parquet_row_group_rows
+    n = plan.table.settings.parquet_row_group_rows
     written = encode_slice(kept_rows(pf, keep, schema, n), schema, n)
-    key = txn.data_key(f.partition, f"{f.group}_{txn.instant_time}.parquet")
+    key = out.slice_key(f.partition, f.group)
     store.put(key, written.body)
     new = describe_bytes(key, written.body, f.partition, f.group)
     stats = slice_stats(store, new, written, f, (0, 0, len(gone)), plan.bloom_fpp)
@@ -102,7 +99,7 @@ def _rewrite(
 
 
 def delete_by_keys(
-    txn: Transaction, plan: Planner, dbatch: Batch, schema: pa.Schema
+    out: SliceOut, plan: Planner, dbatch: Batch
 ) -> tuple[list[tuple[DataFile, dict[str, Any]]], tuple[pa.Array, pa.Array]]:
     """Rewrite every candidate file of `dbatch`'s keys that holds one whose delete wins:
     (new slice, write stats) in file-group order, and the removed records' (keys,
@@ -115,9 +112,9 @@ def delete_by_keys(
         k, pos = probe
         idx = pa.array(pos, pa.int64())
         ordering = dbatch.ordering.take(idx) if has_order and dbatch.ordering is not None else None
-        return _rewrite(txn, plan, plan.files[k], dbatch.keys.take(idx), ordering, schema)
+        return _rewrite(out, plan, plan.files[k], dbatch.keys.take(idx), ordering, out.schema)
 
-    s = txn.table.settings
+    s = plan.table.settings
     done: Sequence[DeletedSlice | None] = bounded_map(
         one,
         probes,

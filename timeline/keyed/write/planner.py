@@ -17,6 +17,7 @@ one file group (keyed/write/routing.py).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ import pyarrow.compute as pc
 
 from ...file_groups import FileSlice
 from ...metadata import DataFile
-from ...parquet_io import read_files
+from ...parquet_io import decode_file, read_files, read_verified
 from ...snapshot import TableState
 from ..index import (
     IndexFactory,
@@ -132,6 +133,7 @@ class Planner:
         index: IndexFactory | None,
         *,
         merge_on_read: bool = False,
+        keep_located_bytes: int = 0,
     ) -> None:
         self.table = table
         self.props = props
@@ -164,6 +166,22 @@ class Planner:
             self.index = factory(table.store, st, props)
         self.files_read = 0  # files (slices) whose keys were read to find the batch's records
         self.log_cache: LogCache | None = None  # merge-on-read: the logs `locate` reads
+        #: Copy-on-write: the bytes of files `locate` found records in (path -> bytes), up
+        #: to `keep_located_bytes` in all, for their rewrite to take instead of fetching
+        #: them again (an engine's task reads each object once); 0 keeps none.
+        self.located: dict[str, bytes] = {}
+        self._keep_budget = keep_located_bytes
+        self._keep_lock = threading.Lock()
+
+    def _keep(self, f: DataFile, body: bytes) -> None:
+        with self._keep_lock:
+            if len(body) <= self._keep_budget:
+                self._keep_budget -= len(body)
+                self.located[f.path] = body
+
+    def take_located(self, f: DataFile) -> bytes | None:
+        """The bytes `locate` kept of `f` (handed over once: the caller holds them now)."""
+        return self.located.pop(f.path, None)
 
     def rows_of(
         self, f: DataFile, columns: Sequence[str] | None = None, *, parallelism: int = 1
@@ -252,9 +270,15 @@ class Planner:
 
         alone = 1 if len(probes) > 1 else READ_PARALLELISM  # the pool below, or its own
 
+        keeping = self.slices is None and self._keep_budget > 0
+
         def match(probe: tuple[int, np.ndarray]) -> pa.Table | None:
             k, probe_pos = probe
-            data = self.rows_of(self.files[k], columns, parallelism=alone)
+            body = read_verified(self.table.store, self.files[k]) if keeping else None
+            if body is not None:
+                data = decode_file(body, columns, self.schema)
+            else:
+                data = self.rows_of(self.files[k], columns, parallelism=alone)
             if data.num_rows == 0:
                 return None
             stored = data.column(RECORD_KEY_COL)
@@ -262,6 +286,8 @@ class Planner:
             rows = pc.indices_nonzero(pc.is_in(stored, value_set=wanted.column("key")))
             if not len(rows):
                 return None
+            if body is not None:  # its file group is rewritten: the rewrite takes them
+                self._keep(self.files[k], body)
             got = {
                 "key": stored.take(rows),
                 "row": pc.cast(rows, pa.int64()),

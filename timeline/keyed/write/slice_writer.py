@@ -10,7 +10,7 @@ file's bytes and one row group decoded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,17 +37,39 @@ class WrittenSlice:
     keys: pa.ChunkedArray  # its record keys, for the bloom filter and the key range
 
 
+@dataclass(frozen=True)
+class SliceOut:
+    """Where one write's new slices go: instant `t`, at `data_key(partition, name)`, in
+    `schema`. `task` names the engine task attempt writing them ("" in one process): it is
+    part of every rewritten slice's name, so a retried attempt never overwrites a slice an
+    earlier attempt may have reported."""
+
+    t: str
+    data_key: Callable[[str, str], str]
+    schema: pa.Schema
+    task: str = ""
+
+    def slice_key(self, partition: str, group: str) -> str:
+        tag = f"{self.task}_" if self.task else ""
+        return self.data_key(partition, f"{group}_{tag}{self.t}.parquet")
+
+
 def base_rows(
     store: ObjectStore,
     base: DataFile,
     drop: set[int],
     schema: pa.Schema,
     rows_per_batch: int,
+    *,
+    body: bytes | None = None,
 ) -> Iterator[pa.Table]:
     """The rows of `base` that stay (positions in `drop` left out), in the table's schema,
     at most `rows_per_batch` decoded at a time. The file is checked against its recorded
-    checksum first, as every read of a committed file is."""
-    pf = pq.ParquetFile(pa.BufferReader(read_verified(store, base)))
+    checksum first, as every read of a committed file is (`body`: its bytes, already
+    fetched and checked)."""
+    if body is None:
+        body = read_verified(store, base)
+    pf = pq.ParquetFile(pa.BufferReader(body))
     keep: np.ndarray | None = None
     if drop:
         keep = np.ones(pf.metadata.num_rows, dtype=bool)
