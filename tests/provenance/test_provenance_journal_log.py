@@ -42,7 +42,8 @@ def _ingest_until_killed(
     backend: Backend, cache: str, at: str, start: int, acked: str, pipelined: bool
 ) -> None:
     os.environ[ENV] = at
-    repo = ProvenanceRepository.open(backend.open(), _settings(cache), background=False)
+    settings = _settings(cache, journal_ids_ahead=True)  # its crash point is one of the steps
+    repo = ProvenanceRepository.open(backend.open(), settings, background=False)
     n = start
     if pipelined:  # acknowledged when its future resolves, while the next batch is built
         with repo.pipelined() as pipe:
