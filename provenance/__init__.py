@@ -9,7 +9,6 @@ from .errors import (
     InvalidEvent,
     LineageError,
     MissingEvents,
-    PipelineClosed,
     ProvenanceConflict,
     ProvenanceError,
     ProvenanceUnknownOutcome,
@@ -20,7 +19,6 @@ from .errors import (
 from .event import EVENT_TYPES, EventType, ProvenanceEvent
 from .expiry import ExpiryPlan
 from .lineage import Lineage, LineageEdge, LineageNode
-from .pipelined import PipelinedRegistration
 from .query import SEARCHABLE_FIELDS, Query, SearchTerm
 from .records import to_event, validate
 from .render import to_dot, to_svg
@@ -47,8 +45,6 @@ __all__ = [
     "LineageError",
     "LineageNode",
     "MissingEvents",
-    "PipelineClosed",
-    "PipelinedRegistration",
     "ProvenanceConflict",
     "ProvenanceError",
     "ProvenanceEvent",

@@ -62,11 +62,6 @@ class IngestError(ProvenanceError, InvalidInputError, ValueError):
     """A line of an ingest file could not be read as a provenance event."""
 
 
-class PipelineClosed(ProvenanceError, RefusedError):
-    """A batch registered on a pipelined registration after it closed, or after an earlier
-    batch failed (batches after a failed one are refused so none lands out of order)."""
-
-
 class MissingEvents(ProvenanceError, IntegrityError):
     """Committed event ids whose object (journal or staged-ingest manifest) is gone: a hole
     in the id sequence that no open allocation explains. Also a `storage.IntegrityError`;

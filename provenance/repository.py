@@ -31,7 +31,6 @@ from .lineage import Lineage
 from .lineage_queries import children_of, lineage_of, parents_of
 from .maintenance import Backlog, start_thread
 from .objects import ParquetSource, cache_root
-from .pipelined import PipelinedRegistration
 from .query import Query
 from .records import to_table
 from .reingest import count_present
@@ -311,18 +310,6 @@ class ProvenanceRepository(Closing):
         if first is None:
             return []
         return list(range(first, first + table.num_rows))
-
-    def pipelined(self, depth: int = 2) -> PipelinedRegistration:
-        """Durable registration whose calls return a future at once, resolved with the ids
-        when the batch is durable: the caller builds its next batch while this one is
-        written (provenance/pipelined.py)."""
-        limit = self.settings.max_attribute_length
-        return PipelinedRegistration(
-            lambda table: self._append(table, True, announced=False),
-            lambda events: to_table(events, limit),
-            lambda table: conform(table, limit),
-            depth,
-        )
 
     def flush(self) -> list[JournalRef]:
         return self.journals.flush()

@@ -33,35 +33,21 @@ def _settings(cache: str, **kw: object) -> ProvenanceSettings:
     return ProvenanceSettings(cache_dir=cache, **kw)  # type: ignore[arg-type]
 
 
-def _ack(acked: str, n: int, ids: list[int]) -> None:
-    with open(acked, "a") as f:
-        f.writelines(f"{i} {e}\n" for i, e in zip(range(n, n + BATCH), ids, strict=True))
-
-
-def _ingest_until_killed(
-    backend: Backend, cache: str, at: str, start: int, acked: str, pipelined: bool
-) -> None:
+def _ingest_until_killed(backend: Backend, cache: str, at: str, start: int, acked: str) -> None:
     os.environ[ENV] = at
     settings = _settings(cache, journal_ids_ahead=True)  # its crash point is one of the steps
     repo = ProvenanceRepository.open(backend.open(), settings, background=False)
     n = start
-    if pipelined:  # acknowledged when its future resolves, while the next batch is built
-        with repo.pipelined() as pipe:
-            while True:
-                fut = pipe.register_events([ev(i) for i in range(n, n + BATCH)])
-                fut.add_done_callback(lambda f, n=n: _ack(acked, n, f.result()))
-                n += BATCH
     while True:
         ids = repo.register_events([ev(i) for i in range(n, n + BATCH)], sync=True)
-        _ack(acked, n, ids)  # acknowledged: written before the next batch starts
+        with open(acked, "a") as f:  # acknowledged: written before the next batch starts
+            f.writelines(f"{i} {e}\n" for i, e in zip(range(n, n + BATCH), ids, strict=True))
         n += BATCH
 
 
-def _killed_writer(
-    backend: Backend, cache: str, at: str, start: int, acked: Path, pipelined: bool = False
-) -> None:
+def _killed_writer(backend: Backend, cache: str, at: str, start: int, acked: Path) -> None:
     child = multiprocessing.get_context("spawn").Process(
-        target=_ingest_until_killed, args=(backend, cache, at, start, str(acked), pipelined)
+        target=_ingest_until_killed, args=(backend, cache, at, start, str(acked))
     )
     child.start()
     child.join(120)
@@ -84,15 +70,12 @@ def _stored(repo: ProvenanceRepository) -> dict[int, int]:
     return out
 
 
-@pytest.mark.parametrize("pipelined", [False, True], ids=["sync", "pipelined"])
-def test_kill_during_durable_ingest_at_every_step(
-    tbackend: Backend, tmp_path: Path, pipelined: bool
-) -> None:
+def test_kill_during_durable_ingest_at_every_step(tbackend: Backend, tmp_path: Path) -> None:
     cache, acked_file = str(tmp_path / "cache"), tmp_path / "acked"
     start = 0
     for point, hit in STEPS:
         assert point in INGEST_POINTS
-        _killed_writer(tbackend, cache, f"{point}#{hit}", start, acked_file, pipelined)
+        _killed_writer(tbackend, cache, f"{point}#{hit}", start, acked_file)
         recovered = ProvenanceRepository.open(tbackend.open(), _settings(cache), background=False)
         stored, acked = _stored(recovered), _acked(acked_file)
         lost = {i: e for i, e in acked.items() if stored.get(i) != e}
