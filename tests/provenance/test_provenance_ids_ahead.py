@@ -86,14 +86,18 @@ def test_a_range_another_writer_followed_stays_an_honest_hole(tmp_path: Path) ->
 
 @pytest.mark.unit
 def test_a_lone_durable_writer_leaves_no_hole_across_close_and_reopen(tmp_path: Path) -> None:
-    repo = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path, journal_ids_ahead=True), background=False)
+    repo = ProvenanceRepository.open(
+        _store(tmp_path), settings(tmp_path, journal_ids_ahead=True), background=False
+    )
     got = [repo.register_events([ev(b * 5 + i) for i in range(5)], sync=True) for b in range(3)]
     assert [i for batch in got for i in batch] == list(range(15))
     repo.close()  # the range taken ahead for a fourth flush is given back
     state = repo.ids.state()
     assert state is not None
     assert (state.next_id, state.open) == (15, ())
-    again = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path, journal_ids_ahead=True), background=False)
+    again = ProvenanceRepository.open(
+        _store(tmp_path), settings(tmp_path, journal_ids_ahead=True), background=False
+    )
     assert again.register_events([ev(100)], sync=True) == [15]
     again.rollover()
     assert again.snapshot().journals == ()
@@ -105,7 +109,9 @@ def test_a_lone_durable_writer_leaves_no_hole_across_close_and_reopen(tmp_path: 
 def test_a_landed_flush_leaves_the_open_allocations_when_the_next_ids_are_taken(
     tmp_path: Path,
 ) -> None:
-    repo = ProvenanceRepository.open(_store(tmp_path), settings(tmp_path, journal_ids_ahead=True), background=False)
+    repo = ProvenanceRepository.open(
+        _store(tmp_path), settings(tmp_path, journal_ids_ahead=True), background=False
+    )
     repo.register_events([ev(i) for i in range(5)], sync=True)
     repo.journals.flush()  # waits for nothing; the take-ahead runs on the writer's I/O thread
     repo.register_events([ev(i) for i in range(5, 10)], sync=True)
@@ -123,7 +129,9 @@ def test_a_deleted_journal_of_ids_taken_ahead_is_reported_while_its_writer_runs(
     tmp_path: Path,
 ) -> None:
     writer = ProvenanceRepository.open(
-        _store(tmp_path), settings(tmp_path, journal_log_bytes=0, journal_ids_ahead=True), background=False
+        _store(tmp_path),
+        settings(tmp_path, journal_log_bytes=0, journal_ids_ahead=True),
+        background=False,
     )
     for b in range(3):  # the second and third flushes use ids taken ahead
         writer.register_events([ev(b * 5 + i) for i in range(5)], sync=True)
@@ -133,7 +141,10 @@ def test_a_deleted_journal_of_ids_taken_ahead_is_reported_while_its_writer_runs(
     assert len(journals) == 3
     store.delete_many([journals[1]])  # ids 5..9, taken ahead, landed and acknowledged
     reader = ProvenanceRepository.open(
-        _store(tmp_path), settings(tmp_path, journal_ids_ahead=True), recover=False, background=False
+        _store(tmp_path),
+        settings(tmp_path, journal_ids_ahead=True),
+        recover=False,
+        background=False,
     )
     with pytest.raises(MissingEvents, match=r"events 5\.\.9 are missing"):
         reader.get_event(0)
