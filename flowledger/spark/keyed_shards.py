@@ -3,16 +3,15 @@ copy-on-write commits whose new file slices the executors write, and delta commi
 merge-on-read tables whose log blocks they write, as `Table.upsert` writes them in one
 process.
 
-The driver begins the instant and plans it (`timeline.plan_rewrite` for copy-on-write,
-`timeline.plan_delta_write` for merge-on-read: the table state and the schema, small and
-picklable). Spark groups the rows into shards no two tasks share (by the table's partition
-columns when keys are unique per partition, else one shard; `shard_columns`) and each task
-runs the one-process writer's array-level steps on its shard (`run_rewrite_shard`: combine
-duplicates, locate by the index, decide, place new records, rewrite the touched file
-groups; `run_delta_shard`: the same routing, then one log object per partition and new
-file groups). The driver gets one small row per task (what it wrote) and commits them
-(`commit_rewrite`, `commit_delta`). No task lists the table; each object is read by the one
-task whose shard needs it.
+The driver begins the instant (a `commit`, or a `deltacommit` on a merge-on-read table) and
+plans it (`timeline.plan_engine_write`: the table state and the schema, small and picklable).
+Spark groups the rows into shards no two tasks share (by the table's partition columns when
+keys are unique per partition, else one shard; `shard_columns`) and each task runs the
+one-process writer's array-level steps on its shard (`timeline.run_shard`: combine
+duplicates, locate by the index, decide, place new records, then rewrite the touched file
+groups or append one log object per partition). The driver gets one small row per task
+(what it wrote) and commits them (`timeline.commit_shards`). No task lists the table; each
+object is read by the one task whose shard needs it.
 
 The batch's order decides between duplicates of a key under the commit_time merge mode: each
 row carries its position (`monotonically_increasing_id`) through the shuffle and a shard is
@@ -22,7 +21,6 @@ sorted by it before it is prepared.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,31 +29,18 @@ import pyarrow as pa
 from storage import StoreSettings, open_store
 from timeline import (
     META_COLUMNS,
-    DeltaShard,
-    DeltaWritePlan,
     DuplicateKeys,
-    Instant,
+    EnginePlan,
+    EngineShard,
     KeyedProperties,
-    RewritePlan,
-    RewriteShard,
     Table,
-    commit_delta,
-    commit_rewrite,
-    plan_delta_write,
-    plan_rewrite,
-    run_delta_shard,
-    run_rewrite_shard,
+    plan_engine_write,
+    run_shard,
     shard_columns,
 )
 
-from .keyed_options import TABLE_TYPES
-
-#: A keyed write's plan and what one of its tasks wrote: copy-on-write or merge-on-read.
-ShardPlan = DeltaWritePlan | RewritePlan
-Shard = DeltaShard | RewriteShard
-
 SEQ, SHARD = "__flp_seq", "__flp_shard"
-#: One row per task: what it wrote (`DeltaShard` as JSON), or the refusal it met.
+#: One row per task: what it wrote (`EngineShard` as JSON), or the refusal it met.
 RESULT_SCHEMA = "shard string, refused string, sample string"
 
 
@@ -63,7 +48,7 @@ RESULT_SCHEMA = "shard string, refused string, sample string"
 class ShardShipped:
     """What the executors' function carries (pickled with it)."""
 
-    plan: ShardPlan
+    plan: EnginePlan
     store_uri: str
     store: StoreSettings
     user_columns: tuple[str, ...]
@@ -76,19 +61,13 @@ def _task_name() -> str:
     return f"{ctx.partitionId():05d}-{ctx.taskAttemptId()}" if ctx else "0"
 
 
-def _run(table: Table, plan: ShardPlan, data: pa.Table) -> dict[str, Any]:
-    if isinstance(plan, DeltaWritePlan):
-        return run_delta_shard(table, plan, data, _task_name()).to_json()
-    return run_rewrite_shard(table, plan, data, _task_name()).to_json()
-
-
 def _shard(s: ShardShipped, t: pa.Table) -> pa.Table:
     """One shard's write, in a task; an insert that meets stored keys is reported, not
     raised, so the driver refuses it with one line."""
     data = t.sort_by(SEQ).select(list(s.user_columns))
     table = Table(open_store(s.store_uri, s.store), s.plan.settings)
     try:
-        out = json.dumps(_run(table, s.plan, data))
+        out = json.dumps(run_shard(table, s.plan, data, _task_name()).to_json())
         refused, sample = "", "[]"
     except DuplicateKeys as exc:
         out, refused, sample = "", str(exc), json.dumps(exc.keys)
@@ -114,16 +93,12 @@ def _grouped(s: ShardShipped) -> Any:
 def plan_and_write(
     df: Any, table: Table, txn: Any, props: KeyedProperties, operation: str,
     on_duplicate: str, store_uri: str, store: StoreSettings, incoming: pa.Schema | None,
-) -> tuple[ShardPlan, list[Shard]]:  # fmt: skip
+) -> tuple[EnginePlan, list[EngineShard]]:  # fmt: skip
     """Plan the commit on the driver (a delta commit on a merge-on-read table) and run its
     shards on Spark; returns what the tasks wrote (the caller commits or aborts)."""
     from pyspark.sql import functions as F
 
-    plan: ShardPlan
-    if props.table_type == TABLE_TYPES[1]:  # merge_on_read
-        plan = plan_delta_write(table, txn, props, incoming, operation, on_duplicate)
-    else:
-        plan = plan_rewrite(table, txn, props, incoming, operation, on_duplicate)
+    plan = plan_engine_write(table, txn, props, incoming, operation, on_duplicate)
     user = tuple(c for c in df.columns if c not in META_COLUMNS)
     shipped = ShardShipped(plan, store_uri, store, user)
     src = df.select(*user).withColumn(SEQ, F.monotonically_increasing_id())
@@ -134,20 +109,7 @@ def plan_and_write(
     refused = [r for r in rows if r["refused"]]
     if refused:
         raise DuplicateKeys(refused[0]["refused"], json.loads(refused[0]["sample"]))
-    decode = DeltaShard.from_json if isinstance(plan, DeltaWritePlan) else RewriteShard.from_json
-    return plan, [decode(json.loads(r["shard"])) for r in rows]
+    return plan, [EngineShard.from_json(json.loads(r["shard"])) for r in rows]
 
 
-def commit_shards(
-    txn: Any, plan: ShardPlan, shards: Sequence[Shard], extra_metadata: Mapping[str, str]
-) -> Instant:
-    """Complete the commit with exactly what the tasks wrote (each shard is of its plan's
-    kind), sweeping what failed attempts left under the instant."""
-    if isinstance(plan, DeltaWritePlan):
-        deltas = [s for s in shards if isinstance(s, DeltaShard)]
-        return commit_delta(txn, plan, deltas, extra_metadata=extra_metadata)
-    rewrites = [s for s in shards if isinstance(s, RewriteShard)]
-    return commit_rewrite(txn, plan, rewrites, extra_metadata=extra_metadata)
-
-
-__all__ = ["Shard", "ShardPlan", "ShardShipped", "commit_shards", "plan_and_write"]
+__all__ = ["ShardShipped", "plan_and_write"]

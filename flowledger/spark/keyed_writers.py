@@ -25,6 +25,7 @@ from timeline import (
     DELTA_COMMIT,
     KeyedProperties,
     Table,
+    commit_shards,
 )
 
 from .arrow import arrow_schema
@@ -80,7 +81,7 @@ def _write_shards(
     """One keyed commit whose objects Spark's tasks write: new file slices (a `commit`), or
     log blocks and new file groups (a `deltacommit` on a merge-on-read table). `more`:
     commit metadata to add; `repo_option`: the provenance repository asked for."""
-    from .keyed_shards import commit_shards, plan_and_write
+    from .keyed_shards import plan_and_write
 
     spark = df.sparkSession
     action = DELTA_COMMIT if o.merge_on_read else COMMIT
@@ -94,7 +95,7 @@ def _write_shards(
     except BaseException:
         txn.abort()
         raise
-    instant = commit_shards(txn, plan, shards, extra_metadata(job_meta, more))
+    instant = commit_shards(txn, plan, shards, extra_metadata=extra_metadata(job_meta, more))
     files = [f for s in shards for f in s.files]
     repo = resolve_repo_uri(repo_option, conf_of(spark))
     info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)

@@ -94,7 +94,7 @@ def test_spark_writes_delta_commits_that_read_as_the_python_path(
     expected = _rows(py)
     assert expected[:2] == [(0, 0, 0, 1), (1, 1, 1, 2)] and (2, 0, 9, 9) in expected
     assert not any(r[0] in (3, 555) for r in expected)
-    assert fs.compact(spark, uri) and py.compact() is not None
+    assert fs.compact(spark, uri) and py.maintenance.compact() is not None
     assert _rows(Table.open(open_store(uri, where), settings)) == _rows(py) == expected
 
 

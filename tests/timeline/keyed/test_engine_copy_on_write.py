@@ -1,4 +1,4 @@
-"""Copy-on-write commits split over an engine's tasks (engine_copy_on_write.py): the plan is
+"""Copy-on-write commits split over an engine's tasks (keyed/write/engine.py): the plan is
 picklable, the shards of one write together read each object at most once and list
 nothing, and the commit reads as the one-process writer's."""
 
@@ -20,9 +20,9 @@ from timeline import (
     Table,
     TableSettings,
     WriterNotSupported,
-    commit_rewrite,
-    plan_rewrite,
-    run_rewrite_shard,
+    commit_shards,
+    plan_engine_write,
+    run_shard,
     shard_columns,
 )
 from timeline.keyed.properties import KeyedProperties
@@ -69,7 +69,7 @@ def _engine_write(
     on its own unloaded table handle and an unpickled plan, committed by the driver."""
     txn = t.begin(COMMIT, operation=operation)
     incoming = batch.schema if operation != "delete" else None
-    plan = plan_rewrite(t, txn, props, incoming, operation)
+    plan = plan_engine_write(t, txn, props, incoming, operation)
     shipped = pickle.loads(pickle.dumps(plan))
     store = open_store(t.store.uri, StoreSettings(fsync=False))
     counting = _Counting(store)
@@ -78,8 +78,8 @@ def _engine_write(
     shards = []
     for i, k in enumerate(keys):
         part = batch if k is None else batch.filter(pc.equal(batch.column(by[0]), k))
-        shards.append(run_rewrite_shard(Table(store, shipped.settings), shipped, part, f"t{i}"))
-    commit_rewrite(txn, plan, shards)
+        shards.append(run_shard(Table(store, shipped.settings), shipped, part, f"t{i}"))
+    commit_shards(txn, plan, shards)
     return txn.instant_time, counting
 
 
@@ -135,17 +135,19 @@ def test_a_global_key_moving_partition_and_deletes_match_the_python_path(tmp_pat
 
 
 @pytest.mark.unit
-def test_a_merge_on_read_table_is_refused_with_one_line(tmp_path: Path) -> None:
-    """Rewriting a merge-on-read group from its base file would drop its logs: the plan
-    refuses the table, naming the plan that writes it."""
+def test_a_commit_instant_on_a_merge_on_read_table_is_refused_with_one_line(
+    tmp_path: Path,
+) -> None:
+    """Rewriting a merge-on-read group from its base file would drop its logs: the engine's
+    plan refuses a `commit` instant on such a table, naming the action its writes take."""
     mor = replace(PROPS, table_type="merge_on_read")
     store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
     t = Table.create(store, mor, OFF)
     txn = t.begin(COMMIT, operation="upsert")
     try:
         with pytest.raises(WriterNotSupported) as caught:
-            plan_rewrite(t, txn, mor, _rows([1], "x").schema, "upsert")
+            plan_engine_write(t, txn, mor, _rows([1], "x").schema, "upsert")
     finally:
         txn.abort()
     message = str(caught.value)
-    assert "\n" not in message and "plan_delta_write" in message
+    assert "\n" not in message and "deltacommit" in message and "merge_on_read" in message

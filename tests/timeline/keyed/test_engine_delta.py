@@ -1,4 +1,4 @@
-"""Delta commits split over an engine's tasks (engine_delta.py): the plan is picklable, the
+"""Delta commits split over an engine's tasks (keyed/write/engine.py): the plan is picklable, the
 shards of one write together read each object at most once and list nothing, and the
 commit reads as the one-process writer's."""
 
@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 from storage import StoreSettings, open_store
-from timeline import DELTA_COMMIT, Table, commit_delta, plan_delta_write, run_delta_shard
+from timeline import DELTA_COMMIT, Table, commit_shards, plan_engine_write, run_shard
 from timeline.keyed.properties import KeyedProperties
 
 PROPS = KeyedProperties.of(
@@ -85,17 +85,17 @@ def test_shards_read_each_object_once_list_nothing_and_commit_as_the_python_path
         [_rows([1, 5, 42, 77], "d", ts=3), _rows([2], "old", ts=0), _rows([100, 101], "n")]
     )
     txn = engine.begin(DELTA_COMMIT, operation="upsert")
-    plan = plan_delta_write(engine, txn, PROPS, batch.schema, "upsert")
+    plan = plan_engine_write(engine, txn, PROPS, batch.schema, "upsert")
     shipped = pickle.loads(pickle.dumps(plan))
     store = open_store(engine.store.uri, StoreSettings(fsync=False))
     counting = _Counting(store)
     shards = []
     for i, p in enumerate(sorted(set(batch.column("p").to_pylist()))):
         part = batch.filter(pc.equal(batch.column("p"), p))
-        shards.append(run_delta_shard(Table(store, shipped.settings), shipped, part, f"t{i}"))
+        shards.append(run_shard(Table(store, shipped.settings), shipped, part, f"t{i}"))
     assert counting.lists == []
     assert counting.gets and max(counting.gets.values()) == 1, counting.gets
-    commit_delta(txn, plan, shards)
+    commit_shards(txn, plan, shards)
     python.upsert(batch)
     got = Table.open(engine.store).read().sort_by("id").to_pylist()
     want = Table.open(python.store).read().sort_by("id").to_pylist()

@@ -19,7 +19,7 @@ from timeline import (
     Table,
     TableSettings,
     WriterNotSupported,
-    plan_rewrite,
+    plan_engine_write,
 )
 from timeline.keyed import KeyedProperties
 from timeline.keyed.write.merge_on_read import delta_write
@@ -142,24 +142,25 @@ def test_a_delta_commit_into_a_partition_overwritten_meanwhile_conflicts(tmp_pat
 
 
 @pytest.mark.unit
-def test_the_engine_copy_on_write_plan_refuses_a_merge_on_read_table(tmp_path: Path) -> None:
-    """The engine's copy-on-write plan rewrites file groups from their base files alone:
-    refused for a merge-on-read table, with one line naming the table type and the plan
-    that writes it (delta commits)."""
+def test_the_engine_plan_refuses_a_rewrite_of_a_merge_on_read_table(tmp_path: Path) -> None:
+    """A `commit` rewrites file groups from their base files alone: the engine's plan refuses
+    one on a merge-on-read table, with one line naming the table type and the action its
+    writes take (delta commits); a copy-on-write table plans it."""
     t = _with_logged_changes(tmp_path)
     txn = t.begin(COMMIT, operation="upsert")
     try:
         with pytest.raises(WriterNotSupported) as caught:
-            plan_rewrite(t, txn, MOR, _rows([1], 9).schema, "upsert")
+            plan_engine_write(t, txn, MOR, _rows([1], 9).schema, "upsert")
     finally:
         txn.abort()
     message = str(caught.value)
-    assert "\n" not in message and "merge_on_read" in message and "plan_delta_write" in message
+    assert "\n" not in message and "merge_on_read" in message and "deltacommit" in message
     assert kind_of(caught.value) == ErrorKind.REFUSED
     cow = _table(tmp_path / "cow", COW)
     cow.upsert(_rows([1, 2], 0))
     txn = cow.begin(COMMIT, operation="upsert")
     try:  # copy-on-write: what the engine writer builds
-        assert plan_rewrite(cow, txn, COW, _rows([1], 9).schema, "upsert").state.snapshot().files
+        plan = plan_engine_write(cow, txn, COW, _rows([1], 9).schema, "upsert")
+        assert plan.state.snapshot().files
     finally:
         txn.abort()

@@ -229,7 +229,7 @@ def write_rewrites(
     """Steps 2 to 4 for prepared `batch` (upserts), `dbatch` (deletes by key) and `where`:
     locate the records, decide what each does, place new records, and write every touched
     file group's new slice. Runs in the process that began the instant, or in an engine's
-    task that holds the plan (keyed/write/engine_copy_on_write.py)."""
+    task that holds the plan (keyed/write/engine.py)."""
     if batch is None and where is None and dbatch is not None:
         # Keys alone: each candidate file is read once and filtered
         # (keyed/write/delete_rewrite.py).

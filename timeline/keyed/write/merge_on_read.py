@@ -285,7 +285,7 @@ def write_deltas(
     """Steps 2 to 5 for prepared `batch` (upserts), `dbatch` (deletes by key) and `where`:
     each touched group's log block and the new file groups, under instant `t` at
     `data_key(partition, name)`. The caller commits. Runs in the process that began the
-    instant, or in an engine's task that holds `plan` (keyed/write/engine_delta.py)."""
+    instant, or in an engine's task that holds `plan` (keyed/write/engine.py)."""
     r = _route(plan, schema, operation, batch, dbatch, where, on_duplicate)
     if on_plan is not None:
         on_plan(plan)

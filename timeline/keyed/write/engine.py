@@ -1,0 +1,224 @@
+"""Keyed commits for an engine that distributes them (Spark): one picklable plan, the
+one-process writer's array-level steps run by the engine's tasks, one commit.
+
+Each task takes a shard of the batch that no other task's records can touch:
+
+1. the driver plans after `begin` (`plan_engine_write`): the table state the write reads and
+   the schema it writes, picklable; a task lists nothing afterwards and reads only the
+   index's filters and the files (slices) of the keys it looks up, each once, by the one task
+   whose shard needs them;
+2. each task (`run_shard`) builds a `Planner` on the shipped state, prepares its records
+   (`prepare_batch`: keys, duplicates combined) and runs the writer of the table's type:
+   copy-on-write (copy_on_write.py `write_rewrites`: locate, decide, place new records, write
+   every touched file group's new slice from the bytes `locate` fetched) or merge-on-read
+   (merge_on_read.py `write_deltas`: route, one log object per partition, new file groups).
+   What a task writes is named by the task attempt, so a retried attempt never overwrites an
+   object an earlier attempt may have reported;
+3. the driver commits exactly what the tasks reported (`commit_shards`): a `commit` or a
+   `deltacommit`, sweeping what failed attempts left under the instant.
+
+A shard is a partition of the table for keys unique per partition, and the whole batch for
+keys unique in the table (a global key may move between partitions, and a file group's new
+slice or log block must come from one task): `shard_columns` names the columns to group by.
+
+The record-level index is not read by the tasks (each would read all of it); the range and
+bloom index places the keys, and the commit records no index delta, so the record-level
+index stops speaking for the groups it rewrote until it is next built (as after a delta
+commit; keyed/index/record_index.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from ...engine_commit import sweep_strays
+from ...errors import WriterNotSupported
+from ...file_groups.log_files import LOG_FILES
+from ...file_groups.sidecars import WRITE_STATS
+from ...instant import COMMIT, DELTA_COMMIT, Instant
+from ...layout import data_key
+from ...metadata import DataFile
+from ...schema import merge_schemas
+from ...settings import TableSettings
+from ...snapshot import TableState
+from ..index import range_bloom_index
+from ..keys import META_COLUMNS, typed_keys, with_meta
+from ..properties import GLOBAL, MERGE_ON_READ, KeyedProperties
+from .copy_on_write import write_rewrites
+from .merge_on_read import write_deltas
+from .planner import FAIL, Batch, Planner, prepare_batch
+from .planning import plan_on
+from .slice_writer import SliceOut
+
+if TYPE_CHECKING:
+    from ...txn import Transaction
+    from ..context import KeyedTable
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """What every task of one distributed keyed commit needs (picklable)."""
+
+    instant_time: str
+    props: KeyedProperties
+    operation: str  # upsert, insert or delete
+    on_duplicate: str
+    #: The schema new slices and log blocks are written in (the table's and the batch's).
+    schema: pa.Schema
+    #: The table's schema as planned on (deletes' keys are cast to its types).
+    table_schema: pa.Schema | None
+    state: TableState
+    settings: TableSettings
+
+    @property
+    def upsert(self) -> bool:
+        return self.operation != "delete"
+
+    @property
+    def merge_on_read(self) -> bool:
+        return self.props.table_type == MERGE_ON_READ
+
+
+@dataclass(frozen=True)
+class EngineShard:
+    """What one task wrote: base files (new slices or new file groups), their write stats,
+    log files (merge-on-read; commit metadata's records), and how many files it read."""
+
+    files: list[DataFile]
+    stats: list[dict[str, Any]]
+    files_read: int
+    logs: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": [f.to_json() for f in self.files],
+            "stats": self.stats,
+            "files_read": self.files_read,
+            "logs": self.logs,
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> EngineShard:
+        files = [DataFile.from_json(f) for f in d["files"]]
+        return EngineShard(files, list(d["stats"]), int(d["files_read"]), list(d["logs"]))
+
+
+def shard_columns(props: KeyedProperties) -> tuple[str, ...]:
+    """The columns whose values split a batch into shards no two tasks share (none: one
+    shard)."""
+    return () if props.key_scope == GLOBAL else tuple(props.partition_by)
+
+
+def plan_engine_write(
+    table: KeyedTable,
+    txn: Transaction,
+    props: KeyedProperties,
+    incoming: pa.Schema | None,
+    operation: str,
+    on_duplicate: str = FAIL,
+) -> EnginePlan:
+    """Plan a keyed commit after `begin` (`incoming`: the batch's columns; None for a
+    delete); completions it does not see are validated at commit. The instant must be of
+    the table type's action: a `deltacommit` on a merge-on-read table (rewriting a group from
+    its base file would drop its logs), a `commit` on a copy-on-write table."""
+    action = DELTA_COMMIT if props.table_type == MERGE_ON_READ else COMMIT
+    if txn.action != action:
+        raise WriterNotSupported(
+            f"{table.uri} is a {props.table_type} table: its keyed writes are {action} "
+            f"instants, not {txn.action}"
+        )
+    st = table.state()
+    plan_on(txn, st)
+    schema = st.schema()
+    target = schema
+    if incoming is not None:
+        body = pa.schema([f for f in incoming if f.name not in META_COLUMNS])
+        metas = with_meta(body.empty_table(), txn.instant_time, []).schema
+        target = merge_schemas(schema, metas, table.uri)
+    if target is None:
+        raise ValueError(f"{table.uri}: a keyed table states its meta columns at creation")
+    txn.schema = target
+    return EnginePlan(
+        txn.instant_time, props, operation, on_duplicate, target, schema, st, table.settings
+    )
+
+
+def _batches(plan: EnginePlan, data: pa.Table) -> tuple[Batch | None, Batch | None]:
+    """The shard's records prepared: upserts (or inserts), or the keys of deletes."""
+    t = plan.instant_time
+    if plan.upsert:
+        return prepare_batch(data, plan.props, t, upsert=True), None
+    keys = typed_keys(data, plan.table_schema, plan.props)
+    return None, prepare_batch(keys, plan.props, t, upsert=False)
+
+
+def run_shard(table: KeyedTable, plan: EnginePlan, data: pa.Table, task: str) -> EngineShard:
+    """Write one shard's records (`data`: the user's columns, in batch order) on `table`, a
+    handle on the store that is not loaded (`Table(store, plan.settings)`); `task` names the
+    attempt (in the names of what it writes)."""
+    t = plan.instant_time
+    batch, dbatch = _batches(plan, data)
+    key = lambda partition, name: data_key(t, partition, name)  # noqa: E731
+    if plan.merge_on_read:
+        planner = Planner(table, plan.props, plan.state, None, merge_on_read=True)
+        out = write_deltas(
+            planner, plan.props, plan.operation, t, plan.schema, data_key=key, batch=batch,
+            dbatch=dbatch, on_duplicate=plan.on_duplicate, object_name=f".{t}.{task}.log",
+        )  # fmt: skip
+        return EngineShard(out.files, out.stats, planner.files_read, out.logs)
+    planner = Planner(
+        table, plan.props, plan.state, range_bloom_index,
+        keep_located_bytes=plan.settings.write_inflight_bytes,
+    )  # fmt: skip
+    written = write_rewrites(
+        planner, SliceOut(t, key, plan.schema, task), plan.operation,
+        batch=batch, dbatch=dbatch, on_duplicate=plan.on_duplicate,
+    )  # fmt: skip
+    files = [f for f, _ in written.slices]
+    return EngineShard(files, [s for _, s in written.slices], planner.files_read)
+
+
+def commit_shards(
+    txn: Transaction,
+    plan: EnginePlan,
+    shards: Sequence[EngineShard],
+    *,
+    extra_metadata: Mapping[str, str] | None = None,
+) -> Instant:
+    """Complete the commit with exactly what `shards` wrote; objects under the instant that
+    none of them names (failed task attempts) are deleted first."""
+    logs = [lf for s in shards for lf in s.logs]
+    files = [f for s in shards for f in s.files]
+    stats = [st for s in shards for st in s.stats]
+    keep = {f.path for f in files} | {str(lf["path"]) for lf in logs}
+    keep |= {str(s["bloom_path"]) for s in stats if s.get("bloom_path")}
+    try:
+        sweep_strays(txn.table.store, txn.instant_time, keep)
+        txn.add(*files)
+    except BaseException:
+        txn.abort()
+        raise
+    details: dict[str, Any] = {WRITE_STATS: sorted(stats, key=lambda s: str(s["file_group"]))}
+    if plan.merge_on_read:
+        details[LOG_FILES] = logs
+    details["keyed"] = {
+        "files_read": sum(s.files_read for s in shards),
+        "properties": plan.props.to_json(),
+    }
+    instant = txn.commit(dict(extra_metadata or {}), details)
+    sweep_strays(txn.table.store, txn.instant_time, keep)
+    return instant
+
+
+__all__ = [
+    "EnginePlan",
+    "EngineShard",
+    "commit_shards",
+    "plan_engine_write",
+    "run_shard",
+    "shard_columns",
+]
