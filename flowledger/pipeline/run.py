@@ -309,10 +309,11 @@ def _stages(
 
 
 def _newest_file(table_uri: str) -> str | None:
-    """The URI of the current file of `table_uri` that the newest instant wrote."""
+    """The URI of the current file of `table_uri` that the newest instant wrote, spelled as
+    the table's URI is (`s3a://` for Spark's tables, as their commits name their files)."""
     table = Table.open(open_store(table_uri))
     files = sorted(table.files(), key=lambda f: f.path.rsplit("_", 1)[-1])
-    return table.store.url(files[-1].path) if files else None
+    return f"{table_uri.rstrip('/')}/{files[-1].path}" if files else None
 
 
 def _checked(t: Table) -> str:
