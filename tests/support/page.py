@@ -29,6 +29,20 @@ class Page:
     def all(self, sel: str) -> list[Any]:
         return list(self.d.find_elements(self.by.CSS_SELECTOR, sel))
 
+    def texts(self, sel: str) -> list[str]:
+        """The elements' visible texts, read in one script: a list of element handles goes
+        stale when the page redraws between finding them and reading each one."""
+        script = "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.innerText)"
+        return list(self.d.execute_script(script, sel))
+
+    def attrs(self, sel: str, name: str) -> list[str | None]:
+        """One attribute of every element, read in one script (see `texts`)."""
+        script = (
+            "return Array.from(document.querySelectorAll(arguments[0]))"
+            ".map(e => e.getAttribute(arguments[1]))"
+        )
+        return list(self.d.execute_script(script, sel, name))
+
     def present(self, sel: str) -> Any:
         return self.wait.until(self.ec.presence_of_element_located((self.by.CSS_SELECTOR, sel)))
 
@@ -43,7 +57,18 @@ class Page:
             self.css(f'#search-form [name="{name}"]').send_keys(value)
         self.css("#search-form button[type=submit]").click()
         self.text_in("search-summary", "found")
-        return [r.text for r in self.all("#events tbody tr")]
+        return self.texts("#events tbody tr")
+
+    def lineage(self, flowfile_uuid: str) -> None:
+        """Ask for a FlowFile's lineage by the form and wait until it replaces the graph shown:
+        until then the old graph's nodes still match every selector."""
+        drawn = self.all("#graph g.node")
+        self.css("#lineage-uuid").clear()
+        self.css("#lineage-uuid").send_keys(flowfile_uuid)
+        self.css("#lineage-form button[type=submit]").click()
+        if drawn:
+            self.wait.until(self.ec.staleness_of(drawn[0]))
+        self.present("#graph g.node.event")
 
     def node(self, event_type: str) -> None:
         """Click the event node of that type and wait for its details."""

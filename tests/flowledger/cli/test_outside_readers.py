@@ -12,15 +12,13 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 import pytest
 
 from provenance import ProvenanceRepository
 from storage import open_store
+from tests.support.outside_tables import evolved_table
 from tests.support.paths import REPO_ROOT
 from tests.support.provenance_events import ev, settings
-from timeline import Table
-from timeline.keyed import KeyedProperties
 
 pytestmark = pytest.mark.unit
 
@@ -38,11 +36,7 @@ def _listed(uri: str) -> list[str]:
 
 def test_polars_over_the_listed_files_reads_exactly_the_tables_rows(tmp_path: Path) -> None:
     uri = str(tmp_path / "cow")
-    table = Table.create(open_store(uri), KeyedProperties.of("id", partition_by=("p",)))
-    table.upsert(pa.table({"id": list(range(100)), "p": [i % 2 for i in range(100)]}))
-    changed = list(range(0, 100, 3))
-    table.upsert(pa.table({"id": changed, "p": [i % 2 for i in changed], "v": ["x"] * 34}))
-    table.delete(list(range(90, 100)))
+    table = evolved_table(uri)
     expected = table.read(columns=["id"]).column("id").to_pylist()
 
     files = [f.removeprefix("file://") for f in _listed(uri)]

@@ -99,10 +99,7 @@ def test_the_page_walks_the_newest_file_of_each_table_to_its_raw_csvs(
         p.text_in("expand-status", "links")
         p.present("#sources li.source")
         assert p.error() == "", (name, p.error())
-        drawn = {
-            g.get_attribute("data-node-id")
-            for g in p.all('#graph g.node.event[data-event-type="RECEIVE"]')
-        }
+        drawn = set(p.attrs('#graph g.node.event[data-event-type="RECEIVE"]', "data-node-id"))
         listed = {
             li.get_attribute("data-event-id"): li.text.split(" ", 1)
             for li in p.all("#sources li.source")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from storage import open_store
 from storage.content import ContentClaim, ContentRepository
 from tests.support.keyed_lineage import CORRECTION, FIRST, compacted_lake
 from tests.support.page import Page
+from tests.support.page_events import RUN, RUN_EVENT
 from tests.support.paths import REPO_ROOT
 from tests.support.service import ServiceProcess
 
@@ -29,17 +29,6 @@ ARTIFACTS = Path(os.environ.get("FLOWLEDGER_TEST_ARTIFACTS", "test-artifacts"))
 CSV = b"id,amount\n1,10\n2,20\n"
 JSON = b'{"order":1,"lines":[{"sku":"a","qty":2}]}'
 LOG = b"".join(b"line %06d of a large log\n" % i for i in range(5000))  # 125,000 bytes
-RUN = str(uuid.uuid4())
-RUN_EVENT = {
-    "eventType": "COMPLETE",
-    "eventTime": "2026-11-23T10:00:02Z",
-    "producer": "https://github.com/OpenLineage/OpenLineage/tree/1.53.0/integration/spark",
-    "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-    "run": {"runId": RUN},
-    "job": {"namespace": "spark", "name": "etl.write_orders"},
-    "inputs": [{"namespace": "s3://raw", "name": "orders/0.csv"}],
-    "outputs": [{"namespace": "file", "name": "/warehouse/orders"}],
-}
 
 
 def _claim(c: ContentClaim, prefix: str = "") -> dict[str, Any]:
@@ -115,10 +104,10 @@ def test_search_by_every_nifi_field_with_filename_and_uri_columns(
     server: ServiceProcess, browser: object
 ) -> None:
     p = Page(browser, server.client.base)
-    heads = [th.text for th in p.all("#events thead th")]
+    heads = p.texts("#events thead th")
     assert "filename" in heads and "transit URI" in heads
     # OpenLineage runs are listed by their job, not by the run's UUID.
-    run_rows = [r.text for r in p.all("#events tbody tr") if "spark/etl.write_orders" in r.text]
+    run_rows = [r for r in p.texts("#events tbody tr") if "spark/etl.write_orders" in r]
     assert run_rows and not any(RUN in r for r in run_rows)
 
     rows = p.search(Filename="orders.csv")
@@ -139,7 +128,7 @@ def test_search_by_every_nifi_field_with_filename_and_uri_columns(
 
 def test_event_content_view_replay_and_graph_tools(server: ServiceProcess, browser: object) -> None:
     p = Page(browser, server.client.base)
-    next(r for r in p.all("#events tbody tr") if "SEND" in r.text and "order.json" in r.text)
+    next(r for r in p.texts("#events tbody tr") if "SEND" in r and "order.json" in r)
     p.search(Filename="orders.csv")[0]
     p.css("#events tbody tr button.show-lineage").click()
     p.present("#graph g.node.event")
@@ -148,7 +137,7 @@ def test_event_content_view_replay_and_graph_tools(server: ServiceProcess, brows
     p.node("RECEIVE")
     p.css("#details .view-output").click()
     p.present("#content-view table.csv")
-    assert [th.text for th in p.all("#content-view th")] == ["id", "amount"]
+    assert p.texts("#content-view th") == ["id", "amount"]
     assert len(p.all("#content-view tbody tr")) == 2
     p.node("CONTENT_MODIFIED")
     assert p.all("#details .view-input") and p.all("#details .view-output")
@@ -191,7 +180,7 @@ def test_event_content_view_replay_and_graph_tools(server: ServiceProcess, brows
         "const s = document.getElementById('time-slider'); s.value = s.min;"
         "s.dispatchEvent(new Event('input'));"
     )
-    assert [n.get_attribute("data-event-type") for n in p.all("#graph g.node.event")] == ["RECEIVE"]
+    assert p.attrs("#graph g.node.event", "data-event-type") == ["RECEIVE"]
     assert "2026" in p.css("#time-label").text
     p.d.execute_script(
         "const s = document.getElementById('time-slider'); s.value = s.max;"
@@ -200,10 +189,7 @@ def test_event_content_view_replay_and_graph_tools(server: ServiceProcess, brows
     assert len(p.all("#graph g.node")) == shown
 
     # A large content is shown in part: its first 64 KiB, and says so.
-    p.css("#lineage-uuid").clear()
-    p.css("#lineage-uuid").send_keys("big-log")
-    p.css("#lineage-form button[type=submit]").click()
-    p.present('#graph g[data-event-type="RECEIVE"]')
+    p.lineage("big-log")
     p.node("RECEIVE")
     p.css("#details .view-output").click()
     p.text_in("content-view", f"first 65536 of {len(LOG)} bytes")

@@ -5,7 +5,6 @@ the icon without a token."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,21 +13,10 @@ import pytest
 from provenance import ProvenanceEvent, ProvenanceRepository
 from storage import open_store
 from tests.support.keyed_lineage import compacted_lake
+from tests.support.page_events import RUN, RUN_EVENT
 from tests.support.service import Client, ServiceProcess
 
 pytestmark = pytest.mark.unit
-
-RUN = str(uuid.uuid4())
-RUN_EVENT = {
-    "eventType": "COMPLETE",
-    "eventTime": "2026-11-23T10:00:02Z",
-    "producer": "https://github.com/OpenLineage/OpenLineage/tree/1.53.0/integration/spark",
-    "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-    "run": {"runId": RUN},
-    "job": {"namespace": "spark", "name": "etl.write_orders"},
-    "inputs": [{"namespace": "s3://raw", "name": "orders/0.csv"}],
-    "outputs": [{"namespace": "file", "name": "/warehouse/orders"}],
-}
 
 
 def _extra_events(repo: str) -> None:

@@ -7,15 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from flowledger.commands.table_files import snapshot_files
 from provenance import ProvenanceRepository
 from storage import open_store
+from tests.support.outside_tables import evolved_table
 from tests.support.provenance_events import ev, settings
-from timeline import Table
-from timeline.keyed import KeyedProperties
 
 pytestmark = pytest.mark.spark
 
@@ -24,11 +22,7 @@ def test_spark_over_the_listed_files_reads_exactly_the_tables_rows(
     spark: Any, tmp_path: Path
 ) -> None:
     uri = str(tmp_path / "cow")
-    table = Table.create(open_store(uri), KeyedProperties.of("id", partition_by=("p",)))
-    table.upsert(pa.table({"id": list(range(100)), "p": [i % 2 for i in range(100)]}))
-    changed = list(range(0, 100, 3))
-    table.upsert(pa.table({"id": changed, "p": [i % 2 for i in changed], "v": ["x"] * 34}))
-    table.delete(list(range(90, 100)))
+    table = evolved_table(uri)
 
     files = [f["uri"] for f in snapshot_files(table, None, False)["files"]]
     df = spark.read.option("mergeSchema", "true").parquet(*files)
