@@ -7,8 +7,7 @@ Runs the NiFi peer harness's flowledger ingest loop (its `events_batch` / `colum
 builders, `register_events(..., sync=True)` per batch of 1,000 on a local store) with
 perf_counter sections wrapped around the steps of the write path: building the batch,
 conversion to Arrow, NiFi's rules (vectorized), id allocation (a CAS, overlapped with the
-encoding on an I/O thread; or none, when the ids were taken ahead on the I/O thread while the
-last flush landed), encoding the journal block, the durable write (append + fdatasync,
+encoding on an I/O thread), encoding the journal block, the durable write (append + fdatasync,
 overlapped with the journal filter) and what remains. Sections measured on the I/O thread are
 reported separately: they overlap the calling thread's work.
 """
@@ -87,8 +86,6 @@ def _instrument(s: Sections) -> None:
     journal.assign_ids = s.wrap("assign ids", journal.assign_ids)
     journal.encode_journal = s.wrap("encode", journal.encode_journal)
     ids.IdAllocator.allocate = s.wrap("id allocation", ids.IdAllocator.allocate)  # type: ignore[method-assign]
-    if hasattr(ids.IdAllocator, "take_ahead"):  # the next flush's ids (absent in older code)
-        ids.IdAllocator.take_ahead = s.wrap("ids taken ahead", ids.IdAllocator.take_ahead)  # type: ignore[method-assign]
     journal.JournalWriter._allocate_and_encode = s.wrap(  # type: ignore[method-assign]
         "allocate+encode (wall)", journal.JournalWriter._allocate_and_encode
     )
