@@ -63,6 +63,7 @@ ROWS = (
     "other (loop)",
     "batch (wall)",
     "batch (CPU, all threads)",
+    "batch (wall), p10",
 )
 
 
@@ -161,9 +162,12 @@ def run(events: int, mode: str, harness: Path, prof: cProfile.Profile | None) ->
         s.calls.clear()
         if prof is not None:
             prof.enable()
+        each: list[float] = []
         cpu0, t0 = _cpu_s(), time.perf_counter()
         for i in range(BATCH, events, BATCH):
+            b0 = time.perf_counter()
             register(build(i, min(BATCH, events - i), events, base), sync=True)
+            each.append(time.perf_counter() - b0)
         wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
         if prof is not None:
             prof.disable()
@@ -174,6 +178,9 @@ def run(events: int, mode: str, harness: Path, prof: cProfile.Profile | None) ->
     per_batch["other (loop)"] = (wall - inside) / batches * 1000
     per_batch["batch (wall)"] = wall / batches * 1000
     per_batch["batch (CPU, all threads)"] = cpu / batches * 1000
+    # The fastest tenth of the batches: what a batch costs when the machine lets it run
+    # (the mean above carries every stall other processes cause).
+    per_batch["batch (wall), p10"] = sorted(each)[len(each) // 10] * 1000
     return {
         "mode": mode,
         "events": events,
@@ -182,6 +189,60 @@ def run(events: int, mode: str, harness: Path, prof: cProfile.Profile | None) ->
         "ms_per_batch": {k: round(v, 3) for k, v in per_batch.items()},
         "gc_collections": {k: v for k, v in sorted(s.calls.items()) if k.startswith("gc")},
     }
+
+
+def best_of(mode: str, harness: Path, reps: int = 30) -> dict[str, float]:
+    """Each step of the write path alone on one batch, the fastest of `reps` runs in ms: the
+    work itself, with no other thread of the process competing and the fewest of the other
+    processes' stalls (the median of a loaded machine carries those)."""
+    peer = _harness(harness)
+    from provenance import ProvenanceRepository, ProvenanceSettings
+    from provenance.parquet_io import encode_journal
+    from provenance.records import to_table
+    from provenance.schema import assign_ids, conform
+    from storage import open_store
+
+    events, base = 100 * BATCH, int(time.time() * 1000)
+    build = peer.events_batch if mode == "event" else peer.columnar_batch
+    batch = build(5 * BATCH, BATCH, events, base)
+    out: dict[str, float] = {}
+
+    def best(name: str, fn: Callable[[], Any]) -> Any:
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            got = fn()
+            times.append(time.perf_counter() - t0)
+        out[f"best: {name}"] = min(times) * 1000
+        return got
+
+    with tempfile.TemporaryDirectory(prefix="fl-profile-") as tmp:
+        repo = ProvenanceRepository(
+            open_store(str(Path(tmp) / "repo")),
+            ProvenanceSettings(cache_dir=str(Path(tmp) / "cache")),
+            background=False,
+        )
+        limit = repo.settings.max_attribute_length
+        best("build", lambda: build(5 * BATCH, BATCH, events, base))
+        if mode == "event":
+            table = best("to_table", lambda: to_table(batch, limit))
+        else:
+            table = best("conform", lambda: conform(batch, limit))
+        codec = repo.settings.journal_compression
+        with_ids = best("assign ids", lambda: assign_ids(table, 0))
+        data = best(f"encode ({codec})", lambda: encode_journal(with_ids, codec))
+        best("journal filter", lambda: repo.journal_terms.filter_of(with_ids))
+        register = repo.register_events if mode == "event" else repo.register_table
+        register(batch, sync=True)  # the allocator and the log exist from here on
+        best("id allocation (CAS)", lambda: repo.ids.allocate(BATCH))
+        log = repo.store.open_append_log("journals/profile-log")
+        assert log is not None
+        ends = iter(range(0, 10**9, BATCH))
+        best("log append + fdatasync", lambda: log.append(data, (e := next(ends), e + BATCH)))
+        log.close()
+        best("register call (sync)", lambda: register(batch, sync=True))
+        repo.close()
+    return out
 
 
 def top_functions(prof: cProfile.Profile, batches: int, k: int) -> list[tuple[str, float]]:
@@ -229,6 +290,12 @@ def ab(before: Path, events: int, modes: list[str], rounds: int, harness: Path) 
             ma = statistics.median(x.get(n, 0.0) for x in a)
             ratio = f"{ma / mb:.2f}x" if mb > 0.005 else ""
             print(f"| {n} | {mb:.2f} | {ma:.2f} | {ratio} |")
+        for n in ("batch (wall)", "batch (CPU, all threads)", "batch (wall), p10"):
+            pairs = sorted(y[n] / x[n] for x, y in zip(b, a, strict=True))
+            print(
+                f"| {n}, after/before per round (min / median / max) | | | "
+                f"{pairs[0]:.2f} / {statistics.median(pairs):.2f} / {pairs[-1]:.2f} |"
+            )
         print()
 
 
@@ -246,7 +313,9 @@ def main() -> None:
     if args.before is not None:
         ab(args.before, args.events, modes, args.rounds, args.harness)
     if args.child:
-        json.dump(run(args.events, modes[0], args.harness, None), sys.stdout)
+        res = run(args.events, modes[0], args.harness, None)
+        res["ms_per_batch"].update(best_of(modes[0], args.harness))
+        json.dump(res, sys.stdout)
         return
     if args.before is not None and not args.top:
         return
