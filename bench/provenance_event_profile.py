@@ -1,7 +1,7 @@
 """Where a durable ingest spends its time, per 1,000-event batch, per-event and columnar.
 
     python -m bench.provenance_event_profile [--events N] [--mode event|columnar|both]
-        [--before DIR] [--rounds R] [--top K] [--harness PATH]
+        [--before DIR] [--pairs R] [--top K] [--harness PATH]
 
 Runs the NiFi peer harness's flowledger ingest loop (its `events_batch` / `columnar_batch`
 builders, then `register_events` / `register_table` with `sync=True` per batch of 1,000 on a
@@ -14,7 +14,7 @@ I/O thread are reported separately: they overlap the calling thread's work. The 
 CPU time per batch (all threads) is reported too: it moves less with the machine's load.
 
 `--before DIR` (an export of older code, `git archive main | tar -x -C DIR`) runs each
-measurement in a fresh process of that tree and of this one in turn, R rounds, so both see
+measurement in a fresh process of that tree and of this one in turn, R times, so both see
 the same machine; the table gives the median per side and the after/before ratio, with the
 1-minute load average around the runs. `--top K` also prints this tree's K functions with
 the most own time per batch (cProfile).
@@ -276,7 +276,7 @@ def ab(before: Path, events: int, modes: list[str], rounds: int, harness: Path) 
                 got[(mode, side)].append(_one(tree, events, mode, harness)["ms_per_batch"])
                 loads.append(os.getloadavg()[0])
     print(
-        f"\n{events:,} events per run, {rounds} rounds per side, interleaved; "
+        f"\n{events:,} events per run, {rounds} runs per side, interleaved; "
         f"1-minute load {min(loads):.1f}-{max(loads):.1f}\n"
     )
     for mode in modes:
@@ -293,7 +293,7 @@ def ab(before: Path, events: int, modes: list[str], rounds: int, harness: Path) 
         for n in ("batch (wall)", "batch (CPU, all threads)", "batch (wall), p10"):
             pairs = sorted(y[n] / x[n] for x, y in zip(b, a, strict=True))
             print(
-                f"| {n}, after/before per round (min / median / max) | | | "
+                f"| {n}, after/before per pair (min / median / max) | | | "
                 f"{pairs[0]:.2f} / {statistics.median(pairs):.2f} / {pairs[-1]:.2f} |"
             )
         print()
@@ -305,13 +305,13 @@ def main() -> None:
     ap.add_argument("--mode", choices=["event", "columnar", "both"], default="both")
     ap.add_argument("--harness", type=Path, default=HARNESS)
     ap.add_argument("--before", type=Path, help="an export of older code to compare against")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=3, help="runs per side with --before")
     ap.add_argument("--top", type=int, default=0, help="print the K costliest functions")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     modes = ["event", "columnar"] if args.mode == "both" else [args.mode]
     if args.before is not None:
-        ab(args.before, args.events, modes, args.rounds, args.harness)
+        ab(args.before, args.events, modes, args.pairs, args.harness)
     if args.child:
         res = run(args.events, modes[0], args.harness, None)
         res["ms_per_batch"].update(best_of(modes[0], args.harness))
