@@ -16,11 +16,10 @@ POINTS = (
 )
 
 #: Steps of a durable journal flush: after the id CAS, after the journal is durable but
-#: before the writer is told, after the next flush's ids were taken ahead.
+#: before the writer is told.
 INGEST_POINTS = (
     "provenance.journal.allocated",
     "provenance.journal.written",
-    "provenance.ids.taken_ahead",
 )
 
 

@@ -1,25 +1,17 @@
 """64-bit event ids, unique and increasing across every writer process of a repository.
 
 One small object holds the next free id. A journal flush takes exactly the ids it needs with
-one compare-and-swap on it (`put_if_match`) before writing the journal object (or ahead, see
-below). A process that stops cleanly holds no unused range, so ids continue after a restart
-without gaps. The only possible gap is a writer dying (or failing) between its CAS and its
-journal PUT; rollover skips such a hole after `journal_gap_timeout_s` (see docs/provenance.md).
+one compare-and-swap on it (`put_if_match`), just before writing the journal object. Ids are
+therefore assigned at flush time, never leased ahead: a process that stops (cleanly or not)
+holds no unused range, so ids continue after a restart without gaps. The only possible gap is
+a writer dying (or failing) between its CAS and its journal PUT; rollover skips such a hole
+after `journal_gap_timeout_s` (see docs/provenance.md).
 
 So that such an honest hole can be told from a committed object that went missing, the
 document also lists the *open* allocations: each CAS adds the range it takes, and the writer
 removes it (in its next CAS, or one more at close) once its object landed. A hole in the ids
 that no open allocation covers was written and acknowledged, so its object was deleted:
 readers, rollover and recovery report it (`provenance/holes.py`) instead of skipping it.
-
-A writer whose flushes are uncontended takes the ids of its next flush *ahead*, on its I/O
-thread, right after a flush lands (`take_ahead`): an ordinary allocation, recorded open by its
-own CAS, so a hole it leaves is told from a deleted object exactly as above. The next flush of
-that size uses it without a request while it is fresher than half of `journal_gap_timeout_s`
-(rollover cannot have skipped it yet); an older or mismatched one is reused through the CAS
-when no writer allocated after it, and given back at close the same way, so a lone writer's
-ids stay contiguous. A range taken ahead that another writer's allocation followed is left
-open: an honest hole, skipped by rollover after the timeout.
 
 The per-flush CAS is not made durable (`durable=False`: no fsync on the local backend): the
 journal it precedes is, and a process's first allocation repairs the allocator forward from
@@ -32,10 +24,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from storage import (
@@ -49,7 +39,6 @@ from storage import (
     write_document,
 )
 
-from . import crash
 from .errors import ProvenanceUnknownOutcome
 from .id_document import (
     ALLOCATOR_KEY,
@@ -64,15 +53,6 @@ from .id_document import (
 __all__ = ["ALLOCATOR_KEY", "Allocation", "AllocatorState", "IdAllocator"]
 
 log = logging.getLogger("flowledger.provenance")
-
-
-@dataclass(frozen=True)
-class _Ahead:
-    """Ids taken ahead for the next flush, usable without a request until `fresh_until`."""
-
-    first: int
-    end: int
-    fresh_until: float
 
 
 class IdAllocator:
@@ -93,14 +73,6 @@ class IdAllocator:
         self._high = 0
         #: Checked against the data (`repair`) since this process opened it.
         self._checked = False
-        #: Ids taken ahead for the next flush (see the module docstring), and until when
-        #: (monotonic seconds) they may be used without asking the allocator again.
-        self._ahead: _Ahead | None = None
-        #: Use a range taken ahead for at most this long (half the rollover's gap timeout).
-        self.ahead_max_age_s = 30.0
-        #: Another writer allocated between two of ours: ranges taken ahead would leave holes.
-        self._contended = False
-        self._last_end: int | None = None
 
     def _body(self, next_id: int, open_: Iterable[Allocation]) -> dict[str, Any]:
         # A nonce per write makes every body unique, so a retried CAS is resolved correctly.
@@ -316,126 +288,43 @@ class IdAllocator:
                 self._checked = True
                 return current
 
-    def ahead_for(self, count: int) -> bool:
-        """Whether `allocate(count)` will use a fresh range taken ahead (no request)."""
-        ahead = self._ahead
-        return (
-            ahead is not None
-            and ahead.end - ahead.first == count
-            and time.monotonic() < ahead.fresh_until
-        )
-
     def guess(self) -> int | None:
         """The first id `allocate` will return if no other writer allocates first (None when
         not known yet), so a caller can prepare its work while the CAS runs."""
-        ahead = self._ahead
-        if ahead is not None:  # used as it is, or reused from its first id
-            return ahead.first
         cached = self._cached
         return None if cached is None or not self._checked else max(cached.next_id, self._high)
 
     def allocate(self, count: int) -> int:
-        """Take `count` consecutive ids; returns the first. Retries on a lost CAS. A fresh
-        range taken ahead of that size is used without a request."""
+        """Take `count` consecutive ids; returns the first. Retries on a lost CAS."""
         if count < 1:
             raise ValueError("count must be >= 1")
         if not self._checked:  # e.g. a writer opened with recover=False after a crash
             self.repair(self._recover_next())
         with self._lock:
-            ahead, self._ahead = self._ahead, None
-            fits = ahead is not None and ahead.end - ahead.first == count
-            if fits and ahead is not None and time.monotonic() < ahead.fresh_until:
-                return ahead.first  # in flight since it was taken; open in the document
-            return self._take(count, ahead)
-
-    def take_ahead(self, count: int) -> None:
-        """Take the ids of the next flush now (one CAS), if this writer's allocations are
-        uncontended and none is taken ahead yet. Best effort: a failure is the next
-        allocation's to meet."""
-        if count < 1 or not self._checked or self.ahead_max_age_s <= 0:
-            return
-        with self._lock:
-            if self._ahead is not None or self._contended:
-                return
-            try:
-                first = self._take(count, None)
-            except Exception as exc:  # the flush that needs the ids allocates them itself
-                log.debug("provenance: taking ids ahead failed: %s", exc)
-                return
-            crash.point("provenance.ids.taken_ahead")
-            self._ahead = _Ahead(first, first + count, time.monotonic() + self.ahead_max_age_s)
-
-    def release_ahead(self) -> None:
-        """Give back the range taken ahead (one CAS) if no writer allocated after it, so
-        the ids continue without a hole; otherwise it stays open (an honest hole)."""
-        with self._lock:
-            ahead, self._ahead = self._ahead, None
-            if ahead is None:
-                return
             while True:
-                state = self._cached or self._read()
-                if state.next_id != ahead.end or self._high != ahead.end:
-                    self._drop(ahead)
-                    return
-                open_ = [
-                    a
-                    for a in self._without_landed(state)
-                    if (a.first, a.end) != (ahead.first, ahead.end)
-                ]
+                current = self._cached or self._read()
+                first, etag = current.next_id, current.etag
+                # Moved back under us (restored from an old copy, edited by hand): ids below
+                # what this process already took are never handed out again.
+                first = max(first, self._high)
+                taken = Allocation(first, first + count, self._writer, now_ms())
+                with self._flight:
+                    removed = set(self._landed)
                 try:
-                    self._cached = self._cas(ahead.first, state.etag, open_, False)
+                    new = self._cas(
+                        first + count, etag, [*self._without_landed(current), taken], False
+                    )
                 except Conflict:
                     self._cached = None
                     continue
-                except StorageError as exc:
+                except UnknownOutcome as exc:
                     self._cached = None
-                    self._drop(ahead)
-                    log.warning("provenance: could not give back event ids: %s", exc)
-                    return
-                self._high = self._last_end = ahead.first
-                self._drop(ahead)
-                return
-
-    def _drop(self, ahead: _Ahead) -> None:
-        """This process will never write the range: it is no longer in flight here."""
-        with self._flight:
-            self._in_flight.discard((ahead.first, ahead.end))
-
-    def _take(self, count: int, ahead: _Ahead | None) -> int:
-        """The CAS loop of an allocation (`_lock` held). `ahead`: an unused range taken
-        ahead, reused from its first id when no writer allocated after it (else dropped)."""
-        while True:
-            current = self._cached or self._read()
-            first, etag = current.next_id, current.etag
-            open_ = self._without_landed(current)
-            reuse = ahead is not None and first == ahead.end == self._high
-            if reuse and ahead is not None:
-                first = ahead.first
-                open_ = [a for a in open_ if (a.first, a.end) != (ahead.first, ahead.end)]
-            elif self._last_end is not None and first != self._last_end:
-                self._contended = True  # another writer allocated since our last CAS
-            # Moved back under us (restored from an old copy, edited by hand): ids below
-            # what this process already took are never handed out again.
-            first = first if reuse else max(first, self._high)
-            taken = Allocation(first, first + count, self._writer, now_ms())
-            with self._flight:
-                removed = set(self._landed)
-            try:
-                new = self._cas(first + count, etag, [*open_, taken], False)
-            except Conflict:
-                self._cached = None
-                self._contended = True
-                continue
-            except UnknownOutcome as exc:
-                self._cached = None
-                raise ProvenanceUnknownOutcome(
-                    f"allocating {count} event ids: {exc}; no events were written"
-                ) from exc
-            self._cached = new
-            with self._flight:
-                self._landed -= removed  # this CAS removed them from the document
-                if ahead is not None:  # reused, or left open (an honest hole)
-                    self._in_flight.discard((ahead.first, ahead.end))
-                self._in_flight.add((first, first + count))
-            self._high = self._last_end = first + count
-            return first
+                    raise ProvenanceUnknownOutcome(
+                        f"allocating {count} event ids: {exc}; no events were written"
+                    ) from exc
+                self._cached = new
+                with self._flight:
+                    self._landed -= removed  # this CAS removed them from the document
+                    self._in_flight.add((first, first + count))
+                self._high = first + count
+                return first

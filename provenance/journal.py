@@ -16,7 +16,6 @@ bound keeps a lone writer from waiting at all).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
 import time
@@ -241,10 +240,6 @@ class JournalWriter:
         tell which ids it will hand out (no other writer took some since our last CAS), the
         journal is encoded with those while the CAS is in flight, and again only if it was
         wrong."""
-        if self._allocator.ahead_for(table.num_rows):  # taken while the last flush landed
-            first = self._allocator.allocate(table.num_rows)
-            with_ids = assign_ids(table, first)
-            return first, with_ids, encode_journal(with_ids, self._compression)
         guess = self._allocator.guess()
         if guess is None:
             first = self._allocator.allocate(table.num_rows)
@@ -293,12 +288,6 @@ class JournalWriter:
                 self._log = None
         return block_ref(log.key, block.offset, block.length, p.ref.first_id, p.ref.end_id)
 
-    def _take_ahead(self, count: int) -> None:
-        """The next flush's ids, taken on an I/O thread while the caller builds its next
-        batch (provenance/ids.py: an ordinary open allocation, taken early)."""
-        with contextlib.suppress(RuntimeError):  # closing: no next flush
-            self._puts.submit(self._allocator.take_ahead, count)
-
     def _put(self, buf: _Buffer, p: _Pending, table: pa.Table | None = None) -> JournalRef:
         prepared = None
         if table is None or self._prepare is None:
@@ -318,7 +307,4 @@ class JournalWriter:
                     buf.ids[s] = first
             buf.durable = max(buf.durable, p.batches[-1][0] + 1)
         self._on_flushed(ref, table, prepared)
-        # After the owner was told (the flush is no longer an open allocation), so the CAS
-        # taking the next ids also removes this flush's range from the document.
-        self._take_ahead(p.ref.end_id - p.ref.first_id)
         return ref

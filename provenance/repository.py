@@ -72,9 +72,6 @@ class ProvenanceRepository(Closing):
         self.store = store.scoped(PREFIX)
         self.table = ProvenanceTable(self.store, self.settings.table)
         self.ids = IdAllocator(self.store, self._recover_next_id)
-        # Used without asking the allocator only while rollover cannot have skipped it.
-        ahead = self.settings.journal_ids_ahead
-        self.ids.ahead_max_age_s = self.settings.journal_gap_timeout_s / 2 if ahead else 0.0
         self._backlog = Backlog()
         self.journals = JournalWriter(
             self.store,
@@ -168,7 +165,6 @@ class ProvenanceRepository(Closing):
             self.journals.flush()
         finally:
             self.journals.close()
-        self.ids.release_ahead()  # ids taken for a flush that will not come
         self.ids.confirm()  # this process's last objects landed: no longer open allocations
         self.reader.close()
         self._loader.close()

@@ -10,6 +10,7 @@ from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -91,18 +92,7 @@ assert {f.name for f in fields(ProvenanceEvent)} == set(COLUMNS)
 assert STORAGE_ORDER == COLUMNS  # an event is the tuple of its values in column order
 
 
-_INT_COLUMNS = frozenset(f.name for f in SCHEMA if f.type == pa.int64() or f.type == _TS)
-_STR_COLUMNS = frozenset(f.name for f in SCHEMA if f.type == _S)
-_NONE = type(None)
 _VALUES = operator.methodcaller("values")
-#: The types a column's values may have, as the record validation has them (no bool for an
-#: int, no "12", no bytes for a string); lists of UUIDs are checked element by element.
-_KINDS: Mapping[str, frozenset[type]] = MappingProxyType(
-    {
-        name: frozenset({int, _NONE} if name in _INT_COLUMNS else {str, _NONE})
-        for name in _INT_COLUMNS | _STR_COLUMNS
-    }
-)
 
 
 def _columns(events: Sequence[ProvenanceEvent]) -> list[tuple[Any, ...]]:
@@ -114,23 +104,42 @@ def _columns(events: Sequence[ProvenanceEvent]) -> list[tuple[Any, ...]]:
     return [tuple(map(operator.attrgetter(name), events)) for name in COLUMNS]
 
 
-def _map_array(col: tuple[Any, ...], name: str) -> pa.Array:
+def _inferred(col: Sequence[Any], name: str) -> pa.Array:
+    """Strings or ints as Arrow infers them: one pass in C that also tells the values'
+    types apart (a float, bool, bytes or over-large int makes another type or an error),
+    where an explicit type would accept floats for ints and bytes for strings."""
+    try:
+        return pa.array(col)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        raise InvalidEvent(f"{name}: a value of the wrong type") from None
+
+
+def _strings(values: list[Any], name: str, nulls: bool) -> pa.Array:
+    arr = _inferred(values, name)
+    if arr.type == _S and (nulls or not arr.null_count):
+        return arr
+    if arr.type == pa.null() and (nulls or not values):  # every value null, or none
+        return pa.nulls(len(values), _S)
+    raise InvalidEvent(f"{name}: a value of the wrong type")
+
+
+def _map_array(col: Sequence[Any], name: str) -> pa.Array:
     """dicts -> map<string, string> from flat key and value lists (what pa.array would
-    build, at a third of the cost), checking their types on the way."""
+    build, at a third of the cost), their types told by Arrow's inference on the way."""
     n = len(col)
     if not any(col):  # every map empty (never null: events hold a dict)
         return _empty_lists(_ATTRS, n)
-    keys = list(itertools.chain.from_iterable(col))
+    keys = _strings(list(itertools.chain.from_iterable(col)), name, nulls=False)
     values = list(itertools.chain.from_iterable(map(_VALUES, col)))
-    allowed = {str, _NONE} if name != "source_fields" else {str}
-    if not (set(map(type, keys)) <= {str} and set(map(type, values)) <= allowed):
-        raise InvalidEvent(f"{name}: a value of the wrong type")
-    offsets = pa.array(itertools.accumulate(map(len, col), initial=0), pa.int32())
-    return pa.MapArray.from_arrays(offsets, pa.array(keys, _S), pa.array(values, _S))
+    items = _strings(values, name, nulls=name != "source_fields")
+    lengths = np.fromiter(map(len, col), np.int32, n)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, items)
 
 
 def _array(f: pa.Field, col: tuple[Any, ...]) -> pa.Array:
-    """One column of the batch, its values' types checked first."""
+    """One column of the batch, its values' types checked on the way."""
     n = len(col)
     if f.type == _ATTRS:
         return _map_array(col, f.name)
@@ -139,14 +148,18 @@ def _array(f: pa.Field, col: tuple[Any, ...]) -> pa.Array:
             return _empty_lists(_UUIDS, n)
         if not set(map(type, itertools.chain.from_iterable(col))) <= {str}:
             raise InvalidEvent(f"{f.name}: a value of the wrong type")
-    elif col[0] is None and col.count(None) == n:  # identity tests only: cheap
+        try:
+            return pa.array(col, type=f.type)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise InvalidEvent(f"{f.name}: {exc}") from None
+    if col[0] is None and col.count(None) == n:  # identity tests only: cheap
         return _filled(None, n, f.type)
-    elif not set(map(type, col)) <= _KINDS[f.name]:
-        raise InvalidEvent(f"{f.name}: a value of the wrong type")
-    try:
-        return pa.array(col, type=f.type)
-    except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise InvalidEvent(f"{f.name}: {exc}") from None
+    arr = _inferred(col, f.name)
+    if arr.type == f.type:
+        return arr
+    if f.type == _TS and arr.type == _I64:  # epoch milliseconds: the same 64-bit values
+        return arr.view(_TS)
+    raise InvalidEvent(f"{f.name}: a value of the wrong type")
 
 
 def events_to_table(events: Sequence[ProvenanceEvent], max_attribute_length: int) -> pa.Table:

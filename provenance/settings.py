@@ -57,12 +57,6 @@ class ProvenanceSettings:
     #: deleted once merged and left). 0: one object per flush everywhere (object stores
     #: always do that).
     journal_log_bytes: int = 64 * MiB
-    #: Take the ids of a writer's next flush while its last flush lands (one CAS off the
-    #: caller's time). Off by default: on a quiet machine it measured no faster (the CAS's
-    #: work moves to the I/O thread on the same cores), and a writer that is not alone may
-    #: leave such a range unused, an honest hole that delays the merge of the journals after
-    #: it by `journal_gap_timeout_s`.
-    journal_ids_ahead: bool = False
     #: `nifi.provenance.repository.rollover.time` (seconds).
     rollover_time_s: float = 30.0
     #: `nifi.provenance.repository.rollover.size` (bytes of unmerged journals).

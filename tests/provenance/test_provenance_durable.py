@@ -41,6 +41,45 @@ def test_columnar_path_keeps_the_record_errors() -> None:
         to_table([ev(0), ev(1, file_size="12")], 65536)
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"file_size": 1.5}, "file_size"),
+        ({"file_size": 2.0}, "file_size"),
+        ({"file_size": 2**64}, "file_size"),
+        ({"event_time": 1.0}, "event_time"),
+        ({"details": b"bytes"}, "details"),
+        ({"details": 7}, "details"),
+        ({"updated_attributes": {"k": 1}}, "updated_attributes"),
+        ({"updated_attributes": {"k": b"v"}}, "updated_attributes"),
+        ({"previous_attributes": {1: "v"}}, "previous_attributes"),
+        ({"source_fields": {"k": None}}, "source_fields"),
+    ],
+)
+def test_columns_refuse_what_the_record_check_refuses(kw: dict[str, object], field: str) -> None:
+    """Columns are built by Arrow's inference, which tells a float from an int and bytes from
+    a string where an explicit Arrow type would convert them: the batch is refused, and the
+    record check names the event and the field."""
+    with pytest.raises(InvalidEvent, match=rf"event #1 of the batch.*{field}"):
+        to_table([ev(0), ev(1, **kw), ev(2)], 65536)
+
+
+@pytest.mark.unit
+def test_columns_keep_nulls_types_and_times() -> None:
+    """Null attribute values (a removed attribute), all-null columns and event times come
+    through the inferred columns as the record path builds them."""
+    events = [
+        ev(i, previous_attributes={"gone": None}, updated_attributes={"a": str(i), "b": None})
+        for i in range(3)
+    ]
+    fast = to_table(events, 65536)
+    assert fast.equals(events_to_table(validate(events), 65536))
+    assert fast.column("previous_attributes").to_pylist()[0] == [("gone", None)]
+    assert fast.column("event_time").type == events_to_table(events, 65536).schema.field(1).type
+    assert fast.column("details").null_count == 3
+
+
 def test_register_events_is_durable_and_visible_by_default(
     tbackend: Backend, tmp_path: Path
 ) -> None:

@@ -24,8 +24,6 @@ STEPS = (
     ("provenance.journal.allocated", 3),
     ("provenance.journal.written", 1),
     ("provenance.journal.written", 4),
-    # After the next flush's ids were taken ahead (an open allocation nothing will fill).
-    ("provenance.ids.taken_ahead", 2),
 )
 
 
@@ -35,8 +33,7 @@ def _settings(cache: str, **kw: object) -> ProvenanceSettings:
 
 def _ingest_until_killed(backend: Backend, cache: str, at: str, start: int, acked: str) -> None:
     os.environ[ENV] = at
-    settings = _settings(cache, journal_ids_ahead=True)  # its crash point is one of the steps
-    repo = ProvenanceRepository.open(backend.open(), settings, background=False)
+    repo = ProvenanceRepository.open(backend.open(), _settings(cache), background=False)
     n = start
     while True:
         ids = repo.register_events([ev(i) for i in range(n, n + BATCH)], sync=True)

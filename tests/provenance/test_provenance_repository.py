@@ -220,8 +220,7 @@ def test_get_event_and_events(tbackend: Backend, tmp_path: Path) -> None:
 
 
 def test_expiry_by_size_and_age(tbackend: Backend, tmp_path: Path) -> None:
-    # One writer after the other: the second one's ids continue where the first one's end
-    # (a writer still open would hold the ids of its next flush, taken ahead).
+    # One writer after the other: the second one's ids continue where the first one's end.
     repo = ProvenanceRepository.open(tbackend.open(), settings(tmp_path))
     for chunk in range(4):
         repo.register_events([ev(i) for i in range(chunk * 10, chunk * 10 + 10)], sync=True)
