@@ -39,5 +39,7 @@ def assert_index_matches_rebuild(t: Table) -> frozenset[str]:
     build_index(t, from_files=True)
     rebuilt, none = folded_index(t)
     assert none == frozenset()
-    assert kept == {r for r in rebuilt if r[2] not in untracked}
+    assert {r for r in kept if r[2] not in untracked} == {
+        r for r in rebuilt if r[2] not in untracked
+    }
     return untracked

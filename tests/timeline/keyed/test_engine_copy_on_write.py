@@ -66,10 +66,11 @@ def _strip(t: Table) -> list[tuple[Any, ...]]:
 
 
 def _engine_write(
-    t: Table, props: KeyedProperties, batch: pa.Table, operation: str
+    t: Table, props: KeyedProperties, batch: pa.Table, operation: str, one_task: bool = False
 ) -> tuple[str, _Counting]:
     """`batch` written as the engine writes it: one shard per `shard_columns` value, each
-    on its own unloaded table handle and an unpickled plan, committed by the driver."""
+    on its own unloaded table handle and an unpickled plan, committed by the driver
+    (`one_task`: every shard run by one task, as Spark may group them)."""
     txn = t.begin(COMMIT, operation=operation)
     incoming = batch.schema if operation != "delete" else None
     plan = plan_engine_write(t, txn, props, incoming, operation)
@@ -81,7 +82,8 @@ def _engine_write(
     shards = []
     for i, k in enumerate(keys):
         part = batch if k is None else batch.filter(pc.equal(batch.column(by[0]), k))
-        shards.append(run_shard(Table(store, shipped.settings), shipped, part, f"t{i}"))
+        task = "t0" if one_task else f"t{i}"
+        shards.append(run_shard(Table(store, shipped.settings), shipped, part, task))
     commit_shards(txn, plan, shards)
     return txn.instant_time, counting
 
@@ -192,12 +194,12 @@ def test_the_record_level_index_routes_the_shards_and_the_commit_records_its_del
 
 @pytest.mark.unit
 def test_shard_delta_parts_are_merged_into_one_delta_and_strays_swept(tmp_path: Path) -> None:
-    """Shards of several partitions each write a part; the commit names one merged delta, and
-    neither the parts nor what a failed attempt left stay under the instant."""
+    """Shards of several partitions, run by one task, each write a part; the commit names one
+    merged delta, and no part stays under the instant."""
     t = _table(tmp_path / "t", PROPS, False)
     build_index(t)
     batch = _rows([40001, 40003, 40005, 40007], "n")  # four partitions: four parts
-    instant, _ = _engine_write(t, PROPS, batch, "upsert")
+    instant, _ = _engine_write(t, PROPS, batch, "upsert", one_task=True)
     entry = Table.open(t.store).entry(instant)
     delta = entry.metadata["record_index_delta"]
     assert delta["rows"] == 4 and delta["path"].endswith("/_record_index_delta.parquet")

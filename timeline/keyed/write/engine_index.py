@@ -5,8 +5,8 @@ one-process writer keeps it (docs/tables.md, "Record-level index"):
   index as of the planned state, `IndexView`, picklable) and the plan carries it, so every
   task routes its keys through the same index without listing anything: a task fetches only
   the base shards and row groups whose key range holds one of its keys, and the deltas;
-- each task writes the key changes of its shard (new and moved records with their file group,
-  deleted ones with none) into one part named by its attempt;
+- each shard's task writes the key changes of that shard (new and moved records with their
+  file group, deleted ones with none) into one part named by its attempt;
 - the commit names one delta: the one part that holds changes, or the parts merged into one
   object (the parts of failed attempts are swept with the rest of their objects).
 
@@ -16,6 +16,7 @@ touch are looked up through ranges and blooms until the next `indexing` run.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,9 +71,10 @@ def write_part(
     changes: Sequence[tuple[pa.Array, pa.Array, pa.Array]],
     settings: TableSettings,
 ) -> dict[str, Any]:
-    """One task's key changes as a delta part named by its attempt (`{"rows": 0}` when it
-    changed no mapping: nothing is written)."""
-    path = data_key(instant_time, "", f"{DELTA_NAME}.{task}.parquet")
+    """One shard's key changes as a delta part named by its task attempt and a name of its
+    own, since one task may run several shards (`{"rows": 0}` when it changed no mapping:
+    nothing is written)."""
+    path = data_key(instant_time, "", f"{DELTA_NAME}.{task}.{uuid.uuid4().hex}.parquet")
     return write_delta(store, path, changes, settings)
 
 
