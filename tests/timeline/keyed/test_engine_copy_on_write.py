@@ -27,7 +27,7 @@ from timeline import (
     shard_columns,
 )
 from timeline.check import check_table
-from timeline.keyed import build_index
+from timeline.keyed import build_index, index_view
 from timeline.keyed.properties import KeyedProperties
 
 PROPS = KeyedProperties.of(
@@ -84,7 +84,7 @@ def _engine_write(
         part = batch if k is None else batch.filter(pc.equal(batch.column(by[0]), k))
         task = "t0" if one_task else f"t{i}"
         shards.append(run_shard(Table(store, shipped.settings), shipped, part, task))
-    commit_shards(txn, plan, shards)
+    commit_shards(txn, plan, shards, table=t)
     return txn.instant_time, counting
 
 
@@ -205,4 +205,19 @@ def test_shard_delta_parts_are_merged_into_one_delta_and_strays_swept(tmp_path: 
     assert delta["rows"] == 4 and delta["path"].endswith("/_record_index_delta.parquet")
     left = [o.key for o in t.store.list(f"data/{instant}/") if "_record_index_delta" in o.key]
     assert left == [delta["path"]]
+    assert_index_matches_rebuild(Table.open(t.store))
+
+
+@pytest.mark.unit
+def test_the_driver_merges_the_deltas_once_due_as_after_a_python_commit(tmp_path: Path) -> None:
+    """Past `record_index_max_deltas` the engine's commit runs `indexing` from the index, as
+    the one-process writer does after its commit."""
+    t = _table(tmp_path / "t", GLOBAL_PROPS, True)
+    build_index(t)
+    t = Table.open(t.store, replace(OFF, record_index_max_deltas=2))
+    _engine_write(t, GLOBAL_PROPS, _rows([50001], "n"), "upsert")
+    assert len(index_view(t.state()).deltas) == 1  # type: ignore[union-attr]
+    _engine_write(t, GLOBAL_PROPS, _rows([50003], "n"), "upsert")
+    view = index_view(Table.open(t.store).state())
+    assert view is not None and view.deltas == ()
     assert_index_matches_rebuild(Table.open(t.store))
