@@ -16,6 +16,8 @@ from typing import Any
 from storage import StoreSettings
 from timeline import TableSettings
 
+from .errors import SparkWriteError
+
 S3A = "spark.hadoop.fs.s3a."
 #: Writer option / Spark conf (with the `spark.flowledger.` prefix) → TableSettings field.
 TABLE_OPTIONS = MappingProxyType(
@@ -64,5 +66,11 @@ def table_settings(
         raw = (options or {}).get(name) or conf.get(CONF_PREFIX + name)
         if raw is None:
             continue
-        values[attr] = raw.upper() if attr == "failed_writes_cleaner_policy" else int(raw)
-    return TableSettings(**values)
+        try:
+            values[attr] = raw.upper() if attr == "failed_writes_cleaner_policy" else int(raw)
+        except ValueError:
+            raise SparkWriteError(f"option {name} must be a whole number, not {raw!r}") from None
+    try:
+        return TableSettings(**values)
+    except ValueError as exc:
+        raise SparkWriteError(f"{exc} (options {', '.join(TABLE_OPTIONS)})") from None

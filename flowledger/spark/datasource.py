@@ -61,6 +61,7 @@ from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
 from .keyed_options import keyed_options, requested_properties
 from .paths import TablePath, resolve_repo_uri, table_path
+from .worker_errors import one_line_refusals
 from .writer_options import (
     BARE_KEYED,
     NAME,
@@ -103,6 +104,18 @@ class FlowledgerDataSource(DataSource):
         return Table.open(open_store(path.store_uri, self.facts.store), settings)
 
     def schema(self) -> StructType:
+        with one_line_refusals():
+            return self._schema()
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        with one_line_refusals():
+            return self._reader(schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        with one_line_refusals():
+            return self._writer(schema, overwrite)
+
+    def _schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         path = self._path()
@@ -113,7 +126,10 @@ class FlowledgerDataSource(DataSource):
         as_of = _option(self.options, "asOf")
         files = table.snapshot(as_of).files
         if not files:
-            raise SparkWriteError(f"table {path.given} has no committed data to read")
+            raise SparkWriteError(
+                f"table {path.given} has no committed data to read: write to it first, or "
+                "check the URI"
+            )
         merged = table.schema(as_of) if table.merge_on_read_slices(as_of) is not None else None
         if merged is not None:  # logs may hold columns the first base file lacks
             arrow = merged
@@ -123,7 +139,7 @@ class FlowledgerDataSource(DataSource):
         arrow = pa.schema([f.with_nullable(True) for f in arrow])
         return from_arrow_schema(arrow, prefer_timestamp_ntz=False)
 
-    def reader(self, schema: StructType) -> DataSourceReader:
+    def _reader(self, schema: StructType) -> DataSourceReader:
         path = self._path()
         changes = changes_request(self.options)
         if changes is not None:
@@ -137,7 +153,7 @@ class FlowledgerDataSource(DataSource):
         snap = table.snapshot(_option(self.options, "asOf"))
         return SnapshotReader(self.facts.store, path, list(snap.files), schema)
 
-    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+    def _writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         path = self._path()
         if keyed_options(self.options) is not None or requested_properties(self.options):
             raise SparkWriteError(BARE_KEYED)
@@ -224,6 +240,10 @@ class TimelineWriter(DataSourceArrowWriter):
         return open_store(self.path.store_uri, self.facts.store)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        with one_line_refusals():  # a conflict with another writer, say
+            self._commit(messages)
+
+    def _commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         got = gather(self.facts, self.options, messages)
         txn = self.pending.resume(self._store(), table_settings(self.facts.conf, self.options))
         # Files of failed or speculative task attempts are in no message: the sweep deletes

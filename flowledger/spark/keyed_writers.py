@@ -95,7 +95,8 @@ def _write_shards(
     except BaseException:
         txn.abort()
         raise
-    instant = commit_shards(txn, plan, shards, extra_metadata=extra_metadata(job_meta, more))
+    meta = extra_metadata(job_meta, more)
+    instant = commit_shards(txn, plan, shards, extra_metadata=meta, table=o.table)
     files = [f for s in shards for f in s.files]
     repo = resolve_repo_uri(repo_option, conf_of(spark))
     info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)

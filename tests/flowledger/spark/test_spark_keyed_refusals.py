@@ -79,3 +79,56 @@ def test_unknown_table_and_bad_credentials_are_one_line(
     with pytest.raises(FlowledgerError) as missing:
         put(df, str(tmp_path / "nowhere"), options={"operation": "delete"})
     assert "recordKey" in _one_line(missing.value)
+
+
+def _refused_in_one_line(call: Any) -> str:
+    """What `df.write/spark.read.format("flowledger")` shows the user when the data source's
+    hook refuses: one line (PySpark's error class, then flowledger's message), no
+    traceback; Spark adds the error's SQLSTATE (on a line of its own: the worker's report
+    ends with a newline). Returns that line."""
+    with pytest.raises(Exception) as caught:
+        call()
+    message = str(caught.value).strip()
+    assert "Traceback" not in message and 'File "' not in message, message
+    first, *rest = message.splitlines()
+    assert [line.split(":")[0].strip() for line in rest] in ([], ["SQLSTATE"]), message
+    assert first.startswith("[PYTHON_DATA_SOURCE_ERROR]"), message
+    return first
+
+
+@pytest.mark.parametrize("case", ["upsert", "bad_option", "credentials", "unknown_table"])
+def test_data_source_refusals_are_one_line_naming_the_fix(
+    wrong_secret: Any, minio: S3Endpoint, tmp_path: Path, case: str
+) -> None:
+    """`format("flowledger")` refusals raised in the Python worker that runs the data
+    source's hooks reach the user as one line naming the fix: a keyed operation (use
+    fs.save), a malformed option (its name), credentials the store refuses (the variables to
+    check), a table with nothing to read (its URI)."""
+    spark = wrong_secret
+    if case != "credentials":
+        spark.conf.unset(S3A + "secret.key")
+    df = spark.createDataFrame([(1, 1)], "id long, v long")
+    local = str(tmp_path / "t")
+    if case == "upsert":
+        writer = df.write.format("flowledger").mode("append").option("operation", "upsert")
+        message = _refused_in_one_line(lambda: writer.save(local))
+        assert "flowledger.spark.save" in message
+    elif case == "bad_option":
+        option = "hoodie.client.heartbeat.interval_in_ms"
+        writer = df.write.format("flowledger").mode("append").option(option, "soon")
+        message = _refused_in_one_line(lambda: writer.save(local))
+        assert option in message and "whole number" in message
+    elif case == "credentials":  # the data source takes the s3a settings at `register`
+        uri = f"s3a://{minio.new_bucket()}/t"
+        writer = df.write.format("flowledger").mode("append")
+        try:
+            fs.register(spark)
+            message = _refused_in_one_line(lambda: writer.save(uri))
+        finally:
+            spark.conf.unset(S3A + "secret.key")
+            fs.register(spark)
+        assert "access denied" in message and "AWS_SECRET_ACCESS_KEY" in message
+    else:
+        reader = spark.read.format("flowledger")
+        message = _refused_in_one_line(lambda: reader.load(local).collect())
+        assert local in message and "no committed data" in message

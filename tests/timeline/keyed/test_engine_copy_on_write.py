@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 from storage import StoreSettings, open_store
+from tests.support.record_index import assert_index_matches_rebuild
 from tests.timeline.keyed.test_engine_delta import _Counting
 from timeline import (
     COMMIT,
@@ -25,6 +26,8 @@ from timeline import (
     run_shard,
     shard_columns,
 )
+from timeline.check import check_table
+from timeline.keyed import build_index, index_view
 from timeline.keyed.properties import KeyedProperties
 
 PROPS = KeyedProperties.of(
@@ -63,10 +66,11 @@ def _strip(t: Table) -> list[tuple[Any, ...]]:
 
 
 def _engine_write(
-    t: Table, props: KeyedProperties, batch: pa.Table, operation: str
+    t: Table, props: KeyedProperties, batch: pa.Table, operation: str, one_task: bool = False
 ) -> tuple[str, _Counting]:
     """`batch` written as the engine writes it: one shard per `shard_columns` value, each
-    on its own unloaded table handle and an unpickled plan, committed by the driver."""
+    on its own unloaded table handle and an unpickled plan, committed by the driver
+    (`one_task`: every shard run by one task, as Spark may group them)."""
     txn = t.begin(COMMIT, operation=operation)
     incoming = batch.schema if operation != "delete" else None
     plan = plan_engine_write(t, txn, props, incoming, operation)
@@ -78,8 +82,9 @@ def _engine_write(
     shards = []
     for i, k in enumerate(keys):
         part = batch if k is None else batch.filter(pc.equal(batch.column(by[0]), k))
-        shards.append(run_shard(Table(store, shipped.settings), shipped, part, f"t{i}"))
-    commit_shards(txn, plan, shards)
+        task = "t0" if one_task else f"t{i}"
+        shards.append(run_shard(Table(store, shipped.settings), shipped, part, task))
+    commit_shards(txn, plan, shards, table=t)
     return txn.instant_time, counting
 
 
@@ -151,3 +156,68 @@ def test_a_commit_instant_on_a_merge_on_read_table_is_refused_with_one_line(
         txn.abort()
     message = str(caught.value)
     assert "\n" not in message and "deltacommit" in message and "merge_on_read" in message
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("props", [PROPS, GLOBAL_PROPS], ids=["partition", "global"])
+def test_the_record_level_index_routes_the_shards_and_the_commit_records_its_delta(
+    tmp_path: Path, props: KeyedProperties
+) -> None:
+    """With a record-level index built, the plan carries it, the shards look their keys up in
+    it (new keys read no base file), and the commit names one delta of the keys it inserted,
+    moved or deleted: after engine and one-process writes the index tracks every group and
+    names every key as a rebuild from the files does; the rows are the one-process path's."""
+    engine = _table(tmp_path / "engine", props, True)
+    python = _table(tmp_path / "python", props, True)
+    for t in (engine, python):
+        build_index(t)
+    fresh = _rows([30001, 30003, 30005], "n")
+    instant, counting = _engine_write(engine, props, fresh, "upsert")
+    assert counting.lists == [] and max(counting.gets.values(), default=0) <= 1, counting.gets
+    entry = Table.open(engine.store).entry(instant)
+    assert entry.metadata["keyed"]["files_read"] == 0  # the index says no file holds them
+    assert entry.metadata["record_index_delta"]["rows"] == 3
+    python.upsert(fresh)
+    moved = _rows([1, 5, 6000, 30001], "m", ts=3, shift=1 if props is GLOBAL_PROPS else 0)
+    _engine_write(engine, props, moved, "upsert")
+    python.upsert(moved)
+    gone = _rows([2, 7, 30003, 99999], "x").select(["id", "p"] if props is PROPS else ["id"])
+    instant, _ = _engine_write(engine, props, gone, "delete")
+    python.delete(gone)
+    assert Table.open(engine.store).entry(instant).metadata["record_index_delta"]["rows"] == 3
+    engine.upsert(_rows([30007, 3], "p", ts=5))  # the one-process writer after the engine's
+    python.upsert(_rows([30007, 3], "p", ts=5))
+    assert _strip(engine) == _strip(python)
+    assert check_table(Table.open(engine.store)).problems == ()
+    assert assert_index_matches_rebuild(Table.open(engine.store)) == frozenset()
+
+
+@pytest.mark.unit
+def test_shard_delta_parts_are_merged_into_one_delta_and_strays_swept(tmp_path: Path) -> None:
+    """Shards of several partitions, run by one task, each write a part; the commit names one
+    merged delta, and no part stays under the instant."""
+    t = _table(tmp_path / "t", PROPS, False)
+    build_index(t)
+    batch = _rows([40001, 40003, 40005, 40007], "n")  # four partitions: four parts
+    instant, _ = _engine_write(t, PROPS, batch, "upsert", one_task=True)
+    entry = Table.open(t.store).entry(instant)
+    delta = entry.metadata["record_index_delta"]
+    assert delta["rows"] == 4 and delta["path"].endswith("/_record_index_delta.parquet")
+    left = [o.key for o in t.store.list(f"data/{instant}/") if "_record_index_delta" in o.key]
+    assert left == [delta["path"]]
+    assert_index_matches_rebuild(Table.open(t.store))
+
+
+@pytest.mark.unit
+def test_the_driver_merges_the_deltas_once_due_as_after_a_python_commit(tmp_path: Path) -> None:
+    """Past `record_index_max_deltas` the engine's commit runs `indexing` from the index, as
+    the one-process writer does after its commit."""
+    t = _table(tmp_path / "t", GLOBAL_PROPS, True)
+    build_index(t)
+    t = Table.open(t.store, replace(OFF, record_index_max_deltas=2))
+    _engine_write(t, GLOBAL_PROPS, _rows([50001], "n"), "upsert")
+    assert len(index_view(t.state()).deltas) == 1  # type: ignore[union-attr]
+    _engine_write(t, GLOBAL_PROPS, _rows([50003], "n"), "upsert")
+    view = index_view(Table.open(t.store).state())
+    assert view is not None and view.deltas == ()
+    assert_index_matches_rebuild(Table.open(t.store))

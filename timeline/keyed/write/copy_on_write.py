@@ -178,15 +178,14 @@ def write_group_at(
     return f, slice_stats(store, f, written, g.base, counts, fpp)
 
 
-def _record_index_delta(
-    txn: Transaction,
-    plan: Planner,
+def index_changes(
     batch: Batch | None,
     groups: Sequence[Group],
     tombstones: Sequence[tuple[pa.Array, pa.Array]],
-) -> dict[str, Any]:
-    """The commit's key changes for the record-level index: new and moved records with their
-    file group, deleted ones with none (docs/tables.md, "Record-level index")."""
+) -> list[tuple[pa.Array, pa.Array, pa.Array]]:
+    """A write's key changes for the record-level index, as (keys, partitions, file groups):
+    new and moved records with their file group, deleted ones with none (docs/tables.md,
+    "Record-level index"). Records updated in place change no mapping."""
     changes: list[tuple[pa.Array, pa.Array, pa.Array]] = []
     if batch is not None:
         for g in groups:
@@ -200,7 +199,19 @@ def _record_index_delta(
                     )
                 )
     changes += [(k, p, pa.nulls(len(k), pa.string())) for k, p in tombstones]
+    return changes
+
+
+def _record_index_delta(
+    txn: Transaction,
+    plan: Planner,
+    batch: Batch | None,
+    groups: Sequence[Group],
+    tombstones: Sequence[tuple[pa.Array, pa.Array]],
+) -> dict[str, Any]:
+    """The commit's delta shard of the record-level index (what its metadata names)."""
     path = txn.data_key("", "_record_index_delta.parquet")
+    changes = index_changes(batch, groups, tombstones)
     return write_delta(txn.table.store, path, changes, plan.table.settings)
 
 

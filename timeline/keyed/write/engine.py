@@ -21,10 +21,9 @@ A shard is a partition of the table for keys unique per partition, and the whole
 keys unique in the table (a global key may move between partitions, and a file group's new
 slice or log block must come from one task): `shard_columns` names the columns to group by.
 
-The record-level index is not read by the tasks (each would read all of it); the range and
-bloom index places the keys, and the commit records no index delta, so the record-level
-index stops speaking for the groups it rewrote until it is next built (as after a delta
-commit; keyed/index/record_index.py).
+On a copy-on-write table the plan carries the record-level index as of the planned state;
+tasks look their keys up in it as the one-process writer does, each writes its shard's key
+changes, and the commit names one index delta (keyed/write/engine_index.py).
 """
 
 from __future__ import annotations
@@ -45,10 +44,11 @@ from ...metadata import DataFile
 from ...schema import merge_schemas
 from ...settings import TableSettings
 from ...snapshot import TableState
-from ..index import range_bloom_index
+from ..index import RECORD_INDEX_DELTA, IndexView, merge_if_due
 from ..keys import META_COLUMNS, typed_keys, with_meta
 from ..properties import GLOBAL, MERGE_ON_READ, KeyedProperties
-from .copy_on_write import write_rewrites
+from .copy_on_write import index_changes, write_rewrites
+from .engine_index import commit_delta, index_factory, planned_index, write_part
 from .merge_on_read import write_deltas
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
@@ -73,6 +73,9 @@ class EnginePlan:
     table_schema: pa.Schema | None
     state: TableState
     settings: TableSettings
+    #: The record-level index the write looks keys up in and keeps current (copy-on-write,
+    #: once built; None: ranges and blooms, and no delta).
+    record_index: IndexView | None = None
 
     @property
     def upsert(self) -> bool:
@@ -92,6 +95,8 @@ class EngineShard:
     stats: list[dict[str, Any]]
     files_read: int
     logs: list[dict[str, Any]] = field(default_factory=list)
+    #: Its part of the record-level index's delta (None: the write keeps no index).
+    index_delta: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,12 +104,15 @@ class EngineShard:
             "stats": self.stats,
             "files_read": self.files_read,
             "logs": self.logs,
+            "index_delta": self.index_delta,
         }
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> EngineShard:
         files = [DataFile.from_json(f) for f in d["files"]]
-        return EngineShard(files, list(d["stats"]), int(d["files_read"]), list(d["logs"]))
+        return EngineShard(
+            files, list(d["stats"]), int(d["files_read"]), list(d["logs"]), d.get("index_delta")
+        )
 
 
 def shard_columns(props: KeyedProperties) -> tuple[str, ...]:
@@ -142,9 +150,11 @@ def plan_engine_write(
     if target is None:
         raise ValueError(f"{table.uri}: a keyed table states its meta columns at creation")
     txn.schema = target
+    index = planned_index(st, props.table_type == MERGE_ON_READ)
     return EnginePlan(
-        txn.instant_time, props, operation, on_duplicate, target, schema, st, table.settings
-    )
+        txn.instant_time, props, operation, on_duplicate, target, schema, st, table.settings,
+        index,
+    )  # fmt: skip
 
 
 def _batches(plan: EnginePlan, data: pa.Table) -> tuple[Batch | None, Batch | None]:
@@ -171,15 +181,19 @@ def run_shard(table: KeyedTable, plan: EnginePlan, data: pa.Table, task: str) ->
         )  # fmt: skip
         return EngineShard(out.files, out.stats, planner.files_read, out.logs)
     planner = Planner(
-        table, plan.props, plan.state, range_bloom_index,
+        table, plan.props, plan.state, index_factory(plan.record_index, plan.settings),
         keep_located_bytes=plan.settings.write_inflight_bytes,
     )  # fmt: skip
     written = write_rewrites(
         planner, SliceOut(t, key, plan.schema, task), plan.operation,
         batch=batch, dbatch=dbatch, on_duplicate=plan.on_duplicate,
     )  # fmt: skip
+    delta = None
+    if plan.record_index is not None:
+        changes = index_changes(batch, written.groups, written.tombstones)
+        delta = write_part(table.store, t, task, changes, plan.settings)
     files = [f for f, _ in written.slices]
-    return EngineShard(files, [s for _, s in written.slices], planner.files_read)
+    return EngineShard(files, [s for _, s in written.slices], planner.files_read, index_delta=delta)
 
 
 def commit_shards(
@@ -188,15 +202,22 @@ def commit_shards(
     shards: Sequence[EngineShard],
     *,
     extra_metadata: Mapping[str, str] | None = None,
+    table: KeyedTable | None = None,
 ) -> Instant:
     """Complete the commit with exactly what `shards` wrote; objects under the instant that
-    none of them names (failed task attempts) are deleted first."""
+    none of them names (failed task attempts) are deleted first. `table`: the keyed table,
+    whose record-level index deltas are merged once due, as after a one-process commit."""
     logs = [lf for s in shards for lf in s.logs]
     files = [f for s in shards for f in s.files]
     stats = [st for s in shards for st in s.stats]
     keep = {f.path for f in files} | {str(lf["path"]) for lf in logs}
     keep |= {str(s["bloom_path"]) for s in stats if s.get("bloom_path")}
+    delta: dict[str, Any] | None = None
     try:
+        if plan.record_index is not None:
+            parts = [s.index_delta for s in shards]
+            delta = commit_delta(txn.table.store, txn.instant_time, parts, plan.settings)
+            keep |= {str(delta["path"])} if delta.get("path") else set()
         sweep_strays(txn.table.store, txn.instant_time, keep)
         txn.add(*files)
     except BaseException:
@@ -209,8 +230,12 @@ def commit_shards(
         "files_read": sum(s.files_read for s in shards),
         "properties": plan.props.to_json(),
     }
+    if delta is not None:
+        details[RECORD_INDEX_DELTA] = delta
     instant = txn.commit(dict(extra_metadata or {}), details)
     sweep_strays(txn.table.store, txn.instant_time, keep)
+    if plan.record_index is not None and table is not None:
+        merge_if_due(table, len(plan.record_index.deltas) + (1 if delta and delta["rows"] else 0))
     return instant
 
 
