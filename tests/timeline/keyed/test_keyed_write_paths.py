@@ -16,7 +16,7 @@ from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties, RangeBloomIndex
 from timeline.keyed.keys import partition_path_array, partition_paths
-from timeline.keyed.write.copy_on_write import keyed_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 
 pytestmark = pytest.mark.unit
 
@@ -72,7 +72,10 @@ def test_a_delete_removes_a_key_from_every_file_holding_it(tmp_path: Path) -> No
     t = _table(tmp_path)
     t.upsert(_rows([1, 2]))
     other = Table.open(t.store, TableSettings(local_entry_cache=False, small_file_limit=0))
-    keyed_write(t, PROPS, "insert", data=_rows([7]), on_plan=lambda _: other.insert(_rows([7])))
+    insert = KeyedWriteRequest(
+        PROPS, "insert", data=_rows([7]), on_plan=lambda _: other.insert(_rows([7]))
+    )
+    write_keyed(t, insert)
     assert _ids(t) == [1, 2, 7, 7]
     t.delete([7])
     assert _ids(t) == [1, 2]

@@ -22,7 +22,7 @@ from timeline import (
     plan_engine_write,
 )
 from timeline.keyed import KeyedProperties
-from timeline.keyed.write.merge_on_read import delta_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 from timeline.parquet_io import read_files
 
 MOR = KeyedProperties.of("id", partition_by="p", table_type="merge_on_read")
@@ -136,7 +136,9 @@ def test_a_delta_commit_into_a_partition_overwritten_meanwhile_conflicts(tmp_pat
         done.append(_reopen(t).write(_rows([101], 5, "a"), mode="overwrite").time)
 
     with pytest.raises(CommitConflict) as caught:
-        delta_write(t, MOR, "upsert", data=_rows([1, 2, 3], 7), on_plan=overwrite)
+        write_keyed(
+            t, KeyedWriteRequest(MOR, "upsert", data=_rows([1, 2, 3], 7), on_plan=overwrite)
+        )
     assert caught.value.winner == done[0]
     assert _values(_reopen(t)) == {0: 0, 2: 0, 4: 0, 6: 0, 8: 0, 101: 5}
 
