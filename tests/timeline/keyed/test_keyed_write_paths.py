@@ -66,6 +66,45 @@ def test_a_delete_by_keys_reads_each_file_it_rewrites_once(
     assert all(s["inserts"] == 0 and s["updates"] == 0 for s in stats)
 
 
+def test_an_upsert_reads_each_file_it_rewrites_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files an upsert finds its records in are fetched once: locating the keys keeps
+    the bytes its rewrite then takes (the untouched file is not read at all)."""
+    t = _table(tmp_path)
+    for lo in (0, 50, 100):
+        t.upsert(_rows(list(range(lo, lo + 50))))
+    files = {f.path for f in t.files()}
+    gets = _count_gets(t, monkeypatch)
+    done = t.upsert(_rows([3, 60, 61, 1000], ts=2))
+    stats = t.entry(done.time).metadata["write_stats"]
+    rewritten = sorted(s["prev_path"] for s in stats if s["prev_path"])
+    assert len(rewritten) == 2
+    assert sorted(k for k in gets if k in files) == rewritten  # each fetched once
+    data = t.read()
+    assert data.num_rows == 151
+    assert sorted(data.filter(pa.compute.equal(data.column("ts"), 2)).column("id").to_pylist()) == [
+        3, 60, 61, 1000,
+    ]  # fmt: skip
+
+
+def test_a_delete_by_filter_reads_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter is evaluated over every file; a file it selects rows of is rewritten from
+    the bytes that evaluation fetched."""
+    t = _table(tmp_path)
+    for lo in (0, 50, 100):
+        t.upsert(_rows(list(range(lo, lo + 50))))
+    files = {f.path for f in t.files()}
+    gets = _count_gets(t, monkeypatch)
+    done = t.delete(where="id IN (3, 60, 61)")
+    stats = t.entry(done.time).metadata["write_stats"]
+    assert len([s for s in stats if s["prev_path"]]) == 2
+    assert sorted(k for k in gets if k in files) == sorted(files)  # each fetched once
+    assert _ids(t) == [i for i in range(150) if i not in (3, 60, 61)]
+
+
 def test_a_delete_removes_a_key_from_every_file_holding_it(tmp_path: Path) -> None:
     """Two writers inserting one new key into new file groups both land; the key is then
     held twice, and deleting it leaves neither copy."""

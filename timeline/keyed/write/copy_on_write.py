@@ -246,6 +246,7 @@ def write_rewrites(
     if where is not None:
         tombstones.append(rewrites.mark(decide_filter(plan, where)))
     new_groups = place_inserts(plan, pending, rewrites)
+    plan.located.clear()  # what no rewritten group took (its records were not replaced)
     if on_plan is not None:
         on_plan(plan)
     slices = _write_groups(plan, out, rewrites, new_groups, batch)
