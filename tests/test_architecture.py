@@ -408,10 +408,12 @@ def test_table_offers_data_operations_and_services_as_a_sub_object() -> None:
     from timeline.table_instants import TableInstants
 
     public = {n for n in dir(Table) if not n.startswith("_")}
-    assert len(public) < 25, f"Table has {len(public)} public members: {sorted(public)}"
+    assert len(public) <= 21, f"Table has {len(public)} public members: {sorted(public)}"
     assert {"read", "write", "upsert", "insert", "delete"} <= public
     assert not public & TABLE_SERVICES, f"services on Table: {sorted(public & TABLE_SERVICES)}"
     assert set(dir(Maintenance)) >= TABLE_SERVICES
     plumbing = {"load_instants", "known_timeline", "planning_timeline", "latest_seq"}
     assert not public & plumbing, f"instants plumbing on Table: {sorted(public & plumbing)}"
+    # A merged read's file slices are the snapshot's (`Snapshot.merge_on_read_slices`).
+    assert "merge_on_read_slices" not in public
     assert {"known_timeline", "planning_timeline", "latest_seq"} <= set(dir(TableInstants))

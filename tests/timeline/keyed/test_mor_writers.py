@@ -57,7 +57,7 @@ def _with_logged_changes(tmp_path: Path) -> Table:
         t.upsert(_rows(list(range(k * 10, k * 10 + 10)), 0))
     t.upsert(_rows([1, 2, 11, 12], 1))
     t.delete([3, 4, 13])
-    slices = t.merge_on_read_slices()
+    slices = t.snapshot().merge_on_read_slices()
     assert slices is not None
     assert 0 < sum(1 for s in slices if s.logs) < len(slices)
     return t
@@ -68,7 +68,7 @@ def test_clustering_keeps_the_updates_and_deletes_logs_hold(tmp_path: Path) -> N
     t = _with_logged_changes(tmp_path)
     before = _values(t)
     assert before[1] == 1 and before[12] == 1 and 3 not in before and 13 not in before
-    slices = t.merge_on_read_slices()
+    slices = t.snapshot().merge_on_read_slices()
     assert slices is not None
     with_logs = {s.base.path for s in slices if s.logs}
     done = t.maintenance.cluster()
