@@ -239,7 +239,7 @@ def changes(
     if cdc_rows:
         if full_scan:
             raise ValueError("full_scan applies to incremental reads: CDC needs every slice")
-        return (mor_changes.cdc if mor else cdc)(table, props, begin, end)
+        return cdc(table, props, begin, end)
     if mor:
         return mor_changes.incremental(table, begin, end, full_scan=full_scan)
     return incremental(table, begin, end, full_scan=full_scan)
