@@ -195,3 +195,17 @@ def test_distinct_integer_keys_are_told_without_hashing_them_as_text(tmp_path: P
     t = _table(tmp_path)
     t.upsert(pa.table({"id": [3, 1, 3, 2], "ts": [1, 1, 2, 1], "v": ["a", "b", "c", "d"]}))
     assert {r["id"]: r["v"] for r in t.read().to_pylist()} == {1: "b", 2: "d", 3: "c"}
+
+
+def test_a_write_request_states_one_operation_with_its_input() -> None:
+    """A request is checked when it is made, before any instant begins."""
+    with pytest.raises(ValueError, match="exactly one"):
+        KeyedWriteRequest(PROPS, "delete", deletes=_rows([1]), where="id = 1")
+    with pytest.raises(ValueError, match="takes data"):
+        KeyedWriteRequest(PROPS, "upsert", deletes=_rows([1]))
+    with pytest.raises(ValueError, match="one of"):
+        KeyedWriteRequest(PROPS, "merge", data=_rows([1]))
+    req = KeyedWriteRequest(replace(PROPS, table_type="merge_on_read"), "delete", where="id = 1")
+    assert (
+        req.merge_on_read and not KeyedWriteRequest(PROPS, "insert", data=_rows([1])).merge_on_read
+    )
