@@ -18,7 +18,7 @@ def snapshot_files(table: Table, as_of: str | None, read_optimized: bool) -> dic
     refuses a merge-on-read snapshot with logs not compacted yet (a Parquet reader cannot
     merge them) unless `read_optimized`."""
     snap = table.snapshot(as_of)
-    slices = table.merge_on_read_slices(as_of) or []
+    slices = snap.merge_on_read_slices() or []
     logs = sum(len(sl.logs) for sl in slices)
     if logs and not read_optimized:
         groups = sum(1 for sl in slices if sl.logs)

@@ -337,6 +337,19 @@ def test_no_function_in_keyed_tables_is_longer_than_80_lines() -> None:
     assert long == [], "split these into named steps:\n" + "\n".join(long)
 
 
+def test_keyed_tables_have_one_of_each_step_for_both_table_types() -> None:
+    """One write entry point, one CDC read, one `place_inserts`: copy-on-write and
+    merge-on-read differ in what they write, not in how they are asked."""
+    defined: dict[str, list[str]] = {}
+    for p in sorted(KEYED.rglob("*.py")):
+        for n in ast.parse(p.read_text()).body:
+            if isinstance(n, ast.FunctionDef):
+                defined.setdefault(n.name, []).append(str(p.relative_to(ROOT)))
+    for name in ("write_keyed", "cdc", "place_inserts"):
+        assert len(defined.get(name, [])) == 1, f"{name} defined in {defined.get(name)}"
+    assert not {"keyed_write", "delta_write"} & set(defined), "a second write entry point"
+
+
 def test_timeline_modules_outside_keyed_do_not_import_it() -> None:
     found = set()
     for p in sorted((ROOT / "timeline").rglob("*.py")):
@@ -408,10 +421,12 @@ def test_table_offers_data_operations_and_services_as_a_sub_object() -> None:
     from timeline.table_instants import TableInstants
 
     public = {n for n in dir(Table) if not n.startswith("_")}
-    assert len(public) < 25, f"Table has {len(public)} public members: {sorted(public)}"
+    assert len(public) <= 21, f"Table has {len(public)} public members: {sorted(public)}"
     assert {"read", "write", "upsert", "insert", "delete"} <= public
     assert not public & TABLE_SERVICES, f"services on Table: {sorted(public & TABLE_SERVICES)}"
     assert set(dir(Maintenance)) >= TABLE_SERVICES
     plumbing = {"load_instants", "known_timeline", "planning_timeline", "latest_seq"}
     assert not public & plumbing, f"instants plumbing on Table: {sorted(public & plumbing)}"
+    # A merged read's file slices are the snapshot's (`Snapshot.merge_on_read_slices`).
+    assert "merge_on_read_slices" not in public
     assert {"known_timeline", "planning_timeline", "latest_seq"} <= set(dir(TableInstants))

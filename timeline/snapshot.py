@@ -21,6 +21,18 @@ class Snapshot:
     files: tuple[DataFile, ...]
     #: Log position of the last completion included (0 = empty table).
     seq: int = 0
+    #: The file groups the files are the latest bases of, when the table merges on read
+    #: (None: its files are the whole answer).
+    groups: FileGroupView | None = field(default=None, compare=False, repr=False)
+
+    def merge_on_read_slices(self) -> list[FileSlice] | None:
+        """The file slices (base plus logs) a merged read of this snapshot covers, one per
+        file group in base-file order, for an engine that merges them in its own tasks
+        (`read_slice`); None when the table has no delta commits (its files are the whole
+        answer)."""
+        if self.groups is None:
+            return None
+        return sorted(self.groups.latest_slices().values(), key=lambda sl: sl.base.path)
 
     @property
     def rows(self) -> int:
@@ -96,7 +108,8 @@ class TableState:
             sorted((fg.bases[-1][0] for fg in view.groups.values()), key=lambda f: f.path)
         )
         last = ws[-1] if ws else None
-        return Snapshot(last.time if last else "", files, last.seq if last else 0)
+        groups = view if self.is_merge_on_read() else None
+        return Snapshot(last.time if last else "", files, last.seq if last else 0, groups)
 
     def all_files(self) -> dict[str, DataFile]:
         return {f.path: f for e in self.ordered_writes() for f in e.added}

@@ -30,7 +30,6 @@ from .archive.hook import post_commit_hooks
 from .archive.view import archived_log
 from .entry_cache import EntryCache
 from .errors import InstantNotFound, TimelineError
-from .file_groups import FileSlice
 from .hooks import PostCommitHook
 from .instant import (
     COMMIT,
@@ -226,16 +225,6 @@ class Table(KeyedTableMethods):
             return merged if merged is not None else no_rows(schema, columns)
         table = read_files(self.store, snap.files, columns, schema, parallelism=READ_PARALLELISM)
         return table if table is not None else no_rows(schema, columns)
-
-    def merge_on_read_slices(self, as_of: str | None = None) -> list[FileSlice] | None:
-        """The file slices (base plus logs) a merged snapshot read covers, one per file group,
-        for an engine that merges them in its own tasks (`read_slice`); None when the table
-        has no delta commits (its snapshot files are the whole answer)."""
-        st = self.state()
-        if not st.is_merge_on_read():
-            return None
-        snap = self._snapshot(st, as_of)
-        return sorted(st.latest_slices(snap.seq).values(), key=lambda sl: sl.base.path)
 
     def schema(self, as_of: str | None = None) -> pa.Schema | None:
         """The table's schema (as of an instant) as its commits state it; None if none does."""

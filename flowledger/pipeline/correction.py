@@ -105,8 +105,9 @@ def _slice_of(f: DataFile) -> str:
 def slice_changes(table: Table, before: str, after: str) -> list[SliceChange]:
     """Every file group of `table` as of `before` and `after` (instants)."""
     old = {f.group: f for f in table.snapshot(before).files}
-    new = {f.group: f for f in table.snapshot(after).files}
-    logs = {sl.group: sl.logs for sl in table.merge_on_read_slices(after) or []}
+    now = table.snapshot(after)
+    new = {f.group: f for f in now.files}
+    logs = {sl.group: sl.logs for sl in now.merge_on_read_slices() or []}
     out = []
 
     def order(g: str) -> tuple[list[Any], str]:  # month=2 before month=10

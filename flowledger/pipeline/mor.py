@@ -35,7 +35,7 @@ from .record import COMPONENT_TYPE
 
 def log_writes(table: Table, entry: Entry) -> list[SliceWrite]:
     """The log files a delta commit appended, each with the base file of its group's slice."""
-    slices = table.merge_on_read_slices(entry.time) or []
+    slices = table.snapshot(entry.time).merge_on_read_slices() or []
     base = {sl.group: sl.base for sl in slices}
     out = []
     for lf in entry.metadata.get("log_files", ()):
@@ -155,7 +155,7 @@ def compact(tables: tbl.Tables, prov: ProvenanceRepository | None) -> Compaction
     r = CompactionResult()
     r.snapshot_before = counts(fe, read_optimized=False)
     r.read_optimized_before = counts(fe, read_optimized=True)
-    slices = fe.merge_on_read_slices() or []
+    slices = fe.snapshot().merge_on_read_slices() or []
     r.groups_with_logs = sum(1 for sl in slices if sl.logs)
     r.log_files = sum(len(sl.logs) for sl in slices)
     done = fe.maintenance.compact()

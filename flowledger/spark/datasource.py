@@ -124,13 +124,14 @@ class FlowledgerDataSource(DataSource):
         if changes is not None:
             return changes_schema(table, changes)
         as_of = _option(self.options, "asOf")
-        files = table.snapshot(as_of).files
+        snap = table.snapshot(as_of)
+        files = snap.files
         if not files:
             raise SparkWriteError(
                 f"table {path.given} has no committed data to read: write to it first, or "
                 "check the URI"
             )
-        merged = table.schema(as_of) if table.merge_on_read_slices(as_of) is not None else None
+        merged = table.schema(as_of) if snap.merge_on_read_slices() is not None else None
         if merged is not None:  # logs may hold columns the first base file lacks
             arrow = merged
         else:
@@ -145,12 +146,12 @@ class FlowledgerDataSource(DataSource):
         if changes is not None:
             return changes_reader(self._table(path), path, self.facts.store, changes)
         table = self._table(path)
-        slices = table.merge_on_read_slices(_option(self.options, "asOf"))
+        snap = table.snapshot(_option(self.options, "asOf"))
+        slices = snap.merge_on_read_slices()
         if slices is not None:  # base files alone would miss the changes still in logs
             merged = table.schema(_option(self.options, "asOf"))
             key_col = integer_key_column(table.properties, merged)
             return MergedSliceReader(self.facts.store, path, slices, schema, merged, key_col)
-        snap = table.snapshot(_option(self.options, "asOf"))
         return SnapshotReader(self.facts.store, path, list(snap.files), schema)
 
     def _writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:

@@ -36,8 +36,7 @@ def read(spark: Any, uri: str, as_of: str | None = None, verify: bool = False) -
     """A DataFrame over the table's snapshot (latest, or as of instant `as_of`); with
     `verify`, every file's checksum is checked on the driver first."""
     path, snap = snapshot_of(spark, uri, as_of)
-    table = Table.open(open_store(path.store_uri, store_settings(conf_of(spark))))
-    if table.merge_on_read_slices(as_of) is not None:
+    if snap.merge_on_read_slices() is not None:
         # Parquet alone would show the base files only: the data source merges each slice's
         # logs on the executors (and verifies every object it reads).
         from .datasource import register

@@ -279,7 +279,7 @@ class KeyedLife(RuleBasedStateMachine):
             if not ran and now is None:
                 break
         self._sync(None, None)
-        slices = self.table.merge_on_read_slices() or []
+        slices = self.table.snapshot().merge_on_read_slices() or []
         with_logs = [sl.group for sl in slices if sl.logs]
         assert not with_logs, f"compaction left logs in file groups {with_logs}"
         self._check_read_optimized(exact=True)

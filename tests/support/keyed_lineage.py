@@ -36,10 +36,10 @@ def compacted_lake(root: Path) -> Lake:
         fix = table.upsert(pa.table({"id": [2, 3], "v": ["B", "C"]}))
         assert table.entry(fix.time).metadata.get("log_files")  # a delta commit: log files
         record_write(prov, table, table.entry(fix.time), CommitJob(inputs=CORRECTION))
-        slices = table.merge_on_read_slices() or []
+        slices = table.snapshot().merge_on_read_slices() or []
         done = table.maintenance.compact()
         assert done is not None
         record_compaction(prov, table, table.entry(done.time), {sl.group: sl for sl in slices})
         current = [slice_uuid(table.store.url(f.path)) for f in table.files()]
-        assert current and not any(sl.logs for sl in table.merge_on_read_slices() or [])
+        assert current and not any(sl.logs for sl in table.snapshot().merge_on_read_slices() or [])
     return Lake(current, str(root / "repo"))

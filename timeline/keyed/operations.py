@@ -33,7 +33,7 @@ from .properties import (
     create_properties,
     load_properties,
 )
-from .write import Filter, delta_write, keyed_write, prepare_batch
+from .write import Filter, KeyedWriteRequest, prepare_batch, write_keyed
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -101,15 +101,14 @@ def write(
     return upsert(table, props, data, extra)
 
 
-def _keyed_write(table: KeyedTable, props: KeyedProperties, operation: str, **kw: Any) -> Instant:
-    """Copy-on-write rewrites file slices (keyed/write/copy_on_write.py); merge-on-read
-    appends log blocks in a delta commit (keyed/write/merge_on_read.py), then compacts as
-    the settings say (keyed/compaction/service.py)."""
+def _write(table: KeyedTable, req: KeyedWriteRequest) -> Instant:
+    """One keyed write (keyed/write/client.py: copy-on-write rewrites file slices,
+    merge-on-read appends log blocks in a delta commit); a merge-on-read table then compacts
+    as the settings say (keyed/compaction/service.py)."""
     try:
-        if props.table_type != MERGE_ON_READ:
-            return keyed_write(table, props, operation, **kw)
-        done = delta_write(table, props, operation, **kw)
-        compaction.after_write(table)
+        done = write_keyed(table, req)
+        if req.merge_on_read:
+            compaction.after_write(table)
         return done
     finally:
         release_unused_memory()
@@ -121,7 +120,7 @@ def upsert(
     data: pa.Table,
     extra: Mapping[str, str] | None = None,
 ) -> Instant:
-    return _keyed_write(table, props, "upsert", data=data, metadata=dict(extra or {}))
+    return _write(table, KeyedWriteRequest(props, "upsert", data=data, metadata=dict(extra or {})))
 
 
 def insert(
@@ -133,9 +132,10 @@ def insert(
 ) -> Instant:
     if on_duplicate not in ("fail", "drop"):
         raise ValueError("on_duplicate must be 'fail' or 'drop'")
-    return _keyed_write(
-        table, props, "insert", data=data, on_duplicate=on_duplicate, metadata=dict(extra or {})
+    req = KeyedWriteRequest(
+        props, "insert", data=data, on_duplicate=on_duplicate, metadata=dict(extra or {})
     )
+    return _write(table, req)
 
 
 def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:
@@ -173,9 +173,10 @@ def delete(
             where = predicate.parse(where)
         else:
             where = predicate.check(where, schema)
-    return _keyed_write(
-        table, props, "delete", deletes=deletes, where=where, metadata=dict(extra or {})
+    req = KeyedWriteRequest(
+        props, "delete", deletes=deletes, where=where, metadata=dict(extra or {})
     )
+    return _write(table, req)
 
 
 def insert_overwrite(
@@ -238,7 +239,7 @@ def changes(
     if cdc_rows:
         if full_scan:
             raise ValueError("full_scan applies to incremental reads: CDC needs every slice")
-        return (mor_changes.cdc if mor else cdc)(table, props, begin, end)
+        return cdc(table, props, begin, end)
     if mor:
         return mor_changes.incremental(table, begin, end, full_scan=full_scan)
     return incremental(table, begin, end, full_scan=full_scan)

@@ -62,7 +62,7 @@ def test_check_exit_codes_and_json(tmp_path: Path, cli: Cli) -> None:
     t = _mor(tmp_path)
     code, out, _ = cli("table", "check", t.uri)
     assert code == 0 and out.strip().endswith("snapshots checked)")
-    base = t.merge_on_read_slices()[0].base  # type: ignore[index]
+    base = t.snapshot().merge_on_read_slices()[0].base  # type: ignore[index]
     (tmp_path / "t" / base.path).unlink()
     code, out, _ = cli("table", "check", t.uri, "--json")
     assert code == 6

@@ -167,7 +167,7 @@ def test_merge_on_read_snapshot_is_merged_on_spark(registered: Any, where: tuple
     first = t.upsert(pa.table({"id": [1, 2, 3], "delay": [5, 7, 9]}))
     t.upsert(pa.table({"id": [2], "delay": [70]}))  # a delta commit: a log block
     t.delete([3])
-    assert t.merge_on_read_slices() is not None  # the changes are still in logs
+    assert t.snapshot().merge_on_read_slices() is not None  # the changes are still in logs
     want = sorted(t.read().select(["id", "delay"]).to_pylist(), key=lambda r: r["id"])
     assert want == [{"id": 1, "delay": 5}, {"id": 2, "delay": 70}]
     for df in (spark.read.format("flowledger").load(uri), fs.read(spark, uri)):

@@ -18,7 +18,7 @@ from timeline.crash import ENV
 from timeline.heartbeat import MTIME_RESOLUTION_S
 from timeline.instant import ROLLBACK
 from timeline.keyed import KeyedProperties
-from timeline.keyed.write.copy_on_write import keyed_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 from timeline.layout import data_prefix
 
 PROPS = KeyedProperties.of("id", ordering_field="ts", merge_mode="event_time")
@@ -58,7 +58,8 @@ def _first(backend: Backend, ids: list[int], planned: Any, other_done: Any, out:
         assert other_done.wait(60)
 
     try:
-        done = keyed_write(t, props, "upsert", data=_rows(ids, 1, "first"), on_plan=hold)
+        req = KeyedWriteRequest(props, "upsert", data=_rows(ids, 1, "first"), on_plan=hold)
+        done = write_keyed(t, req)
         out.put(("first", "ok", done.time))
     except CommitConflict as exc:
         out.put(("first", "conflict", exc.winner))

@@ -15,7 +15,7 @@ from timeline import CommitConflict, Table, TableSettings, TimelineError
 from timeline.archive import Archiver
 from timeline.errors import DuplicateKeys, RangeNotReadable
 from timeline.keyed import COMMIT_TIME_COL, RECORD_KEY_COL, KeyedProperties, PropertiesError
-from timeline.keyed.write.copy_on_write import keyed_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 from timeline.settings import ArchivalSettings
 
 pytestmark = pytest.mark.unit
@@ -243,7 +243,8 @@ def _upsert_while(t: Table, data: pa.Table, meanwhile: Callable[[], None]) -> An
     """An upsert whose planning is followed by `meanwhile` (another writer) before commit."""
     props = t.properties
     assert props is not None
-    return keyed_write(t, props, "upsert", data=data, on_plan=lambda _plan: meanwhile())
+    req = KeyedWriteRequest(props, "upsert", data=data, on_plan=lambda _plan: meanwhile())
+    return write_keyed(t, req)
 
 
 def test_conflicts_follow_file_groups(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties, RangeBloomIndex
 from timeline.keyed.keys import partition_path_array, partition_paths
-from timeline.keyed.write.copy_on_write import keyed_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 
 pytestmark = pytest.mark.unit
 
@@ -66,13 +66,55 @@ def test_a_delete_by_keys_reads_each_file_it_rewrites_once(
     assert all(s["inserts"] == 0 and s["updates"] == 0 for s in stats)
 
 
+def test_an_upsert_reads_each_file_it_rewrites_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files an upsert finds its records in are fetched once: locating the keys keeps
+    the bytes its rewrite then takes (the untouched file is not read at all)."""
+    t = _table(tmp_path)
+    for lo in (0, 50, 100):
+        t.upsert(_rows(list(range(lo, lo + 50))))
+    files = {f.path for f in t.files()}
+    gets = _count_gets(t, monkeypatch)
+    done = t.upsert(_rows([3, 60, 61, 1000], ts=2))
+    stats = t.entry(done.time).metadata["write_stats"]
+    rewritten = sorted(s["prev_path"] for s in stats if s["prev_path"])
+    assert len(rewritten) == 2
+    assert sorted(k for k in gets if k in files) == rewritten  # each fetched once
+    data = t.read()
+    assert data.num_rows == 151
+    assert sorted(data.filter(pa.compute.equal(data.column("ts"), 2)).column("id").to_pylist()) == [
+        3, 60, 61, 1000,
+    ]  # fmt: skip
+
+
+def test_a_delete_by_filter_reads_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter is evaluated over every file; a file it selects rows of is rewritten from
+    the bytes that evaluation fetched."""
+    t = _table(tmp_path)
+    for lo in (0, 50, 100):
+        t.upsert(_rows(list(range(lo, lo + 50))))
+    files = {f.path for f in t.files()}
+    gets = _count_gets(t, monkeypatch)
+    done = t.delete(where="id IN (3, 60, 61)")
+    stats = t.entry(done.time).metadata["write_stats"]
+    assert len([s for s in stats if s["prev_path"]]) == 2
+    assert sorted(k for k in gets if k in files) == sorted(files)  # each fetched once
+    assert _ids(t) == [i for i in range(150) if i not in (3, 60, 61)]
+
+
 def test_a_delete_removes_a_key_from_every_file_holding_it(tmp_path: Path) -> None:
     """Two writers inserting one new key into new file groups both land; the key is then
     held twice, and deleting it leaves neither copy."""
     t = _table(tmp_path)
     t.upsert(_rows([1, 2]))
     other = Table.open(t.store, TableSettings(local_entry_cache=False, small_file_limit=0))
-    keyed_write(t, PROPS, "insert", data=_rows([7]), on_plan=lambda _: other.insert(_rows([7])))
+    insert = KeyedWriteRequest(
+        PROPS, "insert", data=_rows([7]), on_plan=lambda _: other.insert(_rows([7]))
+    )
+    write_keyed(t, insert)
     assert _ids(t) == [1, 2, 7, 7]
     t.delete([7])
     assert _ids(t) == [1, 2]
@@ -153,3 +195,17 @@ def test_distinct_integer_keys_are_told_without_hashing_them_as_text(tmp_path: P
     t = _table(tmp_path)
     t.upsert(pa.table({"id": [3, 1, 3, 2], "ts": [1, 1, 2, 1], "v": ["a", "b", "c", "d"]}))
     assert {r["id"]: r["v"] for r in t.read().to_pylist()} == {1: "b", 2: "d", 3: "c"}
+
+
+def test_a_write_request_states_one_operation_with_its_input() -> None:
+    """A request is checked when it is made, before any instant begins."""
+    with pytest.raises(ValueError, match="exactly one"):
+        KeyedWriteRequest(PROPS, "delete", deletes=_rows([1]), where="id = 1")
+    with pytest.raises(ValueError, match="takes data"):
+        KeyedWriteRequest(PROPS, "upsert", deletes=_rows([1]))
+    with pytest.raises(ValueError, match="one of"):
+        KeyedWriteRequest(PROPS, "merge", data=_rows([1]))
+    req = KeyedWriteRequest(replace(PROPS, table_type="merge_on_read"), "delete", where="id = 1")
+    assert (
+        req.merge_on_read and not KeyedWriteRequest(PROPS, "insert", data=_rows([1])).merge_on_read
+    )

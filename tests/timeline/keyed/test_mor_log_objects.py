@@ -63,7 +63,7 @@ def test_one_log_object_per_partition_read_once_whole_or_by_range(tmp_path: Path
     assert _values(t.read()) == {1: "y", 3: "x", 5: "y", 7: "x"}
     assert gets.logs() == [(logs[0].path, False)]
     gets.calls.clear()
-    (sl,) = [s for s in t.merge_on_read_slices() or [] if s.group == logs[1].file_group]
+    (sl,) = [s for s in t.snapshot().merge_on_read_slices() or [] if s.group == logs[1].file_group]
     assert read_slice(t.store, sl, t.schema()).num_rows == 2
     assert gets.logs() == [(logs[1].path, True)]
 
@@ -93,7 +93,7 @@ def test_log_files_of_one_object_per_file_group_are_still_read(tmp_path: Path) -
     files = t.files()
     holds = {
         sl.group: read_slice(t.store, sl, t.schema()).column("id").to_pylist()
-        for sl in t.merge_on_read_slices() or []
+        for sl in t.snapshot().merge_on_read_slices() or []
     }
     txn = t.begin("deltacommit", operation="upsert")
     txn.schema = t.schema()

@@ -21,7 +21,7 @@ from timeline.keyed.index.ranges import (
     range_bloom_index,
     write_stats_by_path,
 )
-from timeline.keyed.write.merge_on_read import delta_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 from timeline.snapshot import TableState
 
 PROPS = KeyedProperties.of(
@@ -61,9 +61,10 @@ def _values(data: pa.Table) -> dict[int, str]:
 def _upsert(t: Table, data: pa.Table, index: IndexFactory | None = None) -> tuple[Any, int]:
     """A delta commit and how many slices its planning read."""
     read: list[int] = []
-    done = delta_write(
-        t, PROPS, "upsert", data=data, on_plan=lambda p: read.append(p.files_read), index=index
+    req = KeyedWriteRequest(
+        PROPS, "upsert", data=data, on_plan=lambda p: read.append(p.files_read), index=index
     )
+    done = write_keyed(t, req)
     return done, read[0]
 
 
@@ -152,13 +153,13 @@ def test_logs_of_keys_their_base_names_add_nothing_for_the_index_to_probe(
     base = t.state().snapshot().files[0].path
     probed: list[int] = []
     for i in range(2, 6):
-        done = delta_write(
-            t,
+        req = KeyedWriteRequest(
             PROPS,
             "upsert",
             data=_rows([i, 10 + i, 20 + i], f"v{i}", i),
             on_plan=lambda p: probed.append(sum(len(v) for v in p.index.logs.values())),
         )
+        done = write_keyed(t, req)
         (log,) = t.entry(done.time).metadata[LOG_FILES]
         assert log["base"] == base and "beyond_base" not in log and "bloom" not in log
         assert (log["key_min"], log["key_max"]) == (i, 20 + i)
@@ -188,7 +189,10 @@ def test_random_updates_of_global_keys_over_overlapping_ranges_read_no_slice(
     picked = ids[7::10]
     batch = pa.table({"id": picked, "ts": [2] * len(picked), "p": [f"p{i % 20}" for i in picked]})
     read: list[int] = []
-    done = delta_write(t, props, "upsert", data=batch, on_plan=lambda p: read.append(p.files_read))
+    req = KeyedWriteRequest(
+        props, "upsert", data=batch, on_plan=lambda p: read.append(p.files_read)
+    )
+    done = write_keyed(t, req)
     assert read == [0] and not t.entry(done.time).added
     data = t.read()
     assert data.num_rows == len(ids)

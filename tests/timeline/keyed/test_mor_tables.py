@@ -25,7 +25,7 @@ from timeline.keyed import KeyedProperties
 from timeline.keyed.compaction.service import completed_compactions, wait_async
 from timeline.keyed.keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from timeline.keyed.log.block import OP_COL, read_log
-from timeline.keyed.write.merge_on_read import delta_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 from timeline.metadata import decode_plan
 
 PROPS = KeyedProperties.of("id", ordering_field="ts", partition_by="p", table_type="merge_on_read")
@@ -221,13 +221,13 @@ def test_compaction_never_conflicts_with_delta_commits_but_delta_commits_do(
     # Two delta commits updating one file group: the later one to complete conflicts.
     other = Table.open(t.store, OFF)
     with pytest.raises(CommitConflict):
-        delta_write(
-            t,
+        mine = KeyedWriteRequest(
             PROPS,
             "upsert",
             data=_rows([1], "mine"),
             on_plan=lambda _: other.upsert(_rows([1], "theirs")),
         )
+        write_keyed(t, mine)
     assert _values(t.read())[1] == "theirs"
 
 

@@ -22,7 +22,7 @@ from timeline import (
     plan_engine_write,
 )
 from timeline.keyed import KeyedProperties
-from timeline.keyed.write.merge_on_read import delta_write
+from timeline.keyed.write import KeyedWriteRequest, write_keyed
 from timeline.parquet_io import read_files
 
 MOR = KeyedProperties.of("id", partition_by="p", table_type="merge_on_read")
@@ -57,7 +57,7 @@ def _with_logged_changes(tmp_path: Path) -> Table:
         t.upsert(_rows(list(range(k * 10, k * 10 + 10)), 0))
     t.upsert(_rows([1, 2, 11, 12], 1))
     t.delete([3, 4, 13])
-    slices = t.merge_on_read_slices()
+    slices = t.snapshot().merge_on_read_slices()
     assert slices is not None
     assert 0 < sum(1 for s in slices if s.logs) < len(slices)
     return t
@@ -68,7 +68,7 @@ def test_clustering_keeps_the_updates_and_deletes_logs_hold(tmp_path: Path) -> N
     t = _with_logged_changes(tmp_path)
     before = _values(t)
     assert before[1] == 1 and before[12] == 1 and 3 not in before and 13 not in before
-    slices = t.merge_on_read_slices()
+    slices = t.snapshot().merge_on_read_slices()
     assert slices is not None
     with_logs = {s.base.path for s in slices if s.logs}
     done = t.maintenance.cluster()
@@ -136,7 +136,9 @@ def test_a_delta_commit_into_a_partition_overwritten_meanwhile_conflicts(tmp_pat
         done.append(_reopen(t).write(_rows([101], 5, "a"), mode="overwrite").time)
 
     with pytest.raises(CommitConflict) as caught:
-        delta_write(t, MOR, "upsert", data=_rows([1, 2, 3], 7), on_plan=overwrite)
+        write_keyed(
+            t, KeyedWriteRequest(MOR, "upsert", data=_rows([1, 2, 3], 7), on_plan=overwrite)
+        )
     assert caught.value.winner == done[0]
     assert _values(_reopen(t)) == {0: 0, 2: 0, 4: 0, 6: 0, 8: 0, 101: 5}
 

@@ -6,8 +6,7 @@ times (`read_changed_file`), or one commit of the CDC read, whose slices before 
 are compared (`read_commit_changes`). The rows are those `Table.changes` returns.
 
 A merge-on-read table's units are file slices (base and logs) read merged, as
-`keyed/changes/merge_on_read.py` reads them: its delta commits' changes are in logs, which a read
-of base
+`Table.changes` reads them: its delta commits' changes are in logs, which a read of base
 files alone would miss (an empty answer, not an error).
 """
 
@@ -25,19 +24,10 @@ from storage import ObjectStore
 from ...file_groups import FileGroupFold, FileSlice, is_compaction, logs_of
 from ...metadata import DataFile
 from ...parquet_io import read_files
-from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
+from ..keys import COMMIT_TIME_COL, integer_key_column
 from ..properties import MERGE_ON_READ, KeyedProperties
 from ..read import read_slices
-from .ranges import (
-    DELETE,
-    INSERT,
-    UPDATE,
-    ChangeRange,
-    cdc_schema,
-    change_row,
-    record_identity,
-    walk,
-)
+from .ranges import ChangeRange, cdc_schema, commit_changes, rows_by_identity, walk
 
 if TYPE_CHECKING:
     from ..context import KeyedTable
@@ -171,23 +161,10 @@ def read_commit_changes(
         out: dict[str, dict[str, Any]] = {}
         for f in files:
             base = f.base if isinstance(f, FileSlice) else f
-            for row in _read(store, plan, [f]).to_pylist():
-                out[record_identity(base, str(row[RECORD_KEY_COL]), props)] = row
+            out.update(rows_by_identity(_read(store, plan, [f]), base, props))
         return out
 
-    before, after = by_id(unit.before), by_id(unit.after)
-    changes: list[dict[str, Any]] = []
-    for ident, row in after.items():
-        if row.get(COMMIT_TIME_COL) != unit.instant:
-            continue  # copied unchanged into the new slice
-        old = before.get(ident)
-        changes.append(
-            change_row(UPDATE if old is not None else INSERT, unit.instant, row, old, row)
-        )
-    for ident, old in before.items():
-        if ident not in after:
-            changes.append(change_row(DELETE, unit.instant, old, old, None))
-    changes.sort(key=lambda c: (c["record_key"], c["op"]))
+    changes = commit_changes(unit.instant, by_id(unit.before), by_id(unit.after))
     return pa.Table.from_pylist(changes, schema=plan.output_schema)
 
 

@@ -15,7 +15,7 @@ time, as Hudi's `hoodie.datasource.read.incr.fallback.fulltablescan.enable` does
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +31,9 @@ from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile, Entry
 from ...parquet_io import read_files
 from ...snapshot import TableState
-from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from ..properties import PARTITION, KeyedProperties
+from ..read import read_slices
 
 if TYPE_CHECKING:
     from ..context import KeyedTable
@@ -186,15 +187,30 @@ def record_identity(f: DataFile, key: str, props: KeyedProperties) -> str:
     return f"{f.partition}\x00{key}" if props.key_scope == PARTITION else key
 
 
-def _rows_by_id(
-    r: ChangeRange, files: Sequence[DataFile], props: KeyedProperties
+def rows_by_identity(
+    rows: pa.Table, base: DataFile, props: KeyedProperties
 ) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for f in files:
-        data = r.read([f])
-        for row in data.to_pylist():
-            out[record_identity(f, str(row[RECORD_KEY_COL]), props)] = row
-    return out
+    """A file slice's rows (`base`: its base file) by record identity."""
+    return {record_identity(base, str(row[RECORD_KEY_COL]), props): row for row in rows.to_pylist()}
+
+
+def commit_changes(
+    instant: str, before: Mapping[str, dict[str, Any]], after: Mapping[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The CDC rows of one commit from its touched file groups' rows (by record identity)
+    just before and just after it, sorted by record key and op: a row the commit wrote is
+    an insert or an update, a row gone a delete; a row copied unchanged into the new slice
+    is no change."""
+    changes: list[dict[str, Any]] = []
+    for ident, row in after.items():
+        if row.get(COMMIT_TIME_COL) != instant:
+            continue  # copied unchanged into the new slice
+        old = before.get(ident)
+        changes.append(change_row(UPDATE if old is not None else INSERT, instant, row, old, row))
+    for ident, old in before.items():
+        if ident not in after:
+            changes.append(change_row(DELETE, instant, old, old, None))
+    return sorted(changes, key=lambda c: (c["record_key"], c["op"]))
 
 
 def cdc_schema(schema: pa.Schema | None) -> pa.Schema:
@@ -213,28 +229,27 @@ def cdc_schema(schema: pa.Schema | None) -> pa.Schema:
 def cdc(
     table: KeyedTable, props: KeyedProperties, begin: str | None, end: str | None = None
 ) -> pa.Table:
+    """The CDC read of either table type: each write's changes are the difference of its
+    touched file groups' slices just before and just after it, each read merged with its
+    logs (a copy-on-write slice is its base file alone). A compaction changes no record
+    (rows keep their commit times): it yields no row."""
     r = ChangeRange(table, begin, end)
     r.check_readable(cdc=True)
-    with r.reading(cdc=True):
-        return _cdc(r, props)
+    key_col = integer_key_column(props, r.schema)
 
+    def by_id(slices: Sequence[FileSlice]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for sl in slices:
+            data = read_slices(table.store, [sl], r.schema, key_col=key_col)
+            if data is not None:
+                out.update(rows_by_identity(data, sl.base, props))
+        return out
 
-def _cdc(r: ChangeRange, props: KeyedProperties) -> pa.Table:
     out: list[dict[str, Any]] = []
-    for e, before_slices, after_slices in walk(r.writes, r.begin_seq):
-        before = _rows_by_id(r, [sl.base for sl in before_slices], props)
-        after = _rows_by_id(r, [sl.base for sl in after_slices], props)
-        changes: list[dict[str, Any]] = []
-        for ident, row in after.items():
-            if row.get(COMMIT_TIME_COL) != e.time:
-                continue  # copied unchanged into the new slice
-            old = before.get(ident)
-            op = UPDATE if old is not None else INSERT
-            changes.append(change_row(op, e.time, row, old, row))
-        for ident, old in before.items():
-            if ident not in after:
-                changes.append(change_row(DELETE, e.time, old, old, None))
-        out += sorted(changes, key=lambda c: (c["record_key"], c["op"]))
+    with r.reading(cdc=True):
+        for e, before, after in walk(r.writes, r.begin_seq):
+            if not is_compaction(e):
+                out += commit_changes(e.time, by_id(before), by_id(after))
     return pa.Table.from_pylist(out, schema=cdc_schema(r.schema))
 
 

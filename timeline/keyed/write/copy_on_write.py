@@ -28,16 +28,13 @@ import pyarrow as pa
 
 from ...file_groups.sidecars import WRITE_STATS
 from ...file_stats import describe_bytes
-from ...instant import COMMIT, Instant
 from ...metadata import DataFile
-from ...schema import merge_schemas
-from ..index import RECORD_INDEX_DELTA, IndexFactory, merge_if_due, write_delta
+from ..index import RECORD_INDEX_DELTA, write_delta
 from ..inflight import bounded_map
-from ..properties import KeyedProperties
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .delete_rewrite import delete_by_keys
-from .planner import FAIL, Batch, Planner, prepare_batch
-from .planning import Filter, plan_on
+from .planner import FAIL, Batch, Planner
+from .planning import Filter
 from .sizing import avg_record_size, fill_small_files
 from .slice_writer import SliceOut, base_rows, encode_slice, new_rows, slice_stats
 
@@ -46,7 +43,7 @@ if TYPE_CHECKING:
 
     from ...settings import TableSettings
     from ...txn import Transaction
-    from ..context import KeyedTable
+    from .request import PreparedWrite
 
 
 @dataclass
@@ -260,6 +257,7 @@ def write_rewrites(
     if where is not None:
         tombstones.append(rewrites.mark(decide_filter(plan, where)))
     new_groups = place_inserts(plan, pending, rewrites)
+    plan.located.clear()  # what no rewritten group took (its records were not replaced)
     if on_plan is not None:
         on_plan(plan)
     slices = _write_groups(plan, out, rewrites, new_groups, batch)
@@ -289,53 +287,24 @@ def _write_groups(
     )
 
 
-def keyed_write(
-    table: KeyedTable,
-    props: KeyedProperties,
-    operation: str,
-    *,
-    data: pa.Table | None = None,
-    deletes: pa.Table | None = None,
-    where: Filter | None = None,
-    on_duplicate: str = FAIL,
-    metadata: dict[str, str] | None = None,
-    on_plan: Callable[[Planner], None] | None = None,
-    index: IndexFactory | None = None,
-) -> Instant:
-    """One keyed commit: upsert or insert `data`, or delete `deletes` (keys) / `where`.
-    `index` replaces the range/bloom index; `on_plan` runs between planning and writing
-    (tests use it to interleave writers)."""
-    txn = table.begin(COMMIT, operation=operation)
-    try:
-        st = table.state()  # read after begin: whatever it misses is validated at commit
-        plan_on(txn, st)
-        plan = Planner(table, props, st, index)
-        t = txn.instant_time
-        batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
-        dbatch = prepare_batch(deletes, props, t, upsert=False) if deletes is not None else None
-        schema = plan.schema
-        if batch is not None:
-            schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
-        txn.schema = schema
-        out = write_rewrites(
-            plan, SliceOut(t, txn.data_key, schema), operation, batch=batch, dbatch=dbatch,
-            where=where, on_duplicate=on_duplicate, on_plan=on_plan,
-        )  # fmt: skip
-        for f, _ in out.slices:
-            txn.add(f)
-        details: dict[str, Any] = {
-            WRITE_STATS: [stat for _, stat in out.slices],
-            "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
-        }
-        deltas = 0
-        if plan.record_index is not None:
-            delta = _record_index_delta(txn, plan, batch, out.groups, out.tombstones)
-            details[RECORD_INDEX_DELTA] = delta
-            deltas = len(plan.record_index.deltas) + (1 if delta["rows"] else 0)
-        done = txn.commit(metadata, details)
-    except BaseException:
-        txn.abort()
-        raise
+def rewrite_details(w: PreparedWrite) -> dict[str, Any]:
+    """Steps 2 to 4 of a planned copy-on-write write, its new slices added to the
+    transaction; returns the commit's details (write stats, and the record-level index's
+    delta when the table has one)."""
+    req, plan, txn = w.request, w.plan, w.txn
+    out = write_rewrites(
+        plan, SliceOut(txn.instant_time, txn.data_key, w.schema), req.operation,
+        batch=w.batch, dbatch=w.dbatch, where=req.where, on_duplicate=req.on_duplicate,
+        on_plan=req.on_plan,
+    )  # fmt: skip
+    for f, _ in out.slices:
+        txn.add(f)
+    details: dict[str, Any] = {
+        WRITE_STATS: [stat for _, stat in out.slices],
+        "keyed": {"files_read": plan.files_read, "properties": req.props.to_json()},
+    }
     if plan.record_index is not None:
-        merge_if_due(table, deltas)  # counted as of the plan: a concurrent commit may add one
-    return done
+        details[RECORD_INDEX_DELTA] = _record_index_delta(
+            txn, plan, w.batch, out.groups, out.tombstones
+        )
+    return details

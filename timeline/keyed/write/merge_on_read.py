@@ -37,21 +37,21 @@ from ... import crash
 from ...file_groups import FileSlice
 from ...file_groups.log_files import LOG_FILES
 from ...file_groups.sidecars import WRITE_STATS
-from ...instant import DELTA_COMMIT, Instant
+from ...instant import DELTA_COMMIT
 from ...metadata import DataFile
-from ...schema import conform, merge_schemas
-from ..index import IndexFactory, KeyIndex, SliceIndex, log_key_stats, range_bloom_index
+from ...schema import conform
+from ..index import KeyIndex, SliceIndex, log_key_stats, range_bloom_index
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from ..log import DELETE, OP_COL, UPSERT, Block, encode, log_object_name, write_log_object
 from ..properties import EVENT_TIME, KeyedProperties
 from .copy_on_write import Group, place_inserts, write_group_at
 from .decide import Replaced, decide_filter
-from .planner import FAIL, Batch, Planner, prepare_batch
-from .planning import Filter, plan_on
+from .planner import FAIL, Batch, Planner
+from .planning import Filter
 from .routing import route_deletes, route_upserts
 
 if TYPE_CHECKING:
-    from ..context import KeyedTable
+    from .request import PreparedWrite
 
 
 @dataclass
@@ -298,45 +298,19 @@ def write_deltas(
     return DeltaOutput(logs, [f for f, _ in written], [stat for _, stat in written])
 
 
-def delta_write(
-    table: KeyedTable,
-    props: KeyedProperties,
-    operation: str,
-    *,
-    data: pa.Table | None = None,
-    deletes: pa.Table | None = None,
-    where: Filter | None = None,
-    on_duplicate: str = FAIL,
-    metadata: dict[str, str] | None = None,
-    on_plan: Callable[[Any], None] | None = None,
-    index: IndexFactory | None = None,
-) -> Instant:
-    """One delta commit: upsert or insert `data`, or delete `deletes` (keys) / `where`."""
-    txn = table.begin(DELTA_COMMIT, operation=operation)
-    try:
-        st = table.state()
-        plan_on(txn, st)
-        plan = Planner(table, props, st, index, merge_on_read=True)
-        t = txn.instant_time
-        batch = prepare_batch(data, props, t, upsert=True) if data is not None else None
-        dbatch = prepare_batch(deletes, props, t, upsert=False) if deletes is not None else None
-        schema = plan.schema
-        if batch is not None:
-            schema = merge_schemas(plan.schema, batch.rows.schema, table.uri)
-        assert schema is not None  # a keyed table states its meta columns at creation
-        txn.schema = schema
-        out = write_deltas(
-            plan, props, operation, t, schema, data_key=txn.data_key, batch=batch,
-            dbatch=dbatch, where=where, on_duplicate=on_duplicate, on_plan=on_plan,
-        )  # fmt: skip
-        for f in out.files:
-            txn.add(f)
-        details = {
-            WRITE_STATS: out.stats,
-            LOG_FILES: out.logs,
-            "keyed": {"files_read": plan.files_read, "properties": props.to_json()},
-        }
-        return txn.commit(metadata, details)
-    except BaseException:
-        txn.abort()
-        raise
+def delta_details(w: PreparedWrite) -> dict[str, Any]:
+    """Steps 2 to 5 of a planned delta write, its new base files added to the transaction;
+    returns the commit's details (write stats and log files)."""
+    req, plan, txn = w.request, w.plan, w.txn
+    out = write_deltas(
+        plan, req.props, req.operation, txn.instant_time, w.schema, data_key=txn.data_key,
+        batch=w.batch, dbatch=w.dbatch, where=req.where, on_duplicate=req.on_duplicate,
+        on_plan=req.on_plan,
+    )  # fmt: skip
+    for f in out.files:
+        txn.add(f)
+    return {
+        WRITE_STATS: out.stats,
+        LOG_FILES: out.logs,
+        "keyed": {"files_read": plan.files_read, "properties": req.props.to_json()},
+    }

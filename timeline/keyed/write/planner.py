@@ -179,6 +179,20 @@ class Planner:
                 self._keep_budget -= len(body)
                 self.located[f.path] = body
 
+    def whole_file(self, f: DataFile) -> tuple[pa.Table, bytes | None]:
+        """A file's rows in the table's schema (merged with its logs on a merge-on-read
+        table), and the bytes they were decoded from when this plan keeps located files'
+        bytes (`keep`: the caller found records to rewrite in it)."""
+        if self.slices is not None or self._keep_budget <= 0:
+            return self.rows_of(f), None
+        body = read_verified(self.table.store, f)
+        return decode_file(body, None, self.schema), body
+
+    def keep(self, f: DataFile, body: bytes) -> None:
+        """Keep `f`'s bytes for its rewrite, within the plan's budget (else it is fetched
+        again when rewritten)."""
+        self._keep(f, body)
+
     def take_located(self, f: DataFile) -> bytes | None:
         """The bytes `locate` kept of `f` (handed over once: the caller holds them now)."""
         return self.located.pop(f.path, None)
