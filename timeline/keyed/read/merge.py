@@ -163,6 +163,29 @@ def _take(t: pa.Table, name: str, at: np.ndarray, n: int) -> pa.Array:
     return pa.nulls(n)
 
 
+def named_mask(
+    base: pa.Table, logs: Sequence[pa.Table], key_col: str | None = None
+) -> pa.ChunkedArray | None:
+    """Which rows of `base` some entry of `logs` names, keys matched as `merge` matches
+    them (None: no entry, or no base row). A reader that decodes a base computes it as soon
+    as the base is in, to set the rows no entry names apart (the most of a base, and
+    untouched by the merge) before the merge of many slices runs."""
+    entries = [lg for lg in logs if lg.num_rows]
+    if not entries or not base.num_rows:
+        return None
+    cols = [RECORD_KEY_COL, *([key_col] if key_col else [])]
+    keys = pa.concat_tables(
+        [lg.select([c for c in cols if c in lg.column_names]) for lg in entries],
+        promote_options="default",
+    )
+    ints = _integer_keys(base, keys, key_col)
+    if ints is not None:
+        bcol, lkey = ints
+        return pc.is_in(bcol, value_set=pa.array(np.unique(lkey)))
+    lkeys = keys.column(RECORD_KEY_COL).combine_chunks()
+    return pc.is_in(base.column(RECORD_KEY_COL), value_set=lkeys)
+
+
 def _named(
     base: pa.Table, logs: pa.Table, key_col: str | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
