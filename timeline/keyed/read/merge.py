@@ -181,7 +181,7 @@ def named_mask(
     ints = _integer_keys(base, keys, key_col)
     if ints is not None:
         bcol, lkey = ints
-        return pc.is_in(bcol, value_set=pa.array(np.unique(lkey)))
+        return pc.is_in(bcol, value_set=pa.array(lkey))
     lkeys = keys.column(RECORD_KEY_COL).combine_chunks()
     return pc.is_in(base.column(RECORD_KEY_COL), value_set=lkeys)
 
@@ -195,7 +195,7 @@ def _named(
     ints = _integer_keys(base, logs, key_col)
     if ints is not None:
         bcol, lkey = ints
-        named = pc.is_in(bcol, value_set=pa.array(np.unique(lkey)))
+        named = pc.is_in(bcol, value_set=pa.array(lkey))
         bidx = _positions(named)
         bkey = bcol.take(pa.array(bidx, pa.int64())).to_numpy()
         return bidx, lkey, np.asarray(bkey, dtype=np.int64)
