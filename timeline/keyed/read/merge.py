@@ -21,16 +21,16 @@ everything after it (pairing keys with their slice, the fold) runs over the log 
 those named rows alone. The fold runs rank by rank (the first entry of every key, then the
 second, ...), each rank a few array operations, so its cost follows the entries, never a
 loop over records. Base rows no log names are kept as they are; a base that loses rows is
-filtered once, the bases of one pass each on a thread of the caller's pool when it gives one
-(a filter copies the whole base into new memory, most of a snapshot's extra time over a
-read-optimized read, and Arrow runs it on one thread). Keys are matched as numbers when the
-table's record key is a single integer column (`key_col`: its text is the record key, so
-equal numbers are equal keys); otherwise as the record key text.
+filtered once. A reader that decodes bases itself sets their unnamed rows apart first, on
+the decoding thread (`named_mask`; keyed/read/slices.py), and merges only the named rows
+here. Keys are matched as numbers when the table's record key is a single integer column
+(`key_col`: its text is the record key, so equal numbers are equal keys); otherwise as the
+record key text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,21 +67,15 @@ def merge(
     return merge_slices([(base, logs, rules)], key_col=key_col)
 
 
-#: How the bases that lose rows are filtered: `map` itself, or a thread pool's `map`.
-Mapper = Callable[[Callable[[int], pa.Table], Iterable[int]], Iterator[pa.Table]]
-
-
 def merge_slices(
     slices: Sequence[tuple[pa.Table, Sequence[pa.Table], Sequence[Rule] | None]],
     *,
     key_col: str | None = None,
-    map_: Mapper = map,
 ) -> pa.Table:
     """`merge` of many slices (base, logs, rules) in one pass, their results concatenated
     in the order given (chunks of the bases and logs, not one copy): one set of array
     operations for all of them, not one per file group. A key is matched within its own
-    slice only (a key that moved between groups has an entry in each). `map_` filters the
-    bases (independent copies: a pool's `map` runs them at once)."""
+    slice only (a key that moved between groups has an entry in each)."""
     bases = [base for base, _, _ in slices]
     every: list[pa.Table] = []
     lgroup: list[np.ndarray] = []
@@ -122,12 +116,7 @@ def merge_slices(
     ups = logs_all.take(pa.array(winners, pa.int64())).drop_columns([OP_COL])
     bounds = np.searchsorted(lg_[winners], np.arange(len(slices) + 1))
     cuts = np.searchsorted(dropped, starts)
-    kept = list(
-        map_(
-            lambda g: _without(bases[g], dropped[cuts[g] : cuts[g + 1]] - starts[g]),
-            range(len(bases)),
-        )
-    )
+    kept = [_without(b, dropped[cuts[g] : cuts[g + 1]] - starts[g]) for g, b in enumerate(bases)]
     out: list[pa.Table] = []
     for g, b in enumerate(bases):
         if b.num_rows:
@@ -163,6 +152,29 @@ def _take(t: pa.Table, name: str, at: np.ndarray, n: int) -> pa.Array:
     return pa.nulls(n)
 
 
+def named_mask(
+    base: pa.Table, logs: Sequence[pa.Table], key_col: str | None = None
+) -> pa.ChunkedArray | None:
+    """Which rows of `base` some entry of `logs` names, keys matched as `merge` matches
+    them (None: no entry, or no base row). A reader that decodes a base computes it as soon
+    as the base is in, to set the rows no entry names apart (the most of a base, and
+    untouched by the merge) before the merge of many slices runs."""
+    entries = [lg for lg in logs if lg.num_rows]
+    if not entries or not base.num_rows:
+        return None
+    cols = [RECORD_KEY_COL, *([key_col] if key_col else [])]
+    keys = pa.concat_tables(
+        [lg.select([c for c in cols if c in lg.column_names]) for lg in entries],
+        promote_options="default",
+    )
+    ints = _integer_keys(base, keys, key_col)
+    if ints is not None:
+        bcol, lkey = ints
+        return pc.is_in(bcol, value_set=pa.array(lkey))
+    lkeys = keys.column(RECORD_KEY_COL).combine_chunks()
+    return pc.is_in(base.column(RECORD_KEY_COL), value_set=lkeys)
+
+
 def _named(
     base: pa.Table, logs: pa.Table, key_col: str | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -172,7 +184,7 @@ def _named(
     ints = _integer_keys(base, logs, key_col)
     if ints is not None:
         bcol, lkey = ints
-        named = pc.is_in(bcol, value_set=pa.array(np.unique(lkey)))
+        named = pc.is_in(bcol, value_set=pa.array(lkey))
         bidx = _positions(named)
         bkey = bcol.take(pa.array(bidx, pa.int64())).to_numpy()
         return bidx, lkey, np.asarray(bkey, dtype=np.int64)

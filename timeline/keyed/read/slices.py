@@ -2,10 +2,12 @@
 
 The merge is the table's merge mode, applied here (keyed/read/merge.py): blocks in completion
 order, each entry by the rule its log file records, a key matched within its own file group;
-a snapshot merges many slices in one pass. Every object of a read (base files and log
-objects) is fetched once, through one bounded pool the reader owns, so a slice's logs are
-fetched concurrently with each other and with other slices' objects; a log object holding
-blocks of several slices read together is fetched whole, once (keyed/log/objects.py).
+a snapshot merges many slices in one pass. Each base is split by its slice's log keys on the
+thread that decoded it (rows no log names set apart, filtered there while hot), so the merge
+sees only the named rows. Every object of a read (base files and log objects) is fetched
+once, through one bounded pool the reader owns, so a slice's logs are fetched concurrently
+with each other and with other slices' objects; a log object holding blocks of several
+slices read together is fetched whole, once (keyed/log/objects.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from storage import ObjectStore
 
@@ -25,7 +28,7 @@ from ...parquet_io import read_files
 from ...schema import conform
 from ..keys import RECORD_KEY_COL
 from ..log import OP_COL, LogCache, fetch_whole, read_log, read_log_object
-from .merge import Rule, merge, merge_slices
+from .merge import Rule, merge, merge_slices, named_mask
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8
@@ -33,10 +36,6 @@ READ_PARALLELISM = 8
 #: per-call overhead of the array operations is paid rarely, few enough that the merged
 #: rows of a batch are a small part of the read.
 MERGE_BATCH = 64
-#: Threads a snapshot read filters the bases that lose rows on (keyed/read/merge.py): each filter
-#: is one Arrow call on one thread that mostly waits on fresh pages, so more threads than
-#: cores still help; measured on 2 cores, 4 beat 2 and 8.
-FILTER_PARALLELISM = 4
 
 
 def _projection(
@@ -111,6 +110,33 @@ def _finish(merged: pa.Table, columns: Sequence[str] | None) -> pa.Table:
     return merged.drop_columns(extra) if extra else merged
 
 
+#: A slice as fetched: its base's rows no log names, the rows some log names, its log rows.
+Fetched = tuple[FileSlice, pa.Table, pa.Table, list[pa.Table]]
+
+
+def _split(base: pa.Table, logs: list[pa.Table], key_col: str | None) -> tuple[pa.Table, pa.Table]:
+    """`base` as (rows no entry of `logs` names, rows some entry names), each in base order.
+    Run on the thread that decoded the base, right after: the copy that drops the named rows
+    then reads memory still in cache and writes memory that thread's allocator just freed
+    (a base decoded on one thread and filtered later on another faulted in fresh pages for
+    every copy: most of a snapshot's time over a read-optimized read)."""
+    mask = named_mask(base, logs, key_col)
+    if mask is None:
+        return base, base.slice(0, 0)
+    at = pc.indices_nonzero(mask)
+    if not len(at):
+        return base, base.slice(0, 0)
+    return base.filter(pc.invert(mask)), base.take(at)
+
+
+def _joined(tables: list[pa.Table]) -> pa.Table:
+    """`tables` as one (chunks, no copy), leaving out the empty ones that would only add
+    chunks (or, with no columns, break the concatenation)."""
+    kept = [t for t in tables if t.num_rows] or [t for t in tables if t.num_columns][:1]
+    kept = kept or tables[:1]
+    return kept[0] if len(kept) == 1 else pa.concat_tables(kept, promote_options="default")
+
+
 class SliceReader:
     """Reads merged slices with a bounded pool of fetches (base files and logs alike)."""
 
@@ -133,47 +159,45 @@ class SliceReader:
         self.key_col = key_col
 
     def read(self, slices: Sequence[FileSlice]) -> list[pa.Table]:
-        """Each slice's merged rows, in the order given."""
-        return [
-            _finish(merge(base, logs, _rules(sl), key_col=self.key_col), self.columns)
-            for sl, base, logs in self._fetched(slices)
-        ]
+        """Each slice's merged rows, in the order given: its base rows no log names (in
+        base order), then what the merge of its logs with the named base rows keeps."""
+        out = []
+        for sl, rest, named, logs in self._fetched(slices):
+            merged = merge(named, logs, _rules(sl), key_col=self.key_col)
+            out.append(_finish(_joined([rest, merged]), self.columns))
+        return out
 
     def read_merged(self, slices: Sequence[FileSlice]) -> pa.Table | None:
-        """Every slice's merged rows, concatenated in the order given (None: no slices):
-        slices merged `MERGE_BATCH` at a time in one pass (log_merge.merge_slices), as
-        their objects come in."""
+        """Every slice's merged rows (None: no slices), `MERGE_BATCH` slices merged in one
+        pass (merge.merge_slices) as their objects come in: per batch, the base rows no log
+        names (set apart where each base was decoded), then the merge of the logs with the
+        named base rows, slice by slice."""
         out: list[pa.Table] = []
         todo: list[tuple[pa.Table, list[pa.Table], list[Rule]]] = []
-        with ThreadPoolExecutor(FILTER_PARALLELISM) as filters:
-            for sl, base, logs in self._fetched(slices):
-                todo.append((base, logs, _rules(sl)))
-                if len(todo) >= MERGE_BATCH:
-                    merged = merge_slices(todo, key_col=self.key_col, map_=filters.map)
-                    out.append(_finish(merged, self.columns))
-                    todo = []
-            if todo:
-                merged = merge_slices(todo, key_col=self.key_col, map_=filters.map)
-                out.append(_finish(merged, self.columns))
-        if not out:
-            return None
-        return pa.concat_tables(out, promote_options="default")
+        for sl, rest, named, logs in self._fetched(slices):
+            out.append(_finish(rest, self.columns))
+            todo.append((named, logs, _rules(sl)))
+            if len(todo) >= MERGE_BATCH:
+                out.append(_finish(merge_slices(todo, key_col=self.key_col), self.columns))
+                todo = []
+        if todo:
+            out.append(_finish(merge_slices(todo, key_col=self.key_col), self.columns))
+        return _joined(out) if out else None
 
-    def _fetched(
-        self, slices: Sequence[FileSlice]
-    ) -> Iterator[tuple[FileSlice, pa.Table, list[pa.Table]]]:
-        """Each slice with its base rows and log rows, in the order given. Every fetch is
-        queued at once, and a slice comes out as soon as its own objects are in. A log
-        object holding blocks of several of these slices is fetched once, whole; a block
-        read alone is a ranged GET."""
+    def _fetched(self, slices: Sequence[FileSlice]) -> Iterator[Fetched]:
+        """Each slice with its base split by its logs (`_split`) and its log rows, in the
+        order given. Every fetch is queued at once, logs before the base that waits for
+        them, and a slice comes out as soon as its own objects are in. A log object holding
+        blocks of several of these slices is fetched once, whole; a block read alone is a
+        ranged GET."""
         objects = sum(1 + len(sl.logs) for sl in slices)
         if objects <= 1 or self.parallelism == 1:
             for sl in slices:
                 w = _projection(self.columns, sl, self.key_col)
-                base = _base_rows(self.store, sl.base, self.schema, w)
                 c = self.cache
                 logs = [_log_rows(self.store, lf, self.schema, w, c) for _, lf in sl.logs]
-                yield sl, base, logs
+                base = _base_rows(self.store, sl.base, self.schema, w)
+                yield sl, *_split(base, logs, self.key_col), logs
             return
         whole = {} if self.cache else fetch_whole([lf for sl in slices for _, lf in sl.logs])
         with ThreadPoolExecutor(min(self.parallelism, objects)) as pool:
@@ -181,10 +205,8 @@ class SliceReader:
                 p: pool.submit(read_log_object, self.store, p, lfs) for p, lfs in whole.items()
             }
             queued = [self._queue(pool, sl, shared) for sl in slices]
-            for sl, (base_fut, parts) in zip(slices, queued, strict=True):
-                w = _projection(self.columns, sl, self.key_col)
-                pairs = zip(parts, sl.logs, strict=True)
-                yield sl, base_fut.result(), [self._part(part, lf, w) for part, (_, lf) in pairs]
+            for sl, done in zip(slices, queued, strict=True):
+                yield sl, *done.result()
 
     def _part(
         self, part: Future[pa.Table] | Future[dict[str, pa.Table]], lf: LogFile, w: list[str] | None
@@ -199,16 +221,24 @@ class SliceReader:
         pool: ThreadPoolExecutor,
         sl: FileSlice,
         shared: dict[str, Future[dict[str, pa.Table]]],
-    ) -> tuple[Future[pa.Table], list[Any]]:
+    ) -> Future[tuple[pa.Table, pa.Table, list[pa.Table]]]:
+        """The slice's fetches queued: its logs, then its base, which waits for them. A
+        task waits only on tasks queued before it (the pool takes them in order), so every
+        task it waits on is already running or done: no deadlock, whatever the pool size."""
         s, w = self.schema, _projection(self.columns, sl, self.key_col)
-        base = pool.submit(_base_rows, self.store, sl.base, s, w)
         parts: list[Any] = [
             shared[lf.path]
             if lf.path in shared
             else pool.submit(_log_rows, self.store, lf, s, w, self.cache)
             for _, lf in sl.logs
         ]
-        return base, parts
+
+        def base() -> tuple[pa.Table, pa.Table, list[pa.Table]]:
+            rows = _base_rows(self.store, sl.base, s, w)
+            logs = [self._part(part, lf, w) for part, (_, lf) in zip(parts, sl.logs, strict=True)]
+            return *_split(rows, logs, self.key_col), logs
+
+        return pool.submit(base)
 
 
 def read_slice(
