@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
 from .errors import InvalidKey
 
 MAX_KEY_BYTES = 1024  # S3's limit on the full key, including the repository prefix
 RESERVED_PREFIX = ".flowledger-"  # local backend keeps temp files and locks under this
+#: Control characters (C0 and DEL): one regular-expression scan instead of a Python step per
+#: character (every request validates its key).
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def validate_key(key: str, root_prefix: str = "") -> str:
     """Return `key` if it is safe; raise InvalidKey naming the problem otherwise."""
     if not isinstance(key, str) or not key:
         raise InvalidKey(f"invalid key {key!r}: keys must be non-empty strings", key)
-    bad = next((c for c in key if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    bad = _CONTROL.search(key)
     if bad is not None:
-        raise InvalidKey(f"invalid key {key!r}: control character {bad!r} is not allowed", key)
+        raise InvalidKey(
+            f"invalid key {key!r}: control character {bad.group()!r} is not allowed", key
+        )
     if key.startswith("/"):
         raise InvalidKey(f"invalid key {key!r}: keys are relative and must not start with '/'", key)
     segments = key.split("/")

@@ -106,3 +106,21 @@ def test_a_damaged_sidecar_never_refuses_a_write(
     assert any(path in r.getMessage() for r in caplog.records)
     rows = {r["id"]: r["v"] for r in t.read().to_pylist()}
     assert len(rows) == 6001 and rows[5] == rows[7000] == "new" and rows[4] == "x"
+
+
+@pytest.mark.parametrize("hash_name", [HASH_WORDS, HASH_BLAKE2B])
+def test_a_filter_built_in_chunks_sets_exactly_the_probed_positions(
+    hash_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Filters are stored and probed by other writers: however a build chunks its keys, it
+    sets exactly the bits `_hashed_positions` names (chunks of 64 cells cut the keys into
+    many pieces, the last one short)."""
+    monkeypatch.setattr(bloom, "_CHUNK_CELLS", 64)
+    keys = pa.array([f"key-{i}" for i in range(1_001)])
+    built = BloomFilter.build_sized(keys, 9_973, 7, hash_name)
+    h1, h2 = key_hashes(keys, hash_name)
+    expected = np.zeros(9_973, dtype=bool)
+    expected[bloom._hashed_positions(h1, h2, 9_973, 7, hash_name).ravel()] = True
+    assert built.bits == np.packbits(expected, bitorder="little").tobytes()
+    if hash_name == HASH_WORDS:
+        assert BloomFilter.build(keys, 0.01).might_contain(keys).all()

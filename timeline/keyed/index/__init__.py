@@ -2,6 +2,7 @@
 of base files and logs, and the record-level index. Exports what the writers, compaction and
 change reads use."""
 
+from .bloom import BloomFilter
 from .indexing import merge_if_due
 from .merge_on_read import SliceIndex, log_key_stats
 from .ranges import (
@@ -22,6 +23,7 @@ from .record_index import (
 
 __all__ = [
     "RECORD_INDEX_DELTA",
+    "BloomFilter",
     "IndexFactory",
     "IndexView",
     "KeyIndex",

@@ -74,13 +74,23 @@ def write_stats_by_path(st: TableState) -> dict[str, Mapping[str, Any]]:
     return out
 
 
-def bloom_ref(store: ObjectStore, data_path: str, keys: Keys, fpp: float) -> dict[str, Any]:
+def bloom_ref(
+    store: ObjectStore,
+    data_path: str,
+    keys: Keys,
+    fpp: float,
+    *,
+    superset: BloomFilter | None = None,
+) -> dict[str, Any]:
     """The write-stats fields of a file's bloom filter: inline when small, else a sidecar
     object (`<data file>.bloom`, under the instant's data prefix so rollback removes it;
-    the cleaner removes it with its data file)."""
+    the cleaner removes it with its data file). `superset`: a filter already holding every
+    one of `keys` (the filter of the file a delete rewrote: its keys are a subset), taken
+    as it is instead of hashing the keys again; it answers no key it did not answer before,
+    so it never misses one."""
     if not len(keys):
         return {"bloom": None}
-    bf = BloomFilter.build(keys, fpp)
+    bf = superset if superset is not None else BloomFilter.build(keys, fpp)
     if len(bf.bits) <= INLINE_MAX_BYTES:
         return {"bloom": bf.to_json()}
     path = data_path.rsplit(".", 1)[0] + ".bloom"
@@ -271,6 +281,14 @@ class RangeBloomIndex:
                     "bloom filter of %s unreadable (%s): its file is read instead", path, exc
                 )
         return out
+
+    def known_filter(self, f: DataFile) -> BloomFilter | None:
+        """The bloom filter of `f` when it is at hand without a request (inline in its write
+        stats, or a sidecar this index fetched and kept); None otherwise."""
+        s = self.stats.get(f.path, {})
+        if s.get("bloom"):
+            return BloomFilter.from_json(s["bloom"])
+        return self._sidecars.get(f.path)
 
     def _keep(self, path: str, bf: BloomFilter) -> None:
         if self._cached_bytes + len(bf.bits) <= SIDECAR_CACHE_BYTES:

@@ -94,7 +94,11 @@ def _rewrite(
     key = out.slice_key(f.partition, f.group)
     store.put(key, written.body)
     new = describe_bytes(key, written.body, f.partition, f.group)
-    stats = slice_stats(store, new, written, f, (0, 0, len(gone)), plan.bloom_fpp)
+    # The kept keys are a subset of the old file's: its filter, when the index holds it,
+    # serves the new slice as it is (no key hashed again).
+    stats = slice_stats(
+        store, new, written, f, (0, 0, len(gone)), plan.bloom_fpp, superset=plan.known_filter(f)
+    )
     return DeletedSlice(new, stats, removed_keys.cast(pa.string()), f.partition)
 
 

@@ -31,6 +31,7 @@ from ...metadata import DataFile
 from ...parquet_io import decode_file, read_files, read_verified
 from ...snapshot import TableState
 from ..index import (
+    BloomFilter,
     IndexFactory,
     IndexView,
     KeyIndex,
@@ -240,6 +241,13 @@ class Planner:
             fallback = self.index.fallback
             return fallback if isinstance(fallback, RangeBloomIndex) else None
         return None
+
+    def known_filter(self, f: DataFile) -> BloomFilter | None:
+        """The bloom filter of copy-on-write file `f` when the index holds it already (inline
+        or a sidecar it fetched for this write), for a rewrite that only removes rows to keep
+        instead of hashing the kept keys again; None otherwise."""
+        ranges = self._ranges()
+        return ranges.known_filter(f) if ranges is not None else None
 
     def candidates(self, batch: Batch) -> list[tuple[int, np.ndarray]]:
         """(file index, batch positions) pairs: the files the index says may hold those

@@ -24,7 +24,7 @@ from ...layout import data_instant_time
 from ...metadata import DataFile
 from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
 from ...schema import conform
-from ..index import bloom_ref
+from ..index import BloomFilter, bloom_ref
 from ..keys import RECORD_KEY_COL, key_range
 
 
@@ -143,9 +143,12 @@ def slice_stats(
     base: DataFile | None,
     counts: tuple[int, int, int],
     fpp: float,
+    *,
+    superset: BloomFilter | None = None,
 ) -> dict[str, Any]:
     """The write stats of new slice `f` (docs/tables.md, "Commit metadata"): the slice it
-    supersedes, inserts/updates/deletes, rows, bytes, key range and bloom filter."""
+    supersedes, inserts/updates/deletes, rows, bytes, key range and bloom filter
+    (`superset`: a filter holding all of its keys, kept instead of building one)."""
     inserts, updates, deletes = counts
     lo, hi = key_range(written.keys)
     return {
@@ -161,5 +164,5 @@ def slice_stats(
         "bytes": f.size,
         "min_key": lo,
         "max_key": hi,
-        **bloom_ref(store, f.path, written.keys, fpp),
+        **bloom_ref(store, f.path, written.keys, fpp, superset=superset),
     }
