@@ -118,10 +118,12 @@ def write_keyed(
         return _write_shards(df, _open(df, uri, mode, options), job_meta, hooks)
 
 
-def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
+def save_keyed(
+    df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str
+) -> CommitInfo:
     """The data source's keyed write: the same commit, recording the data source's job, its
-    inputs and `write_id` (the caller finds the commit by it); its shuffles sized to the
-    input."""
+    inputs and `write_id`, committed by this driver (so it returns what it committed, with
+    no read of the timeline to find it); its shuffles sized to the input."""
     with sized_shuffle(df):
         o = _open(df, uri, mode, options)
         job_meta = replace(
@@ -129,4 +131,4 @@ def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_i
             input_files=input_files_option(options),
         )
         more = {WRITE_ID_METADATA_KEY: write_id}
-        _write_shards(df, o, job_meta, None, more, options.get("repo"))
+        return _write_shards(df, o, job_meta, None, more, options.get("repo"))
