@@ -98,7 +98,10 @@ def _write_shards(
     instant = commit_shards(txn, plan, shards, extra_metadata=extra_metadata(job_meta, more))
     files = [f for s in shards for f in s.files]
     repo = resolve_repo_uri(repo_option, conf_of(spark))
-    info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)
+    info = replace(
+        commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True),
+        entry=o.table.tl.entry_of(instant),  # committed by this table handle: no read
+    )
     run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info
 
