@@ -12,6 +12,7 @@ made again under the same URI with other properties is not noticed by a kept han
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from storage import StoreSettings, open_store
@@ -30,9 +31,16 @@ def _handles(spark: Any) -> dict[Key, Table]:
     return handles
 
 
+def _kept_as(key: Key) -> Key:
+    """`key` without the settings' writer id (each `TableSettings` draws its own; a kept
+    handle writes on as the writer it was opened as)."""
+    store_uri, settings, table_settings = key
+    return store_uri, settings, replace(table_settings, writer_id="")
+
+
 def take_table(spark: Any, key: Key) -> Table:
     """The session's kept handle on the table (taken out), or the table opened."""
-    table = _handles(spark).pop(key, None)  # one dict operation: atomic between threads
+    table = _handles(spark).pop(_kept_as(key), None)  # one dict operation: atomic
     if table is None:
         store_uri, settings, table_settings = key
         table = Table.open(open_store(store_uri, settings), table_settings)
@@ -41,7 +49,7 @@ def take_table(spark: Any, key: Key) -> Table:
 
 def keep_table(spark: Any, key: Key, table: Table) -> None:
     """Keep `table` (a write through it just committed) for the session's next write."""
-    _handles(spark)[key] = table
+    _handles(spark)[_kept_as(key)] = table
 
 
 def forget_tables(spark: Any) -> None:

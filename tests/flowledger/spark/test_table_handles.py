@@ -46,7 +46,9 @@ def test_a_kept_handle_is_taken_again_and_not_shared(
     other = handles.take_table(spark, key)  # the first is in use: a handle of its own
     assert other is not first and opened[uri] == 2
     handles.keep_table(spark, key, first)
-    assert handles.take_table(spark, key) is first and opened[uri] == 2
+    # The same settings made again (a new writer id each time) find the kept handle.
+    again_key = (uri, StoreSettings(fsync=False), TableSettings())
+    assert handles.take_table(spark, again_key) is first and opened[uri] == 2
     handles.keep_table(spark, key, first)
     assert handles.take_table(_Session(), key) is not first  # another session's own
     handles.forget_tables(spark)
