@@ -6,8 +6,8 @@ The same keyed copy-on-write table as the Python path (record key `id`, ordering
 partition `part`; key scope from FLOWLEDGER_KEY_SCOPE, the table default when unset), written
 by Spark in local mode over s3a to the orchestrator's MinIO (through its counting proxy, from
 the standard AWS variables, as `flowledger.spark.session` sets s3a up):
-`flowledger.spark.save(df, uri, options={"operation": ...})` — the data source, planned on the
-driver, tagging and file-group rewrites on the executors — or, with
+`flowledger.spark.save(df, uri, options={"operation": ...})` — planned and committed on the
+driver, the one-process writer's steps in Spark tasks (keyed_shards.py) — or, with
 FLOWLEDGER_SPARK_WRITER=native, `flowledger.spark.write`. Each step's input is read from local
 Parquet into a cached DataFrame before its clock starts, as the Hudi worker does; peak memory
 is the Python driver's and the driver JVM's.

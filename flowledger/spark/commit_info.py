@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from timeline import Entry
 
 #: Commit-metadata key holding `SparkJobInfo.to_json()` for commits made by Spark writers.
 JOB_METADATA_KEY = "flowledger.spark.job"
@@ -80,6 +83,9 @@ class CommitInfo:
     #: A keyed write (upsert, insert, delete): its files are file slices, each superseding
     #: one of its file group (provenance records them as slice_provenance.py does).
     keyed: bool = False
+    #: The commit's timeline entry when the writer holds it (a keyed write commits on the
+    #: driver): hooks take it instead of reading the timeline again.
+    entry: Entry | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def rows(self) -> int:

@@ -125,9 +125,10 @@ def requested_properties(options: Mapping[str, str]) -> KeyedProperties | None:
 
 def resolve_properties(table: Table, options: Mapping[str, str]) -> tuple[Table, KeyedProperties]:
     """The keyed table and its properties: created from the options on the first write
-    (Hudi creates its table so), checked against them afterwards."""
+    (Hudi creates its table so), checked against them afterwards (the table as opened
+    already holding them is the check, with no second read of it)."""
     wanted = requested_properties(options)
-    if wanted is not None:
+    if wanted is not None and wanted != table.properties:
         table = Table.create(table.store, wanted, table.settings)
     props = table.properties
     if props is None:

@@ -5,22 +5,29 @@ process.
 
 The driver begins the instant (a `commit`, or a `deltacommit` on a merge-on-read table) and
 plans it (`timeline.plan_engine_write`: the table state and the schema, small and picklable).
-Spark groups the rows into shards no two tasks share (by the table's partition columns when
-keys are unique per partition, else one shard; `shard_columns`) and each task runs the
-one-process writer's array-level steps on its shard (`timeline.run_shard`: combine
-duplicates, locate by the index, decide, place new records, then rewrite the touched file
-groups or append one log object per partition). The driver gets one small row per task
-(what it wrote) and commits them (`timeline.commit_shards`). No task lists the table; each
-object is read by the one task whose shard needs it.
+Spark brings the rows into tasks no two of which share a shard (`shard_columns`): when keys
+are unique per partition, a hash repartition by the table's partition columns (a task may
+hold several whole partitions); when keys are unique in the table, one task, the input's
+partitions coalesced in order (no shuffle). Each task takes its rows as Arrow batches
+(`mapInArrow`: no per-group sort, no pandas) and runs the one-process writer's array-level
+steps on them once (`timeline.run_shard`: combine duplicates, locate by the index, decide,
+place new records, then rewrite the touched file groups or append one log object per
+partition). The driver gets one small row per task that had rows (what it wrote) and
+commits them (`timeline.commit_shards`). No task lists the table; each object is read by
+the one task whose shard needs it.
 
 The batch's order decides between duplicates of a key under the commit_time merge mode: each
-row carries its position (`monotonically_increasing_id`) through the shuffle and a shard is
-sorted by it before it is prepared.
+row carries its position (`monotonically_increasing_id`) into the task, which sorts its rows
+by it before they are prepared.
+
+A table-wide key runs its write in one task, with what that task's input stage reads: a
+costly DataFrame is best cached (or repartitioned) before the write.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +46,7 @@ from timeline import (
     shard_columns,
 )
 
-SEQ, SHARD = "__flp_seq", "__flp_shard"
+SEQ = "__flp_seq"
 #: One row per task: what it wrote (`EngineShard` as JSON), or the refusal it met.
 RESULT_SCHEMA = "shard string, refused string, sample string"
 
@@ -80,12 +87,13 @@ def _shard(s: ShardShipped, t: pa.Table) -> pa.Table:
     )
 
 
-def _grouped(s: ShardShipped) -> Any:
-    """`_shard` as a function of one Arrow table, type-hinted (PySpark infers a grouped
-    Arrow function's kind from its hints)."""
+def _mapped(s: ShardShipped) -> Any:
+    """`_shard` over all of a task's Arrow batches (none: the task reports nothing)."""
 
-    def run(t: pa.Table) -> pa.Table:
-        return _shard(s, t)
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        got = list(batches)
+        if sum(b.num_rows for b in got):
+            yield from _shard(s, pa.Table.from_batches(got)).to_batches()
 
     return run
 
@@ -103,9 +111,12 @@ def plan_and_write(
     shipped = ShardShipped(plan, store_uri, store, user)
     src = df.select(*user).withColumn(SEQ, F.monotonically_increasing_id())
     by = [c for c in shard_columns(props) if c in user]
-    if not by:  # one shard (Spark takes a literal in groupBy for a column's ordinal)
-        src, by = src.withColumn(SHARD, F.lit(0)), [SHARD]
-    rows = src.groupBy(*by).applyInArrow(_grouped(shipped), RESULT_SCHEMA).collect()
+    if by:  # whole partitions per task, as many tasks as the (sized) shuffle has
+        width = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        src = src.repartition(width, *by)
+    else:  # one shard: the input's partitions, in order, in one task
+        src = src.coalesce(1)
+    rows = src.mapInArrow(_mapped(shipped), RESULT_SCHEMA).collect()
     refused = [r for r in rows if r["refused"]]
     if refused:
         raise DuplicateKeys(refused[0]["refused"], json.loads(refused[0]["sample"]))

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from storage import StoreSettings, open_store
+from storage import StoreSettings
 from timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -42,6 +42,7 @@ from .errors import SparkWriteError
 from .keyed_options import TABLE_TYPES, KeyedOptions, keyed_options, resolve_properties
 from .paths import TablePath, resolve_repo_uri, table_path
 from .shuffle import sized_shuffle
+from .table_handles import Key, keep_table, take_table
 from .writer_options import input_files_option
 
 
@@ -52,6 +53,7 @@ class _Opened:
     props: KeyedProperties
     kopts: KeyedOptions
     settings: StoreSettings
+    key: Key  # the session's handle on the table (table_handles.py)
 
     @property
     def merge_on_read(self) -> bool:
@@ -64,10 +66,10 @@ def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:
     conf = conf_of(df.sparkSession)
     path = table_path(uri)
     settings = store_settings(conf)
-    table = Table.open(open_store(path.store_uri, settings), table_settings(conf, options))
-    table, props = resolve_properties(table, options)
+    key = (path.store_uri, settings, table_settings(conf, options))
+    table, props = resolve_properties(take_table(df.sparkSession, key), options)
     kopts = keyed_options(options) or KeyedOptions("upsert")
-    return _Opened(path, table, props, kopts, settings)
+    return _Opened(path, table, props, kopts, settings, key)
 
 
 def _write_shards(
@@ -97,9 +99,13 @@ def _write_shards(
         raise
     meta = extra_metadata(job_meta, more)
     instant = commit_shards(txn, plan, shards, extra_metadata=meta, table=o.table)
+    keep_table(spark, o.key, o.table)
     files = [f for s in shards for f in s.files]
     repo = resolve_repo_uri(repo_option, conf_of(spark))
-    info = commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True)
+    info = replace(
+        commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True),
+        entry=o.table.tl.entry_of(instant),  # committed by this table handle: no read
+    )
     run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info
 
@@ -119,10 +125,12 @@ def write_keyed(
         return _write_shards(df, _open(df, uri, mode, options), job_meta, hooks)
 
 
-def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str) -> None:
+def save_keyed(
+    df: Any, uri: str, mode: str, options: Mapping[str, str], write_id: str
+) -> CommitInfo:
     """The data source's keyed write: the same commit, recording the data source's job, its
-    inputs and `write_id` (the caller finds the commit by it); its shuffles sized to the
-    input."""
+    inputs and `write_id`, committed by this driver (so it returns what it committed, with
+    no read of the timeline to find it); its shuffles sized to the input."""
     with sized_shuffle(df):
         o = _open(df, uri, mode, options)
         job_meta = replace(
@@ -130,4 +138,4 @@ def save_keyed(df: Any, uri: str, mode: str, options: Mapping[str, str], write_i
             input_files=input_files_option(options),
         )
         more = {WRITE_ID_METADATA_KEY: write_id}
-        _write_shards(df, o, job_meta, None, more, options.get("repo"))
+        return _write_shards(df, o, job_meta, None, more, options.get("repo"))

@@ -160,8 +160,12 @@ def record_in(
     received), any other write as its job run (see the module docstring)."""
     if not info.keyed:
         return record_runs(repo, [job_run(info)])
-    table = Table.open(open_store(table_path(info.table_uri).store_uri, settings))
-    entry = table.entry(info.instant_time)
+    store = open_store(table_path(info.table_uri).store_uri, settings)
+    if info.entry is not None:  # the writer's own entry: no read of the timeline
+        table, entry = Table(store), info.entry
+    else:
+        table = Table.open(store)
+        entry = table.entry(info.instant_time)
     job = info.job
     run = CommitJob(
         component_id=job.app_id,

@@ -76,9 +76,8 @@ def save(
     if keyed_options(opts) is not None or requested_properties(opts) is not None:
         from .keyed_writers import save_keyed
 
-        save_keyed(df, uri, mode, opts, write_id)
-    else:
-        df.write.format(NAME).mode(mode).options(**opts).save(uri)
+        return save_keyed(df, uri, mode, opts, write_id)  # committed on this driver
+    df.write.format(NAME).mode(mode).options(**opts).save(uri)
     return committed(spark, uri, write_id, resolve_repo_uri(repo, conf_of(spark)))
 
 

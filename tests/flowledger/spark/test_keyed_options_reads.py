@@ -1,0 +1,61 @@
+"""The keyed writers' table properties on the driver: the table as opened already holding the
+properties a write asks for is not created (opened, listed and read) again, and asking for
+other properties is still refused."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowledger.spark.keyed_options import resolve_properties
+from storage import StoreSettings, open_store
+from timeline import Table
+from timeline.keyed import KeyedProperties
+from timeline.keyed.properties import PropertiesError
+
+pytestmark = pytest.mark.unit
+
+OPTIONS = {"recordKey": "id", "orderingField": "ts", "partitionBy": "part"}
+
+
+def _counted(store: Any) -> Counter[str]:
+    """Count `store`'s reads and listings by kind."""
+    calls: Counter[str] = Counter()
+    for name in ("get_object", "open_read", "list", "list_page"):
+        inner = getattr(store, name)
+
+        def call(*a: Any, _inner: Any = inner, _name: str = name, **k: Any) -> Any:
+            calls[_name] += 1
+            return _inner(*a, **k)
+
+        setattr(store, name, call)
+    return calls
+
+
+def test_the_asked_properties_of_an_opened_table_cost_no_request(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
+    Table.create(store, KeyedProperties.of("id", ordering_field="ts", partition_by="part"))
+    table = Table.open(store)
+    assert table.properties is not None  # read once, as every keyed write reads them
+    calls = _counted(store)
+    same, props = resolve_properties(table, OPTIONS)
+    assert same is table and props == table.properties
+    assert props.record_key == ("id",) and props.partition_by == ("part",)
+    assert sum(calls.values()) == 0, calls
+
+
+def test_other_properties_than_the_tables_are_refused(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
+    Table.create(store, KeyedProperties.of("id", ordering_field="ts", partition_by="part"))
+    with pytest.raises(PropertiesError, match="cannot change to record key other"):
+        resolve_properties(Table.open(store), {**OPTIONS, "recordKey": "other"})
+
+
+def test_the_first_write_creates_the_keyed_table(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
+    _, props = resolve_properties(Table.open(store), OPTIONS)
+    assert props.ordering_field == "ts"
+    assert Table.open(store).properties == props
