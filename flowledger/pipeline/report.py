@@ -151,9 +151,7 @@ def _outside(r: PipelineResult, console: Console) -> None:
                 + (" (replaced slices too)" if o.rows_in_folder != o.table_rows else ""),
             )
         console.print(t)
-        console.print(
-            "  flowledger table files <repo>/tables/flights_enriched --json"
-        )
+        console.print("  flowledger table files <repo>/tables/flights_enriched --json")
     if r.marquez:
         t = Table("job", "runs", "wrote", title="Marquez's read API: jobs in namespace flowledger")
         for j in r.marquez:
