@@ -163,3 +163,28 @@ def test_an_empty_or_unkeyed_table(tmp_path: Path) -> None:
     plain.write(_rows([1], "x"))
     with pytest.raises(PropertiesError, match="needs a keyed table"):
         lookup_keys(plain, ["1"])
+
+
+def test_text_keys_scoped_by_partition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text keys (ranged as text), a key stored in two partitions: a row per partition,
+    read from the two slices holding it; a key outside every range reads nothing."""
+    props = KeyedProperties.of("id", partition_by="p", key_scope="partition")
+    store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
+    t = Table.create(store, props, SETTINGS)
+    for p in ("a", "b", "c"):
+        ids = [f"k{i:03}" for i in range(50)] if p != "c" else ["z1", "z2"]
+        t.upsert(pa.table({"id": ids, "p": [p] * len(ids), "v": [p] * len(ids)}))
+    t.delete(pa.table({"id": ["k007"], "p": ["b"]}))
+    by_part = {sl.partition[-1]: sl.group for sl in t.state().latest_slices().values()}
+    gets = _Gets(t, monkeypatch)
+    every = _data_objects(t)
+    for key, parts in (("k003", "ab"), ("k007", "a"), ("z2", "c"), ("m1", "")):
+        gets.keys.clear()
+        got = lookup_keys(t, [key])
+        read = {k for k in gets.keys if k in every}
+        assert sorted(got.column("p").to_pylist()) == list(parts), key
+        assert got.to_pylist() == [r for r in t.read().to_pylist() if r["id"] == key]
+        ranged = {"k003": "ab", "k007": "ab", "z2": "c", "m1": ""}[key]
+        assert read == _candidates(t, [key])  # the slices holding it, at most those ranged
+        holding, ranging = ([by_part[p] for p in ps] for ps in (parts, ranged))
+        assert _data_objects(t, holding) <= read <= _data_objects(t, ranging), key
