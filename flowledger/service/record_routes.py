@@ -1,5 +1,6 @@
 """From a row of a keyed table to its provenance: the record's key -> the commit that last
-wrote it (the row's `_flowledger_commit_time`) -> the file slices that commit wrote (their
+wrote it (the row's `_flowledger_commit_time`, found through the table's index:
+`timeline.keyed.lookup_keys`) -> the file slices that commit wrote (their
 SEND events, found by the commit's marker), so the page opens the lineage of the slice that
 holds the row and walks back to the raw inputs."""
 
@@ -7,17 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow.compute as pc
 from fastapi import APIRouter, Depends, Query
 
 from provenance import ProvenanceEvent, SearchTerm
 from provenance import Query as ProvQuery
 from timeline import Table
-from timeline.keyed import COMMIT_TIME_COL, RECORD_KEY_COL
+from timeline.keyed import COMMIT_TIME_COL, lookup_keys
 
-from ..table_sql import TableRead, connect
 from ..uris import canonical, commit_marker
 from .dto import event_dto
-from .errors import ServiceNotFound
+from .errors import InvalidRequest, ServiceNotFound
 from .state import Services, services
 from .timeline_routes import named_table
 
@@ -26,18 +27,19 @@ router = APIRouter(tags=["timeline"])
 MAX_SLICES = 1000
 
 
-def _commit_time(svc: Services, table: Table, name: str, key: str) -> str:
-    memory = svc.settings.sql_memory_limit
-    con = connect(svc.prov, table, TableRead(), name, svc.sql.temp_dir, memory)
-    try:
-        found = con.execute(
-            f'SELECT "{COMMIT_TIME_COL}" FROM t WHERE "{RECORD_KEY_COL}" = ? LIMIT 1', [key]
-        ).fetchall()
-    finally:
-        con.close()
-    if not found:
+def _commit_time(table: Table, name: str, key: str) -> str:
+    """The commit that last wrote the record `key`: its row's `_flowledger_commit_time`,
+    read through the table's index (only the file slices that may hold the key are read;
+    with partition-scoped keys, the latest of its partitions' rows)."""
+    if table.properties is None:
+        raise InvalidRequest(
+            f"table {name!r} is not keyed: its rows have no record key to look up "
+            f"(query it with POST /tables/{name}/sql)"
+        )
+    found = lookup_keys(table, [key], columns=[COMMIT_TIME_COL])
+    if not found.num_rows:
         raise ServiceNotFound(f"no record with key {key!r} in table {name!r}")
-    return str(found[0][0])
+    return str(pc.max(found.column(COMMIT_TIME_COL)).as_py())
 
 
 def _holds(table: Table, instant: str, key: str) -> dict[str, bool]:
@@ -67,7 +69,7 @@ def _holds(table: Table, instant: str, key: str) -> dict[str, bool]:
 
 def _lookup(svc: Services, name: str, key: str) -> dict[str, Any]:
     table = named_table(svc, name)
-    instant = _commit_time(svc, table, name, key)
+    instant = _commit_time(table, name, key)
     marker = commit_marker(table.uri, instant)
     term = SearchTerm("alternate_identifier_uri", marker)
     found = svc.prov.query(ProvQuery((term,), max_results=MAX_SLICES * 4))
@@ -102,5 +104,6 @@ async def record_provenance(
     """The commit that last wrote the record `key` of table `name` and the file slices it
     wrote (SEND events, the one whose key range holds the key first): the start of the
     record's lineage back to the raw inputs."""
-    # A table scan, as `POST /tables/{name}/sql`: on the SQL threads, within their limits.
+    # Blocking reads of the object store (the index, then the slices it names): on the SQL
+    # threads, within their limits, as every read of a table's rows.
     return await svc.sql.slots.run(_lookup, svc, name, key)

@@ -1,7 +1,8 @@
 """Keyed tables on the timeline (Hudi's data model, copy-on-write): properties fixed at
 creation, insert/upsert/delete that rewrite only the file groups holding changed keys, an
 index from per-file key ranges and bloom filters or a record-level index (`indexing`),
-row meta columns, incremental and CDC reads.
+row meta columns, incremental and CDC reads, the current rows of some keys read through the
+index (`lookup_keys`).
 
 See docs/tables.md.
 """
@@ -37,6 +38,7 @@ from .properties import (
     PropertiesError,
     load_properties,
 )
+from .read.lookup import lookup_keys
 from .write.engine import (
     EnginePlan,
     EngineShard,
@@ -79,6 +81,7 @@ __all__ = [
     "index_view",
     "integer_key_column",
     "load_properties",
+    "lookup_keys",
     "plan_changes",
     "plan_engine_write",
     "read_changed_file",

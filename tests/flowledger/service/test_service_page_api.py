@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from provenance import ProvenanceEvent, ProvenanceRepository
@@ -15,6 +16,7 @@ from storage import open_store
 from tests.support.keyed_lineage import compacted_lake
 from tests.support.page_events import RUN, RUN_EVENT
 from tests.support.service import Client, ServiceProcess
+from timeline import Table
 
 pytestmark = pytest.mark.unit
 
@@ -37,10 +39,15 @@ def _extra_events(repo: str) -> None:
         prov.register_events(events, sync=True)
 
 
+def _unkeyed_table(repo: str) -> None:
+    Table.create(open_store(repo).scoped("tables/plain")).write(pa.table({"id": [1]}))
+
+
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     lake = compacted_lake(tmp_path_factory.mktemp("page-api"))
     _extra_events(lake.repo)
+    _unkeyed_table(lake.repo)
     proc = ServiceProcess(lake.repo)
     yield proc.client
     proc.stop()
@@ -97,6 +104,11 @@ def test_a_record_key_leads_to_its_commit_and_the_raw_inputs(api: Client) -> Non
     up = api.post("/nifi-api/provenance/lineage", parents).json()["lineage"]["results"]
     assert len(up["flowFileUuids"]) >= 2  # the job's FlowFile and the slice it replaced
     assert api.get("/tables/t/records?key=99").status == 404
+
+
+def test_an_unkeyed_table_has_no_record_keys_to_look_up(api: Client) -> None:
+    r = api.get("/tables/plain/records?key=1")
+    assert r.status == 400 and "is not keyed" in r.json()["detail"], r.body
 
 
 @pytest.mark.parametrize("archived", ["false", "true"])
