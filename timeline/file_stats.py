@@ -156,16 +156,26 @@ def _is_null_type(md: pq.FileMetaData, i: int) -> bool:
 def describe_bytes(key: str, body: bytes, partition: str = "", file_group: str = "") -> DataFile:
     """The `DataFile` of a Parquet file a writer holds in memory: size, rows and statistics
     from its footer, and the checksum of its bytes."""
-    md = parquet_metadata(body)
-    return DataFile(
-        key,
-        len(body),
-        md.num_rows,
-        partition,
-        file_group,
-        column_stats=footer_stats(md),
-        checksum=checksum_of(body),
+    return describe_footer(
+        key, len(body), checksum_of(body), parquet_metadata(body), partition, file_group
     )
+
+
+def describe_footer(
+    key: str,
+    size: int,
+    checksum: str,
+    md: pq.FileMetaData,
+    partition: str = "",
+    file_group: str = "",
+) -> DataFile:
+    """The `DataFile` of a Parquet file streamed to the store: `size` bytes with `checksum`,
+    rows and statistics from the footer `md` its writer produced (the same footer a reader
+    parses, so the statistics are those `describe_bytes` gives for the same bytes)."""
+    return DataFile(
+        key, size, md.num_rows, partition, file_group,
+        column_stats=footer_stats(md), checksum=checksum,
+    )  # fmt: skip
 
 
 def stored_checksum(store: ObjectStore, key: str) -> str:

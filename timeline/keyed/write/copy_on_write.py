@@ -27,16 +27,16 @@ import numpy as np
 import pyarrow as pa
 
 from ...file_groups.sidecars import WRITE_STATS
-from ...file_stats import describe_bytes
 from ...metadata import DataFile
 from ..index import RECORD_INDEX_DELTA, write_delta
 from ..inflight import bounded_map
+from .base_stream import held_bytes
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .delete_rewrite import delete_by_keys
 from .planner import FAIL, Batch, Planner
 from .planning import Filter
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import SliceOut, base_rows, encode_slice, new_rows, slice_stats
+from .slice_writer import SliceOut, base_rows, new_rows, slice_stats, write_slice
 
 if TYPE_CHECKING:
     from storage import ObjectStore
@@ -166,13 +166,11 @@ def write_group_at(
         parts.append(base_rows(store, g.base, g.drop, schema, n, body=g.body))
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
-    written = encode_slice(chain.from_iterable(parts), schema, n)
-    g.body = None
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
-    store.put(key, written.body)
-    f = describe_bytes(key, written.body, g.partition, g.group)
+    written = write_slice(store, key, chain.from_iterable(parts), schema, n, g.partition, g.group)
+    g.body = None
     counts = (g.inserts, g.updates, g.deletes)
-    return f, slice_stats(store, f, written, g.base, counts, fpp)
+    return written.file, slice_stats(store, written, g.base, counts, fpp)
 
 
 def index_changes(
@@ -283,8 +281,16 @@ def _write_groups(
         todo,
         workers=s.write_parallelism,
         budget=s.write_inflight_bytes,
-        cost=lambda g: (g.base.size if g.base else 0) + len(g.new) * record_size,
+        cost=lambda g: _held(g) + len(g.new) * record_size,
     )
+
+
+def _held(g: Group) -> int:
+    """The bytes of `g`'s base file its rewrite holds: all of them when kept from the
+    locate step, else what streaming it holds at once."""
+    if g.base is None:
+        return 0
+    return g.base.size if g.body is not None else held_bytes(g.base)
 
 
 def rewrite_details(w: PreparedWrite) -> dict[str, Any]:

@@ -24,14 +24,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...file_stats import describe_bytes
 from ...metadata import DataFile
 from ...parquet_io import read_verified
 from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL
 from ..merge import wins
+from .base_stream import row_groups_of
 from .planner import Batch, Planner
-from .slice_writer import SliceOut, encode_slice, kept_rows, slice_stats
+from .slice_writer import SliceOut, kept_rows, slice_stats, write_slice
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,26 @@ class DeletedSlice:
     stats: dict[str, Any]
     keys: pa.Array  # record keys removed (for the record-level index)
     partition: str
+
+
+def _matches(
+    pf: pq.ParquetFile, cols: list[str], keys: pa.Array
+) -> tuple[np.ndarray, pa.Table | None]:
+    """Positions (ascending) and `cols` values of the open file's rows whose record key is
+    among `keys`, read a row group at a time: what is held is sized by the matches."""
+    rows: list[np.ndarray] = []
+    found: list[pa.Table] = []
+    start = 0
+    for i in range(pf.num_row_groups):
+        data = pf.read_row_group(i, columns=cols, use_threads=False)
+        hit = pc.indices_nonzero(pc.is_in(data.column(RECORD_KEY_COL), value_set=keys))
+        if len(hit):
+            rows.append(np.asarray(hit.to_numpy(), dtype=np.int64) + start)
+            found.append(data.take(hit))
+        start += data.num_rows
+    if not found:
+        return np.empty(0, dtype=np.int64), None
+    return np.concatenate(rows), pa.concat_tables(found)
 
 
 def _deleted_rows(
@@ -55,23 +75,20 @@ def _deleted_rows(
     cols = [RECORD_KEY_COL]
     if with_order and order_col in present:
         cols.append(str(order_col))
-    data = pf.read(columns=cols, use_threads=False)
+    rows, data = _matches(pf, cols, keys)
+    if data is None:
+        return rows, pa.array([], pa.string())
     stored = data.column(RECORD_KEY_COL)
-    rows = pc.indices_nonzero(pc.is_in(stored, value_set=keys))
-    if not len(rows) or not with_order or ordering is None:
-        gone = np.asarray(rows.to_numpy(), dtype=np.int64)
-        return gone, stored.take(rows).combine_chunks()
-    stored_order = (
-        data.column(1).take(rows) if len(cols) > 1 else pa.nulls(len(rows), ordering.type)
-    )
-    got = pa.table({"key": stored.take(rows), "row": pc.cast(rows, pa.int64()),
-                    "stored": stored_order})  # fmt: skip
+    if not with_order or ordering is None:
+        return rows, stored.combine_chunks()
+    stored_order = data.column(1) if len(cols) > 1 else pa.nulls(len(rows), ordering.type)
+    got = pa.table({"key": stored, "row": pa.array(rows, pa.int64()), "stored": stored_order})
     j = got.join(pa.table({"key": keys, "incoming": ordering}), "key", join_type="inner")
     won = wins(
         j.column("stored").combine_chunks(), j.column("incoming").combine_chunks(), plan.props, True
     )
-    gone = np.sort(j.column("row").to_numpy()[won])
-    return gone, stored.take(pa.array(gone, pa.int64())).combine_chunks()
+    gone = j.filter(pa.array(won)).sort_by("row")
+    return gone.column("row").to_numpy(), gone.column("key").combine_chunks()
 
 
 def _rewrite(
@@ -90,16 +107,15 @@ def _rewrite(
     keep = np.ones(pf.metadata.num_rows, dtype=bool)
     keep[gone] = False
     n = plan.table.settings.parquet_row_group_rows
-    written = encode_slice(kept_rows(pf, keep, schema, n), schema, n)
     key = out.slice_key(f.partition, f.group)
-    store.put(key, written.body)
-    new = describe_bytes(key, written.body, f.partition, f.group)
+    written = write_slice(store, key, kept_rows(row_groups_of(pf), keep, schema, n), schema, n,
+                          f.partition, f.group)  # fmt: skip
     # The kept keys are a subset of the old file's: its filter, when the index holds it,
     # serves the new slice as it is (no key hashed again).
     stats = slice_stats(
-        store, new, written, f, (0, 0, len(gone)), plan.bloom_fpp, superset=plan.known_filter(f)
+        store, written, f, (0, 0, len(gone)), plan.bloom_fpp, superset=plan.known_filter(f)
     )
-    return DeletedSlice(new, stats, removed_keys.cast(pa.string()), f.partition)
+    return DeletedSlice(written.file, stats, removed_keys.cast(pa.string()), f.partition)
 
 
 def delete_by_keys(

@@ -1,40 +1,99 @@
-"""A file group's new base file written a row group at a time.
+"""A file group's new base file, decoded and encoded a row group at a time and streamed to
+the store.
 
 A copy-on-write rewrite keeps most of its base file's rows. Decoding the whole base file,
 filtering it and concatenating the new rows holds several copies of the file's rows at
-once, so a writer's memory grew with the size of its files (and the table). Here the base
-file's rows are decoded one row group (at most `parquet_row_group_rows`) at a time, filtered
-and encoded straight into the new file: the writer holds the base file's bytes, the new
-file's bytes and one row group decoded.
+once, and encoding the new file into a buffer (then copying it for the PUT) holds it two or
+three times over, so a writer's memory grew with the size of its files (and the table). Here
+the base file's row groups are decoded one at a time (`read_row_group`), filtered and encoded
+straight into an upload of the new file (`ObjectStore.open_writer`: a temp file locally, a
+multipart upload on S3 once it outgrows one part), its checksum and size counted as the
+bytes pass. The writer holds the base file's bytes, one row group decoded, the row group
+being encoded, the upload's buffer and the new file's record keys (for its bloom filter).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from storage import ObjectStore
+from storage.checksum import format_checksum
 
+from ...file_stats import describe_footer
 from ...layout import data_instant_time
 from ...metadata import DataFile
-from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
+from ...parquet_io import DICTIONARY_PAGE_LIMIT
 from ...schema import conform
 from ..index import BloomFilter, bloom_ref
 from ..keys import RECORD_KEY_COL, key_range
+from .base_stream import base_row_groups, row_groups_of
+
+
+class Sink(Protocol):
+    """Where an encoded file's bytes go, in order (an `ObjectWriter`, a `BytesIO`)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+@dataclass(frozen=True)
+class EncodedSlice:
+    """A new base file as it was streamed to its sink: its size, checksum and footer, and
+    its record keys (for the bloom filter and the key range)."""
+
+    size: int
+    checksum: str
+    footer: pq.FileMetaData
+    keys: pa.ChunkedArray
+
+    @property
+    def rows(self) -> int:
+        return int(self.footer.num_rows)
 
 
 @dataclass(frozen=True)
 class WrittenSlice:
-    """A new base file's bytes, with what its write stats describe."""
+    """A new base file in the store: its `DataFile` and its record keys."""
 
-    body: bytes
-    rows: int
-    keys: pa.ChunkedArray  # its record keys, for the bloom filter and the key range
+    file: DataFile
+    keys: pa.ChunkedArray
+
+    @property
+    def rows(self) -> int:
+        return self.file.rows
+
+
+class _Counted:
+    """The file object the Parquet writer writes into: every piece goes on to `sink` and
+    into the running CRC-32 and size, so the file is never held whole. Closing it closes
+    nothing (the caller commits or aborts the upload)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self.crc = 0
+        self.size = 0
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self._sink.write(data)
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        """Nothing is buffered here."""
+
+    def close(self) -> None:
+        self.closed = True
 
 
 @dataclass(frozen=True)
@@ -64,34 +123,36 @@ def base_rows(
     body: bytes | None = None,
 ) -> Iterator[pa.Table]:
     """The rows of `base` that stay (positions in `drop` left out), in the table's schema,
-    at most `rows_per_batch` decoded at a time. The file is checked against its recorded
-    checksum first, as every read of a committed file is (`body`: its bytes, already
-    fetched and checked)."""
-    if body is None:
-        body = read_verified(store, base)
-    pf = pq.ParquetFile(pa.BufferReader(body))
+    one row group decoded at a time. The file is checked against its recorded checksum, as
+    every read of a committed file is (`body`: its bytes, already fetched and checked; else
+    it is fetched as keyed/write/base_stream.py says)."""
+    if body is not None:
+        groups = row_groups_of(pq.ParquetFile(pa.BufferReader(body)))
+    else:
+        groups = base_row_groups(store, base)
     keep: np.ndarray | None = None
     if drop:
-        keep = np.ones(pf.metadata.num_rows, dtype=bool)
+        keep = np.ones(base.rows, dtype=bool)
         keep[np.fromiter(drop, dtype=np.int64, count=len(drop))] = False
-    return kept_rows(pf, keep, schema, rows_per_batch)
+    return kept_rows(groups, keep, schema, rows_per_batch)
 
 
 def kept_rows(
-    pf: pq.ParquetFile, keep: np.ndarray | None, schema: pa.Schema, rows_per_batch: int
+    groups: Iterable[pa.Table], keep: np.ndarray | None, schema: pa.Schema, rows_per_batch: int
 ) -> Iterator[pa.Table]:
-    """The rows of an open (verified) base file where `keep` is True (all when None), in the
-    table's schema, at most `rows_per_batch` decoded at a time."""
+    """The rows of a file's decoded row groups (`groups`, in order) where `keep` is True
+    (all when None), in the table's schema, handed on at most `rows_per_batch` rows at a
+    time (a file from another writer may have bigger row groups)."""
     start = 0
-    # use_threads=False: Arrow's pools are never started here (see parquet_io._read_one).
-    for batch in pf.iter_batches(batch_size=rows_per_batch, use_threads=False):
-        part = pa.Table.from_batches([batch])
+    for part in groups:
         n = part.num_rows
         if keep is not None:
+            if start + n > len(keep):
+                raise ValueError(f"the file holds more rows than the {len(keep)} recorded")
             part = part.filter(pa.array(keep[start : start + n]))
         start += n
-        if part.num_rows:
-            yield conform(part, schema)
+        for offset in range(0, part.num_rows, rows_per_batch):
+            yield conform(part.slice(offset, rows_per_batch), schema)
 
 
 def new_rows(incoming: pa.Table, positions: list[int], schema: pa.Schema,
@@ -102,27 +163,27 @@ def new_rows(incoming: pa.Table, positions: list[int], schema: pa.Schema,
         yield conform(incoming.take(take), schema)
 
 
-def encode_slice(parts: Iterable[pa.Table], schema: pa.Schema, rows_per_group: int) -> WrittenSlice:
+def encode_slice(
+    parts: Iterable[pa.Table], schema: pa.Schema, rows_per_group: int, sink: Sink
+) -> EncodedSlice:
     """Encode `parts` into one Parquet file (zstd and small dictionaries, as
-    `to_parquet_bytes`) of full row groups of `rows_per_group`
-    rows but the last: small parts are gathered first, so a file of kept and new rows is not
-    cut into small row groups. An empty file still carries the schema."""
-    sink = pa.BufferOutputStream()
+    `to_parquet_bytes`) streamed to `sink`, of full row groups of `rows_per_group` rows but
+    the last: small parts are gathered first, so a file of kept and new rows is not cut into
+    small row groups. An empty file still carries the schema."""
+    out = _Counted(sink)
     keys: list[pa.Array] = []
-    rows = 0
     pending: list[pa.Table] = []
     held = 0
     with pq.ParquetWriter(
-        sink, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+        out, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
     ) as w:
 
         def flush(upto: int) -> None:
-            nonlocal pending, held, rows
+            nonlocal pending, held
             t = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
-            out, rest = t.slice(0, upto), t.slice(upto)
-            w.write_table(out, row_group_size=rows_per_group)
-            keys.extend(out.column(RECORD_KEY_COL).chunks)
-            rows += out.num_rows
+            done, rest = t.slice(0, upto), t.slice(upto)
+            w.write_table(done, row_group_size=rows_per_group)
+            keys.extend(done.column(RECORD_KEY_COL).chunks)
             pending, held = ([rest] if rest.num_rows else []), rest.num_rows
 
         for part in parts:
@@ -133,12 +194,26 @@ def encode_slice(parts: Iterable[pa.Table], schema: pa.Schema, rows_per_group: i
         if held:
             flush(held)
     key_type = schema.field(RECORD_KEY_COL).type
-    return WrittenSlice(sink.getvalue().to_pybytes(), rows, pa.chunked_array(keys, key_type))
+    return EncodedSlice(
+        out.size, format_checksum(out.crc), w.writer.metadata, pa.chunked_array(keys, key_type)
+    )
+
+
+def write_slice(
+    store: ObjectStore, key: str, parts: Iterable[pa.Table], schema: pa.Schema,
+    rows_per_group: int, partition: str, group: str,
+) -> WrittenSlice:  # fmt: skip
+    """Encode `parts` (as `encode_slice`) straight into a streaming upload of `key`,
+    committed when the last row group and the footer are written (aborted, leaving
+    nothing, if encoding fails)."""
+    with store.open_writer(key) as upload:
+        encoded = encode_slice(parts, schema, rows_per_group, upload)
+    f = describe_footer(key, encoded.size, encoded.checksum, encoded.footer, partition, group)
+    return WrittenSlice(f, encoded.keys)
 
 
 def slice_stats(
     store: ObjectStore,
-    f: DataFile,
     written: WrittenSlice,
     base: DataFile | None,
     counts: tuple[int, int, int],
@@ -146,9 +221,10 @@ def slice_stats(
     *,
     superset: BloomFilter | None = None,
 ) -> dict[str, Any]:
-    """The write stats of new slice `f` (docs/tables.md, "Commit metadata"): the slice it
+    """The write stats of a new slice (docs/tables.md, "Commit metadata"): the slice it
     supersedes, inserts/updates/deletes, rows, bytes, key range and bloom filter
     (`superset`: a filter holding all of its keys, kept instead of building one)."""
+    f = written.file
     inserts, updates, deletes = counts
     lo, hi = key_range(written.keys)
     return {

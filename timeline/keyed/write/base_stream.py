@@ -1,0 +1,185 @@
+"""A rewrite's base file read by ranged GETs, a few row groups at a time.
+
+A rewrite whose base file was not kept from the locate step fetched the whole file and held
+its bytes while it encoded the new one, so the bytes in flight grew with the file. Here a
+file of `STREAM_MIN` bytes or more is read as its footer first (one ranged GET of the tail,
+as `read_footer`), then its row groups in file order, in GETs of about `STREAM_PIECE` bytes,
+each row group decoded and handed on before the next piece is fetched. The file's CRC-32 is
+computed as the pieces arrive (every byte once, in order) and compared with the checksum its
+commit recorded after the last row group: a mismatch raises `IntegrityError` before the new
+slice's upload is committed, so the damaged rows never reach a commit. Smaller files, files
+written before checksums and files whose row groups are not laid out in order are fetched
+whole and verified first, as every read of a committed file is.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage import IntegrityError, ObjectStore
+from storage.checksum import format_checksum
+
+from ...errors import committed_object
+from ...file_stats import FOOTER_TAIL
+from ...metadata import DataFile
+from ...parquet_io import footer_span, read_verified, row_group_spans
+
+MiB = 1024 * 1024
+STREAM_MIN = 16 * MiB
+STREAM_PIECE = 8 * MiB
+
+
+class _Window:
+    """The file object pyarrow reads row groups through: the piece fetched last and the
+    file's tail, at their offsets in the file. A read anywhere else is refused."""
+
+    def __init__(self, size: int, tail_start: int, tail: bytes) -> None:
+        self._size = size
+        self._tail = (tail_start, tail)
+        self._piece = (0, b"")
+        self._pos = 0
+        self.closed = False
+
+    def hold(self, start: int, data: bytes) -> None:
+        self._piece = (start, data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._pos = pos + (0, self._pos, self._size)[whence]
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = self._size if n < 0 else min(self._size, self._pos + n)
+        for start, data in (self._piece, self._tail):
+            if start <= self._pos and end <= start + len(data):
+                out = data[self._pos - start : end - start]
+                self._pos = end
+                return out
+        raise ValueError(f"bytes [{self._pos}, {end}) of the file were not fetched")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _pieces(spans: list[tuple[int, int]], piece: int) -> list[tuple[int, int, int]] | None:
+    """(first, last, end) per GET: row groups [first, last) end at byte `end`, each GET
+    starting where the previous one ended and holding at least `piece` bytes but the last;
+    None when the row groups are not laid out in order."""
+    out: list[tuple[int, int, int]] = []
+    pos, first = 0, 0
+    for i, (start, end) in enumerate(spans):
+        if start < pos:
+            return None
+        pos = end
+        if end - (out[-1][2] if out else 0) >= piece:
+            out.append((first, i + 1, end))
+            first = i + 1
+    if first < len(spans):
+        out.append((first, len(spans), spans[-1][1]))
+    return out
+
+
+def _tail(store: ObjectStore, f: DataFile) -> tuple[int, bytes, pq.FileMetaData]:
+    """The file's last bytes, from at least the start of its footer, and the footer."""
+    start = max(0, f.size - FOOTER_TAIL)
+    tail = store.get(f.path, start, f.size - start)
+    try:
+        begin, _ = footer_span(f.size, tail)
+    except ValueError as exc:
+        raise IntegrityError(f"{store.url(f.path)} is corrupt: {exc}", store.url(f.path)) from exc
+    if begin < start:
+        tail = store.get(f.path, begin, start - begin) + tail
+        start = begin
+    md = pq.read_metadata(io.BytesIO(b"PAR1" + tail[begin - start :]))
+    return start, tail, md
+
+
+def held_bytes(f: DataFile) -> int:
+    """About the most bytes of `f` that `base_row_groups` holds at once (its whole size
+    when it is fetched whole)."""
+    return f.size if f.size < STREAM_MIN or not f.checksum else STREAM_MIN
+
+
+def base_row_groups(store: ObjectStore, f: DataFile) -> Iterator[pa.Table]:
+    """The row groups of committed file `f`, all columns, decoded one at a time (see the
+    module's text for how it is fetched and verified)."""
+    where = store.url(f.path)
+    if f.size < STREAM_MIN or not f.checksum:
+        yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))
+        return
+    with committed_object(where):
+        tail_start, tail, md = _tail(store, f)
+    pieces = _pieces(row_group_spans(md), STREAM_PIECE)
+    if pieces is None:
+        yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))
+        return
+    window = _Window(f.size, tail_start, tail)
+    pf = pq.ParquetFile(window, metadata=md)
+    crc = _Crc(store, f, tail_start, tail)
+    for first, last, end in pieces:
+        window.hold(crc.pos, crc.fetch(end))
+        for i in range(first, last):
+            try:
+                group = pf.read_row_group(i, use_threads=False)
+            except (OSError, pa.ArrowException):
+                # Bytes not verified yet may be damaged: the checksum decides which it is.
+                crc.check_rest()
+                raise
+            yield group
+    window.hold(0, b"")
+    crc.check_rest()
+
+
+class _Crc:
+    """The CRC-32 of a file read in pieces in file order, from offset 0."""
+
+    def __init__(self, store: ObjectStore, f: DataFile, tail_start: int, tail: bytes) -> None:
+        self._store, self._f = store, f
+        self._tail_start, self._tail = tail_start, tail
+        self.crc, self.pos = 0, 0
+
+    def fetch(self, end: int) -> bytes:
+        """Bytes [pos, end), fetched and added to the checksum."""
+        with committed_object(self._store.url(self._f.path)):
+            data = self._store.get(self._f.path, self.pos, end - self.pos)
+        self.crc = zlib.crc32(data, self.crc)
+        self.pos = end
+        return data
+
+    def check_rest(self) -> None:
+        """Add what is left of the file (up to the tail, then the tail held) and raise
+        `IntegrityError` unless the whole matches the checksum its commit recorded."""
+        while self.pos < self._tail_start:  # e.g. page indexes after the row groups
+            self.fetch(min(self._tail_start, self.pos + STREAM_PIECE))
+        self.crc = zlib.crc32(memoryview(self._tail)[self.pos - self._tail_start :], self.crc)
+        self.pos = self._f.size
+        got, where = format_checksum(self.crc), self._store.url(self._f.path)
+        if got != self._f.checksum:
+            raise IntegrityError(
+                f"{where} is corrupt: checksum {got} != recorded {self._f.checksum} "
+                f"(read in ranges for its rewrite); the object was damaged or truncated",
+                where,
+            )
+
+
+def row_groups_of(pf: pq.ParquetFile) -> Iterator[pa.Table]:
+    """The row groups of an open (verified) file, all columns, decoded one at a time."""
+    for i in range(pf.num_row_groups):
+        # use_threads=False: Arrow's pools are never started here (see parquet_io._read_one).
+        yield pf.read_row_group(i, use_threads=False)
