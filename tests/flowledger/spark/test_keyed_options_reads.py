@@ -4,14 +4,13 @@ other properties is still refused."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from flowledger.spark.keyed_options import resolve_properties
 from storage import StoreSettings, open_store
+from tests.support.store_calls import counted_calls
 from timeline import Table
 from timeline.keyed import KeyedProperties
 from timeline.keyed.properties import PropertiesError
@@ -21,26 +20,12 @@ pytestmark = pytest.mark.unit
 OPTIONS = {"recordKey": "id", "orderingField": "ts", "partitionBy": "part"}
 
 
-def _counted(store: Any) -> Counter[str]:
-    """Count `store`'s reads and listings by kind."""
-    calls: Counter[str] = Counter()
-    for name in ("get_object", "open_read", "list", "list_page"):
-        inner = getattr(store, name)
-
-        def call(*a: Any, _inner: Any = inner, _name: str = name, **k: Any) -> Any:
-            calls[_name] += 1
-            return _inner(*a, **k)
-
-        setattr(store, name, call)
-    return calls
-
-
 def test_the_asked_properties_of_an_opened_table_cost_no_request(tmp_path: Path) -> None:
     store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
     Table.create(store, KeyedProperties.of("id", ordering_field="ts", partition_by="part"))
     table = Table.open(store)
     assert table.properties is not None  # read once, as every keyed write reads them
-    calls = _counted(store)
+    calls = counted_calls(store)
     same, props = resolve_properties(table, OPTIONS)
     assert same is table and props == table.properties
     assert props.record_key == ("id",) and props.partition_by == ("part",)

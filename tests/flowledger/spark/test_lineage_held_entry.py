@@ -3,7 +3,6 @@ of the table's timeline, and the same events as recording it from the timeline."
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,23 +14,11 @@ from flowledger.spark.commit_info import CommitInfo, SparkJobInfo
 from flowledger.spark.lineage import record_in
 from provenance import ProvenanceRepository, Query, SearchTerm
 from storage import StoreSettings, open_store
+from tests.support.store_calls import counted_calls
 from timeline import Table
 from timeline.keyed import KeyedProperties
 
 pytestmark = pytest.mark.unit
-
-
-def _counted(store: Any) -> Counter[str]:
-    calls: Counter[str] = Counter()
-    for name in ("get_object", "open_read", "list", "list_page"):
-        inner = getattr(store, name)
-
-        def call(*a: Any, _inner: Any = inner, _name: str = name, **k: Any) -> Any:
-            calls[_name] += 1
-            return _inner(*a, **k)
-
-        setattr(store, name, call)
-    return calls
 
 
 def _events(tmp_path: Path, name: str, info: CommitInfo) -> list[tuple[Any, ...]]:
@@ -53,7 +40,7 @@ def test_a_held_entry_is_recorded_with_no_read_of_the_table(
     from_timeline = _events(tmp_path, "repo-a", info)
 
     table_store = open_store(uri, StoreSettings(fsync=False))
-    calls = _counted(table_store)
+    calls = counted_calls(table_store)
     import flowledger.spark.lineage as lineage
 
     monkeypatch.setattr(lineage, "open_store", lambda *_a, **_k: table_store)
