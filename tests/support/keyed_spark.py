@@ -88,6 +88,17 @@ def apply_spark(
     return instants
 
 
+def apply_rows(table: Table, operation: str, data: pa.Table) -> None:
+    """One step on the Python path: a delete takes the key, partition and ordering columns
+    of `data`, an insert or upsert all of it."""
+    if operation == "delete":
+        table.delete(data.select(["id", "p", "ts"]))
+    elif operation == "insert":
+        table.insert(data)
+    else:
+        table.upsert(data)
+
+
 def apply_python(
     root: Path,
     steps: list[tuple[str, list[Any]]] = STEPS,

@@ -14,6 +14,7 @@ import flowledger.spark as fs
 from flowledger.spark.errors import SparkWriteError
 from flowledger.spark.keyed_options import requested_properties
 from storage import open_store
+from tests.support.keyed_spark import apply_rows
 from tests.support.servers import S3Endpoint
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
@@ -69,12 +70,7 @@ def test_spark_writes_delta_commits_that_read_as_the_python_path(
     put = fs.save if writer == "datasource" else fs.write
     for operation, rows in SEQUENCE:
         data = pa.table({k: [r[i] for r in rows] for i, k in enumerate(["id", "p", "v", "ts"])})
-        if operation == "delete":
-            py.delete(data.select(["id", "p", "ts"]))
-        elif operation == "insert":
-            py.insert(data)
-        else:
-            py.upsert(data)
+        apply_rows(py, operation, data)
         df = spark.createDataFrame(rows, "id long, p long, v long, ts long")
         if operation == "delete":
             df = df.select("id", "p", "ts")

@@ -15,6 +15,7 @@ import pytest
 
 import flowledger.spark as fs
 from storage import open_store
+from tests.support.keyed_spark import apply_rows
 from tests.support.record_index import assert_index_matches_rebuild
 from timeline import Table, TableSettings
 from timeline.check import check_table
@@ -40,15 +41,6 @@ def _data(rows: list[tuple[int, int, int, int]]) -> pa.Table:
 
 def _rows(table: Table) -> list[tuple[Any, ...]]:
     return sorted(tuple(r.values()) for r in table.read().select(COLUMNS).to_pylist())
-
-
-def _apply(py: Table, operation: str, data: pa.Table) -> None:
-    if operation == "delete":
-        py.delete(data.select(["id", "p", "ts"]))
-    elif operation == "insert":
-        py.insert(data)
-    else:
-        py.upsert(data)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +69,7 @@ def test_spark_writes_keep_the_record_level_index_as_the_python_path(
         build_index(t)
     put = fs.save if writer == "datasource" else fs.write
     for operation, rows in SEQUENCE:
-        _apply(py, operation, _data(rows))
+        apply_rows(py, operation, _data(rows))
         df = spark.createDataFrame(rows, "id long, p long, v long, ts long")
         if operation == "delete":
             df = df.select("id", "p", "ts")
