@@ -338,14 +338,14 @@ def test_no_function_in_keyed_tables_is_longer_than_80_lines() -> None:
 
 
 def test_keyed_tables_have_one_of_each_step_for_both_table_types() -> None:
-    """One write entry point, one CDC read, one `place_inserts`: copy-on-write and
-    merge-on-read differ in what they write, not in how they are asked."""
+    """One write entry point, one incremental read, one CDC read, one `place_inserts`:
+    copy-on-write and merge-on-read differ in what they write, not in how they are asked."""
     defined: dict[str, list[str]] = {}
     for p in sorted(KEYED.rglob("*.py")):
         for n in ast.parse(p.read_text()).body:
             if isinstance(n, ast.FunctionDef):
                 defined.setdefault(n.name, []).append(str(p.relative_to(ROOT)))
-    for name in ("write_keyed", "cdc", "place_inserts"):
+    for name in ("write_keyed", "incremental", "cdc", "place_inserts"):
         assert len(defined.get(name, [])) == 1, f"{name} defined in {defined.get(name)}"
     assert not {"keyed_write", "delta_write"} & set(defined), "a second write entry point"
 

@@ -21,7 +21,6 @@ from ..schema import merge_schemas
 from ..table_schema import latest_schema
 from ..writes import put_table
 from .changes import cdc, incremental
-from .changes import merge_on_read as mor_changes
 from .compaction import service as compaction
 from .index import bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
@@ -235,14 +234,11 @@ def changes(
     cdc_rows: bool = False,
     full_scan: bool = False,
 ) -> pa.Table:
-    mor = props.table_type == MERGE_ON_READ
     if cdc_rows:
         if full_scan:
             raise ValueError("full_scan applies to incremental reads: CDC needs every slice")
         return cdc(table, props, begin, end)
-    if mor:
-        return mor_changes.incremental(table, begin, end, full_scan=full_scan)
-    return incremental(table, begin, end, full_scan=full_scan)
+    return incremental(table, props, begin, end, full_scan=full_scan)
 
 
 #: `KeyedTableMethods._props` before the properties object was read.

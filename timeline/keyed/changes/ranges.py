@@ -29,7 +29,6 @@ from ...file_groups import FileGroupFold, FileSlice, is_compaction
 from ...file_groups.log_files import logs_of
 from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile, Entry
-from ...parquet_io import read_files
 from ...snapshot import TableState
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
 from ..properties import PARTITION, KeyedProperties
@@ -157,30 +156,56 @@ class ChangeRange:
             k -= 1
         return writes[k - 1].time if k > 0 else ""
 
-    def read(self, files: Iterable[DataFile]) -> pa.Table:
-        got = read_files(self.table.store, sorted(files, key=lambda f: f.path), None, self.schema)
-        if got is None:
-            return self.schema.empty_table() if self.schema is not None else pa.table({})
-        return got
+
+def incremental_slices(r: ChangeRange, full_scan: bool = False) -> list[FileSlice]:
+    """The file slices an incremental read takes, by base path: as of `end`, the latest
+    slice of every file group a write of the range added a base file or log blocks to (a
+    compaction changes no record: it adds none), each read merged with its logs (a
+    copy-on-write slice is its base file alone); `full_scan`: every latest slice."""
+    slices = FileGroupFold.of(r.writes).latest_slices()
+    if full_scan:
+        picked = list(slices.values())
+    else:
+        touched = {
+            g
+            for e in r.in_range
+            if not is_compaction(e)
+            for g in (*(f.group for f in e.added), *(lf.file_group for lf in logs_of(e.metadata)))
+        }
+        picked = [slices[g] for g in touched if g in slices]
+        r.check_readable(cdc=False, reads=[p for sl in picked for p in sl.objects()])
+    return sorted(picked, key=lambda sl: sl.base.path)
+
+
+def written_in(data: pa.Table, times: Sequence[str]) -> pa.Table:
+    """The rows of `data` whose last write is one of the commits `times`."""
+    if data.num_rows == 0 or COMMIT_TIME_COL not in data.column_names:
+        return data.slice(0, 0)
+    return data.filter(
+        pc.is_in(data.column(COMMIT_TIME_COL), value_set=pa.array(times, pa.string()))
+    )
 
 
 def incremental(
-    table: KeyedTable, begin: str | None, end: str | None = None, *, full_scan: bool = False
+    table: KeyedTable,
+    props: KeyedProperties,
+    begin: str | None,
+    end: str | None = None,
+    *,
+    full_scan: bool = False,
 ) -> pa.Table:
+    """The incremental read of either table type: the merged latest slices of the file
+    groups the range touched (`incremental_slices`), filtered to the rows the range's
+    commits wrote."""
     r = ChangeRange(table, begin, end)
-    times = pa.array(sorted({e.time for e in r.in_range}), pa.string())
-    if full_scan:
-        files: Iterable[DataFile] = r.st.snapshot(r.end_seq).files
-    else:
-        view = FileGroupFold.of(r.writes)
-        touched = {f.group for e in r.in_range for f in e.added}
-        files = [f for g in touched if (f := view.latest_base(g)) is not None]
-        r.check_readable(cdc=False, reads=[f.path for f in files])
+    picked = incremental_slices(r, full_scan)
     with r.reading(cdc=False):
-        data = r.read(files)
-    if data.num_rows == 0 or COMMIT_TIME_COL not in data.column_names:
-        return data.slice(0, 0)
-    return data.filter(pc.is_in(data.column(COMMIT_TIME_COL), value_set=times))
+        data = read_slices(
+            table.store, picked, r.schema, key_col=integer_key_column(props, r.schema)
+        )
+    if data is None:
+        data = r.schema.empty_table() if r.schema is not None else pa.table({})
+    return written_in(data, sorted({e.time for e in r.in_range}))
 
 
 def record_identity(f: DataFile, key: str, props: KeyedProperties) -> str:
