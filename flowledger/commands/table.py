@@ -26,6 +26,7 @@ from timeline.keyed import (
     MERGE_MODES,
     TABLE_TYPES,
     KeyedProperties,
+    WriteOperation,
 )
 
 from .. import table_sql
@@ -70,9 +71,6 @@ def _load(files: list[Path]) -> pa.Table | list[str]:
         schema = merge_schemas(schema, t.schema, f"{files[0]} with {f}")
     assert schema is not None
     return pa.concat_tables([conform(t, schema) for t in tables])
-
-
-OPERATIONS = ("insert", "upsert", "delete")
 
 
 def _csv(values: list[str] | None) -> list[str]:
@@ -188,17 +186,16 @@ def _keyed_write(
     where: str | None,
     repo: str | None = None,
 ) -> Instant:
-    if operation not in OPERATIONS:
-        raise ValueError(f"--operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
+    op = WriteOperation.parse(operation, "--operation")
     if mode != "append":
         raise ValueError("--operation and --mode overwrite do not combine (overwrite replaces)")
-    if where is not None and (operation != "delete" or files):
+    if where is not None and (op != WriteOperation.DELETE or files):
         raise ValueError("--where deletes by a predicate: use it with --operation delete alone")
     if not files and where is None:
-        raise ValueError(f"no FILE given to {operation}")
+        raise ValueError(f"no FILE given to {op}")
     table = open_table(ctx, table_uri)
-    with _slice_provenance(cli_context(ctx), table, repo, files, operation):
-        return _keyed_operation(table, files, operation, where)
+    with _slice_provenance(cli_context(ctx), table, repo, files, op):
+        return _keyed_operation(table, files, op, where)
 
 
 @contextmanager
@@ -223,8 +220,10 @@ def _slice_provenance(
         prov.close()
 
 
-def _keyed_operation(table: Table, files: list[Path], operation: str, where: str | None) -> Instant:
-    if operation == "delete" and where is not None:
+def _keyed_operation(
+    table: Table, files: list[Path], operation: WriteOperation, where: str | None
+) -> Instant:
+    if operation == WriteOperation.DELETE and where is not None:
         return table.delete(where=where)
     data = _load(files)
     if isinstance(data, list):
@@ -233,9 +232,9 @@ def _keyed_operation(table: Table, files: list[Path], operation: str, where: str
         data = pa.concat_tables(
             [pq.ParquetFile(p).read(use_threads=False) for p in data], promote_options="default"
         )
-    if operation == "delete":
+    if operation == WriteOperation.DELETE:
         return table.delete(data)
-    if operation == "insert":
+    if operation == WriteOperation.INSERT:
         return table.insert(data)
     return table.upsert(data)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from timeline import KeyedProperties, Table
+from timeline import KeyedProperties, Table, WriteOperation
 
 from .errors import SparkWriteError
 
@@ -35,7 +35,6 @@ HUDI_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "tableType": ("hoodie.datasource.write.table.type", "hoodie.table.type"),
     }
 )
-OPERATIONS = ("upsert", "insert", "delete")
 #: Table types (Hudi's names, any case).
 TABLE_TYPES = ("copy_on_write", "merge_on_read")
 #: Property values (docs/tables.md, "Properties").
@@ -74,13 +73,13 @@ def option(options: Mapping[str, str], name: str) -> str | None:
 
 @dataclass(frozen=True)
 class KeyedOptions:
-    operation: str  # upsert, insert or delete
+    operation: WriteOperation
     on_duplicate: str = "fail"  # insert: fail or drop
 
     @property
     def upsert(self) -> bool:
         """Whether the write carries records (upsert, insert) rather than keys to delete."""
-        return self.operation != "delete"
+        return self.operation != WriteOperation.DELETE
 
 
 def keyed_options(options: Mapping[str, str]) -> KeyedOptions | None:
@@ -88,15 +87,17 @@ def keyed_options(options: Mapping[str, str]) -> KeyedOptions | None:
     op = (option(options, "operation") or "").strip().lower()
     if op in ("", "bulk_insert", "append"):
         return None
-    if op not in OPERATIONS:
-        raise SparkWriteError(f"operation must be one of {OPERATIONS}, not {op!r}")
+    try:
+        operation = WriteOperation.parse(op, "the operation option")
+    except ValueError as e:
+        raise SparkWriteError(str(e)) from None
     dup = (option(options, "onDuplicate") or "fail").strip().lower()
     if dup not in ("fail", "drop"):
         raise SparkWriteError(
             f"onDuplicate must be fail or drop, not {dup!r} (writing duplicates of a key is not "
             "offered: a key would no longer name one record)"
         )
-    return KeyedOptions(op, dup)
+    return KeyedOptions(operation, dup)
 
 
 def requested_properties(options: Mapping[str, str]) -> KeyedProperties | None:

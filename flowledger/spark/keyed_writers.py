@@ -25,6 +25,7 @@ from timeline import (
     DELTA_COMMIT,
     KeyedProperties,
     Table,
+    WriteOperation,
     commit_shards,
 )
 
@@ -68,7 +69,7 @@ def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:
     settings = store_settings(conf)
     key = (path.store_uri, settings, table_settings(conf, options))
     table, props = resolve_properties(take_table(df.sparkSession, key), options)
-    kopts = keyed_options(options) or KeyedOptions("upsert")
+    kopts = keyed_options(options) or KeyedOptions(WriteOperation.UPSERT)
     return _Opened(path, table, props, kopts, settings, key)
 
 

@@ -39,6 +39,7 @@ from .properties import (
     load_properties,
 )
 from .read.lookup import lookup_keys
+from .write import WriteOperation
 from .write.engine import (
     EnginePlan,
     EngineShard,
@@ -73,6 +74,7 @@ __all__ = [
     "PropertiesError",
     "RangeBloomIndex",
     "RecordLevelIndex",
+    "WriteOperation",
     "build_index",
     "choose_index",
     "commit_shards",

@@ -32,7 +32,7 @@ from .properties import (
     create_properties,
     load_properties,
 )
-from .write import Filter, KeyedWriteRequest, prepare_batch, write_keyed
+from .write import Filter, KeyedWriteRequest, WriteOperation, prepare_batch, write_keyed
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -119,7 +119,10 @@ def upsert(
     data: pa.Table,
     extra: Mapping[str, str] | None = None,
 ) -> Instant:
-    return _write(table, KeyedWriteRequest(props, "upsert", data=data, metadata=dict(extra or {})))
+    return _write(
+        table,
+        KeyedWriteRequest(props, WriteOperation.UPSERT, data=data, metadata=dict(extra or {})),
+    )
 
 
 def insert(
@@ -132,7 +135,11 @@ def insert(
     if on_duplicate not in ("fail", "drop"):
         raise ValueError("on_duplicate must be 'fail' or 'drop'")
     req = KeyedWriteRequest(
-        props, "insert", data=data, on_duplicate=on_duplicate, metadata=dict(extra or {})
+        props,
+        WriteOperation.INSERT,
+        data=data,
+        on_duplicate=on_duplicate,
+        metadata=dict(extra or {}),
     )
     return _write(table, req)
 
@@ -173,7 +180,7 @@ def delete(
         else:
             where = predicate.check(where, schema)
     req = KeyedWriteRequest(
-        props, "delete", deletes=deletes, where=where, metadata=dict(extra or {})
+        props, WriteOperation.DELETE, deletes=deletes, where=where, metadata=dict(extra or {})
     )
     return _write(table, req)
 

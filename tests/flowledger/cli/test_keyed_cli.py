@@ -116,3 +116,14 @@ def test_create_reports_the_partition_naming_the_table_has(tmp_path: Path) -> No
     body = {k: v for k, v in new.items() if k not in ("table", "partition_naming")}
     old.put(PROPERTIES_KEY, seal_json({"format": "flowledger.table-properties/1", **body}))
     assert _json("table", "create", str(tmp_path / "old"), *args)["partition_naming"] == "legacy"
+
+
+def test_an_unknown_operation_is_refused_in_one_line(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    a = _csv(tmp_path / "a.csv", "id,v\n1,x\n")
+    _ok("table", "create", uri, "--record-key", "id")
+    result = runner.invoke(app, ["table", "write", uri, a, "--operation", "merge"])
+    assert result.exit_code != 0
+    assert "--operation must be one of upsert, insert, delete, not 'merge'" in str(result.exception)
+    _ok("table", "write", uri, a, "--operation", "UPSERT")  # the names, in any case
+    assert [(r["id"], r["v"]) for r in _json("table", "read", uri)["data"]] == [(1, "x")]

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from flowledger.spark.keyed_options import resolve_properties
+from flowledger.spark.errors import SparkWriteError
+from flowledger.spark.keyed_options import keyed_options, resolve_properties
 from storage import StoreSettings, open_store
 from tests.support.store_calls import counted_calls
-from timeline import Table
+from timeline import Table, WriteOperation
 from timeline.keyed import KeyedProperties
 from timeline.keyed.properties import PropertiesError
 
@@ -44,3 +45,15 @@ def test_the_first_write_creates_the_keyed_table(tmp_path: Path) -> None:
     _, props = resolve_properties(Table.open(store), OPTIONS)
     assert props.ordering_field == "ts"
     assert Table.open(store).properties == props
+
+
+def test_the_operation_option_names_a_write_operation() -> None:
+    """Spark's `operation` option (or Hudi's name for it) takes the operations' names in any
+    case; another name is refused in one line naming those offered."""
+    got = keyed_options({"hoodie.datasource.write.operation": "UPSERT"})
+    assert got is not None and got.operation is WriteOperation.UPSERT and got.upsert
+    deletes = keyed_options({"operation": "delete"})
+    assert deletes is not None and not deletes.upsert
+    assert keyed_options({"operation": "bulk_insert"}) is None  # a plain append
+    with pytest.raises(SparkWriteError, match="must be one of upsert, insert, delete, not 'merge'"):
+        keyed_options({"operation": "merge"})

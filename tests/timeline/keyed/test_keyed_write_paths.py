@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from storage import StoreSettings, open_store
-from timeline import Table, TableSettings
+from timeline import Table, TableSettings, WriteOperation
 from timeline.keyed import KeyedProperties, RangeBloomIndex
 from timeline.keyed.keys import partition_path_array, partition_paths
 from timeline.keyed.write import KeyedWriteRequest, write_keyed
@@ -203,9 +203,26 @@ def test_a_write_request_states_one_operation_with_its_input() -> None:
         KeyedWriteRequest(PROPS, "delete", deletes=_rows([1]), where="id = 1")
     with pytest.raises(ValueError, match="takes data"):
         KeyedWriteRequest(PROPS, "upsert", deletes=_rows([1]))
-    with pytest.raises(ValueError, match="one of"):
+    with pytest.raises(ValueError, match="must be one of upsert, insert, delete, not 'merge'"):
         KeyedWriteRequest(PROPS, "merge", data=_rows([1]))
     req = KeyedWriteRequest(replace(PROPS, table_type="merge_on_read"), "delete", where="id = 1")
     assert (
         req.merge_on_read and not KeyedWriteRequest(PROPS, "insert", data=_rows([1])).merge_on_read
     )
+
+
+def test_a_write_operation_is_an_enum_named_by_its_string() -> None:
+    """The operation is held typed; a request made with its name (any case) holds the same
+    member, and the name is what commit metadata records."""
+    req = KeyedWriteRequest(PROPS, " Upsert", data=_rows([1]))
+    assert req.operation is WriteOperation.UPSERT and req.operation == "upsert"
+    assert [op.value for op in WriteOperation] == ["upsert", "insert", "delete"]
+    assert WriteOperation.parse("DELETE") is WriteOperation.DELETE
+
+
+def test_a_keyed_commit_records_the_operations_name(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    done = t.upsert(_rows([1, 2]))
+    entry = t.state().writes[done.time]
+    assert entry.metadata["operation"] == "upsert"
+    assert type(entry.metadata["operation"]) is str

@@ -6,11 +6,12 @@ point writes it (client.py). Exports what the table operations use."""
 from .client import write_keyed
 from .planner import prepare_batch
 from .planning import Filter
-from .request import KeyedWriteRequest
+from .request import KeyedWriteRequest, WriteOperation
 
 __all__ = [
     "Filter",
     "KeyedWriteRequest",
+    "WriteOperation",
     "prepare_batch",
     "write_keyed",
 ]

@@ -51,7 +51,7 @@ def _prepare(table: KeyedTable, txn: Transaction, req: KeyedWriteRequest) -> Pre
 
 def write_keyed(table: KeyedTable, req: KeyedWriteRequest) -> Instant:
     """One keyed commit as `req` asks, of the action the table type writes."""
-    txn = table.begin(DELTA_COMMIT if req.merge_on_read else COMMIT, operation=req.operation)
+    txn = table.begin(DELTA_COMMIT if req.merge_on_read else COMMIT, operation=req.operation.value)
     try:
         w = _prepare(table, txn, req)
         details = delta_details(w) if req.merge_on_read else rewrite_details(w)

@@ -52,6 +52,7 @@ from .engine_index import commit_delta, index_factory, planned_index, write_part
 from .merge_on_read import write_deltas
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
+from .request import WriteOperation
 from .slice_writer import SliceOut
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class EnginePlan:
 
     instant_time: str
     props: KeyedProperties
-    operation: str  # upsert, insert or delete
+    operation: WriteOperation
     on_duplicate: str
     #: The schema new slices and log blocks are written in (the table's and the batch's).
     schema: pa.Schema
@@ -79,7 +80,7 @@ class EnginePlan:
 
     @property
     def upsert(self) -> bool:
-        return self.operation != "delete"
+        return self.operation != WriteOperation.DELETE
 
     @property
     def merge_on_read(self) -> bool:
@@ -126,7 +127,7 @@ def plan_engine_write(
     txn: Transaction,
     props: KeyedProperties,
     incoming: pa.Schema | None,
-    operation: str,
+    operation: WriteOperation | str,
     on_duplicate: str = FAIL,
 ) -> EnginePlan:
     """Plan a keyed commit after `begin` (`incoming`: the batch's columns; None for a
@@ -151,9 +152,9 @@ def plan_engine_write(
         raise ValueError(f"{table.uri}: a keyed table states its meta columns at creation")
     txn.schema = target
     index = planned_index(st, props.table_type == MERGE_ON_READ)
+    op = WriteOperation.parse(operation)
     return EnginePlan(
-        txn.instant_time, props, operation, on_duplicate, target, schema, st, table.settings,
-        index,
+        txn.instant_time, props, op, on_duplicate, target, schema, st, table.settings, index,
     )  # fmt: skip
 
 

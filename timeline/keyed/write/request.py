@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -24,9 +25,24 @@ if TYPE_CHECKING:
     from ...txn import Transaction
     from ..index import IndexFactory
 
-#: The operations a keyed write request names.
-UPSERT, INSERT, DELETE = "upsert", "insert", "delete"
-OPERATIONS = (UPSERT, INSERT, DELETE)
+
+class WriteOperation(StrEnum):
+    """What a keyed write does (Hudi's `hoodie.datasource.write.operation` values it
+    offers). The CLI's `--operation` and Spark's `operation` option take these names."""
+
+    UPSERT = "upsert"
+    INSERT = "insert"
+    DELETE = "delete"
+
+    @classmethod
+    def parse(cls, name: str, what: str = "a keyed write's operation") -> WriteOperation:
+        """The operation named `name` (any case, surrounding blanks ignored); a ValueError
+        naming `what` and the operations offered otherwise."""
+        try:
+            return cls(str(name).strip().lower())
+        except ValueError:
+            offered = ", ".join(op.value for op in cls)
+            raise ValueError(f"{what} must be one of {offered}, not {name!r}") from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,7 +56,7 @@ class KeyedWriteRequest:
     runs between planning and writing (tests interleave writers with it)."""
 
     props: KeyedProperties
-    operation: str
+    operation: WriteOperation
     data: pa.Table | None = None
     deletes: pa.Table | None = None
     where: Filter | None = None
@@ -50,9 +66,9 @@ class KeyedWriteRequest:
     on_plan: Callable[[Planner], None] | None = None
 
     def __post_init__(self) -> None:
-        if self.operation not in OPERATIONS:
-            raise ValueError(f"a keyed write is one of {list(OPERATIONS)}, not {self.operation!r}")
-        if self.operation == DELETE:
+        # A plain string names an operation too (the enum's values); held as the enum.
+        object.__setattr__(self, "operation", WriteOperation.parse(self.operation))
+        if self.operation == WriteOperation.DELETE:
             if self.data is not None or (self.deletes is None) == (self.where is None):
                 raise ValueError("a delete takes keys or a filter (where=), exactly one of them")
         elif self.data is None or self.deletes is not None or self.where is not None:
