@@ -15,7 +15,8 @@ import pytest
 
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
-from timeline.keyed import KeyedProperties, PropertiesError, build_index, lookup_keys
+from timeline.file_groups import logs_of
+from timeline.keyed import KeyedProperties, PropertiesError, build_index, index_view, lookup_keys
 from timeline.keyed.keys import RECORD_KEY_COL
 from timeline.keyed.read.lookup import candidate_slices
 
@@ -188,3 +189,72 @@ def test_text_keys_scoped_by_partition(tmp_path: Path, monkeypatch: pytest.Monke
         assert read == _candidates(t, [key])  # the slices holding it, at most those ranged
         holding, ranging = ([by_part[p] for p in ps] for ps in (parts, ranged))
         assert _data_objects(t, holding) <= read <= _data_objects(t, ranging), key
+
+
+def _interleaved(root: Path, index: str) -> tuple[Table, list[str]]:
+    """A merge-on-read table of keys 0-299 in three file groups whose key ranges overlap
+    (every third key each: ranges decide nothing), then logs in every group."""
+    store = open_store(f"file://{root}", StoreSettings(fsync=False))
+    t = Table.create(store, MOR, replace(SETTINGS, keyed_index=index))
+    groups = []
+    for first in (0, 1, 2):
+        before = set(t.state().latest_slices())
+        t.upsert(_rows(list(range(first, 300, 3)), "x"))
+        (g,) = set(t.state().latest_slices()) - before
+        groups.append(g)
+    t.upsert(_rows([30, 31], "y", ts=2))
+    t.delete([32])
+    return t, groups
+
+
+def _values(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Rows without their commit times (two tables written alike differ in those alone)."""
+    return sorted((r["id"], r["ts"], r["v"], r[RECORD_KEY_COL]) for r in rows)
+
+
+def test_merge_on_read_lookups_and_upserts_ask_the_record_level_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the record-level index built and current, a merge-on-read lookup and upsert ask
+    it which file group holds each key (its shard is fetched) and read that group's slice,
+    base and logs, and no other; a group a delta commit touched since falls back to ranges
+    and blooms. The rows are those of the same table without the index."""
+    plain, _ = _interleaved(tmp_path / "plain", "range_bloom")
+    t, groups = _interleaved(tmp_path / "indexed", "record_level")
+    build_index(t)
+    gets = _Gets(t, monkeypatch)
+
+    def shards() -> set[str]:
+        view = index_view(t.state())
+        assert view is not None  # built and current: delta commits make it fall back per group
+        return {ref.path for ref in (*view.shards, *view.deltas)}
+
+    for key, group in (("60", 0), ("31", 1), ("62", 2)):
+        rows, read = _lookup(t, gets, [key])
+        assert _values(rows) == _values(_full_answer(plain, [key])) and len(rows) == 1, key
+        assert read == _data_objects(t, [groups[group]]), key  # base and logs of its group
+        fetched_shards = set(gets.keys) & shards()
+        assert fetched_shards, key  # the index was asked
+        # each GET outside the timeline: an index shard or an object of the group, once each
+        data_gets = [k for k in gets.keys if not k.startswith("_timeline/")]
+        assert sorted(data_gets) == sorted(read | fetched_shards), key
+    assert _lookup(t, gets, ["32"])[0] == []  # deleted in a log of its group
+
+    slices = t.state().latest_slices()
+    named = slices[groups[0]].objects() | slices[groups[1]].objects()  # may be read to decide
+    index_objects = shards()
+    gets.keys.clear()
+    done = t.upsert(_rows([90, 91], "z", ts=3))  # keys of groups 0 and 1
+    fetched = set(gets.keys)
+    plain.upsert(_rows([90, 91], "z", ts=3))
+    assert fetched & index_objects  # the keys were routed by the index
+    assert not fetched & slices[groups[2]].objects()  # which ruled group 2 out
+    assert {k for k in fetched if k.startswith("data/")} <= named | index_objects
+    written = logs_of(t.state().writes[done.time].metadata)
+    assert {lf.file_group for lf in written} == {groups[0], groups[1]}
+
+    for key, group in (("90", 0), ("91", 1), ("62", 2)):  # 0 and 1 now through blooms
+        rows, read = _lookup(t, gets, [key])
+        assert _values(rows) == _values(_full_answer(plain, [key])) and len(rows) == 1, key
+        assert read == _data_objects(t, [groups[group]]), key
+    assert _values(t.read().to_pylist()) == _values(plain.read().to_pylist())

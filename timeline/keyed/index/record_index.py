@@ -306,13 +306,19 @@ class RecordLevelIndex:
         if not keys or not files:
             return out
         untracked = [f for f in files if f.group in self.view.untracked]
-        tracked = {f.group: f for f in files if f.group not in self.view.untracked}
+        # A group's files: one base file, or (merge-on-read, keyed/index/merge_on_read.py)
+        # its base and then the key ranges of its logs; the first answers for the group.
+        tracked: dict[str, list[DataFile]] = {}
+        for f in files:
+            if f.group not in self.view.untracked:
+                tracked.setdefault(f.group, []).append(f)
         if tracked and len(keys):
             # Keys outside every file's key range are in no file (time-ordered new keys):
             # only the others are looked up in the shards.
             pos = np.arange(len(keys), dtype=np.int64)
             if isinstance(self.fallback, RangeBloomIndex):
-                pos = pos[self.fallback.in_some_range(list(tracked.values()), keys)]
+                every = [f for fs in tracked.values() for f in fs]
+                pos = pos[self.fallback.in_some_range(every, keys)]
             probe = pa.table(
                 {
                     "key": pa.array([keys[i] for i in pos.tolist()], pa.string()),
@@ -330,7 +336,7 @@ class RecordLevelIndex:
                 starts = np.flatnonzero(np.r_[True, np.array(g[1:]) != np.array(g[:-1])])
                 ends = np.r_[starts[1:], len(g)]
                 for s, e in zip(starts, ends, strict=True):
-                    f = tracked[g[s]]
+                    f = tracked[g[s]][0]
                     out[f.path] = sorted(set(p[s:e].tolist()))
             self.probed_files += len(out)
         if untracked:

@@ -1,7 +1,7 @@
 """The current rows of some record keys, read through the table's index.
 
 A lookup asks the index the writers use (keyed/write/planner.py) which file slices may hold
-the keys (key ranges and bloom filters, or the record-level index of a copy-on-write table;
+the keys (the record-level index when built and current, else key ranges and bloom filters;
 on a merge-on-read table a slice's logs count as well, keyed/index/merge_on_read.py) and
 reads only those: a copy-on-write base file as it is, a merge-on-read slice merged with its
 logs (keyed/read/slices.py). The rows the merge keeps are then filtered by key, so a key
@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from ...parquet_io import read_files
 from ...schema import no_rows
-from ..index import IndexFactory, KeyIndex, SliceIndex, choose_index, range_bloom_index
+from ..index import IndexFactory, KeyIndex, SliceIndex, choose_index
 from ..keys import RECORD_KEY_COL, integer_key_column
 from ..properties import MERGE_ON_READ, PropertiesError
 from .slices import READ_PARALLELISM, read_slices
@@ -51,12 +51,14 @@ def _possible(keys: Sequence[str], integer_key: str | None) -> list[str]:
 def _index(
     table: KeyedTable, st: TableState, props: KeyedProperties, slices: dict[str, FileSlice]
 ) -> KeyIndex:
-    """The index a write of this table would ask: on a merge-on-read table its slices' key
-    ranges and blooms (base files and logs); else the `keyed_index` setting's choice."""
-    if props.table_type == MERGE_ON_READ or st.is_merge_on_read():
-        return SliceIndex(range_bloom_index(table.store, st, props), slices)
+    """The index a write of this table would ask: the `keyed_index` setting's choice (the
+    record-level index when built and current: key -> file group; else key ranges and
+    blooms), on a merge-on-read table over whole slices (a group's base file and logs)."""
     factory: IndexFactory = choose_index(table.settings.keyed_index)
-    return factory(table.store, st, props)
+    inner = factory(table.store, st, props)
+    if props.table_type == MERGE_ON_READ or st.is_merge_on_read():
+        return SliceIndex(inner, slices)
+    return inner
 
 
 def candidate_slices(table: KeyedTable, st: TableState, keys: Sequence[str]) -> list[FileSlice]:

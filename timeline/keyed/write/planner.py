@@ -40,7 +40,6 @@ from ..index import (
     SliceIndex,
     choose_index,
     index_view,
-    range_bloom_index,
 )
 from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL, integer_key_column, partition_path_array, record_keys, with_meta
@@ -148,17 +147,18 @@ class Planner:
         #: merge-on-read: file group -> its latest slice (base plus logs); None: copy-on-write
         self.slices: dict[str, FileSlice] | None = None
         #: The record-level index, if one exists: a copy-on-write commit then records its key
-        #: changes. Merge-on-read writes keep to ranges and blooms (of base files and logs,
-        #: keyed/index/merge_on_read.py) and leave the record index to fall back.
+        #: changes. A merge-on-read write looks its keys up in it too, but records none: the
+        #: groups its logs touch fall back to ranges and blooms until the next `indexing`.
         self.record_index: IndexView | None = None
         if merge_on_read:
             self.slices = st.latest_slices()
             self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
             # a slice may hold a key in its base or in a log (keyed/index/merge_on_read.py)
+            inner = (index or choose_index(table.settings.keyed_index))(table.store, st, props)
             self.index: KeyIndex = SliceIndex(
-                (index or range_bloom_index)(table.store, st, props),
+                inner,
                 self.slices,
-                record_base_hits=index is None,
+                record_base_hits=index is None and not isinstance(inner, RecordLevelIndex),
             )
         else:
             self.files = st.snapshot().files
