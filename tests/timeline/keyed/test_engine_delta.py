@@ -16,6 +16,8 @@ import pytest
 
 from storage import StoreSettings, open_store
 from timeline import DELTA_COMMIT, Table, commit_shards, plan_engine_write, run_shard
+from timeline.file_groups import logs_of
+from timeline.keyed import build_index
 from timeline.keyed.properties import KeyedProperties
 
 PROPS = KeyedProperties.of(
@@ -107,3 +109,44 @@ def test_shards_read_each_object_once_list_nothing_and_commit_as_the_python_path
     assert [r["v"] for r in got if r["id"] in (1, 2, 5, 100)] == ["d", "c", "d", "n"]
     entry = Table.open(engine.store).entry(txn.instant_time)
     assert entry.action == DELTA_COMMIT and entry.metadata["log_files"]
+
+
+@pytest.mark.unit
+def test_shards_route_keys_through_the_record_level_index_when_it_is_built(
+    tmp_path: Path,
+) -> None:
+    """With the record-level index built and current, each task asks it which file group
+    holds its keys (it fetches index shards) instead of probing every overlapping group's
+    bloom filter: the only filters fetched are those of the groups the write appends logs
+    to (their log's key stats name what the base's filter does not). The commit reads as
+    the one-process write, which asks the index too."""
+    engine, python = _table(tmp_path / "engine"), _table(tmp_path / "python")
+    build_index(engine)
+    build_index(python)
+    batch = pa.concat_tables([_rows([1, 5, 42, 77], "d", ts=3), _rows([100, 101], "n")])
+    txn = engine.begin(DELTA_COMMIT, operation="upsert")
+    plan = plan_engine_write(engine, txn, PROPS, batch.schema, "upsert")
+    store = open_store(engine.store.uri, StoreSettings(fsync=False))
+    counting = _Counting(store)
+    shards = []
+    for i, p in enumerate(sorted(set(batch.column("p").to_pylist()))):
+        part = batch.filter(pc.equal(batch.column("p"), p))
+        shards.append(run_shard(Table(store, plan.settings), plan, part, f"t{i}"))
+    commit_shards(txn, plan, shards)
+    python.upsert(batch)
+    assert any("/_record_index/" in k for k in counting.gets), counting.gets
+    blooms = {k for k in counting.gets if k.endswith(".bloom")}
+    logged = {lf.file_group for lf in logs_of(engine.state().writes[txn.instant_time].metadata)}
+    slices = engine.state().latest_slices()
+
+    def bloom(g: str) -> str:
+        return slices[g].base.path.removesuffix(".parquet") + ".bloom"
+
+    assert blooms <= {bloom(g) for g in logged}, blooms
+    assert len(blooms) < len({bloom(g) for g in slices})
+
+    def strip(t: Table) -> list[tuple[Any, ...]]:
+        rows = Table.open(t.store).read().sort_by("id").to_pylist()
+        return [(r["id"], r["p"], r["v"], r["ts"]) for r in rows]
+
+    assert strip(engine) == strip(python)
