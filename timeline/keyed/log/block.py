@@ -1,5 +1,8 @@
-"""Log files of merge-on-read tables: one immutable object per (delta commit, file group,
-block), an Arrow IPC stream sealed with a checksum trailer.
+"""Log blocks of formats 1 to 3, each its own Arrow IPC stream sealed with a checksum
+trailer: one immutable object per (delta commit, file group, block), or packed back to back
+into a log object (keyed/log/objects.py). Delta commits now write log objects of format 4
+(keyed/log/stream.py: one stream per object); these blocks are still read, and written
+where a commit's blocks differ in columns. `read_log` reads a block of either kind.
 
 A block holds the records a delta commit changed in one file group: upserted rows whole
 (meta columns included) and deleted records as their key, ordering value and commit time,
@@ -9,12 +12,13 @@ checksum the commit recorded and the trailer before decoding a byte, then checks
 against the commit that names the file: a block copied under another instant or file group
 is refused.
 
-What the header implies is not stored again (format 2): the commit time of every row is the
-block's instant, the op column is its upserts first then its deletes (the header counts the
-upserts), and a record key that is the text of one key column (a single integer or string
-key) is that column cast to text. Those columns are rebuilt on decoding, and each is dropped
-only when the block's rows really are so; it is what keeps a block close to the size of the
-changed rows themselves (docs/tables.md, "Log format"). Format 1 blocks stored every column.
+What the header implies is not stored again (format 2, keyed/log/implied.py): the commit
+time of every row is the block's instant, the op column is its upserts first then its
+deletes (the header counts the upserts), and a record key that is the text of one key column
+(a single integer or string key) is that column cast to text. Those columns are rebuilt on
+decoding, and each is dropped only when the block's rows really are so; it is what keeps a
+block close to the size of the changed rows themselves (docs/tables.md, "Log format").
+Format 1 blocks stored every column.
 Format 3 is format 2 plus the rule a reader merges the block by (keyed/read/merge.py): entries
 compared by an ordering column at read time, where format 1 and 2 blocks were decided by
 their writer and apply in order.
@@ -52,6 +56,9 @@ LOG_FORMAT = "flowledger.log-block/3"
 _COMPACT_FORMATS = ("flowledger.log-block/2", LOG_FORMAT)
 _READABLE = ("flowledger.log-block/1", *_COMPACT_FORMATS)
 _HEADER = b"flowledger.log"
+#: A block of a format 4 object read alone is fetched with the stream's head in one GET from
+#: the object's start when it ends this near it: a request costs more than these bytes.
+ONE_GET_UP_TO = 512 * 1024
 _UPSERT_VALUE, _DELETE_VALUE = pa.scalar(UPSERT, pa.string()), pa.scalar(DELETE, pa.string())
 #: A block is small: decompressing its few buffers on Arrow's thread pool costs more in
 #: hand-offs than it saves, and a snapshot already decodes blocks on several threads.
@@ -167,12 +174,25 @@ def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
     the whole object, or the block's byte range of an object holding several (of a
     format 4 object: the stream's head, then the block's range)."""
     whole, where = log.offset is None, store.url(log.path)
-    with committed_object(where):
-        head = store.get(log.path, 0, log.head) if log.head else b""
-        data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
     if log.head:
-        return decode_block(head, data, log, where)
+        return _read_streamed(store, log, where)
+    with committed_object(where):
+        data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
     return decode_log(data, log, where)
+
+
+def _read_streamed(store: ObjectStore, log: LogFile, where: str) -> pa.Table:
+    """A block of a format 4 object: the stream's head and the block's range, in one GET
+    from the object's start when the block ends within `ONE_GET_UP_TO` bytes of it."""
+    at = log.offset or 0
+    with committed_object(where):
+        if at + log.size <= ONE_GET_UP_TO:
+            data = store.get(log.path, 0, at + log.size)
+            head, block = data[: log.head], memoryview(data)[at:]
+        else:
+            head = store.get(log.path, 0, log.head)
+            block = memoryview(store.get(log.path, at, log.size))
+    return decode_block(head, block, log, where)
 
 
 def decode_log(data: bytes | memoryview, log: LogFile, where: str) -> pa.Table:

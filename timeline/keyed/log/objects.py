@@ -2,15 +2,17 @@
 immutable object, so a delta commit PUTs one object per partition it touches (not one per
 file group) and a full snapshot GETs each object once.
 
-An object is its blocks back to back, each a sealed block of keyed/log/block.py (its own checksum
-trailer, its header naming instant, file group and block number). The commit records, per
-block, its offset and size in the object and its checksum, and the whole object's size and
-checksum:
+An object is written as one Arrow IPC stream whose record batches are its blocks (format 4,
+keyed/log/stream.py). Objects of format 3 are their blocks back to back, each a sealed block
+of keyed/log/block.py (its own checksum trailer and header), and are still read; the writer
+falls back to it only for blocks whose columns differ. The commit records, per block, its
+offset and size in the object and its checksum, and the whole object's size and checksum:
 
 - a reader of one file group (a compaction, an incremental read of a few groups) GETs the
-  block's byte range and verifies the block's checksum before decoding it;
+  block's byte range (of a stream object: also the stream's head) and verifies the block's
+  checksum before decoding it;
 - a reader of many groups GETs the object once, verifies the object's checksum, and then
-  each block it decodes against the block's own.
+  decodes the blocks it wants (of a stream object: as one stream).
 
 A retried write PUTs the same bytes under the same key (encoding is deterministic), and a
 block recorded twice is read once (`logs_of` keeps one block per id). Objects written as one

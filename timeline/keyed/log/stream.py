@@ -1,22 +1,29 @@
 """Log objects of format 4: the blocks one delta commit writes into one partition as the
 record batches of **one** Arrow IPC stream.
 
-The stream starts with one schema message (the *head*), whose metadata carries what every
-block of the object shares: the format, the instant, the read-time merge rule and which
+The object starts with the stream's schema message (the *head*), whose metadata carries what
+every block of the object shares: the format, the instant, the read-time merge rule and which
 columns the header implies (format 2's rules, applied to the object: a column is left out
-only when every block's rows agree with it). Each block is then one record batch, whose
-custom metadata is the block's own header: file group, block number, its offset in the
-object and, when its op column is implied, its upsert count. A reader of the whole object
-opens the stream once and decodes every block in one pass (one schema, one rebuild of the
-implied columns); where format 3 packed one sealed stream per block, each decoded on its
-own (a schema message and a stream open per block: most of a snapshot's log time).
+only when every block's rows agree with it). Each block is then one record batch message,
+whose custom metadata is the block's own header: file group, block number and, when its op
+column is implied, its upsert count. The stream is written uncompressed and each batch
+message is stored as one zstd frame (after its length and the frame's, 4 bytes each): one
+decompression per block, where Arrow's buffer compression makes one per column buffer, and
+for the few rows of a block about as small (format 3 stored its small blocks the same way,
+the whole stream in one frame).
+
+A reader of the whole object verifies the object's checksum before using a byte, then
+decompresses the blocks it wants and decodes them as one stream: one schema, one stream
+open, the implied columns rebuilt once for all of them, each block a slice of the result.
+Format 3 packed one sealed stream per block, each decoded on its own (a schema message, a
+stream open, a rebuild and a dozen small zstd frames per block: most of a snapshot's log
+time).
 
 The commit records per block its `offset` and `size` in the object, the head's length
 (`head`, which marks the format) and the checksum of the head's bytes followed by the
-block's, so a reader of one file group GETs the head and the block's range, verifies both
-and decodes the block alone. A reader of the whole object verifies the object's checksum
-before decoding a byte. Either way a block whose header does not name the instant, file
-group, block number and offset the commit names is refused.
+block's, so a reader of one file group GETs the head and the block's range (two ranged
+GETs), verifies both and decodes the block alone. Either way a block whose header does not
+name the instant, file group and block number of the commit's record of it is refused.
 """
 
 from __future__ import annotations
