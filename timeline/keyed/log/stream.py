@@ -139,6 +139,8 @@ def _frame(message: bytes) -> bytes:
     """A record batch message as stored: its length and its compressed length (4 bytes
     each, little-endian), then one zstd frame of it."""
     frame = bytes(_ZSTD.compress(message, asbytes=True))
+    if len(message) >= 1 << 32:
+        raise TimelineError(f"a log block of {len(message)} bytes is over the format's 4 GiB")
     return len(message).to_bytes(4, "little") + len(frame).to_bytes(4, "little") + frame
 
 
