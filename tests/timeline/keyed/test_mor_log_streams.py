@@ -57,8 +57,23 @@ def test_a_table_with_old_and_new_log_objects_reads_right(
     for sl in t.snapshot().merge_on_read_slices() or []:  # each slice alone: by range
         by_slice |= _values(read_slice(t.store, sl, t.schema()))
     assert by_slice == expected
-    changed = t.changes(old.time, cdc=True)
-    assert changed.num_rows > 0
+    since_old = {2: "new", 13: "new", 25: "new", 36: "new", 40: "new"}
+    assert _values(t.changes(old.time)) == since_old  # incremental: blocks of both formats
+    cdc = {
+        (r["op"], r["record_key"], (r["before"] or {}).get("v"), (r["after"] or {}).get("v"))
+        for r in t.changes(old.time, cdc=True).to_pylist()
+    }  # before images from format 3 blocks, after images from format 4 blocks
+    assert cdc == {
+        ("d", "3", "x", None),
+        ("d", "14", "x", None),
+        ("u", "2", "old", "new"),
+        ("u", "13", "old", "new"),
+        ("u", "25", "x", "new"),
+        ("u", "36", "x", "new"),
+        ("i", "40", None, "new"),
+        ("d", "35", "old", None),
+        ("d", "4", "x", None),
+    }
     t.maintenance.compact()
     assert _values(t.read()) == expected == _values(t.read(read_optimized=True))
 
