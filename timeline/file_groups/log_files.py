@@ -60,6 +60,11 @@ class LogFile:
     offset: int | None = None
     object_size: int = 0
     object_checksum: str = ""
+    #: The length of the object's stream head (its schema message) when the object is one
+    #: Arrow IPC stream whose record batches are its blocks (log format 4,
+    #: keyed/log/stream.py); `checksum` then covers the head's bytes followed by the
+    #: block's. 0: a block sealed on its own (formats 1-3).
+    head: int = 0
 
     @property
     def block_id(self) -> tuple[str, str, int]:
@@ -97,6 +102,7 @@ class LogFile:
                 if self.offset is not None
                 else {}
             ),
+            **({"head": self.head} if self.head else {}),
         }
 
     @staticmethod
@@ -118,6 +124,7 @@ class LogFile:
             int(d["offset"]) if d.get("offset") is not None else None,
             int(d.get("object_size", 0)),
             str(d.get("object_checksum", "")),
+            int(d.get("head", 0)),
         )
 
 

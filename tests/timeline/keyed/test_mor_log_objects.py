@@ -50,22 +50,24 @@ def _two_groups_in_one_partition(tmp_path: Path) -> Table:
 @pytest.mark.unit
 def test_one_log_object_per_partition_read_once_whole_or_by_range(tmp_path: Path) -> None:
     """A delta commit touching two file groups of one partition PUTs one object holding a
-    block of each; a snapshot GETs it once, whole; one slice (a compaction's task) GETs its
-    block's byte range."""
+    block of each; a snapshot GETs it once, whole; one slice (a compaction's task) GETs the
+    stream's head and its block's byte range (one range from the start: a small object)."""
     t = _two_groups_in_one_partition(tmp_path)
     done = t.upsert(_rows([1, 5], "y"))
     logs = [LogFile.from_json(d) for d in t.entry(done.time).metadata[LOG_FILES]]
     assert len({lf.path for lf in logs}) == 1 and len({lf.file_group for lf in logs}) == 2
     first, second = sorted(logs, key=lambda lf: lf.offset or 0)
-    assert (first.offset, second.offset) == (0, first.size)  # back to back
-    assert first.object_size == second.object_size == first.size + second.size
+    # one stream: its head (schema message), then the blocks back to back
+    assert first.head == second.head > 0
+    assert (first.offset, second.offset) == (first.head, first.head + first.size)
+    assert first.object_size == second.object_size == first.head + first.size + second.size
     gets = _CountingGets(t)
     assert _values(t.read()) == {1: "y", 3: "x", 5: "y", 7: "x"}
     assert gets.logs() == [(logs[0].path, False)]
     gets.calls.clear()
     (sl,) = [s for s in t.snapshot().merge_on_read_slices() or [] if s.group == logs[1].file_group]
     assert read_slice(t.store, sl, t.schema()).num_rows == 2
-    assert gets.logs() == [(logs[1].path, True)]
+    assert gets.logs() == [(logs[1].path, True)]  # the stream's head and the block
 
 
 @pytest.mark.unit

@@ -1,7 +1,10 @@
 """Log blocks and log objects of merge-on-read tables (Hudi's log files): encoding,
-sealing, writing and reading them. Exports what the readers, writers and compaction use."""
+sealing, writing and reading them (a log object of format 4 is one Arrow IPC stream whose
+record batches are its blocks: stream.py; formats 1-3: block.py). Exports what the
+readers, writers and compaction use."""
 
-from .block import DELETE, OP_COL, UPSERT, read_log
+from .block import read_log
+from .implied import DELETE, OP_COL, UPSERT
 from .objects import (
     Block,
     LogCache,

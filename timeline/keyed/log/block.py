@@ -1,5 +1,8 @@
-"""Log files of merge-on-read tables: one immutable object per (delta commit, file group,
-block), an Arrow IPC stream sealed with a checksum trailer.
+"""Log blocks of formats 1 to 3, each its own Arrow IPC stream sealed with a checksum
+trailer: one immutable object per (delta commit, file group, block), or packed back to back
+into a log object (keyed/log/objects.py). Delta commits now write log objects of format 4
+(keyed/log/stream.py: one stream per object); these blocks are still read, and written
+where a commit's blocks differ in columns. `read_log` reads a block of either kind.
 
 A block holds the records a delta commit changed in one file group: upserted rows whole
 (meta columns included) and deleted records as their key, ordering value and commit time,
@@ -9,12 +12,13 @@ checksum the commit recorded and the trailer before decoding a byte, then checks
 against the commit that names the file: a block copied under another instant or file group
 is refused.
 
-What the header implies is not stored again (format 2): the commit time of every row is the
-block's instant, the op column is its upserts first then its deletes (the header counts the
-upserts), and a record key that is the text of one key column (a single integer or string
-key) is that column cast to text. Those columns are rebuilt on decoding, and each is dropped
-only when the block's rows really are so; it is what keeps a block close to the size of the
-changed rows themselves (docs/tables.md, "Log format"). Format 1 blocks stored every column.
+What the header implies is not stored again (format 2, keyed/log/implied.py): the commit
+time of every row is the block's instant, the op column is its upserts first then its
+deletes (the header counts the upserts), and a record key that is the text of one key column
+(a single integer or string key) is that column cast to text. Those columns are rebuilt on
+decoding, and each is dropped only when the block's rows really are so; it is what keeps a
+block close to the size of the changed rows themselves (docs/tables.md, "Log format").
+Format 1 blocks stored every column.
 Format 3 is format 2 plus the rule a reader merges the block by (keyed/read/merge.py): entries
 compared by an ordering column at read time, where format 1 and 2 blocks were decided by
 their writer and apply in order.
@@ -32,27 +36,29 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_blob, verify
 
 from ...errors import TimelineError, committed_object
 from ...file_groups.log_files import LogFile
-from ..keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from .implied import DELETE as DELETE
+from .implied import OP_COL as OP_COL  # (what readers of blocks name the op column by)
+from .implied import UPSERT as UPSERT
+from .implied import implied_fields, rebuild_columns
+from .stream import decode_block
 
 LOG_FORMAT = "flowledger.log-block/3"
 #: Format 3 is format 2's encoding with the read-time merge rule in the header and commit
 #: (`merge_by`, `ordered_deletes`): an older reader, which applies blocks in order, refuses it.
 _COMPACT_FORMATS = ("flowledger.log-block/2", LOG_FORMAT)
 _READABLE = ("flowledger.log-block/1", *_COMPACT_FORMATS)
-OP_COL = "_flowledger_op"
-UPSERT = "U"
-DELETE = "D"
 _HEADER = b"flowledger.log"
-_REBUILT = (*META_COLUMNS, OP_COL)
+#: A block of a format 4 object read alone is fetched with the stream's head in one GET from
+#: the object's start when it ends this near it: a request costs more than these bytes.
+ONE_GET_UP_TO = 512 * 1024
 _UPSERT_VALUE, _DELETE_VALUE = pa.scalar(UPSERT, pa.string()), pa.scalar(DELETE, pa.string())
 #: A block is small: decompressing its few buffers on Arrow's thread pool costs more in
 #: hand-offs than it saves, and a snapshot already decodes blocks on several threads.
@@ -66,31 +72,6 @@ def log_name(file_group: str, instant: str, block: int = 0) -> str:
     """Hudi names log files `.<fileId>_<baseInstant>.log.<version>`; ours name the delta
     commit that wrote them (rollback deletes by the instant's data prefix)."""
     return f".{file_group}_{instant}.log.{block}"
-
-
-def _implied(rows: pa.Table, instant: str, key_from: str | None) -> dict[str, Any]:
-    """The header fields that let `rows`' commit time, op and record key columns be left
-    out (each only where the rows agree with what it implies)."""
-    out: dict[str, Any] = {}
-    canonical = [*META_COLUMNS, *(c for c in rows.column_names if c not in _REBUILT), OP_COL]
-    if rows.column_names != canonical:
-        out["columns"] = rows.column_names
-    n = rows.num_rows
-    t = rows.column(COMMIT_TIME_COL) if COMMIT_TIME_COL in rows.column_names else None
-    if t is not None and not t.null_count and (n == 0 or pc.all(pc.equal(t, instant)).as_py()):
-        out["commit_time"] = "instant"
-    ops = np.asarray(rows.column(OP_COL).to_numpy(zero_copy_only=False))
-    upserts = int(np.count_nonzero(ops == UPSERT))
-    if (ops[:upserts] == UPSERT).all() and (ops[upserts:] == DELETE).all():
-        out["upserts"] = upserts
-    if key_from and key_from in rows.column_names and RECORD_KEY_COL in rows.column_names:
-        col, key = rows.column(key_from), rows.column(RECORD_KEY_COL)
-        plain = pa.types.is_integer(col.type) or pa.types.is_string(col.type)
-        if plain and not col.null_count and not key.null_count:
-            same = n == 0 or pc.all(pc.equal(pc.cast(col, pa.string()), key)).as_py()
-            if same:
-                out["record_key_from"] = key_from
-    return out
 
 
 def encode_block(
@@ -110,7 +91,7 @@ def encode_block(
         "file_group": file_group,
         "block": block,
         **({"merge_by": merge_by, "ordered_deletes": ordered_deletes} if merge_by else {}),
-        **_implied(rows, instant, key_from),
+        **implied_fields(rows, instant, key_from),
     }
     implied = {
         COMMIT_TIME_COL: "commit_time" in header,
@@ -143,23 +124,11 @@ def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
     """The block's rows with the columns its header implies put back, in written order."""
     if header.get("format") not in _COMPACT_FORMATS:
         return rows  # format 1 stored every column
-    n = rows.num_rows
-    if "commit_time" in header:
-        t = str(header["instant"])
-        rows = rows.append_column(COMMIT_TIME_COL, pa.repeat(pa.scalar(t, pa.string()), n))
-    if "record_key_from" in header:
-        key = pc.cast(rows.column(str(header["record_key_from"])), pa.string())
-        rows = rows.append_column(RECORD_KEY_COL, key)
     if "upserts" in header:
-        u = int(header["upserts"])
+        n, u = rows.num_rows, int(header["upserts"])
         ops = pa.concat_arrays([pa.repeat(_UPSERT_VALUE, u), pa.repeat(_DELETE_VALUE, n - u)])
         rows = rows.append_column(OP_COL, ops)
-    if "columns" in header:
-        return rows.select([str(c) for c in header["columns"]])
-    names = rows.column_names  # (a fresh list per call: read once, as a snapshot decodes
-    # thousands of blocks)
-    rest = [c for c in names if c not in _REBUILT]
-    return rows.select([c for c in (*META_COLUMNS, *rest, OP_COL) if c in names])
+    return rebuild_columns(rows, header)
 
 
 def write_log(
@@ -202,11 +171,28 @@ def write_log(
 
 def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
     """The block's rows, verified (commit checksum, trailer, header) before they are used:
-    the whole object, or the block's byte range of an object holding several."""
-    whole = log.offset is None
-    with committed_object(store.url(log.path)):
+    the whole object, or the block's byte range of an object holding several (of a
+    format 4 object: the stream's head, then the block's range)."""
+    whole, where = log.offset is None, store.url(log.path)
+    if log.head:
+        return _read_streamed(store, log, where)
+    with committed_object(where):
         data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
-    return decode_log(data, log, store.url(log.path))
+    return decode_log(data, log, where)
+
+
+def _read_streamed(store: ObjectStore, log: LogFile, where: str) -> pa.Table:
+    """A block of a format 4 object: the stream's head and the block's range, in one GET
+    from the object's start when the block ends within `ONE_GET_UP_TO` bytes of it."""
+    at = log.offset or 0
+    with committed_object(where):
+        if at + log.size <= ONE_GET_UP_TO:
+            data = store.get(log.path, 0, at + log.size)
+            head, block = data[: log.head], memoryview(data)[at:]
+        else:
+            head = store.get(log.path, 0, log.head)
+            block = memoryview(store.get(log.path, at, log.size))
+    return decode_block(head, block, log, where)
 
 
 def decode_log(data: bytes | memoryview, log: LogFile, where: str) -> pa.Table:

@@ -2,15 +2,17 @@
 immutable object, so a delta commit PUTs one object per partition it touches (not one per
 file group) and a full snapshot GETs each object once.
 
-An object is its blocks back to back, each a sealed block of keyed/log/block.py (its own checksum
-trailer, its header naming instant, file group and block number). The commit records, per
-block, its offset and size in the object and its checksum, and the whole object's size and
-checksum:
+An object is written as one Arrow IPC stream whose record batches are its blocks (format 4,
+keyed/log/stream.py). Objects of format 3 are their blocks back to back, each a sealed block
+of keyed/log/block.py (its own checksum trailer and header), and are still read; the writer
+falls back to it only for blocks whose columns differ. The commit records, per block, its
+offset and size in the object and its checksum, and the whole object's size and checksum:
 
 - a reader of one file group (a compaction, an incremental read of a few groups) GETs the
-  block's byte range and verifies the block's checksum before decoding it;
+  block's byte range (of a stream object: also the stream's head) and verifies the block's
+  checksum before decoding it;
 - a reader of many groups GETs the object once, verifies the object's checksum, and then
-  each block it decodes against the block's own.
+  decodes the blocks it wants (of a stream object: as one stream).
 
 A retried write PUTs the same bytes under the same key (encoding is deterministic), and a
 block recorded twice is read once (`logs_of` keeps one block per id). Objects written as one
@@ -19,6 +21,7 @@ block per file group (no offset recorded) are read as before.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,18 +34,24 @@ from storage import IntegrityError, ObjectStore, checksum_of, verify
 
 from ...errors import committed_object
 from ...file_groups.log_files import LogFile
-from .block import DELETE, OP_COL, decode_log, encode_block, read_log
+from .block import decode_log, encode_block, read_log
+from .implied import DELETE, OP_COL
+from .stream import decode_block, decode_object, encode_object, shares_schema
 
 
 @dataclass(frozen=True)
 class Block:
-    """One file group's block, encoded (`encode`), before it is packed into an object."""
+    """One file group's block of a delta commit (`encode`), before it is packed into an
+    object with the other blocks of its partition."""
 
     file_group: str
-    body: bytes
-    rows: int
+    data: pa.Table  # its rows, with the op column
     deletes: int
     key_stats: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return int(self.data.num_rows)
 
 
 def encode(
@@ -50,15 +59,11 @@ def encode(
     file_group: str,
     instant: str,
     *,
-    key_from: str | None = None,
-    merge_by: str = "",
-    ordered_deletes: bool = False,
     key_stats: Mapping[str, Any] | None = None,
 ) -> Block:
-    """One file group's block of a delta commit (the arguments of `write_log`)."""
-    body = encode_block(rows, instant, file_group, 0, key_from, merge_by, ordered_deletes)
+    """One file group's block of a delta commit: `rows` with the op column."""
     deletes = int(pc.sum(pc.equal(rows.column(OP_COL), DELETE)).as_py() or 0)
-    return Block(file_group, body, rows.num_rows, deletes, dict(key_stats or {}))
+    return Block(file_group, rows, deletes, dict(key_stats or {}))
 
 
 def log_object_name(instant: str) -> str:
@@ -74,38 +79,53 @@ def write_log_object(
     *,
     instant: str,
     partition: str,
+    key_from: str | None = None,
     merge_by: str = "",
     ordered_deletes: bool = False,
 ) -> list[LogFile]:
-    """PUT `blocks` (of distinct file groups, encoded with these `merge_by` and
-    `ordered_deletes`) as one object; their log files, in order."""
-    whole = b"".join(b.body for b in blocks)
+    """PUT `blocks` (of distinct file groups) as one object: one stream whose batches are
+    the blocks (format 4, keyed/log/stream.py), or, when their columns differ, the blocks
+    sealed one by one, back to back (format 3); `key_from`: the table's single record key
+    column; `merge_by`, `ordered_deletes`: their read-time merge rule (LogFile). Their log
+    files, in order."""
+    if shares_schema([b.data for b in blocks]):
+        parts = [(b.file_group, b.data) for b in blocks]
+        enc = encode_object(
+            parts, instant, key_from=key_from, merge_by=merge_by, ordered_deletes=ordered_deletes
+        )
+        whole, head, placed = enc.body, enc.head, enc.blocks
+    else:
+        bodies = [
+            encode_block(b.data, instant, b.file_group, 0, key_from, merge_by, ordered_deletes)
+            for b in blocks
+        ]
+        whole, head = b"".join(bodies), 0
+        starts = itertools.accumulate((len(x) for x in bodies), initial=0)
+        placed = [(at, len(x), checksum_of(x)) for at, x in zip(starts, bodies, strict=False)]
     store.put(key, whole)
     total, summed = len(whole), checksum_of(whole)
-    out, at = [], 0
-    for b in blocks:
-        out.append(
-            LogFile(
-                key,
-                b.file_group,
-                partition,
-                instant,
-                0,
-                len(b.body),
-                b.rows,
-                checksum_of(b.body),
-                b.rows - b.deletes,
-                b.deletes,
-                merge_by,
-                ordered_deletes and bool(merge_by),
-                dict(b.key_stats),
-                at,
-                total,
-                summed,
-            )
+    return [
+        LogFile(
+            key,
+            b.file_group,
+            partition,
+            instant,
+            0,
+            size,
+            b.rows,
+            checksum,
+            b.rows - b.deletes,
+            b.deletes,
+            merge_by,
+            ordered_deletes and bool(merge_by),
+            dict(b.key_stats),
+            at,
+            total,
+            summed,
+            head,
         )
-        at += len(b.body)
-    return out
+        for b, (at, size, checksum) in zip(blocks, placed, strict=True)
+    ]
 
 
 def read_log_object(store: ObjectStore, path: str, logs: Sequence[LogFile]) -> dict[str, pa.Table]:
@@ -116,6 +136,8 @@ def read_log_object(store: ObjectStore, path: str, logs: Sequence[LogFile]) -> d
         data = store.get(path)
     first = logs[0]
     verify_object(data, first, where)
+    if first.head:
+        return decode_object(data, logs, where)
     view = memoryview(data)
     out = {}
     for lf in logs:
@@ -163,6 +185,8 @@ class LogCache:
             return read_log(self.store, lf)
         data = self._object(lf)
         view = memoryview(data)[lf.offset : lf.offset + lf.size]
+        if lf.head:
+            return decode_block(data[: lf.head], view, lf, self.store.url(lf.path))
         return decode_log(view, lf, self.store.url(lf.path))
 
     def _object(self, lf: LogFile) -> bytes:

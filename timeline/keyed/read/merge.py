@@ -94,7 +94,7 @@ def merge_slices(
     starts = np.cumsum([0, *(b.num_rows for b in bases)])  # each slice's first row there
     # one copy of the (few) log rows: every operation below then runs on one chunk, where
     # a take across a chunk per block (thousands after many delta commits) was slow
-    logs_all = pa.concat_tables(every, promote_options="default").combine_chunks()
+    logs_all = concat(every).combine_chunks()
     lg_ = np.concatenate(lgroup)
     sizes = [n for n, _ in ruled]
     up = np.asarray(pc.equal(logs_all.column(OP_COL), UPSERT).to_numpy(zero_copy_only=False), bool)
@@ -125,7 +125,7 @@ def merge_slices(
             out.append(ups.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g])))
     if not out:
         out = [*bases[:1], ups]
-    return pa.concat_tables(out, promote_options="default")
+    return concat(out)
 
 
 def _without(b: pa.Table, gone: np.ndarray) -> pa.Table:
@@ -141,7 +141,17 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     if len(tables) == 1:
         return tables[0]
     tables = [t for t in tables if t.num_columns] or tables[:1]
-    return pa.concat_tables(tables, promote_options="default")
+    return concat(tables)
+
+
+def concat(tables: Sequence[pa.Table]) -> pa.Table:
+    """`tables` as one (chunks, no copy). Tables of one schema (the usual case: blocks and
+    bases of one read) are joined as they are; only when their schemas differ are they
+    unified, which costs a schema comparison per table (thousands of blocks per read)."""
+    try:
+        return pa.concat_tables(tables)
+    except pa.ArrowInvalid:
+        return pa.concat_tables(tables, promote_options="default")
 
 
 def _take(t: pa.Table, name: str, at: np.ndarray, n: int) -> pa.Array:

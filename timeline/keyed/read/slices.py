@@ -28,7 +28,7 @@ from ...parquet_io import read_files
 from ...schema import conform
 from ..keys import RECORD_KEY_COL
 from ..log import OP_COL, LogCache, fetch_whole, read_log, read_log_object
-from .merge import Rule, merge, merge_slices, named_mask
+from .merge import Rule, concat, merge, merge_slices, named_mask
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8
@@ -134,7 +134,7 @@ def _joined(tables: list[pa.Table]) -> pa.Table:
     chunks (or, with no columns, break the concatenation)."""
     kept = [t for t in tables if t.num_rows] or [t for t in tables if t.num_columns][:1]
     kept = kept or tables[:1]
-    return kept[0] if len(kept) == 1 else pa.concat_tables(kept, promote_options="default")
+    return kept[0] if len(kept) == 1 else concat(kept)
 
 
 class SliceReader:

@@ -215,15 +215,8 @@ class _LogWriter:
 
     def block(self, group: str) -> Block:
         d, t = self.r.deltas.groups[group], self.to.t
-        return encode(
-            _block(d, self.r.rows, self.r.schema, self.props, t),
-            group,
-            t,
-            key_from=self.key_from,
-            merge_by=self.merge_by,
-            ordered_deletes=self.r.ordered_deletes,
-            key_stats=self.key_stats(d),
-        )
+        rows = _block(d, self.r.rows, self.r.schema, self.props, t)
+        return encode(rows, group, t, key_stats=self.key_stats(d))
 
     def put(self, part: tuple[str, list[Block]]) -> list[dict[str, Any]]:
         partition, blocks = part
@@ -234,6 +227,7 @@ class _LogWriter:
             blocks,
             instant=t,
             partition=partition,
+            key_from=self.key_from,
             merge_by=self.merge_by,
             ordered_deletes=self.r.ordered_deletes,
         )
