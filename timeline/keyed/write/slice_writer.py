@@ -33,7 +33,7 @@ from ...parquet_io import DICTIONARY_PAGE_LIMIT
 from ...schema import conform
 from ..index import BloomFilter, bloom_ref
 from ..keys import RECORD_KEY_COL, key_range
-from .base_stream import base_row_groups, row_groups_of
+from .base_stream import base_row_groups
 
 
 class Sink(Protocol):
@@ -114,22 +114,12 @@ class SliceOut:
 
 
 def base_rows(
-    store: ObjectStore,
-    base: DataFile,
-    drop: set[int],
-    schema: pa.Schema,
-    rows_per_batch: int,
-    *,
-    body: bytes | None = None,
+    store: ObjectStore, base: DataFile, drop: set[int], schema: pa.Schema, rows_per_batch: int
 ) -> Iterator[pa.Table]:
     """The rows of `base` that stay (positions in `drop` left out), in the table's schema,
-    one row group decoded at a time. The file is checked against its recorded checksum, as
-    every read of a committed file is (`body`: its bytes, already fetched and checked; else
-    it is fetched as keyed/write/base_stream.py says)."""
-    if body is not None:
-        groups = row_groups_of(pq.ParquetFile(pa.BufferReader(body)))
-    else:
-        groups = base_row_groups(store, base)
+    one row group decoded at a time. The file is fetched as keyed/write/base_stream.py says
+    and checked against its recorded checksum, as every read of a committed file is."""
+    groups = base_row_groups(store, base)
     keep: np.ndarray | None = None
     if drop:
         keep = np.ones(base.rows, dtype=bool)
