@@ -114,16 +114,22 @@ def read_tail(store: ObjectStore, f: DataFile) -> tuple[int, bytes, pq.FileMetaD
     return start, tail, md
 
 
+def ranged(f: DataFile) -> bool:
+    """Whether committed file `f` is read by ranged GETs (`STREAM_MIN` bytes or more, with
+    a recorded checksum) rather than fetched whole."""
+    return f.size >= STREAM_MIN and bool(f.checksum)
+
+
 def held_bytes(f: DataFile) -> int:
     """About the most bytes of `f` that `base_row_groups` holds at once (its whole size
     when it is fetched whole)."""
-    return f.size if f.size < STREAM_MIN or not f.checksum else STREAM_MIN
+    return STREAM_MIN if ranged(f) else f.size
 
 
 def base_row_groups(store: ObjectStore, f: DataFile) -> Iterator[pa.Table]:
     """The row groups of committed file `f`, all columns, decoded one at a time (see the
     module's text for how it is fetched and verified)."""
-    if f.size < STREAM_MIN or not f.checksum:
+    if not ranged(f):
         yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))
         return
     tail_start, tail, md = read_tail(store, f)

@@ -29,8 +29,8 @@ from ...parquet_io import read_verified
 from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL
 from ..merge import wins
-from .base_stream import base_row_groups, row_groups_of
-from .key_chunks import Matches, held_bytes, matching_rows, ranged, whole_matches
+from .base_stream import base_row_groups, held_bytes, ranged, row_groups_of
+from .key_chunks import Matches, matching_rows, whole_matches
 from .planner import Batch, Planner
 from .slice_writer import SliceOut, kept_rows, slice_stats, write_slice
 

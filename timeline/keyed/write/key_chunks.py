@@ -35,7 +35,7 @@ from ...errors import committed_object
 from ...metadata import DataFile
 from ...parquet_io import read_verified
 from ..keys import RECORD_KEY_COL
-from .base_stream import STREAM_MIN, read_tail
+from .base_stream import ranged, read_tail
 
 MiB = 1024 * 1024
 #: Column chunks closer than this are fetched by one GET (the bytes between them are read
@@ -181,16 +181,6 @@ def whole_matches(pf: pq.ParquetFile, columns: Sequence[str], keys: pa.Array) ->
         found.append(t)
         start += data.num_rows
     return _gather(rows, found, pf.num_row_groups, 0)
-
-
-def ranged(f: DataFile) -> bool:
-    """Whether `matching_rows` reads `f` in ranges (else it fetches it whole)."""
-    return f.size >= STREAM_MIN and bool(f.checksum)
-
-
-def held_bytes(f: DataFile) -> int:
-    """About the most bytes of `f` that `matching_rows` holds at once."""
-    return min(f.size, STREAM_MIN) if ranged(f) else f.size
 
 
 def matching_rows(

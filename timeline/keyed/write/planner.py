@@ -49,7 +49,8 @@ from ..log import LogCache
 from ..merge import combine_rows, distinct_integers
 from ..properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
 from ..read import READ_PARALLELISM, read_slice
-from .key_chunks import held_bytes, matching_rows
+from .base_stream import held_bytes
+from .key_chunks import matching_rows
 
 if TYPE_CHECKING:
     from ..context import KeyedTable
