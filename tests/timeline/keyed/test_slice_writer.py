@@ -52,6 +52,6 @@ def test_an_empty_slice_still_carries_the_schema() -> None:
     schema = pa.schema([(RECORD_KEY_COL, pa.string()), ("id", pa.int64())])
     sink = io.BytesIO()
     written = encode_slice([], schema, 10, sink)
-    assert written.rows == 0 and len(written.keys) == 0
+    assert written.rows == 0 and written.key_range == (None, None) and written.bloom is None
     assert written.size == len(sink.getvalue())
     assert pq.read_table(pa.BufferReader(sink.getvalue())).schema == schema

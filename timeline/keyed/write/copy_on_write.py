@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile
-from ..index import RECORD_INDEX_DELTA, write_delta
+from ..index import RECORD_INDEX_DELTA, BloomBuilder, write_delta
 from ..inflight import bounded_map
 from .base_stream import held_bytes
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
@@ -163,9 +163,13 @@ def write_group_at(
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
-    written = write_slice(store, key, chain.from_iterable(parts), schema, n, g.partition, g.group)
+    kept = g.base.rows - len(g.drop) if g.base is not None else 0
+    bloom = BloomBuilder(kept + (len(g.new) if incoming is not None else 0), fpp)
+    written = write_slice(
+        store, key, chain.from_iterable(parts), schema, n, g.partition, g.group, bloom
+    )
     counts = (g.inserts, g.updates, g.deletes)
-    return written.file, slice_stats(store, written, g.base, counts, fpp)
+    return written.file, slice_stats(store, written, g.base, counts)
 
 
 def index_changes(

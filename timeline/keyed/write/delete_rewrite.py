@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from ...metadata import DataFile
 from ...parquet_io import read_verified
+from ..index import BloomBuilder
 from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL
 from ..merge import wins
@@ -98,13 +99,13 @@ def _rewrite(
     keep[gone] = False
     n = plan.table.settings.parquet_row_group_rows
     key = out.slice_key(f.partition, f.group)
-    written = write_slice(store, key, kept_rows(groups, keep, schema, n), schema, n,
-                          f.partition, f.group)  # fmt: skip
     # The kept keys are a subset of the old file's: its filter, when the index holds it,
     # serves the new slice as it is (no key hashed again).
-    stats = slice_stats(
-        store, written, f, (0, 0, len(gone)), plan.bloom_fpp, superset=plan.known_filter(f)
-    )
+    known = plan.known_filter(f)
+    bloom = BloomBuilder(f.rows - len(gone), plan.bloom_fpp) if known is None else None
+    written = write_slice(store, key, kept_rows(groups, keep, schema, n), schema, n,
+                          f.partition, f.group, bloom)  # fmt: skip
+    stats = slice_stats(store, written, f, (0, 0, len(gone)), superset=known)
     return DeletedSlice(written.file, stats, removed_keys.cast(pa.string()), f.partition)
 
 
