@@ -36,9 +36,6 @@ from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
 from .base_stream import base_row_groups
 
-#: The write stats of a slice without a filter (it holds no key).
-NO_BLOOM: dict[str, Any] = {"bloom": None}
-
 
 class Sink(Protocol):
     """Where an encoded file's bytes go, in order (an `ObjectWriter`, a `BytesIO`)."""
@@ -266,5 +263,5 @@ def slice_stats(
         "bytes": f.size,
         "min_key": lo,
         "max_key": hi,
-        **(filter_ref(store, f.path, bloom) if written.rows and bloom is not None else NO_BLOOM),
+        **(filter_ref(store, f.path, bloom) if written.rows and bloom else {"bloom": None}),
     }
