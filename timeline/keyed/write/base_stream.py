@@ -30,7 +30,10 @@ from ...metadata import DataFile
 from ...parquet_io import footer_span, read_verified, row_group_spans
 
 MiB = 1024 * 1024
-STREAM_MIN = 16 * MiB
+#: A file bigger than one piece is read in ranges (a smaller one whole, by one GET): whole
+#: reads of files that grow with the table (8 key reads and 4 rewrites at once) were what
+#: grew in a write's peak.
+STREAM_MIN = 8 * MiB
 STREAM_PIECE = 8 * MiB
 
 
