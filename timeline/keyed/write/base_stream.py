@@ -30,10 +30,10 @@ from ...metadata import DataFile
 from ...parquet_io import footer_span, read_verified, row_group_spans
 
 MiB = 1024 * 1024
-#: A file bigger than one piece is read in ranges (a smaller one whole, by one GET): whole
-#: reads of files that grow with the table (8 key reads and 4 rewrites at once) were what
-#: grew in a write's peak.
-STREAM_MIN = 8 * MiB
+#: A file of this size or more is read in ranges (a smaller one whole, by one GET). At 8 MiB
+#: the upsert benchmark's ~13 MiB files at 50M rows took 2.4x the GETs and peaked higher
+#: (random upsert 1,024 against 950 MiB, docs/benchmarks.md), so small files stay whole.
+STREAM_MIN = 16 * MiB
 STREAM_PIECE = 8 * MiB
 
 

@@ -4,7 +4,7 @@ A delete leaves every row it keeps unchanged, so it needs none of an upsert's pl
 One task per candidate file matches its record keys against the deleted ones
 (`pyarrow.compute.is_in`), applies the merge mode's delete rule, and, when some row goes,
 streams the kept rows (a row group at a time) into the new slice. A small file is fetched
-and verified once and rewritten from the bytes it holds; a file of 8 MiB or more is
+and verified once and rewritten from the bytes it holds; a file of 16 MiB or more is
 matched by ranged GETs of its key (and ordering) chunks (keyed/write/key_chunks.py) and,
 when some row goes, streamed again for its rewrite (keyed/write/base_stream.py, which
 verifies its checksum), so what a task holds does not grow with the file. At most
