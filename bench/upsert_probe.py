@@ -26,6 +26,17 @@ def reset_peak(pid: int) -> bool:
         return False
 
 
+def rss_bytes(pid: int) -> int | None:
+    """VmRSS of `pid`, in bytes (None off Linux): what a step's peak starts from."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_bytes(pid: int) -> int | None:
     """VmHWM of `pid`, in bytes (None off Linux)."""
     try:
@@ -52,7 +63,10 @@ class Recorder:
         pids = [os.getpid()] + ([self.jvm_pid] if self.jvm_pid else [])
         for pid in pids:
             reset_peak(pid)
-        extra: dict[str, Any] = {}
+        # The resident set the step starts from (its peak is at least this): what the
+        # process still holds of earlier steps, told apart from what the step adds.
+        rss = rss_bytes(os.getpid())
+        extra: dict[str, Any] = {} if rss is None else {"rss_at_start_mib": rss >> 20}
         start, t0 = time.time(), time.perf_counter()
         error = None
         try:

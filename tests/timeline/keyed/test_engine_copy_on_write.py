@@ -1,6 +1,7 @@
 """Copy-on-write commits split over an engine's tasks (keyed/write/engine.py): the plan is
-picklable, the shards of one write together read each object at most once and list
-nothing, and the commit reads as the one-process writer's."""
+picklable, the shards of one write together read each object at most once per pass (an
+upsert: its keys, then its rewrite; a delete: both at once) and list nothing, and the
+commit reads as the one-process writer's."""
 
 from __future__ import annotations
 
@@ -96,19 +97,20 @@ def _upserts() -> pa.Table:
 
 @pytest.mark.unit
 @pytest.mark.parametrize("small_files", [True, False])
-def test_partition_shards_read_each_object_once_list_nothing_and_write_as_the_python_path(
+def test_partition_shards_read_each_object_once_per_pass_list_nothing_as_the_python_path(
     tmp_path: Path, small_files: bool
 ) -> None:
     """An upsert over four partitions (updates, an older version that loses, new keys into
     small files or new file groups) run as one shard per partition: no task lists, no object
-    is fetched twice in the write, the slices carry the task's name, and the table reads as
+    is fetched more than twice in the write (a file for its keys, then for its rewrite:
+    nothing is held between the two), the slices carry the task's name, and the table reads as
     the same upsert through `Table.upsert` on a twin table."""
     engine = _table(tmp_path / "engine", PROPS, small_files)
     python = _table(tmp_path / "python", PROPS, small_files)
     batch = _upserts()
     instant, counting = _engine_write(engine, PROPS, batch, "upsert")
     assert counting.lists == []
-    assert counting.gets and max(counting.gets.values()) == 1, counting.gets
+    assert counting.gets and max(counting.gets.values()) <= 2, counting.gets
     python.upsert(batch)
     assert _strip(engine) == _strip(python)
     got = {r[0]: r[2] for r in _strip(engine)}

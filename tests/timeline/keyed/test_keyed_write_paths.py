@@ -66,11 +66,11 @@ def test_a_delete_by_keys_reads_each_file_it_rewrites_once(
     assert all(s["inserts"] == 0 and s["updates"] == 0 for s in stats)
 
 
-def test_an_upsert_reads_each_file_it_rewrites_once(
+def test_an_upsert_reads_only_the_files_it_rewrites(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The files an upsert finds its records in are fetched once: locating the keys keeps
-    the bytes its rewrite then takes (the untouched file is not read at all)."""
+    """The files an upsert finds its records in are fetched for their keys and again for
+    their rewrite (nothing is held between the two); the untouched file is not read."""
     t = _table(tmp_path)
     for lo in (0, 50, 100):
         t.upsert(_rows(list(range(lo, lo + 50))))
@@ -80,7 +80,7 @@ def test_an_upsert_reads_each_file_it_rewrites_once(
     stats = t.entry(done.time).metadata["write_stats"]
     rewritten = sorted(s["prev_path"] for s in stats if s["prev_path"])
     assert len(rewritten) == 2
-    assert sorted(k for k in gets if k in files) == rewritten  # each fetched once
+    assert sorted(k for k in gets if k in files) == sorted(rewritten * 2)
     data = t.read()
     assert data.num_rows == 151
     assert sorted(data.filter(pa.compute.equal(data.column("ts"), 2)).column("id").to_pylist()) == [
@@ -88,11 +88,11 @@ def test_an_upsert_reads_each_file_it_rewrites_once(
     ]  # fmt: skip
 
 
-def test_a_delete_by_filter_reads_each_file_once(
+def test_a_delete_by_filter_reads_each_file_once_before_its_rewrite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A filter is evaluated over every file; a file it selects rows of is rewritten from
-    the bytes that evaluation fetched."""
+    """A filter is evaluated over every file, each fetched once; a file it selects rows of
+    is fetched again for its rewrite (nothing is held between the two)."""
     t = _table(tmp_path)
     for lo in (0, 50, 100):
         t.upsert(_rows(list(range(lo, lo + 50))))
@@ -100,8 +100,9 @@ def test_a_delete_by_filter_reads_each_file_once(
     gets = _count_gets(t, monkeypatch)
     done = t.delete(where="id IN (3, 60, 61)")
     stats = t.entry(done.time).metadata["write_stats"]
-    assert len([s for s in stats if s["prev_path"]]) == 2
-    assert sorted(k for k in gets if k in files) == sorted(files)  # each fetched once
+    rewritten = [s["prev_path"] for s in stats if s["prev_path"]]
+    assert len(rewritten) == 2
+    assert sorted(k for k in gets if k in files) == sorted([*files, *rewritten])
     assert _ids(t) == [i for i in range(150) if i not in (3, 60, 61)]
 
 

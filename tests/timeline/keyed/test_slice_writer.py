@@ -14,6 +14,7 @@ import pytest
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import RECORD_KEY_COL, KeyedProperties
+from timeline.keyed.index import BloomBuilder, BloomFilter
 from timeline.keyed.write.slice_writer import encode_slice
 
 pytestmark = pytest.mark.unit
@@ -52,6 +53,21 @@ def test_an_empty_slice_still_carries_the_schema() -> None:
     schema = pa.schema([(RECORD_KEY_COL, pa.string()), ("id", pa.int64())])
     sink = io.BytesIO()
     written = encode_slice([], schema, 10, sink)
-    assert written.rows == 0 and len(written.keys) == 0
+    assert written.rows == 0 and written.key_range == (None, None) and written.bloom is None
     assert written.size == len(sink.getvalue())
     assert pq.read_table(pa.BufferReader(sink.getvalue())).schema == schema
+
+
+def test_the_filter_built_a_row_group_at_a_time_is_the_filter_of_all_the_keys() -> None:
+    """A slice's filter filled as its row groups are encoded (sized up front for its key
+    count) holds the same bits as one built from all its keys at once; its key range is that
+    of all the keys."""
+    schema = pa.schema([(RECORD_KEY_COL, pa.string()), ("id", pa.int64())])
+    ids = [7_000 - i * 3 for i in range(2_500)]
+    keys = [f"k{i}" for i in ids]
+    parts = [pa.table({RECORD_KEY_COL: keys[i : i + 300], "id": ids[i : i + 300]}, schema=schema)
+             for i in range(0, len(ids), 300)]  # fmt: skip
+    written = encode_slice(parts, schema, 1_000, io.BytesIO(), BloomBuilder(len(keys), 1e-6))
+    assert written.footer.num_row_groups == 3
+    assert written.bloom == BloomFilter.build(keys, 1e-6)
+    assert written.key_range == (min(keys), max(keys))

@@ -2,7 +2,7 @@
 of base files and logs, and the record-level index. Exports what the writers, compaction and
 change reads use."""
 
-from .bloom import BloomFilter
+from .bloom import BloomBuilder, BloomFilter
 from .indexing import merge_if_due
 from .merge_on_read import SliceIndex, log_key_stats
 from .ranges import (
@@ -10,6 +10,7 @@ from .ranges import (
     KeyIndex,
     RangeBloomIndex,
     bloom_ref,
+    filter_ref,
     range_bloom_index,
 )
 from .record_index import (
@@ -23,6 +24,7 @@ from .record_index import (
 
 __all__ = [
     "RECORD_INDEX_DELTA",
+    "BloomBuilder",
     "BloomFilter",
     "IndexFactory",
     "IndexView",
@@ -32,6 +34,7 @@ __all__ = [
     "SliceIndex",
     "bloom_ref",
     "choose_index",
+    "filter_ref",
     "index_view",
     "log_key_stats",
     "merge_if_due",

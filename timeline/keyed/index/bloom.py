@@ -133,15 +133,9 @@ class BloomFilter:
 
     @staticmethod
     def build(keys: Keys, fpp: float = 0.01) -> BloomFilter:
-        n = max(len(keys), 1)
-        m = math.ceil(-n * math.log(fpp) / (math.log(2) ** 2))
-        m = max(64, min(MAX_BITS, m))
-        k = max(1, round(m / n * math.log(2)))
-        k = min(k, 16)
-        array = np.zeros(m, dtype=bool)
-        if len(keys):
-            _set_bits(array, *key_hashes(keys), k, HASH_WORDS)
-        return BloomFilter(np.packbits(array, bitorder="little").tobytes(), m, k, HASH_WORDS)
+        builder = BloomBuilder(len(keys), fpp)
+        builder.add(keys)
+        return builder.finish()
 
     @staticmethod
     def build_sized(keys: Keys, num_bits: int, num_hashes: int, hash_name: str) -> BloomFilter:
@@ -189,6 +183,27 @@ class BloomFilter:
             int(str(d["num_hashes"])),
             str(d.get("hash", HASH_BLAKE2B)),
         )
+
+
+class BloomBuilder:
+    """A filter sized for `expected` keys, filled a part of the keys at a time (a rewrite
+    adds each row group's keys as it encodes them, instead of holding the file's keys and
+    their hashes): given the same keys it is the filter `BloomFilter.build` makes."""
+
+    def __init__(self, expected: int, fpp: float = 0.01) -> None:
+        n = max(expected, 1)
+        m = math.ceil(-n * math.log(fpp) / (math.log(2) ** 2))
+        self.num_bits = max(64, min(MAX_BITS, m))
+        self.num_hashes = min(16, max(1, round(self.num_bits / n * math.log(2))))
+        self._array = np.zeros(self.num_bits, dtype=bool)
+
+    def add(self, keys: Keys) -> None:
+        if len(keys):
+            _set_bits(self._array, *key_hashes(keys), self.num_hashes, HASH_WORDS)
+
+    def finish(self) -> BloomFilter:
+        bits = np.packbits(self._array, bitorder="little").tobytes()
+        return BloomFilter(bits, self.num_bits, self.num_hashes, HASH_WORDS)
 
 
 def _hashed_positions(

@@ -91,6 +91,12 @@ def bloom_ref(
     if not len(keys):
         return {"bloom": None}
     bf = superset if superset is not None else BloomFilter.build(keys, fpp)
+    return filter_ref(store, data_path, bf)
+
+
+def filter_ref(store: ObjectStore, data_path: str, bf: BloomFilter) -> dict[str, Any]:
+    """The write-stats fields of a file's bloom filter `bf`, already built (as `bloom_ref`
+    stores it: inline when small, else a sidecar)."""
     if len(bf.bits) <= INLINE_MAX_BYTES:
         return {"bloom": bf.to_json()}
     path = data_path.rsplit(".", 1)[0] + ".bloom"

@@ -30,6 +30,9 @@ from ...metadata import DataFile
 from ...parquet_io import footer_span, read_verified, row_group_spans
 
 MiB = 1024 * 1024
+#: A file of this size or more is read in ranges (a smaller one whole, by one GET). At 8 MiB
+#: the upsert benchmark's ~13 MiB files at 50M rows took 2.4x the GETs and peaked higher
+#: (random upsert 1,024 against 950 MiB, docs/benchmarks.md), so small files stay whole.
 STREAM_MIN = 16 * MiB
 STREAM_PIECE = 8 * MiB
 
@@ -95,36 +98,44 @@ def _pieces(spans: list[tuple[int, int]], piece: int) -> list[tuple[int, int, in
     return out
 
 
-def _tail(store: ObjectStore, f: DataFile) -> tuple[int, bytes, pq.FileMetaData]:
-    """The file's last bytes, from at least the start of its footer, and the footer."""
+def read_tail(store: ObjectStore, f: DataFile) -> tuple[int, bytes, pq.FileMetaData]:
+    """The file's last bytes, from at least the start of its footer, and the footer (one
+    ranged GET of the tail, a second when the footer is longer than `FOOTER_TAIL`); a tail
+    that is not a Parquet footer raises `IntegrityError` naming the object."""
+    where = store.url(f.path)
     start = max(0, f.size - FOOTER_TAIL)
-    tail = store.get(f.path, start, f.size - start)
-    try:
-        begin, _ = footer_span(f.size, tail)
-    except ValueError as exc:
-        raise IntegrityError(f"{store.url(f.path)} is corrupt: {exc}", store.url(f.path)) from exc
-    if begin < start:
-        tail = store.get(f.path, begin, start - begin) + tail
-        start = begin
-    md = pq.read_metadata(io.BytesIO(b"PAR1" + tail[begin - start :]))
+    with committed_object(where):
+        tail = store.get(f.path, start, f.size - start)
+        try:
+            begin, _ = footer_span(f.size, tail)
+            if begin < start:
+                tail = store.get(f.path, begin, start - begin) + tail
+                start = begin
+            md = pq.read_metadata(io.BytesIO(b"PAR1" + tail[begin - start :]))
+        except (ValueError, OSError, pa.ArrowException) as exc:
+            raise IntegrityError(f"{where} is corrupt: {exc}", where) from exc
     return start, tail, md
+
+
+def ranged(f: DataFile) -> bool:
+    """Whether committed file `f` is read by ranged GETs (`STREAM_MIN` bytes or more, with
+    a recorded checksum) rather than fetched whole."""
+    return f.size >= STREAM_MIN and bool(f.checksum)
 
 
 def held_bytes(f: DataFile) -> int:
     """About the most bytes of `f` that `base_row_groups` holds at once (its whole size
     when it is fetched whole)."""
-    return f.size if f.size < STREAM_MIN or not f.checksum else STREAM_MIN
+    return STREAM_MIN if ranged(f) else f.size
 
 
 def base_row_groups(store: ObjectStore, f: DataFile) -> Iterator[pa.Table]:
     """The row groups of committed file `f`, all columns, decoded one at a time (see the
     module's text for how it is fetched and verified)."""
-    where = store.url(f.path)
-    if f.size < STREAM_MIN or not f.checksum:
+    if not ranged(f):
         yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))
         return
-    with committed_object(where):
-        tail_start, tail, md = _tail(store, f)
+    tail_start, tail, md = read_tail(store, f)
     pieces = _pieces(row_group_spans(md), STREAM_PIECE)
     if pieces is None:
         yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))

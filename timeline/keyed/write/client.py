@@ -31,10 +31,7 @@ def _prepare(table: KeyedTable, txn: Transaction, req: KeyedWriteRequest) -> Pre
     st = table.state()  # read after begin: whatever it misses is validated at commit
     plan_on(txn, st)
     mor = req.merge_on_read
-    # A copy-on-write write keeps the bytes of the files it finds records in, for their
-    # rewrite (each located file is fetched once), within the bytes-in-flight budget.
-    keep = 0 if mor else table.settings.write_inflight_bytes
-    plan = Planner(table, req.props, st, req.index, merge_on_read=mor, keep_located_bytes=keep)
+    plan = Planner(table, req.props, st, req.index, merge_on_read=mor)
     t, props = txn.instant_time, req.props
     batch = prepare_batch(req.data, props, t, upsert=True) if req.data is not None else None
     dbatch = None

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile
-from ..index import RECORD_INDEX_DELTA, write_delta
+from ..index import RECORD_INDEX_DELTA, BloomBuilder, write_delta
 from ..inflight import bounded_map
 from .base_stream import held_bytes
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
@@ -60,9 +60,6 @@ class Group:
     inserts: int = 0
     updates: int = 0
     deletes: int = 0
-    #: The base file's bytes when the planner kept them from `locate` (None: fetched when
-    #: the slice is written); dropped once written.
-    body: bytes | None = None
 
 
 class _Rewrites:
@@ -76,7 +73,6 @@ class _Rewrites:
         g = self.groups.get(f.group)
         if g is None:
             g = self.groups[f.group] = Group(f.group, f.partition, f)
-            g.body = self.plan.take_located(f)
         return g
 
     def mark(self, r: Replaced) -> tuple[pa.Array, pa.Array]:
@@ -163,14 +159,17 @@ def write_group_at(
     n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
     if g.base is not None:
-        parts.append(base_rows(store, g.base, g.drop, schema, n, body=g.body))
+        parts.append(base_rows(store, g.base, g.drop, schema, n))
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
-    written = write_slice(store, key, chain.from_iterable(parts), schema, n, g.partition, g.group)
-    g.body = None
+    kept = g.base.rows - len(g.drop) if g.base is not None else 0
+    bloom = BloomBuilder(kept + (len(g.new) if incoming is not None else 0), fpp)
+    written = write_slice(
+        store, key, chain.from_iterable(parts), schema, n, g.partition, g.group, bloom
+    )
     counts = (g.inserts, g.updates, g.deletes)
-    return written.file, slice_stats(store, written, g.base, counts, fpp)
+    return written.file, slice_stats(store, written, g.base, counts)
 
 
 def index_changes(
@@ -255,7 +254,6 @@ def write_rewrites(
     if where is not None:
         tombstones.append(rewrites.mark(decide_filter(plan, where)))
     new_groups = place_inserts(plan, pending, rewrites)
-    plan.located.clear()  # what no rewritten group took (its records were not replaced)
     if on_plan is not None:
         on_plan(plan)
     slices = _write_groups(plan, out, rewrites, new_groups, batch)
@@ -286,11 +284,8 @@ def _write_groups(
 
 
 def _held(g: Group) -> int:
-    """The bytes of `g`'s base file its rewrite holds: all of them when kept from the
-    locate step, else what streaming it holds at once."""
-    if g.base is None:
-        return 0
-    return g.base.size if g.body is not None else held_bytes(g.base)
+    """The bytes of `g`'s base file its rewrite holds at once (keyed/write/base_stream.py)."""
+    return 0 if g.base is None else held_bytes(g.base)
 
 
 def rewrite_details(w: PreparedWrite) -> dict[str, Any]:

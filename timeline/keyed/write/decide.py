@@ -131,18 +131,15 @@ def decide_deletes(
 
 
 def decide_filter(plan: Planner, where: Filter) -> Replaced:
-    """The stored records `where` selects (every file read whole, one at a time; the bytes
-    of a file with selected rows are kept for its rewrite, as `locate` keeps them)."""
+    """The stored records `where` selects (every file read whole, one at a time)."""
     order = plan.props.ordering_field
     files, rows, keys, values = [], [], [], []
     for k, f in enumerate(plan.files):
-        data, body = plan.whole_file(f)
+        data = plan.rows_of(f)
         plan.files_read += 1
         hits = filter_matches(data, where) if data.num_rows else []
         if not hits:
             continue
-        if body is not None:
-            plan.keep(f, body)
         idx = pa.array(hits, pa.int64())
         files.append(np.full(len(hits), k, dtype=np.int64))
         rows.append(np.asarray(hits, dtype=np.int64))

@@ -1,13 +1,14 @@
-"""Deletes by key on a copy-on-write table: each candidate file fetched and decoded once.
+"""Deletes by key on a copy-on-write table: each candidate file matched, then rewritten.
 
 A delete leaves every row it keeps unchanged, so it needs none of an upsert's placement.
-Finding the records first (the key column of every file the index names) and then rewriting
-each file that holds one fetches and checksums every such file twice; keys spread over the
-table make that the whole table, twice. Here one task per candidate file GETs and verifies
-it once, matches its record keys against the deleted ones (`pyarrow.compute.is_in`), applies
-the merge mode's delete rule, and, when some row goes, streams the kept rows (a row group at
-a time) into the new slice from the bytes it already holds. At most `write_parallelism`
-files are held at once, as in every copy-on-write rewrite.
+One task per candidate file matches its record keys against the deleted ones
+(`pyarrow.compute.is_in`), applies the merge mode's delete rule, and, when some row goes,
+streams the kept rows (a row group at a time) into the new slice. A small file is fetched
+and verified once and rewritten from the bytes it holds; a file of 16 MiB or more is
+matched by ranged GETs of its key (and ordering) chunks (keyed/write/key_chunks.py) and,
+when some row goes, streamed again for its rewrite (keyed/write/base_stream.py, which
+verifies its checksum), so what a task holds does not grow with the file. At most
+`write_parallelism` files are in flight at once, as in every copy-on-write rewrite.
 
 A key stored in two files (two writers inserted it concurrently into new file groups) is
 deleted from both: a delete removes the record wherever it is.
@@ -21,15 +22,16 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...metadata import DataFile
 from ...parquet_io import read_verified
+from ..index import BloomBuilder
 from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL
 from ..merge import wins
-from .base_stream import row_groups_of
+from .base_stream import base_row_groups, held_bytes, ranged, row_groups_of
+from .key_chunks import Matches, matching_rows, whole_matches
 from .planner import Batch, Planner
 from .slice_writer import SliceOut, kept_rows, slice_stats, write_slice
 
@@ -44,44 +46,22 @@ class DeletedSlice:
     partition: str
 
 
-def _matches(
-    pf: pq.ParquetFile, cols: list[str], keys: pa.Array
-) -> tuple[np.ndarray, pa.Table | None]:
-    """Positions (ascending) and `cols` values of the open file's rows whose record key is
-    among `keys`, read a row group at a time: what is held is sized by the matches."""
-    rows: list[np.ndarray] = []
-    found: list[pa.Table] = []
-    start = 0
-    for i in range(pf.num_row_groups):
-        data = pf.read_row_group(i, columns=cols, use_threads=False)
-        hit = pc.indices_nonzero(pc.is_in(data.column(RECORD_KEY_COL), value_set=keys))
-        if len(hit):
-            rows.append(np.asarray(hit.to_numpy(), dtype=np.int64) + start)
-            found.append(data.take(hit))
-        start += data.num_rows
-    if not found:
-        return np.empty(0, dtype=np.int64), None
-    return np.concatenate(rows), pa.concat_tables(found)
-
-
 def _deleted_rows(
-    pf: pq.ParquetFile, plan: Planner, keys: pa.Array, ordering: pa.Array | None
+    m: Matches, plan: Planner, keys: pa.Array, ordering: pa.Array | None
 ) -> tuple[np.ndarray, pa.Array]:
-    """Rows of the open file whose record key is among `keys` and whose delete wins (the
+    """Of a file's rows whose record key is among `keys` (`m`), those whose delete wins (the
     merge mode's rule against the stored ordering value), ascending, and their keys."""
-    order_col = plan.props.ordering_field
-    present = pf.schema_arrow.names
-    with_order = ordering is not None and order_col is not None
-    cols = [RECORD_KEY_COL]
-    if with_order and order_col in present:
-        cols.append(str(order_col))
-    rows, data = _matches(pf, cols, keys)
+    rows, data = m.rows, m.data
     if data is None:
         return rows, pa.array([], pa.string())
     stored = data.column(RECORD_KEY_COL)
-    if not with_order or ordering is None:
+    if ordering is None or plan.props.ordering_field is None:
         return rows, stored.combine_chunks()
-    stored_order = data.column(1) if len(cols) > 1 else pa.nulls(len(rows), ordering.type)
+    order_col = plan.props.ordering_field
+    if order_col in data.column_names:
+        stored_order = data.column(order_col)
+    else:
+        stored_order = pa.chunked_array([pa.nulls(len(rows), ordering.type)])
     got = pa.table({"key": stored, "row": pa.array(rows, pa.int64()), "stored": stored_order})
     j = got.join(pa.table({"key": keys, "incoming": ordering}), "key", join_type="inner")
     won = wins(
@@ -100,21 +80,32 @@ def _rewrite(
     schema: pa.Schema,
 ) -> DeletedSlice | None:
     store = plan.table.store
-    pf = pq.ParquetFile(pa.BufferReader(read_verified(store, f)))
-    gone, removed_keys = _deleted_rows(pf, plan, keys, ordering)
+    cols = [RECORD_KEY_COL]
+    if ordering is not None and plan.props.ordering_field is not None:
+        cols.append(plan.props.ordering_field)
+    body = None if ranged(f) else read_verified(store, f)
+    if body is None:  # a big file: its key chunks first, then streamed if a row goes
+        m = matching_rows(store, f, cols, keys)
+    else:
+        m = whole_matches(pq.ParquetFile(pa.BufferReader(body)), cols, keys)
+    gone, removed_keys = _deleted_rows(m, plan, keys, ordering)
     if not len(gone):
         return None
-    keep = np.ones(pf.metadata.num_rows, dtype=bool)
+    if body is None:
+        groups = base_row_groups(store, f)
+    else:
+        groups = row_groups_of(pq.ParquetFile(pa.BufferReader(body)))
+    keep = np.ones(f.rows, dtype=bool)
     keep[gone] = False
     n = plan.table.settings.parquet_row_group_rows
     key = out.slice_key(f.partition, f.group)
-    written = write_slice(store, key, kept_rows(row_groups_of(pf), keep, schema, n), schema, n,
-                          f.partition, f.group)  # fmt: skip
     # The kept keys are a subset of the old file's: its filter, when the index holds it,
     # serves the new slice as it is (no key hashed again).
-    stats = slice_stats(
-        store, written, f, (0, 0, len(gone)), plan.bloom_fpp, superset=plan.known_filter(f)
-    )
+    known = plan.known_filter(f)
+    bloom = BloomBuilder(f.rows - len(gone), plan.bloom_fpp) if known is None else None
+    written = write_slice(store, key, kept_rows(groups, keep, schema, n), schema, n,
+                          f.partition, f.group, bloom)  # fmt: skip
+    stats = slice_stats(store, written, f, (0, 0, len(gone)), superset=known)
     return DeletedSlice(written.file, stats, removed_keys.cast(pa.string()), f.partition)
 
 
@@ -140,7 +131,7 @@ def delete_by_keys(
         probes,
         workers=s.write_parallelism,
         budget=s.write_inflight_bytes,
-        cost=lambda probe: plan.files[probe[0]].size,
+        cost=lambda probe: held_bytes(plan.files[probe[0]]),
     )
     deleted = sorted((d for d in done if d is not None), key=lambda d: d.file.group)
     keys = [d.keys for d in deleted]

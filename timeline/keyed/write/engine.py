@@ -182,9 +182,8 @@ def run_shard(table: KeyedTable, plan: EnginePlan, data: pa.Table, task: str) ->
         )  # fmt: skip
         return EngineShard(out.files, out.stats, planner.files_read, out.logs)
     planner = Planner(
-        table, plan.props, plan.state, index_factory(plan.record_index, plan.settings),
-        keep_located_bytes=plan.settings.write_inflight_bytes,
-    )  # fmt: skip
+        table, plan.props, plan.state, index_factory(plan.record_index, plan.settings)
+    )
     written = write_rewrites(
         planner, SliceOut(t, key, plan.schema, task), plan.operation,
         batch=batch, dbatch=dbatch, on_duplicate=plan.on_duplicate,

@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from ...file_groups import FileSlice
 from ...metadata import DataFile
-from ...parquet_io import decode_file, read_files, read_verified
+from ...parquet_io import read_files
+from ...schema import conform
 from ...snapshot import TableState
 from ..index import (
     BloomFilter,
@@ -47,6 +48,8 @@ from ..log import LogCache
 from ..merge import combine_rows, distinct_integers
 from ..properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
 from ..read import READ_PARALLELISM, read_slice
+from .base_stream import held_bytes
+from .key_chunks import matching_rows
 
 if TYPE_CHECKING:
     from ..context import KeyedTable
@@ -54,9 +57,9 @@ if TYPE_CHECKING:
 FAIL = "fail"
 DROP = "drop"
 
-#: Candidate files whose keys one write reads at once (GETs in flight; each holds its whole
-#: file's bytes while its key and ordering columns are decoded; `write_inflight_bytes`
-#: bounds their sum).
+#: Candidate files whose keys one write reads at once (GETs in flight; each holds a small
+#: file's bytes, or a piece of a big file's key and ordering chunks, while they are
+#: decoded; `write_inflight_bytes` bounds their sum).
 LOCATE_PARALLELISM = 8
 
 
@@ -133,7 +136,6 @@ class Planner:
         index: IndexFactory | None,
         *,
         merge_on_read: bool = False,
-        keep_located_bytes: int = 0,
     ) -> None:
         self.table = table
         self.props = props
@@ -167,36 +169,11 @@ class Planner:
             self.index = factory(table.store, st, props)
         self.files_read = 0  # files (slices) whose keys were read to find the batch's records
         self.log_cache: LogCache | None = None  # merge-on-read: the logs `locate` reads
-        #: Copy-on-write: the bytes of files `locate` found records in (path -> bytes), up
-        #: to `keep_located_bytes` in all, for their rewrite to take instead of fetching
-        #: them again (an engine's task reads each object once); 0 keeps none.
-        self.located: dict[str, bytes] = {}
-        self._keep_budget = keep_located_bytes
-        self._keep_lock = threading.Lock()
-
-    def _keep(self, f: DataFile, body: bytes) -> None:
-        with self._keep_lock:
-            if len(body) <= self._keep_budget:
-                self._keep_budget -= len(body)
-                self.located[f.path] = body
-
-    def whole_file(self, f: DataFile) -> tuple[pa.Table, bytes | None]:
-        """A file's rows in the table's schema (merged with its logs on a merge-on-read
-        table), and the bytes they were decoded from when this plan keeps located files'
-        bytes (`keep`: the caller found records to rewrite in it)."""
-        if self.slices is not None or self._keep_budget <= 0:
-            return self.rows_of(f), None
-        body = read_verified(self.table.store, f)
-        return decode_file(body, None, self.schema), body
-
-    def keep(self, f: DataFile, body: bytes) -> None:
-        """Keep `f`'s bytes for its rewrite, within the plan's budget (else it is fetched
-        again when rewritten)."""
-        self._keep(f, body)
-
-    def take_located(self, f: DataFile) -> bytes | None:
-        """The bytes `locate` kept of `f` (handed over once: the caller holds them now)."""
-        return self.located.pop(f.path, None)
+        #: Row groups of copy-on-write files `locate` read in ranges, and those it skipped by
+        #: their key statistics (keyed/write/key_chunks.py).
+        self.row_groups_read = 0
+        self.row_groups_skipped = 0
+        self._count_lock = threading.Lock()
 
     def rows_of(
         self, f: DataFile, columns: Sequence[str] | None = None, *, parallelism: int = 1
@@ -273,6 +250,37 @@ class Planner:
                 out.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
         return out
 
+    def _stored_matches(self, f: DataFile, columns: list[str], keys: pa.Array) -> pa.Table | None:
+        """`key`, `row` (and `stored`) of copy-on-write file `f`'s rows whose key is among
+        `keys`, read in ranges when the file is big (keyed/write/key_chunks.py)."""
+        m = matching_rows(self.table.store, f, columns, keys)
+        with self._count_lock:
+            self.row_groups_read += m.row_groups_read
+            self.row_groups_skipped += m.row_groups_skipped
+        if m.data is None:
+            return None
+        data = conform(m.data, self.schema, columns) if self.schema is not None else m.data
+        got = {"key": data.column(RECORD_KEY_COL), "row": pa.array(m.rows, pa.int64())}
+        if len(columns) > 1:
+            got["stored"] = data.column(columns[1])
+        return pa.table(got)
+
+    def _slice_matches(
+        self, f: DataFile, columns: list[str], keys: pa.Array, parallelism: int
+    ) -> pa.Table | None:
+        """As `_stored_matches`, for a merge-on-read slice (base merged with its logs)."""
+        data = self.rows_of(f, columns, parallelism=parallelism)
+        if data.num_rows == 0:
+            return None
+        stored = data.column(RECORD_KEY_COL)
+        rows = pc.indices_nonzero(pc.is_in(stored, value_set=keys))
+        if not len(rows):
+            return None
+        got = {"key": stored.take(rows), "row": pc.cast(rows, pa.int64())}
+        if len(columns) > 1:
+            got["stored"] = data.column(columns[1]).take(rows)
+        return pa.table(got)
+
     def locate(self, batch: Batch, probes: list[tuple[int, np.ndarray]] | None = None) -> pa.Table:
         """The batch's records the table holds: a table of `pos` (batch row), `file` (index
         into `self.files`), `row` (in `rows_of` that file) and `stored` (ordering value).
@@ -292,44 +300,31 @@ class Planner:
 
         alone = 1 if len(probes) > 1 else READ_PARALLELISM  # the pool below, or its own
 
-        keeping = self.slices is None and self._keep_budget > 0
-
         def match(probe: tuple[int, np.ndarray]) -> pa.Table | None:
             k, probe_pos = probe
-            body = read_verified(self.table.store, self.files[k]) if keeping else None
-            if body is not None:
-                data = decode_file(body, columns, self.schema)
+            keys = batch.keys.take(pa.array(probe_pos))
+            if self.slices is None:
+                got = self._stored_matches(self.files[k], columns, keys)
             else:
-                data = self.rows_of(self.files[k], columns, parallelism=alone)
-            if data.num_rows == 0:
+                got = self._slice_matches(self.files[k], columns, keys, alone)
+            if got is None:
                 return None
-            stored = data.column(RECORD_KEY_COL)
-            wanted = pa.table({"key": batch.keys.take(pa.array(probe_pos)), "pos": probe_pos})
-            rows = pc.indices_nonzero(pc.is_in(stored, value_set=wanted.column("key")))
-            if not len(rows):
-                return None
-            if body is not None:  # its file group is rewritten: the rewrite takes them
-                self._keep(self.files[k], body)
-            got = {
-                "key": stored.take(rows),
-                "row": pc.cast(rows, pa.int64()),
-                "file": pa.array(np.full(len(rows), k, dtype=np.int64)),
-            }
-            if len(columns) > 1:
-                got["stored"] = data.column(columns[1]).take(rows)
-            return pa.table(got).join(wanted, "key", join_type="inner").sort_by("row")
+            got = got.append_column("file", pa.array(np.full(got.num_rows, k, dtype=np.int64)))
+            wanted = pa.table({"key": keys, "pos": probe_pos})
+            return got.join(wanted, "key", join_type="inner").sort_by("row")
 
         self.files_read += len(probes)
         if len(probes) <= 1:
             found = [match(p) for p in probes]
         else:  # object-store latency overlaps, within the bytes-in-flight budget (each read
-            # holds its whole file's bytes); results stay in candidate order
+            # holds its file's bytes or, read in ranges, a piece of them); results stay in
+            # candidate order
             found = bounded_map(
                 match,
                 probes,
                 workers=LOCATE_PARALLELISM,
                 budget=self.table.settings.write_inflight_bytes,
-                cost=lambda p: self.files[p[0]].size,
+                cost=lambda p: held_bytes(self.files[p[0]]),
             )
         pieces = [t for t in found if t is not None]
         if not pieces:

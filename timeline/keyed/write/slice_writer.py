@@ -8,8 +8,9 @@ three times over, so a writer's memory grew with the size of its files (and the 
 the base file's row groups are decoded one at a time (`read_row_group`), filtered and encoded
 straight into an upload of the new file (`ObjectStore.open_writer`: a temp file locally, a
 multipart upload on S3 once it outgrows one part), its checksum and size counted as the
-bytes pass. The writer holds the base file's bytes, one row group decoded, the row group
-being encoded, the upload's buffer and the new file's record keys (for its bloom filter).
+bytes pass. The writer holds a piece of the base file's bytes, one row group decoded, the row group
+being encoded, the upload's buffer and the new file's bloom filter, sized up front for its
+key count and filled a row group at a time (one byte per filter bit until it is packed).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from ...layout import data_instant_time
 from ...metadata import DataFile
 from ...parquet_io import DICTIONARY_PAGE_LIMIT
 from ...schema import conform
-from ..index import BloomFilter, bloom_ref
+from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
-from .base_stream import base_row_groups, row_groups_of
+from .base_stream import base_row_groups
 
 
 class Sink(Protocol):
@@ -44,13 +45,15 @@ class Sink(Protocol):
 
 @dataclass(frozen=True)
 class EncodedSlice:
-    """A new base file as it was streamed to its sink: its size, checksum and footer, and
-    its record keys (for the bloom filter and the key range)."""
+    """A new base file as it was streamed to its sink: its size, checksum and footer, its
+    smallest and largest record key, and the bloom filter of its keys (built a row group at
+    a time as they were encoded; None when none was asked for)."""
 
     size: int
     checksum: str
     footer: pq.FileMetaData
-    keys: pa.ChunkedArray
+    key_range: tuple[Any, Any]
+    bloom: BloomFilter | None
 
     @property
     def rows(self) -> int:
@@ -59,10 +62,11 @@ class EncodedSlice:
 
 @dataclass(frozen=True)
 class WrittenSlice:
-    """A new base file in the store: its `DataFile` and its record keys."""
+    """A new base file in the store: its `DataFile`, key range and bloom filter."""
 
     file: DataFile
-    keys: pa.ChunkedArray
+    key_range: tuple[Any, Any]
+    bloom: BloomFilter | None
 
     @property
     def rows(self) -> int:
@@ -114,22 +118,12 @@ class SliceOut:
 
 
 def base_rows(
-    store: ObjectStore,
-    base: DataFile,
-    drop: set[int],
-    schema: pa.Schema,
-    rows_per_batch: int,
-    *,
-    body: bytes | None = None,
+    store: ObjectStore, base: DataFile, drop: set[int], schema: pa.Schema, rows_per_batch: int
 ) -> Iterator[pa.Table]:
     """The rows of `base` that stay (positions in `drop` left out), in the table's schema,
-    one row group decoded at a time. The file is checked against its recorded checksum, as
-    every read of a committed file is (`body`: its bytes, already fetched and checked; else
-    it is fetched as keyed/write/base_stream.py says)."""
-    if body is not None:
-        groups = row_groups_of(pq.ParquetFile(pa.BufferReader(body)))
-    else:
-        groups = base_row_groups(store, base)
+    one row group decoded at a time. The file is fetched as keyed/write/base_stream.py says
+    and checked against its recorded checksum, as every read of a committed file is."""
+    groups = base_row_groups(store, base)
     keep: np.ndarray | None = None
     if drop:
         keep = np.ones(base.rows, dtype=bool)
@@ -163,15 +157,46 @@ def new_rows(incoming: pa.Table, positions: list[int], schema: pa.Schema,
         yield conform(incoming.take(take), schema)
 
 
+class _KeysSeen:
+    """The key range of the row groups written so far, and their keys added to a filter."""
+
+    def __init__(self, bloom: BloomBuilder | None) -> None:
+        self._bloom = bloom
+        self._lo: Any = None
+        self._hi: Any = None
+        self._rows = 0
+
+    def add(self, keys: pa.ChunkedArray) -> None:
+        if self._bloom is not None:
+            self._bloom.add(keys)
+        lo, hi = key_range(keys)
+        if lo is not None and (self._lo is None or lo < self._lo):
+            self._lo = lo
+        if hi is not None and (self._hi is None or hi > self._hi):
+            self._hi = hi
+        self._rows += len(keys)
+
+    def range(self) -> tuple[Any, Any]:
+        return self._lo, self._hi
+
+    def finish(self) -> BloomFilter | None:
+        return self._bloom.finish() if self._bloom is not None and self._rows else None
+
+
 def encode_slice(
-    parts: Iterable[pa.Table], schema: pa.Schema, rows_per_group: int, sink: Sink
+    parts: Iterable[pa.Table],
+    schema: pa.Schema,
+    rows_per_group: int,
+    sink: Sink,
+    bloom: BloomBuilder | None = None,
 ) -> EncodedSlice:
     """Encode `parts` into one Parquet file (zstd and small dictionaries, as
     `to_parquet_bytes`) streamed to `sink`, of full row groups of `rows_per_group` rows but
     the last: small parts are gathered first, so a file of kept and new rows is not cut into
-    small row groups. An empty file still carries the schema."""
+    small row groups. An empty file still carries the schema. Each row group's record keys
+    go into `bloom` and the key range as it is written: the file's keys are never held."""
     out = _Counted(sink)
-    keys: list[pa.Array] = []
+    seen = _KeysSeen(bloom)
     pending: list[pa.Table] = []
     held = 0
     with pq.ParquetWriter(
@@ -183,7 +208,7 @@ def encode_slice(
             t = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
             done, rest = t.slice(0, upto), t.slice(upto)
             w.write_table(done, row_group_size=rows_per_group)
-            keys.extend(done.column(RECORD_KEY_COL).chunks)
+            seen.add(done.column(RECORD_KEY_COL))
             pending, held = ([rest] if rest.num_rows else []), rest.num_rows
 
         for part in parts:
@@ -193,23 +218,21 @@ def encode_slice(
                 flush(rows_per_group)
         if held:
             flush(held)
-    key_type = schema.field(RECORD_KEY_COL).type
-    return EncodedSlice(
-        out.size, format_checksum(out.crc), w.writer.metadata, pa.chunked_array(keys, key_type)
-    )
+    md = w.writer.metadata
+    return EncodedSlice(out.size, format_checksum(out.crc), md, seen.range(), seen.finish())
 
 
 def write_slice(
     store: ObjectStore, key: str, parts: Iterable[pa.Table], schema: pa.Schema,
-    rows_per_group: int, partition: str, group: str,
+    rows_per_group: int, partition: str, group: str, bloom: BloomBuilder | None = None,
 ) -> WrittenSlice:  # fmt: skip
-    """Encode `parts` (as `encode_slice`) straight into a streaming upload of `key`,
-    committed when the last row group and the footer are written (aborted, leaving
-    nothing, if encoding fails)."""
+    """Encode `parts` (as `encode_slice`, its keys into `bloom`) straight into a streaming
+    upload of `key`, committed when the last row group and the footer are written (aborted,
+    leaving nothing, if encoding fails)."""
     with store.open_writer(key) as upload:
-        encoded = encode_slice(parts, schema, rows_per_group, upload)
+        encoded = encode_slice(parts, schema, rows_per_group, upload, bloom)
     f = describe_footer(key, encoded.size, encoded.checksum, encoded.footer, partition, group)
-    return WrittenSlice(f, encoded.keys)
+    return WrittenSlice(f, encoded.key_range, encoded.bloom)
 
 
 def slice_stats(
@@ -217,16 +240,16 @@ def slice_stats(
     written: WrittenSlice,
     base: DataFile | None,
     counts: tuple[int, int, int],
-    fpp: float,
     *,
     superset: BloomFilter | None = None,
 ) -> dict[str, Any]:
     """The write stats of a new slice (docs/tables.md, "Commit metadata"): the slice it
-    supersedes, inserts/updates/deletes, rows, bytes, key range and bloom filter
-    (`superset`: a filter holding all of its keys, kept instead of building one)."""
+    supersedes, inserts/updates/deletes, rows, bytes, key range and bloom filter (the one
+    built as it was written, else `superset`: a filter holding all of its keys)."""
     f = written.file
     inserts, updates, deletes = counts
-    lo, hi = key_range(written.keys)
+    lo, hi = written.key_range
+    bloom = written.bloom if written.bloom is not None else superset
     return {
         "path": f.path,
         "file_group": f.group,
@@ -240,5 +263,5 @@ def slice_stats(
         "bytes": f.size,
         "min_key": lo,
         "max_key": hi,
-        **bloom_ref(store, f.path, written.keys, fpp, superset=superset),
+        **(filter_ref(store, f.path, bloom) if written.rows and bloom else {"bloom": None}),
     }
