@@ -45,7 +45,7 @@ class Flowledger:
     def __init__(self, system: str) -> None:
         from storage import StoreSettings, open_store
         from timeline import Table, TableSettings
-        from timeline.keyed import EVENT_TIME, KeyedProperties
+        from timeline.keyed import KeyedProperties, MergeMode
 
         self.store = open_store(f"s3://{system}/t", StoreSettings())
         fpp = os.environ.get(BLOOM_FPP_ENV)  # merge_on_read.py --bloom-fpp
@@ -56,7 +56,7 @@ class Flowledger:
             "id",
             ordering_field="ts",
             partition_by="part",
-            merge_mode=EVENT_TIME,
+            merge_mode=MergeMode.EVENT_TIME,
             table_type=KINDS[system],
         )
         self.table: Any = None

@@ -32,7 +32,7 @@ from storage import IntegrityError, ObjectStore
 from storage.checksum import format_checksum
 from storage.local import LocalObjectStore
 from timeline import DataFile, Table, committed_object, parse_as_of
-from timeline.keyed import MERGE_ON_READ
+from timeline.keyed import TableType
 
 #: The short alias every table view also gets, so a query can be written once for any table.
 ALIAS = "t"
@@ -109,7 +109,7 @@ def table_source(table: Table, read: TableRead, cache: Path | None = None) -> Vi
     if read.changes_since is not None:
         return table.changes(read.changes_since, read.as_of, cdc=read.cdc, full_scan=read.full_scan)
     props = table.properties
-    if props is not None and props.table_type == MERGE_ON_READ:
+    if props is not None and props.table_type == TableType.MERGE_ON_READ:
         # Base files alone would miss the changes still in logs: DuckDB gets the merged rows.
         return table.read(read.as_of)
     snap = table.snapshot(read.as_of)

@@ -53,7 +53,8 @@ from .keyed.index.ranges import write_stats_by_path
 from .keyed.index.record_index import INDEX_SCHEMA, apply_delta, index_view, read_shard
 from .keyed.keys import RECORD_KEY_COL, integer_key_column
 from .keyed.log.block import read_log
-from .keyed.properties import GLOBAL, KeyedProperties
+from .keyed.policies import KeyScope
+from .keyed.properties import KeyedProperties
 from .keyed.read.slices import read_slice
 from .loader import load_active
 from .metadata import DataFile
@@ -289,7 +290,7 @@ def _keys_of(rows: pa.Table | None, partition: str) -> pa.Table:
 
 
 def _identity(props: KeyedProperties, key: str, partition: str) -> str:
-    return key if props.key_scope == GLOBAL else f"{partition}/{key}"
+    return key if props.key_scope == KeyScope.GLOBAL else f"{partition}/{key}"
 
 
 def _keys(table: Table, st: TableState, props: KeyedProperties, found: _Found) -> None:

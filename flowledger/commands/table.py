@@ -19,13 +19,10 @@ from storage import ErrorKind, open_store
 from storage.uri import resolve_repo
 from timeline import Instant, Table, check_table, conform, local_parquet, merge_schemas
 from timeline.keyed import (
-    COMMIT_TIME,
-    COPY_ON_WRITE,
-    GLOBAL,
-    KEY_SCOPES,
-    MERGE_MODES,
-    TABLE_TYPES,
     KeyedProperties,
+    KeyScope,
+    MergeMode,
+    TableType,
     WriteOperation,
 )
 
@@ -92,17 +89,15 @@ def create(
         list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
     ] = None,
     merge_mode: Annotated[
-        str, typer.Option("--merge-mode", help=f"{' or '.join(MERGE_MODES)}")
-    ] = COMMIT_TIME,
+        str, typer.Option("--merge-mode", help=f"{' or '.join(MergeMode)}")
+    ] = MergeMode.COMMIT_TIME.value,
     table_type: Annotated[
-        str, typer.Option("--table-type", help=f"{' or '.join(TABLE_TYPES)}")
-    ] = COPY_ON_WRITE,
+        str, typer.Option("--table-type", help=f"{' or '.join(TableType)}")
+    ] = TableType.COPY_ON_WRITE.value,
     key_scope: Annotated[
         str,
-        typer.Option(
-            "--key-scope", help=f"{' or '.join(KEY_SCOPES)}: where a record key is unique"
-        ),
-    ] = GLOBAL,
+        typer.Option("--key-scope", help=f"{' or '.join(KeyScope)}: where a record key is unique"),
+    ] = KeyScope.GLOBAL.value,
     as_json: JsonOption = False,
 ) -> None:
     """Create a keyed table (its properties never change afterwards)."""
@@ -110,9 +105,9 @@ def create(
         record_key,
         ordering_field=ordering_field,
         partition_by=_csv(partition_by),
-        merge_mode=merge_mode,
-        table_type=table_type,
-        key_scope=key_scope,
+        merge_mode=MergeMode.parse(merge_mode, "--merge-mode"),
+        table_type=TableType.parse(table_type, "--table-type"),
+        key_scope=KeyScope.parse(key_scope, "--key-scope"),
     )
     table = Table.create(open_store(table_uri), props, cli_context(ctx).table_settings())
     props = table.properties or props  # an existing table's own (e.g. its partition naming)
@@ -290,7 +285,7 @@ def read(
 
 def _has_logs(table: Table) -> bool:
     props = table.properties
-    return props is not None and props.table_type == "merge_on_read"
+    return props is not None and props.table_type == TableType.MERGE_ON_READ
 
 
 #: Exit code of `table check` when the table has problems left: the integrity kind's (committed

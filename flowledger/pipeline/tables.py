@@ -18,7 +18,7 @@ import pyarrow as pa
 from storage import ObjectStore
 from storage.s3a import to_spark_path
 from timeline import Entry, Table, TableSettings
-from timeline.keyed import MERGE_ON_READ, KeyedProperties
+from timeline.keyed import KeyedProperties, TableType
 
 from .. import spark as api
 from ..context import table_settings
@@ -36,7 +36,7 @@ DELAYS_BY_CARRIER = "delays_by_carrier"
 PROPERTIES = MappingProxyType(
     {
         FLIGHTS_ENRICHED: KeyedProperties.of(
-            "flight_id", partition_by="month", table_type=MERGE_ON_READ
+            "flight_id", partition_by="month", table_type=TableType.MERGE_ON_READ
         ),
         DELAYS_BY_CARRIER: KeyedProperties.of("carrier"),
     }
@@ -94,7 +94,7 @@ class Tables:
         the pipeline's own compaction stage, so the report can show the logs before it."""
         s = self.base_settings
         props = PROPERTIES.get(name)  # tables without properties are unkeyed
-        if props is not None and props.table_type == MERGE_ON_READ:
+        if props is not None and props.table_type == TableType.MERGE_ON_READ:
             return replace(s, compaction_mode="off")
         return s
 

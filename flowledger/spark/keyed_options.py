@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from timeline import KeyedProperties, Table, WriteOperation
+from timeline import (
+    KeyedProperties,
+    KeyScope,
+    MergeMode,
+    OnDuplicate,
+    Table,
+    TableType,
+    WriteOperation,
+)
 
 from .errors import SparkWriteError
 
@@ -35,29 +43,23 @@ HUDI_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "tableType": ("hoodie.datasource.write.table.type", "hoodie.table.type"),
     }
 )
-#: Table types (Hudi's names, any case).
-TABLE_TYPES = ("copy_on_write", "merge_on_read")
-#: Property values (docs/tables.md, "Properties").
-COMMIT_TIME, EVENT_TIME, GLOBAL, PARTITION = "commit_time", "event_time", "global", "partition"
 #: Hudi's merge-mode names (1.x) -> flowledger's.
-MERGE_MODES = MappingProxyType(
+MERGE_MODES: Mapping[str, MergeMode] = MappingProxyType(
     {
-        "commit_time": COMMIT_TIME,
-        "commit_time_ordering": COMMIT_TIME,
-        "event_time": EVENT_TIME,
-        "event_time_ordering": EVENT_TIME,
+        **{m.value: m for m in MergeMode},
+        "commit_time_ordering": MergeMode.COMMIT_TIME,
+        "event_time_ordering": MergeMode.EVENT_TIME,
     }
 )
 #: Hudi's index types -> key scope: global indexes keep a key unique in the whole table.
-KEY_SCOPES = MappingProxyType(
+KEY_SCOPES: Mapping[str, KeyScope] = MappingProxyType(
     {
-        "global": GLOBAL,
-        "global_bloom": GLOBAL,
-        "global_simple": GLOBAL,
-        "record_index": GLOBAL,
-        "partition": PARTITION,
-        "bloom": PARTITION,
-        "simple": PARTITION,
+        **{s.value: s for s in KeyScope},
+        "global_bloom": KeyScope.GLOBAL,
+        "global_simple": KeyScope.GLOBAL,
+        "record_index": KeyScope.GLOBAL,
+        "bloom": KeyScope.PARTITION,
+        "simple": KeyScope.PARTITION,
     }
 )
 
@@ -74,7 +76,7 @@ def option(options: Mapping[str, str], name: str) -> str | None:
 @dataclass(frozen=True)
 class KeyedOptions:
     operation: WriteOperation
-    on_duplicate: str = "fail"  # insert: fail or drop
+    on_duplicate: OnDuplicate = OnDuplicate.FAIL  # what an insert does with a stored key
 
     @property
     def upsert(self) -> bool:
@@ -89,14 +91,9 @@ def keyed_options(options: Mapping[str, str]) -> KeyedOptions | None:
         return None
     try:
         operation = WriteOperation.parse(op, "the operation option")
+        dup = OnDuplicate.parse(option(options, "onDuplicate") or OnDuplicate.FAIL, "onDuplicate")
     except ValueError as e:
         raise SparkWriteError(str(e)) from None
-    dup = (option(options, "onDuplicate") or "fail").strip().lower()
-    if dup not in ("fail", "drop"):
-        raise SparkWriteError(
-            f"onDuplicate must be fail or drop, not {dup!r} (writing duplicates of a key is not "
-            "offered: a key would no longer name one record)"
-        )
     return KeyedOptions(operation, dup)
 
 
@@ -105,15 +102,16 @@ def requested_properties(options: Mapping[str, str]) -> KeyedProperties | None:
     key = option(options, "recordKey")
     if not key:
         return None
-    mode = (option(options, "mergeMode") or COMMIT_TIME).strip().lower()
-    scope = (option(options, "keyScope") or GLOBAL).strip().lower()
+    mode = (option(options, "mergeMode") or MergeMode.COMMIT_TIME).strip().lower()
+    scope = (option(options, "keyScope") or KeyScope.GLOBAL).strip().lower()
     if mode not in MERGE_MODES:
-        raise SparkWriteError(f"mergeMode must be one of {sorted(MERGE_MODES)}, not {mode!r}")
+        raise SparkWriteError(f"mergeMode must be one of {', '.join(MERGE_MODES)}, not {mode!r}")
     if scope not in KEY_SCOPES:
-        raise SparkWriteError(f"keyScope must be one of {sorted(KEY_SCOPES)}, not {scope!r}")
-    table_type = (option(options, "tableType") or TABLE_TYPES[0]).strip().lower()
-    if table_type not in TABLE_TYPES:
-        raise SparkWriteError(f"tableType must be one of {TABLE_TYPES}, not {table_type!r}")
+        raise SparkWriteError(f"keyScope must be one of {', '.join(KEY_SCOPES)}, not {scope!r}")
+    try:
+        table_type = TableType.parse(option(options, "tableType") or "copy_on_write", "tableType")
+    except ValueError as e:
+        raise SparkWriteError(str(e)) from None
     return KeyedProperties.of(
         key,
         ordering_field=option(options, "orderingField") or None,

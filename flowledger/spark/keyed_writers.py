@@ -25,6 +25,7 @@ from timeline import (
     DELTA_COMMIT,
     KeyedProperties,
     Table,
+    TableType,
     WriteOperation,
     commit_shards,
 )
@@ -40,7 +41,7 @@ from .commit_info import (
 from .committing import commit_info, extra_metadata, job_info, run_hooks
 from .conf import conf_of, store_settings, table_settings
 from .errors import SparkWriteError
-from .keyed_options import TABLE_TYPES, KeyedOptions, keyed_options, resolve_properties
+from .keyed_options import KeyedOptions, keyed_options, resolve_properties
 from .paths import TablePath, resolve_repo_uri, table_path
 from .shuffle import sized_shuffle
 from .table_handles import Key, keep_table, take_table
@@ -58,7 +59,7 @@ class _Opened:
 
     @property
     def merge_on_read(self) -> bool:
-        return self.props.table_type == TABLE_TYPES[1]
+        return self.props.table_type == TableType.MERGE_ON_READ
 
 
 def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:

@@ -24,16 +24,8 @@ from .index.indexing import build_index
 from .index.ranges import KeyIndex, RangeBloomIndex
 from .index.record_index import RecordLevelIndex, choose_index, index_view
 from .keys import COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL, integer_key_column
+from .policies import KeyScope, MergeMode, OnDuplicate, TableType
 from .properties import (
-    COMMIT_TIME,
-    COPY_ON_WRITE,
-    EVENT_TIME,
-    GLOBAL,
-    KEY_SCOPES,
-    MERGE_MODES,
-    MERGE_ON_READ,
-    PARTITION,
-    TABLE_TYPES,
     KeyedProperties,
     PropertiesError,
     load_properties,
@@ -50,18 +42,9 @@ from .write.engine import (
 )
 
 __all__ = [
-    "COMMIT_TIME",
     "COMMIT_TIME_COL",
-    "COPY_ON_WRITE",
-    "EVENT_TIME",
-    "GLOBAL",
-    "KEY_SCOPES",
-    "MERGE_MODES",
-    "MERGE_ON_READ",
     "META_COLUMNS",
-    "PARTITION",
     "RECORD_KEY_COL",
-    "TABLE_TYPES",
     "BloomFilter",
     "ChangesPlan",
     "CommitUnit",
@@ -70,10 +53,14 @@ __all__ = [
     "EnginePlan",
     "EngineShard",
     "KeyIndex",
+    "KeyScope",
     "KeyedProperties",
+    "MergeMode",
+    "OnDuplicate",
     "PropertiesError",
     "RangeBloomIndex",
     "RecordLevelIndex",
+    "TableType",
     "WriteOperation",
     "build_index",
     "choose_index",

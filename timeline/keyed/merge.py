@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .properties import EVENT_TIME, KeyedProperties
+from .policies import MergeMode
+from .properties import KeyedProperties
 
 
 def _ordering_key(v: Any) -> tuple[int, Any]:
@@ -33,7 +34,7 @@ def combine(
     if len(set(ids)) == len(ids):
         return list(range(len(ids)))  # no duplicates (the common batch): nothing to combine
     best: dict[str, int] = {}
-    event = props.merge_mode == EVENT_TIME and ordering is not None
+    event = props.merge_mode == MergeMode.EVENT_TIME and ordering is not None
     for i, ident in enumerate(ids):
         j = best.get(ident)
         if j is None or not event:
@@ -70,7 +71,7 @@ def combine_rows(
     if n == 0 or distinct or len(pc.unique(ids)) == n:
         return np.arange(n, dtype=np.int64)
     pos = pa.array(np.arange(n, dtype=np.int64))
-    if props.merge_mode != EVENT_TIME or ordering is None:
+    if props.merge_mode != MergeMode.EVENT_TIME or ordering is None:
         t = pa.table({"id": ids, "pos": pos})  # commit_time: the later row wins
         kept = t.group_by("id").aggregate([("pos", "max")]).column("pos_max")
         return np.sort(kept.to_numpy())
@@ -95,7 +96,7 @@ def wins(
     """Which incoming versions (upserts or deletes) replace the stored ones, over aligned
     arrays: all of them unless the merge mode is event_time and the incoming side carries
     ordering values (`has`), then those not older than the stored ones."""
-    if props.merge_mode != EVENT_TIME or not has or incoming is None:
+    if props.merge_mode != MergeMode.EVENT_TIME or not has or incoming is None:
         return np.ones(len(stored), dtype=bool)
     return not_older(stored, incoming)
 

@@ -24,8 +24,8 @@ from .changes import cdc, incremental
 from .compaction import service as compaction
 from .index import bloom_ref
 from .keys import META_COLUMNS, RECORD_KEY_COL, key_range, typed_keys
+from .policies import OnDuplicate, TableType
 from .properties import (
-    MERGE_ON_READ,
     PROPERTIES_KEY,
     KeyedProperties,
     PropertiesError,
@@ -129,16 +129,14 @@ def insert(
     table: KeyedTable,
     props: KeyedProperties,
     data: pa.Table,
-    on_duplicate: str = "fail",
+    on_duplicate: OnDuplicate | str = OnDuplicate.FAIL,
     extra: Mapping[str, str] | None = None,
 ) -> Instant:
-    if on_duplicate not in ("fail", "drop"):
-        raise ValueError("on_duplicate must be 'fail' or 'drop'")
     req = KeyedWriteRequest(
         props,
         WriteOperation.INSERT,
         data=data,
-        on_duplicate=on_duplicate,
+        on_duplicate=OnDuplicate.parse(on_duplicate),
         metadata=dict(extra or {}),
     )
     return _write(table, req)
@@ -201,7 +199,7 @@ def insert_overwrite(
         txn.schema = merge_schemas(st.schema(), batch.rows.schema, table.uri)
         stats = []
         written = set()
-        fpp = table.settings.bloom_fpp(props.table_type == MERGE_ON_READ)
+        fpp = table.settings.bloom_fpp(props.table_type == TableType.MERGE_ON_READ)
         for partition, piece in split_partitions(batch.rows, parts, naming=props.partition_naming):
             f = put_table(txn, partition, piece)
             written.add(partition)
@@ -311,7 +309,7 @@ class KeyedTableMethods:
     def insert(
         self,
         data: pa.Table,
-        on_duplicate: str = "fail",
+        on_duplicate: OnDuplicate | str = OnDuplicate.FAIL,
         extra_metadata: Mapping[str, str] | None = None,
     ) -> Instant:
         """Insert new records; keys already stored fail the write (`fail`, nothing

@@ -8,29 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from storage import Conflict, InvalidInputError, NotFound, ObjectStore, open_json, seal_json
 
 from ..errors import TimelineError
 from ..layout import TIMELINE
 from ..partitioning import HIVE_NAMING, LEGACY_NAMING, check_naming
+from .policies import Choice, KeyScope, MergeMode, TableType
 
 PROPERTIES_KEY = TIMELINE + "properties.json"
 #: `/2` added `partition_naming`: an older version, which would name partitions the old way
 #: in a table that escapes them, refuses the table instead. `/1` objects read as `legacy`.
 FORMAT = "flowledger.table-properties/2"
 FORMATS = ("flowledger.table-properties/1", FORMAT)
-
-COMMIT_TIME = "commit_time"  # the latest write wins (Hudi 1.x COMMIT_TIME_ORDERING)
-EVENT_TIME = "event_time"  # the highest ordering value wins, ties by commit order
-MERGE_MODES = (COMMIT_TIME, EVENT_TIME)
-COPY_ON_WRITE = "copy_on_write"
-MERGE_ON_READ = "merge_on_read"  # delta commits to log files, merged on read, compacted
-TABLE_TYPES = (COPY_ON_WRITE, MERGE_ON_READ)
-GLOBAL = "global"  # a key is unique in the whole table; a record may move partitions
-PARTITION = "partition"  # a key is unique within its partition (key + partition = record)
-KEY_SCOPES = (GLOBAL, PARTITION)
+_C = TypeVar("_C", bound=Choice)
 
 
 class PropertiesError(TimelineError, InvalidInputError, ValueError):
@@ -44,13 +36,13 @@ class KeyedProperties:
     record_key: tuple[str, ...]
     ordering_field: str | None = None
     partition_by: tuple[str, ...] = ()
-    merge_mode: str = COMMIT_TIME
-    table_type: str = COPY_ON_WRITE
+    merge_mode: MergeMode = MergeMode.COMMIT_TIME
+    table_type: TableType = TableType.COPY_ON_WRITE
     #: `global` by default: a key names one record table-wide, as a primary key does in
     #: pyiceberg's upsert and Delta's MERGE, so an update may move a record between
     #: partitions. `partition` scopes keys to their partition (cheaper lookups: only the
     #: incoming partitions' files are candidates), as Hudi's non-global indexes do.
-    key_scope: str = GLOBAL
+    key_scope: KeyScope = KeyScope.GLOBAL
     #: How partition values become path segments (`timeline.partitioning`): percent-escaped
     #: (`hive`) for every table created now; `legacy` for tables whose properties predate
     #: it (they keep their names). Not a choice a user makes, so not compared: opening an
@@ -62,18 +54,12 @@ class KeyedProperties:
             raise PropertiesError("a keyed table needs at least one record key column")
         if len(set(self.record_key)) != len(self.record_key):
             raise PropertiesError(f"record key columns repeat: {list(self.record_key)}")
-        if self.merge_mode not in MERGE_MODES:
-            raise PropertiesError(
-                f"merge mode must be one of {MERGE_MODES}, not {self.merge_mode!r}"
-            )
-        if self.merge_mode == EVENT_TIME and not self.ordering_field:
+        # Names (as stored, or as a user gives them) are held as their members.
+        object.__setattr__(self, "merge_mode", _parse(MergeMode, self.merge_mode))
+        object.__setattr__(self, "table_type", _parse(TableType, self.table_type))
+        object.__setattr__(self, "key_scope", _parse(KeyScope, self.key_scope))
+        if self.merge_mode == MergeMode.EVENT_TIME and not self.ordering_field:
             raise PropertiesError("merge mode event_time needs an ordering field")
-        if self.table_type not in TABLE_TYPES:
-            raise PropertiesError(
-                f"table type must be one of {TABLE_TYPES}, not {self.table_type!r}"
-            )
-        if self.key_scope not in KEY_SCOPES:
-            raise PropertiesError(f"key scope must be one of {KEY_SCOPES}, not {self.key_scope!r}")
         check_naming(self.partition_naming)
 
     @staticmethod
@@ -82,18 +68,18 @@ class KeyedProperties:
         *,
         ordering_field: str | None = None,
         partition_by: Sequence[str] | str = (),
-        merge_mode: str = COMMIT_TIME,
-        table_type: str = COPY_ON_WRITE,
-        key_scope: str = GLOBAL,
+        merge_mode: MergeMode | str = MergeMode.COMMIT_TIME,
+        table_type: TableType | str = TableType.COPY_ON_WRITE,
+        key_scope: KeyScope | str = KeyScope.GLOBAL,
     ) -> KeyedProperties:
         """Properties from user input (a comma-separated string or a list of columns)."""
         return KeyedProperties(
             _columns(record_key),
             ordering_field or None,
             _columns(partition_by),
-            merge_mode,
-            table_type,
-            key_scope,
+            _parse(MergeMode, merge_mode),
+            _parse(TableType, table_type),
+            _parse(KeyScope, key_scope),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -101,9 +87,9 @@ class KeyedProperties:
             "record_key": list(self.record_key),
             "ordering_field": self.ordering_field,
             "partition_by": list(self.partition_by),
-            "merge_mode": self.merge_mode,
-            "table_type": self.table_type,
-            "key_scope": self.key_scope,
+            "merge_mode": self.merge_mode.value,
+            "table_type": self.table_type.value,
+            "key_scope": self.key_scope.value,
             "partition_naming": self.partition_naming,
         }
 
@@ -113,9 +99,9 @@ class KeyedProperties:
             tuple(d["record_key"]),
             d.get("ordering_field"),
             tuple(d.get("partition_by", ())),
-            str(d.get("merge_mode", COMMIT_TIME)),
-            str(d.get("table_type", COPY_ON_WRITE)),
-            str(d.get("key_scope", GLOBAL)),
+            _parse(MergeMode, d.get("merge_mode", MergeMode.COMMIT_TIME)),
+            _parse(TableType, d.get("table_type", TableType.COPY_ON_WRITE)),
+            _parse(KeyScope, d.get("key_scope", KeyScope.GLOBAL)),
             # Properties written before the field existed: the names those tables hold.
             str(d.get("partition_naming", LEGACY_NAMING)),
         )
@@ -127,6 +113,14 @@ class KeyedProperties:
             f"record key {','.join(self.record_key)}{order}{parts}, merge mode "
             f"{self.merge_mode}, {self.table_type}, {self.key_scope} keys"
         )
+
+
+def _parse(choice: type[_C], name: object) -> _C:
+    """`name` as a member of `choice`; a PropertiesError naming the values offered."""
+    try:
+        return choice.parse(name)
+    except ValueError as e:
+        raise PropertiesError(str(e)) from None
 
 
 def _columns(cols: Sequence[str] | str) -> tuple[str, ...]:
@@ -145,7 +139,10 @@ def load_properties(store: ObjectStore) -> KeyedProperties | None:
     if d.get("format") not in FORMATS:
         where = store.url(PROPERTIES_KEY)
         raise PropertiesError(f"{where}: unsupported format {d.get('format')!r}")
-    return KeyedProperties.from_json(d)
+    try:
+        return KeyedProperties.from_json(d)
+    except PropertiesError as e:
+        raise PropertiesError(f"{store.url(PROPERTIES_KEY)}: {e}") from None
 
 
 def create_properties(store: ObjectStore, props: KeyedProperties) -> KeyedProperties:

@@ -127,3 +127,24 @@ def test_an_unknown_operation_is_refused_in_one_line(tmp_path: Path) -> None:
     assert "--operation must be one of upsert, insert, delete, not 'merge'" in str(result.exception)
     _ok("table", "write", uri, a, "--operation", "UPSERT")  # the names, in any case
     assert [(r["id"], r["v"]) for r in _json("table", "read", uri)["data"]] == [(1, "x")]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "offered"),
+    [
+        ("--table-type", "mor", "copy_on_write, merge_on_read"),
+        ("--merge-mode", "latest", "commit_time, event_time"),
+        ("--key-scope", "table", "global, partition"),
+    ],
+)
+def test_an_unknown_table_option_is_refused_in_one_line(
+    tmp_path: Path, option: str, value: str, offered: str
+) -> None:
+    uri = str(tmp_path / "t")
+    result = runner.invoke(app, ["table", "create", uri, "--record-key", "id", option, value])
+    assert result.exit_code != 0
+    assert str(result.exception) == f"{option} must be one of {offered}, not {value!r}"
+    assert not (tmp_path / "t").exists()  # refused before anything was written
+    _ok("table", "create", uri, "--record-key", "id", "--table-type", "MERGE_ON_READ")
+    assert _json("table", "create", uri, "--record-key", "id", "--table-type",
+                 "merge_on_read")["table_type"] == "merge_on_read"  # fmt: skip

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from flowledger.spark.errors import SparkWriteError
-from flowledger.spark.keyed_options import keyed_options, resolve_properties
+from flowledger.spark.keyed_options import keyed_options, requested_properties, resolve_properties
 from storage import StoreSettings, open_store
 from tests.support.store_calls import counted_calls
 from timeline import Table, WriteOperation
-from timeline.keyed import KeyedProperties
+from timeline.keyed import KeyedProperties, KeyScope, MergeMode, OnDuplicate, TableType
 from timeline.keyed.properties import PropertiesError
 
 pytestmark = pytest.mark.unit
@@ -57,3 +57,38 @@ def test_the_operation_option_names_a_write_operation() -> None:
     assert keyed_options({"operation": "bulk_insert"}) is None  # a plain append
     with pytest.raises(SparkWriteError, match="must be one of upsert, insert, delete, not 'merge'"):
         keyed_options({"operation": "merge"})
+
+
+def test_table_options_parse_to_enums_and_refuse_other_names_in_one_line() -> None:
+    """tableType, mergeMode and keyScope (or their Hudi names, with Hudi's values) become
+    the table's enums; onDuplicate likewise; another value is refused in one line naming
+    the values offered."""
+    props = requested_properties(
+        {
+            "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.table.type": "MERGE_ON_READ",
+            "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+            "hoodie.index.type": "BLOOM",
+        }
+    )
+    assert props is not None
+    assert props.table_type is TableType.MERGE_ON_READ
+    assert props.merge_mode is MergeMode.EVENT_TIME and props.key_scope is KeyScope.PARTITION
+    got = keyed_options({"operation": "insert", "onDuplicate": "DROP"})
+    assert got is not None and got.on_duplicate is OnDuplicate.DROP
+    bad = [
+        ({"recordKey": "id", "tableType": "mor"}, "tableType must be one of copy_on_write, "
+         "merge_on_read, not 'mor'"),
+        ({"recordKey": "id", "mergeMode": "latest"}, "mergeMode must be one of commit_time, "
+         "event_time, commit_time_ordering, event_time_ordering, not 'latest'"),
+        ({"recordKey": "id", "keyScope": "table"}, "keyScope must be one of global, partition, "
+         "global_bloom, global_simple, record_index, bloom, simple, not 'table'"),
+    ]  # fmt: skip
+    for options, message in bad:
+        with pytest.raises(SparkWriteError) as e:
+            requested_properties(options)
+        assert str(e.value) == message
+    with pytest.raises(SparkWriteError) as e:
+        keyed_options({"operation": "insert", "onDuplicate": "keep"})
+    assert str(e.value) == "onDuplicate must be one of fail, drop, not 'keep'"

@@ -1,9 +1,8 @@
-"""Spark's keyed writers keep a table's record-level index as the Python path keeps it: on
-a copy-on-write table every Spark commit names the delta of the keys it inserted, moved or
-deleted (the index tracks every file group), on a merge-on-read table the groups a delta
-commit's logs touch are left to ranges and blooms, as the Python path leaves them; after
-Spark and Python writes the index names every key it tracks as a rebuild from the files
-does, and the rows are the Python path's."""
+"""Spark's keyed writers keep a table's record-level index as the Python path keeps it:
+every Spark commit, a copy-on-write commit or a merge-on-read delta commit, names the delta
+of the keys it inserted, moved or deleted, so the index tracks every file group; after
+Spark and Python writes the index names every key as a rebuild from the files does, and
+the rows are the Python path's."""
 
 from __future__ import annotations
 
@@ -75,16 +74,12 @@ def test_spark_writes_keep_the_record_level_index_as_the_python_path(
             df = df.select("id", "p", "ts")
         info = put(df, uri, options={"operation": operation})
         entry = Table.open(open_store(uri), settings).entry(info.instant_time)
-        if table_type == "copy_on_write":
-            assert "record_index_delta" in entry.metadata, operation
+        assert "record_index_delta" in entry.metadata, operation
     last = _data([(4, 0, 4, 9), (300, 1, 4, 9)])  # the Python writer after Spark's
     sp = Table.open(open_store(uri), settings)
     sp.upsert(last)
     py.upsert(last)
     assert _rows(sp) == _rows(py)
     assert check_table(Table.open(open_store(uri), settings)).problems == ()
-    untracked = assert_index_matches_rebuild(Table.open(open_store(uri), settings))
-    if table_type == "copy_on_write":
-        assert untracked == frozenset()
-    else:  # the groups delta commits wrote logs into, as on the Python path's table
-        assert len(untracked) == len(assert_index_matches_rebuild(py))
+    assert assert_index_matches_rebuild(Table.open(open_store(uri), settings)) == frozenset()
+    assert assert_index_matches_rebuild(py) == frozenset()

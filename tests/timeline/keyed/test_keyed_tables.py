@@ -10,11 +10,21 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from storage import StoreSettings, open_store
+from storage import StoreSettings, open_store, seal_json
 from timeline import CommitConflict, Table, TableSettings, TimelineError
 from timeline.archive import Archiver
 from timeline.errors import DuplicateKeys, RangeNotReadable
-from timeline.keyed import COMMIT_TIME_COL, RECORD_KEY_COL, KeyedProperties, PropertiesError
+from timeline.keyed import (
+    COMMIT_TIME_COL,
+    RECORD_KEY_COL,
+    KeyedProperties,
+    KeyScope,
+    MergeMode,
+    OnDuplicate,
+    PropertiesError,
+    TableType,
+)
+from timeline.keyed.properties import FORMAT, PROPERTIES_KEY
 from timeline.keyed.write import KeyedWriteRequest, write_keyed
 from timeline.settings import ArchivalSettings
 
@@ -64,6 +74,56 @@ def test_invalid_properties(tmp_path: Path) -> None:
         KeyedProperties.of("id", table_type="merge_on_write")
     with pytest.raises(PropertiesError, match="at least one record key"):
         KeyedProperties.of("")
+    with pytest.raises(
+        PropertiesError, match=r"^key scope must be one of global, partition, not 'table'$"
+    ):
+        KeyedProperties.of("id", key_scope="table")
+    with pytest.raises(
+        PropertiesError, match=r"^merge mode must be one of commit_time, event_time, not 'latest'$"
+    ):
+        KeyedProperties("id", merge_mode="latest")  # type: ignore[arg-type]
+
+
+def test_table_options_are_enums_stored_by_their_names(tmp_path: Path) -> None:
+    """Table type, merge mode and key scope are held as their `StrEnum` members (given by
+    name, any case, or as members); the properties object stores the same names as
+    before, plain strings, and reads back as the members."""
+    props = KeyedProperties.of(
+        "id", ordering_field="ts", merge_mode="EVENT_TIME", table_type=TableType.MERGE_ON_READ,
+        key_scope=" partition",
+    )  # fmt: skip
+    assert props.merge_mode is MergeMode.EVENT_TIME and str(props.merge_mode) == "event_time"
+    assert props.table_type is TableType.MERGE_ON_READ and props.key_scope is KeyScope.PARTITION
+    stored = props.to_json()
+    assert (stored["merge_mode"], stored["table_type"], stored["key_scope"]) == (
+        "event_time", "merge_on_read", "partition",
+    )  # fmt: skip
+    assert all(type(stored[k]) is str for k in ("merge_mode", "table_type", "key_scope"))
+    t = _table(tmp_path, props)
+    again = Table.open(t.store).properties
+    assert again == props and again is not None and again.table_type is TableType.MERGE_ON_READ
+    assert [m.value for m in OnDuplicate] == ["fail", "drop"]
+
+
+def test_stored_properties_with_an_unknown_name_are_refused_in_one_line(tmp_path: Path) -> None:
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    body = {**PROPS.to_json(), "table_type": "merge_on_write"}
+    store.put(PROPERTIES_KEY, seal_json({"format": FORMAT, **body}))
+    with pytest.raises(PropertiesError) as e:
+        _ = Table.open(store).properties
+    msg = str(e.value)
+    assert "\n" not in msg and msg.endswith(
+        "properties.json: table type must be one of copy_on_write, merge_on_read, "
+        "not 'merge_on_write'"
+    )
+
+
+def test_an_insert_with_an_unknown_duplicate_policy_is_refused(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    before = set(t.state().writes)
+    with pytest.raises(ValueError, match=r"^on_duplicate must be one of fail, drop, not 'keep'$"):
+        t.insert(pa.table({"id": [1], "ts": [1]}), on_duplicate="keep")
+    assert set(t.state().writes) == before  # nothing was begun
 
 
 def test_unkeyed_tables_are_unchanged(tmp_path: Path) -> None:

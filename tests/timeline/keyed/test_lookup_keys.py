@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 from storage import StoreSettings, open_store
+from tests.support.record_index import assert_index_matches_rebuild
 from timeline import Table, TableSettings
 from timeline.file_groups import logs_of
 from timeline.keyed import KeyedProperties, PropertiesError, build_index, index_view, lookup_keys
@@ -258,3 +259,35 @@ def test_merge_on_read_lookups_and_upserts_ask_the_record_level_index(
         assert _values(rows) == _values(_full_answer(plain, [key])) and len(rows) == 1, key
         assert read == _data_objects(t, [groups[group]]), key
     assert _values(t.read().to_pylist()) == _values(plain.read().to_pylist())
+
+
+def test_merge_on_read_delta_commits_keep_the_record_level_index_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delta commit records its key changes in the record-level index as a copy-on-write
+    commit does (new keys with their file group, deleted keys with none), so no group falls
+    back to ranges and blooms: a lookup of a key it inserted fetches index objects and that
+    key's group alone, and the index names what a rebuild from the files names."""
+    t, groups = _three_groups(tmp_path, MOR, keyed_index="record_level")
+    build_index(t)
+    new = list(range(300, 320))
+    t.upsert(pa.concat_tables([_rows(new, "n"), _rows([10], "u", ts=2)]))  # inserts, update
+    t.delete([110])
+    view = index_view(t.state())
+    assert view is not None and len(view.deltas) == 2
+    assert view.untracked == frozenset()  # every group the delta commits touched is tracked
+    (added,) = set(t.state().latest_slices()) - set(groups)  # the new keys' file group
+    index_objects = {ref.path for ref in (*view.shards, *view.deltas)}
+    cases = (("305", added), ("10", groups[0]), ("120", groups[1]))
+    expected = {key: _full_answer(t, [key]) for key, _ in cases}
+
+    gets = _Gets(t, monkeypatch)
+    for key, group in cases:
+        rows, read = _lookup(t, gets, [key])
+        assert rows == expected[key] and len(rows) == 1, key
+        assert read == _data_objects(t, [group]), key  # its group's base and logs, no other
+        data_gets = [k for k in gets.keys if not k.startswith("_timeline/")]
+        assert set(data_gets) - read <= index_objects, key  # else only index objects
+        assert len(data_gets) == len(set(data_gets)), key  # each fetched once
+    assert _lookup(t, gets, ["110"])[0] == []  # deleted by the second delta commit
+    assert assert_index_matches_rebuild(t) == frozenset()

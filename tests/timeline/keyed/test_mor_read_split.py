@@ -15,13 +15,17 @@ import pytest
 from storage import StoreSettings, open_store
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _values
 from timeline import Table
-from timeline.keyed import EVENT_TIME, KeyedProperties
+from timeline.keyed import KeyedProperties, MergeMode
 from timeline.keyed.keys import RECORD_KEY_COL
 from timeline.keyed.log import DELETE, OP_COL, UPSERT
 from timeline.keyed.read.merge import merge_slices, named_mask
 
 PROPS = KeyedProperties.of(
-    "id", ordering_field="ts", partition_by="p", merge_mode=EVENT_TIME, table_type="merge_on_read"
+    "id",
+    ordering_field="ts",
+    partition_by="p",
+    merge_mode=MergeMode.EVENT_TIME,
+    table_type="merge_on_read",
 )
 
 

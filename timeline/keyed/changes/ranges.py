@@ -31,7 +31,8 @@ from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile, Entry
 from ...snapshot import TableState
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, integer_key_column
-from ..properties import PARTITION, KeyedProperties
+from ..policies import KeyScope
+from ..properties import KeyedProperties
 from ..read import read_slices
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ def incremental(
 
 
 def record_identity(f: DataFile, key: str, props: KeyedProperties) -> str:
-    return f"{f.partition}\x00{key}" if props.key_scope == PARTITION else key
+    return f"{f.partition}\x00{key}" if props.key_scope == KeyScope.PARTITION else key
 
 
 def rows_by_identity(

@@ -163,7 +163,7 @@ def catch_up(
             continue
         if w.added or w.replaced or w.replaced_partitions:
             untracked |= touched_groups(w, st)
-        # A merge-on-read delta commit writes no delta: its logs' groups are read again.
+        # A merge-on-read delta commit without a delta: its logs' groups are read again.
         untracked |= {lf.file_group for lf in logs_of(w.metadata)}
     live = st.file_slices(end)
     keep = pa.array([g for g in live if g not in untracked], pa.string())

@@ -38,7 +38,8 @@ from ...instant import INDEXING, RESTORE, ROLLBACK, parse_name
 from ...metadata import DataFile, Entry
 from ...settings import TableSettings
 from ...snapshot import TableState
-from ..properties import GLOBAL, KeyedProperties
+from ..policies import KeyScope
+from ..properties import KeyedProperties
 from .ranges import KeyIndex, RangeBloomIndex, range_bloom_index
 
 #: Commit-metadata field of an indexing entry (the base) and of a keyed commit (its delta).
@@ -142,8 +143,9 @@ def index_view(st: TableState) -> IndexView | None:
             continue
         if w.added or w.replaced or w.replaced_partitions:
             untracked |= touched_groups(w, st)
-        # A merge-on-read delta commit writes no delta: the keys its logs insert or delete
-        # change what their groups hold, so the index no longer speaks for those groups.
+        # A merge-on-read delta commit without a delta (its writer planned before the index
+        # existed): the keys its logs insert or delete change what their groups hold, so the
+        # index no longer speaks for those groups.
         untracked |= {lf.file_group for lf in logs_of(w.metadata)}
     shards = tuple(ShardRef.from_json(s) for s in meta["shards"])
     return IndexView(e.time, covered, shards, tuple(deltas), frozenset(untracked))
@@ -228,7 +230,7 @@ def read_shard(
 def identity(rows: pa.Table, props: KeyedProperties) -> pa.Array:
     """What names a record in the index: its key (global) or partition and key."""
     key = rows.column("key").combine_chunks()
-    if props.key_scope == GLOBAL:
+    if props.key_scope == KeyScope.GLOBAL:
         return key
     part = rows.column("partition").combine_chunks()
     return pc.binary_join_element_wise(part, key, "\x00")

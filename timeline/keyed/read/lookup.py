@@ -21,7 +21,8 @@ from ...parquet_io import read_files
 from ...schema import no_rows
 from ..index import IndexFactory, KeyIndex, SliceIndex, choose_index
 from ..keys import RECORD_KEY_COL, integer_key_column
-from ..properties import MERGE_ON_READ, PropertiesError
+from ..policies import TableType
+from ..properties import PropertiesError
 from .slices import READ_PARALLELISM, read_slices
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def _index(
     blooms), on a merge-on-read table over whole slices (a group's base file and logs)."""
     factory: IndexFactory = choose_index(table.settings.keyed_index)
     inner = factory(table.store, st, props)
-    if props.table_type == MERGE_ON_READ or st.is_merge_on_read():
+    if props.table_type == TableType.MERGE_ON_READ or st.is_merge_on_read():
         return SliceIndex(inner, slices)
     return inner
 

@@ -46,7 +46,8 @@ from ...settings import TableSettings
 from ...snapshot import TableState
 from ..index import RECORD_INDEX_DELTA, IndexView, merge_if_due
 from ..keys import META_COLUMNS, typed_keys, with_meta
-from ..properties import GLOBAL, MERGE_ON_READ, KeyedProperties
+from ..policies import KeyScope, TableType
+from ..properties import KeyedProperties
 from .copy_on_write import index_changes, write_rewrites
 from .engine_index import commit_delta, index_factory, planned_index, write_part
 from .merge_on_read import write_deltas
@@ -84,7 +85,7 @@ class EnginePlan:
 
     @property
     def merge_on_read(self) -> bool:
-        return self.props.table_type == MERGE_ON_READ
+        return self.props.table_type == TableType.MERGE_ON_READ
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ class EngineShard:
 def shard_columns(props: KeyedProperties) -> tuple[str, ...]:
     """The columns whose values split a batch into shards no two tasks share (none: one
     shard)."""
-    return () if props.key_scope == GLOBAL else tuple(props.partition_by)
+    return () if props.key_scope == KeyScope.GLOBAL else tuple(props.partition_by)
 
 
 def plan_engine_write(
@@ -134,7 +135,7 @@ def plan_engine_write(
     delete); completions it does not see are validated at commit. The instant must be of
     the table type's action: a `deltacommit` on a merge-on-read table (rewriting a group from
     its base file would drop its logs), a `commit` on a copy-on-write table."""
-    action = DELTA_COMMIT if props.table_type == MERGE_ON_READ else COMMIT
+    action = DELTA_COMMIT if props.table_type == TableType.MERGE_ON_READ else COMMIT
     if txn.action != action:
         raise WriterNotSupported(
             f"{table.uri} is a {props.table_type} table: its keyed writes are {action} "
@@ -151,7 +152,7 @@ def plan_engine_write(
     if target is None:
         raise ValueError(f"{table.uri}: a keyed table states its meta columns at creation")
     txn.schema = target
-    index = planned_index(st, props.table_type == MERGE_ON_READ)
+    index = planned_index(st)
     op = WriteOperation.parse(operation)
     return EnginePlan(
         txn.instant_time, props, op, on_duplicate, target, schema, st, table.settings, index,
@@ -180,7 +181,10 @@ def run_shard(table: KeyedTable, plan: EnginePlan, data: pa.Table, task: str) ->
             planner, plan.props, plan.operation, t, plan.schema, data_key=key, batch=batch,
             dbatch=dbatch, on_duplicate=plan.on_duplicate, object_name=f".{t}.{task}.log",
         )  # fmt: skip
-        return EngineShard(out.files, out.stats, planner.files_read, out.logs)
+        delta = None
+        if plan.record_index is not None:
+            delta = write_part(table.store, t, task, out.index_changes, plan.settings)
+        return EngineShard(out.files, out.stats, planner.files_read, out.logs, delta)
     planner = Planner(
         table, plan.props, plan.state, index_factory(plan.record_index, plan.settings)
     )

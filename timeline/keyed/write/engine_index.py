@@ -10,8 +10,8 @@ one-process writer keeps it (docs/tables.md, "Record-level index"):
 - the commit names one delta: the one part that holds changes, or the parts merged into one
   object (the parts of failed attempts are swept with the rest of their objects).
 
-Merge-on-read delta commits write no delta, in one process as here: the groups their logs
-touch are looked up through ranges and blooms until the next `indexing` run.
+Merge-on-read delta commits keep it the same way: each task writes the keys its log blocks
+and new groups inserted and the keys it deleted (keyed/write/merge_on_read.py).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ if TYPE_CHECKING:
 DELTA_NAME = "_record_index_delta"
 
 
-def planned_index(st: TableState, merge_on_read: bool) -> IndexView | None:
-    """The record-level index a copy-on-write write keeps current (None: none is built, it is
-    stale, or the table is merge-on-read)."""
-    return None if merge_on_read else index_view(st)
+def planned_index(st: TableState) -> IndexView | None:
+    """The record-level index a write keeps current (None: none is built, or it is
+    stale)."""
+    return index_view(st)
 
 
 def index_factory(view: IndexView | None, settings: TableSettings) -> IndexFactory:

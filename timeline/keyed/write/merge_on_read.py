@@ -16,7 +16,9 @@ One write, after `begin`:
    its base's range and bloom may not name, so the index finds a key inserted into a log
    again (keyed/index/merge_on_read.py);
 5. the blocks of one partition are PUT as one log object (keyed/log/objects.py): a delta commit
-   makes one PUT per partition it touches, not one per file group.
+   makes one PUT per partition it touches, not one per file group;
+6. with a record-level index built, the commit records its key changes as copy-on-write does
+   (`delta_index_changes`): keys inserted into a group's log or into a new group, keys deleted.
 
 Delta commits touching one file group conflict (the timeline's file-group rule counts log
 files); a compaction never conflicts with them (slices.py).
@@ -40,10 +42,19 @@ from ...file_groups.sidecars import WRITE_STATS
 from ...instant import DELTA_COMMIT
 from ...metadata import DataFile
 from ...schema import conform
-from ..index import KeyIndex, SliceIndex, log_key_stats, range_bloom_index
+from ..index import (
+    RECORD_INDEX_DELTA,
+    KeyIndex,
+    RecordLevelIndex,
+    SliceIndex,
+    log_key_stats,
+    range_bloom_index,
+    write_delta,
+)
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
 from ..log import DELETE, OP_COL, UPSERT, Block, encode, log_object_name, write_log_object
-from ..properties import EVENT_TIME, KeyedProperties
+from ..policies import MergeMode
+from ..properties import KeyedProperties
 from .copy_on_write import Group, place_inserts, write_group_at
 from .decide import Replaced, decide_filter
 from .planner import FAIL, Batch, Planner
@@ -179,7 +190,9 @@ class _LogWriter:
         schema, order = r.schema, props.ordering_field
         self.key_from = props.record_key[0] if len(props.record_key) == 1 else None
         self.merge_by = (
-            order if order and props.merge_mode == EVENT_TIME and order in schema.names else ""
+            order
+            if order and props.merge_mode == MergeMode.EVENT_TIME and order in schema.names
+            else ""
         )
         self.int_key = None  # a single integer key: its range is compared as numbers
         kf = self.key_from
@@ -251,14 +264,59 @@ class _LogWriter:
         return logs
 
 
+IndexChanges = list[tuple[pa.Array, pa.Array, pa.Array]]
+
+
+def _placed_by_index(plan: Planner) -> Callable[[str], bool]:
+    """Whether the record-level index placed this write's keys in a file group (so a key a
+    log block of that group upserts was already there): the group is one the index tracks
+    and the index read whole. Otherwise ranges and blooms routed the keys, and a key they
+    sent into the group's log may be new to it."""
+    inner = plan.index.inner if isinstance(plan.index, SliceIndex) else plan.index
+    if not isinstance(inner, RecordLevelIndex) or inner.damaged is not None:
+        return lambda group: False
+    untracked = inner.view.untracked
+    return lambda group: group not in untracked
+
+
+def delta_index_changes(r: _Routed) -> IndexChanges:
+    """A delta commit's key changes for the record-level index, as (keys, partitions, file
+    groups), as copy-on-write records them: keys new to a group (upserted into its log
+    when the index did not place them there, or placed in a new group) with that group,
+    deleted keys (a global key that moved included) with none. Updates in place change no
+    mapping."""
+    changes: IndexChanges = []
+    known = _placed_by_index(r.plan)
+    for group, d in sorted(r.deltas.groups.items()):
+        if d.upserts and r.keys is not None and not known(group):
+            keys = r.keys.take(pa.array(np.concatenate(d.upserts), pa.int64()))
+            changes.append(_mapped(keys, d.sl.partition, group))
+        for keys in d.delete_keys:
+            changes.append(_mapped(keys, d.sl.partition, None))
+    for g in r.new_groups:
+        if g.placed and r.keys is not None:
+            keys = r.keys.take(pa.array(g.placed, pa.int64()))
+            changes.append(_mapped(keys, g.partition, g.group))
+    return changes
+
+
+def _mapped(
+    keys: pa.Array, partition: str, group: str | None
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    n = len(keys)
+    return keys, pa.array([partition] * n, pa.string()), pa.array([group] * n, pa.string())
+
+
 @dataclass(frozen=True)
 class DeltaOutput:
     """What one delta write put under its instant: log files (as commit metadata records
-    them) and new base files with their write stats."""
+    them), new base files with their write stats, and its key changes for the record-level
+    index."""
 
     logs: list[dict[str, Any]]
     files: list[DataFile]
     stats: list[dict[str, Any]]
+    index_changes: IndexChanges = field(default_factory=list)
 
 
 def write_deltas(
@@ -289,12 +347,14 @@ def write_deltas(
         write_group_at(store, data_key, t, g, r.rows, schema, plan.bloom_fpp, settings)
         for g in r.new_groups
     ]
-    return DeltaOutput(logs, [f for f, _ in written], [stat for _, stat in written])
+    changes = delta_index_changes(r) if plan.record_index is not None else []
+    return DeltaOutput(logs, [f for f, _ in written], [stat for _, stat in written], changes)
 
 
 def delta_details(w: PreparedWrite) -> dict[str, Any]:
-    """Steps 2 to 5 of a planned delta write, its new base files added to the transaction;
-    returns the commit's details (write stats and log files)."""
+    """Steps 2 to 6 of a planned delta write, its new base files added to the transaction;
+    returns the commit's details (write stats, log files, and the record-level index's
+    delta when the table has one)."""
     req, plan, txn = w.request, w.plan, w.txn
     out = write_deltas(
         plan, req.props, req.operation, txn.instant_time, w.schema, data_key=txn.data_key,
@@ -303,8 +363,13 @@ def delta_details(w: PreparedWrite) -> dict[str, Any]:
     )  # fmt: skip
     for f in out.files:
         txn.add(f)
-    return {
+    details: dict[str, Any] = {
         WRITE_STATS: out.stats,
         LOG_FILES: out.logs,
         "keyed": {"files_read": plan.files_read, "properties": req.props.to_json()},
     }
+    if plan.record_index is not None:
+        path = txn.data_key("", "_record_index_delta.parquet")
+        store, settings = plan.table.store, plan.table.settings
+        details[RECORD_INDEX_DELTA] = write_delta(store, path, out.index_changes, settings)
+    return details

@@ -46,7 +46,8 @@ from ..inflight import bounded_map
 from ..keys import RECORD_KEY_COL, integer_key_column, partition_path_array, record_keys, with_meta
 from ..log import LogCache
 from ..merge import combine_rows, distinct_integers
-from ..properties import EVENT_TIME, GLOBAL, KeyedProperties, PropertiesError
+from ..policies import KeyScope, MergeMode, OnDuplicate
+from ..properties import KeyedProperties, PropertiesError
 from ..read import READ_PARALLELISM, read_slice
 from .base_stream import held_bytes
 from .key_chunks import matching_rows
@@ -54,8 +55,7 @@ from .key_chunks import matching_rows
 if TYPE_CHECKING:
     from ..context import KeyedTable
 
-FAIL = "fail"
-DROP = "drop"
+FAIL, DROP = OnDuplicate.FAIL, OnDuplicate.DROP  # what an insert does with a stored key
 
 #: Candidate files whose keys one write reads at once (GETs in flight; each holds a small
 #: file's bytes, or a piece of a big file's key and ordering chunks, while they are
@@ -94,19 +94,23 @@ def _distinct_integer_key(data: pa.Table, props: KeyedProperties) -> bool:
 
 def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upsert: bool) -> Batch:
     keys = _key_array(data, props)
-    if props.key_scope == GLOBAL and not upsert:
+    if props.key_scope == KeyScope.GLOBAL and not upsert:
         parts = pa.array([""] * data.num_rows, pa.string())  # a global key names its record
     else:  # wherever it lives
         parts = partition_path_array(data, props)
     ordering = None
     if props.ordering_field and props.ordering_field in data.column_names:
         ordering = data.column(props.ordering_field).combine_chunks()
-    elif upsert and props.merge_mode == EVENT_TIME:
+    elif upsert and props.merge_mode == MergeMode.EVENT_TIME:
         raise PropertiesError(
             f"merge mode event_time needs the ordering field {props.ordering_field!r} "
             "in the written data"
         )
-    ids = keys if props.key_scope == GLOBAL else pc.binary_join_element_wise(parts, keys, "\x00")
+    ids = (
+        keys
+        if props.key_scope == KeyScope.GLOBAL
+        else pc.binary_join_element_wise(parts, keys, "\x00")
+    )
     # Distinct keys make distinct ids in either scope: checked on the integer column when
     # the key is one (cheaper than hashing the keys as text).
     keep = combine_rows(ids, ordering, props, distinct=_distinct_integer_key(data, props))
@@ -148,10 +152,9 @@ class Planner:
         self.bloom_fpp = table.settings.bloom_fpp(merge_on_read)
         #: merge-on-read: file group -> its latest slice (base plus logs); None: copy-on-write
         self.slices: dict[str, FileSlice] | None = None
-        #: The record-level index, if one exists: a copy-on-write commit then records its key
-        #: changes. A merge-on-read write looks its keys up in it too, but records none: the
-        #: groups its logs touch fall back to ranges and blooms until the next `indexing`.
-        self.record_index: IndexView | None = None
+        #: The record-level index, if one exists: the commit then records its key changes
+        #: (either table type), so the index stays current for the groups it touches.
+        self.record_index: IndexView | None = index_view(st)
         if merge_on_read:
             self.slices = st.latest_slices()
             self.files: Sequence[DataFile] = [sl.base for sl in self.slices.values()]
@@ -165,7 +168,6 @@ class Planner:
         else:
             self.files = st.snapshot().files
             factory = index or choose_index(table.settings.keyed_index)
-            self.record_index = index_view(st)
             self.index = factory(table.store, st, props)
         self.files_read = 0  # files (slices) whose keys were read to find the batch's records
         self.log_cache: LogCache | None = None  # merge-on-read: the logs `locate` reads
@@ -196,7 +198,7 @@ class Planner:
     def _scopes(self, batch: Batch) -> list[tuple[list[int], np.ndarray]]:
         """(file indexes, batch positions) pairs: where each batch record may be stored."""
         n = len(batch.ids)
-        if self.props.key_scope == GLOBAL:
+        if self.props.key_scope == KeyScope.GLOBAL:
             return [(list(range(len(self.files))), np.arange(n, dtype=np.int64))]
         enc = pc.dictionary_encode(batch.partitions)
         codes = enc.indices.to_numpy(zero_copy_only=False)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..properties import MERGE_ON_READ, KeyedProperties
-from .planner import FAIL, Batch, Planner
+from ..policies import Choice, OnDuplicate, TableType
+from ..properties import KeyedProperties
+from .planner import Batch, Planner
 from .planning import Filter
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..index import IndexFactory
 
 
-class WriteOperation(StrEnum):
+class WriteOperation(Choice):
     """What a keyed write does (Hudi's `hoodie.datasource.write.operation` values it
     offers). The CLI's `--operation` and Spark's `operation` option take these names."""
 
@@ -35,14 +35,8 @@ class WriteOperation(StrEnum):
     DELETE = "delete"
 
     @classmethod
-    def parse(cls, name: str, what: str = "a keyed write's operation") -> WriteOperation:
-        """The operation named `name` (any case, surrounding blanks ignored); a ValueError
-        naming `what` and the operations offered otherwise."""
-        try:
-            return cls(str(name).strip().lower())
-        except ValueError:
-            offered = ", ".join(op.value for op in cls)
-            raise ValueError(f"{what} must be one of {offered}, not {name!r}") from None
+    def describe(cls) -> str:
+        return "a keyed write's operation"
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,7 +54,7 @@ class KeyedWriteRequest:
     data: pa.Table | None = None
     deletes: pa.Table | None = None
     where: Filter | None = None
-    on_duplicate: str = FAIL
+    on_duplicate: OnDuplicate = OnDuplicate.FAIL
     metadata: Mapping[str, str] = field(default_factory=dict)
     index: IndexFactory | None = None
     on_plan: Callable[[Planner], None] | None = None
@@ -68,6 +62,7 @@ class KeyedWriteRequest:
     def __post_init__(self) -> None:
         # A plain string names an operation too (the enum's values); held as the enum.
         object.__setattr__(self, "operation", WriteOperation.parse(self.operation))
+        object.__setattr__(self, "on_duplicate", OnDuplicate.parse(self.on_duplicate))
         if self.operation == WriteOperation.DELETE:
             if self.data is not None or (self.deletes is None) == (self.where is None):
                 raise ValueError("a delete takes keys or a filter (where=), exactly one of them")
@@ -77,7 +72,7 @@ class KeyedWriteRequest:
     @property
     def merge_on_read(self) -> bool:
         """Whether the write is a delta commit (log blocks) rather than new base files."""
-        return self.props.table_type == MERGE_ON_READ
+        return self.props.table_type == TableType.MERGE_ON_READ
 
 
 @dataclass(frozen=True, eq=False)
