@@ -7,10 +7,13 @@ from .client import write_keyed
 from .planner import prepare_batch
 from .planning import Filter
 from .request import KeyedWriteRequest
+from .stream import BatchSource, insert_stream
 
 __all__ = [
+    "BatchSource",
     "Filter",
     "KeyedWriteRequest",
+    "insert_stream",
     "prepare_batch",
     "write_keyed",
 ]

@@ -75,12 +75,14 @@ class _Counted:
     nothing (the caller commits or aborts the upload)."""
 
     def __init__(self, sink: Sink) -> None:
-        self._sink = sink
+        self._sink: Sink | None = sink
         self.crc = 0
         self.size = 0
         self.closed = False
 
     def write(self, data: bytes) -> int:
+        if self._sink is None:  # abandoned: the upload was aborted
+            return len(data)
         self._sink.write(data)
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
@@ -94,6 +96,10 @@ class _Counted:
 
     def close(self) -> None:
         self.closed = True
+
+    def detach(self) -> None:
+        """Drop whatever is written from now on (the file is being abandoned)."""
+        self._sink = None
 
 
 @dataclass(frozen=True)
@@ -163,40 +169,70 @@ def new_rows(incoming: pa.Table, positions: list[int], schema: pa.Schema,
         yield conform(incoming.take(take), schema)
 
 
+class SliceEncoder:
+    """One Parquet file encoded incrementally (zstd and small dictionaries, as
+    `to_parquet_bytes`) into `sink`: parts are added as they come and gathered into full row
+    groups of `rows_per_group` rows (the last may be shorter), so a file of kept and new rows,
+    or of a stream's small batches, is not cut into small row groups. The record keys written
+    are kept for the file's bloom filter and key range."""
+
+    def __init__(self, schema: pa.Schema, rows_per_group: int, sink: Sink) -> None:
+        self._out = _Counted(sink)
+        self._schema = schema
+        self._rows_per_group = rows_per_group
+        self._writer = pq.ParquetWriter(
+            self._out, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+        )
+        self._keys: list[pa.Array] = []
+        self._pending: list[pa.Table] = []
+        self.held = 0  # rows added but not encoded yet
+        self.rows = 0  # rows added
+
+    def add(self, part: pa.Table) -> None:
+        self._pending.append(part)
+        self.held += part.num_rows
+        self.rows += part.num_rows
+        while self.held >= self._rows_per_group:
+            self._flush(self._rows_per_group)
+
+    def _flush(self, upto: int) -> None:
+        t = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        done, rest = t.slice(0, upto), t.slice(upto)
+        self._writer.write_table(done, row_group_size=self._rows_per_group)
+        self._keys.extend(done.column(RECORD_KEY_COL).chunks)
+        self._pending, self.held = ([rest] if rest.num_rows else []), rest.num_rows
+
+    def finish(self) -> EncodedSlice:
+        """Encode what is held and write the footer (an empty file still carries the
+        schema)."""
+        if self.held:
+            self._flush(self.held)
+        self._writer.close()
+        key_type = self._schema.field(RECORD_KEY_COL).type
+        out = self._out
+        keys = pa.chunked_array(self._keys, key_type)
+        return EncodedSlice(out.size, format_checksum(out.crc), self._writer.writer.metadata, keys)
+
+    def abandon(self) -> None:
+        """Close the Parquet writer without writing to the sink (its upload is aborted), so
+        nothing writes into it later."""
+        self._out.detach()
+        self._pending.clear()
+        self._writer.close()
+
+
 def encode_slice(
     parts: Iterable[pa.Table], schema: pa.Schema, rows_per_group: int, sink: Sink
 ) -> EncodedSlice:
-    """Encode `parts` into one Parquet file (zstd and small dictionaries, as
-    `to_parquet_bytes`) streamed to `sink`, of full row groups of `rows_per_group` rows but
-    the last: small parts are gathered first, so a file of kept and new rows is not cut into
-    small row groups. An empty file still carries the schema."""
-    out = _Counted(sink)
-    keys: list[pa.Array] = []
-    pending: list[pa.Table] = []
-    held = 0
-    with pq.ParquetWriter(
-        out, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
-    ) as w:
-
-        def flush(upto: int) -> None:
-            nonlocal pending, held
-            t = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
-            done, rest = t.slice(0, upto), t.slice(upto)
-            w.write_table(done, row_group_size=rows_per_group)
-            keys.extend(done.column(RECORD_KEY_COL).chunks)
-            pending, held = ([rest] if rest.num_rows else []), rest.num_rows
-
+    """Encode `parts` into one Parquet file streamed to `sink` (see `SliceEncoder`)."""
+    enc = SliceEncoder(schema, rows_per_group, sink)
+    try:
         for part in parts:
-            pending.append(part)
-            held += part.num_rows
-            while held >= rows_per_group:
-                flush(rows_per_group)
-        if held:
-            flush(held)
-    key_type = schema.field(RECORD_KEY_COL).type
-    return EncodedSlice(
-        out.size, format_checksum(out.crc), w.writer.metadata, pa.chunked_array(keys, key_type)
-    )
+            enc.add(part)
+        return enc.finish()
+    except BaseException:
+        enc.abandon()
+        raise
 
 
 def write_slice(
