@@ -226,18 +226,32 @@ class _Writing:
                 p.open = None
 
 
-def _fresh(w: _Writing, batch: Batch, positions: np.ndarray, partition: str) -> np.ndarray:
-    """Which of `positions` (one partition's new records) hold a key an earlier batch of
-    the stream wrote; the others are recorded as written."""
-    scope = "" if w.plan.props.key_scope == GLOBAL else partition
-    seen = w.seen.setdefault(scope, _Seen())
-    idx = pa.array(positions, pa.int64())
-    keys = batch.keys.take(idx)
+def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.Array:
+    """The keys of `inserts` (new records by partition) that an earlier batch of the stream
+    wrote, each scope (a partition; the table for a global key) checked once; the others are
+    recorded as written, and the repeated ones dropped from `inserts`."""
+    if w.plan.props.key_scope == GLOBAL:
+        scopes = {"": np.sort(np.concatenate(list(inserts.values())))} if inserts else {}
+    else:
+        scopes = inserts
     key_col = w.plan.key_col
-    order = batch.rows.column(key_col).take(idx) if key_col else keys
-    again = seen.repeated(keys, order)
-    seen.add(keys.filter(pa.array(~again)) if again.any() else keys)
-    return again
+    repeated: list[pa.Array] = []
+    for scope, pos in scopes.items():
+        seen = w.seen.setdefault(scope, _Seen())
+        idx = pa.array(pos, pa.int64())
+        keys = batch.keys.take(idx)
+        order = batch.rows.column(key_col).take(idx) if key_col else keys
+        again = seen.repeated(keys, order)
+        if not again.any():
+            seen.add(keys)
+            continue
+        seen.add(keys.filter(pa.array(~again)))
+        repeated.append(keys.filter(pa.array(again)))
+        gone = pos[again]
+        for name, p in inserts.items():
+            if scope in ("", name):
+                inserts[name] = p[~np.isin(p, gone)]
+    return pa.concat_arrays(repeated) if repeated else pa.array([], pa.string())
 
 
 def _write_batch(w: _Writing, data: pa.Table) -> None:
@@ -250,13 +264,9 @@ def _write_batch(w: _Writing, data: pa.Table) -> None:
             f"{sorted(extra)} are new"
         )
     inserts = decide_upserts(w.plan, batch, "insert", w.on_duplicate).inserts
-    routed, repeated = [], []
-    for name, pos in sorted(inserts.items()):
-        again = _fresh(w, batch, pos, name)
-        repeated.extend(batch.keys.take(pa.array(pos[again], pa.int64())).to_pylist())
-        routed.append((name, pos[~again]))
-    if repeated and w.on_duplicate == FAIL:
-        dupes = sorted(repeated)
+    repeated = _repeated(w, batch, inserts)
+    if len(repeated) and w.on_duplicate == FAIL:
+        dupes = sorted(repeated.to_pylist())
         raise DuplicateKeys(
             f"insert into {w.table.uri}: {len(dupes)} key(s) repeated in two batches of one "
             f"stream, e.g. {', '.join(dupes[:5])} (combine them first, or insert with "
@@ -264,7 +274,7 @@ def _write_batch(w: _Writing, data: pa.Table) -> None:
             dupes,
         )
     work = []
-    for name, pos in routed:
+    for name, pos in sorted(inserts.items()):
         if len(pos):
             rows = conform(batch.rows.take(pa.array(pos, pa.int64())), w.out.schema)
             work.append((w.parts.setdefault(name, _Partition(name)), rows))
