@@ -193,8 +193,11 @@ class _Writing:
         room = (s.small_file_limit - f.size) // avg_record_size([f], self.record_size)
         return _Target(f.group, f, max(fills[0].records, int(room)))
 
-    def write(self, p: _Partition, rows: pa.Table) -> None:
-        """Route a partition's new rows into its open files, rolling as they fill."""
+    def write(self, p: _Partition, batch_rows: pa.Table, positions: np.ndarray) -> None:
+        """Route a partition's new rows (`positions` of the batch) into its open files,
+        rolling as they fill (taken here, on the pool's thread: Arrow's take releases the
+        GIL, so the partitions' takes overlap)."""
+        rows = conform(batch_rows.take(pa.array(positions, pa.int64())), self.out.schema)
         while rows.num_rows:
             if p.open is None:
                 t = self.fill(p, rows.num_rows)
@@ -273,11 +276,11 @@ def _write_batch(w: _Writing, data: pa.Table) -> None:
             "on_duplicate='drop')",
             dupes,
         )
-    work = []
-    for name, pos in sorted(inserts.items()):
-        if len(pos):
-            rows = conform(batch.rows.take(pa.array(pos, pa.int64())), w.out.schema)
-            work.append((w.parts.setdefault(name, _Partition(name)), rows))
+    work = [
+        (w.parts.setdefault(name, _Partition(name)), batch.rows, pos)
+        for name, pos in sorted(inserts.items())
+        if len(pos)
+    ]
     w.run(w.write, work)
 
 
