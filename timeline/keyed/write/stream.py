@@ -15,7 +15,8 @@ back: nothing is committed and no object is left.
 What differs from an insert of a table, because a stream is seen once and not whole:
 - The small-file rule (keyed/write/sizing.py) picks a partition's next small file when the
   partition needs a file, on the records of the batch in hand (the rest is not known yet);
-  the file then takes the stream's records up to its room, and once the rule picks none the
+  the file then takes the stream's records up to its room (its own rows are added last, when
+  it closes, so a partition holds only new rows meanwhile), and once the rule picks none the
   partition's later files are new file groups. The same rows in one table fill the same
   files unless a batch is too small to make a rewrite worth it.
 - A key repeated in two batches cannot be combined (the first is already written): it is
@@ -42,7 +43,6 @@ from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import conform, merge_schemas
 from ..index import RECORD_INDEX_DELTA, merge_if_due, write_delta
-from ..keys import RECORD_KEY_COL
 from ..properties import GLOBAL, KeyedProperties
 from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
@@ -78,41 +78,43 @@ class _Target:
 
 
 class _OpenFile:
-    """One file being written: its upload, its encoder, the new records' keys."""
+    """One file being written: its upload and its encoder."""
 
     def __init__(self, w: _Writing, partition: str, target: _Target) -> None:
         self.w, self.partition, self.target = w, partition, target
-        n = w.settings_rows
-        self.upload: ObjectWriter = w.store.open_writer(w.out.slice_key(partition, target.group))
-        self.enc = SliceEncoder(w.out.schema, n, self.upload)
-        self.new_keys: list[pa.Array] = []
+        self.key = w.out.slice_key(partition, target.group)
+        self.upload: ObjectWriter = w.store.open_writer(self.key)
+        self.enc = SliceEncoder(w.out.schema, w.settings_rows, self.upload)
         self.inserts = 0
-        try:
-            if target.base is not None:  # the small file's rows first, as a table insert
-                for part in base_rows(w.store, target.base, set(), w.out.schema, n):
-                    self.enc.add(part)
-        except BaseException:
-            self.abort()
-            raise
 
     def add(self, rows: pa.Table) -> None:
         self.enc.add(rows)
-        self.new_keys.extend(rows.column(RECORD_KEY_COL).chunks)
         self.inserts += rows.num_rows
 
     def close(self) -> tuple[DataFile, dict[str, Any], pa.Array]:
-        """Finish the file; its `DataFile`, write stats and new records' keys."""
-        encoded = self.enc.finish()
-        self.upload.commit()
-        key = self.w.out.slice_key(self.partition, self.target.group)
+        """Finish the file (aborted if that fails); its `DataFile`, write stats and new
+        records' keys. A small file's rows go in last, here: while the stream runs, a
+        partition holds only its new rows not yet encoded, and the small files are read a
+        few at a time."""
+        w, base = self.w, self.target.base
+        try:
+            if base is not None:
+                for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows):
+                    self.enc.add(part)
+            encoded = self.enc.finish()
+            self.upload.commit()
+        except BaseException:
+            self.abort()
+            raise
         f = describe_footer(
-            key, encoded.size, encoded.checksum, encoded.footer, self.partition, self.target.group
-        )
-        written = WrittenSlice(f, encoded.keys)
+            self.key, encoded.size, encoded.checksum, encoded.footer, self.partition,
+            self.target.group,
+        )  # fmt: skip
         stats = slice_stats(
-            self.w.store, written, self.target.base, (self.inserts, 0, 0), self.w.fpp
+            w.store, WrittenSlice(f, encoded.keys), base, (self.inserts, 0, 0), w.fpp
         )
-        new = pa.chunked_array(self.new_keys, pa.string()).combine_chunks()
+        # The new records were encoded first: their keys lead the file's.
+        new = encoded.keys.slice(0, self.inserts).combine_chunks()
         return f, stats, new
 
     def abort(self) -> None:
@@ -331,6 +333,7 @@ def insert_stream(
             del first
             for data in batches:
                 _write_batch(w, data)
+                del data  # not held while the next batch is read
         w.run(w.finish, [(p,) for p in w.parts.values()])
         details = _details(w, props)
         for name in sorted(w.parts):
