@@ -91,7 +91,7 @@ class _OpenFile:
         self.enc.add(rows)
         self.inserts += rows.num_rows
 
-    def close(self) -> tuple[DataFile, dict[str, Any], pa.Array]:
+    def close(self) -> tuple[DataFile, dict[str, Any], pa.ChunkedArray]:
         """Finish the file (aborted if that fails); its `DataFile`, write stats and new
         records' keys. A small file's rows go in last, here: while the stream runs, a
         partition holds only its new rows not yet encoded, and the small files are read a
@@ -113,8 +113,10 @@ class _OpenFile:
         stats = slice_stats(
             w.store, WrittenSlice(f, encoded.keys), base, (self.inserts, 0, 0), w.fpp
         )
-        # The new records were encoded first: their keys lead the file's.
-        new = encoded.keys.slice(0, self.inserts).combine_chunks()
+        # The new records were encoded first: their keys lead the file's (kept for the
+        # record-level index only).
+        keep = w.plan.record_index is not None
+        new = encoded.keys.slice(0, self.inserts) if keep else pa.chunked_array([], pa.string())
         return f, stats, new
 
     def abort(self) -> None:
@@ -131,7 +133,7 @@ class _Partition:
     used: set[str] = field(default_factory=set)  # file groups of small files it filled
     fills_done: bool = False  # no small file is worth filling any more
     open: _OpenFile | None = None
-    closed: list[tuple[DataFile, dict[str, Any], pa.Array]] = field(default_factory=list)
+    closed: list[tuple[DataFile, dict[str, Any], pa.ChunkedArray]] = field(default_factory=list)
 
 
 class _Seen:
@@ -294,7 +296,7 @@ def _details(w: _Writing, props: KeyedProperties) -> dict[str, Any]:
     }
     if w.plan.record_index is not None:
         changes = [
-            (keys, pa.array([f.partition] * len(keys), pa.string()),
+            (keys.combine_chunks(), pa.array([f.partition] * len(keys), pa.string()),
              pa.array([f.group] * len(keys), pa.string()))
             for f, _, keys in closed
         ]  # fmt: skip
