@@ -245,9 +245,13 @@ def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.A
     repeated: list[pa.Array] = []
     for scope, pos in scopes.items():
         seen = w.seen.setdefault(scope, _Seen())
-        idx = pa.array(pos, pa.int64())
-        keys = batch.keys.take(idx)
-        order = batch.rows.column(key_col).take(idx) if key_col else keys
+        if len(pos) == len(batch.keys):  # every record of the batch (positions distinct)
+            keys = batch.keys
+            order = batch.rows.column(key_col) if key_col else keys
+        else:
+            idx = pa.array(pos, pa.int64())
+            keys = batch.keys.take(idx)
+            order = batch.rows.column(key_col).take(idx) if key_col else keys
         again = seen.repeated(keys, order)
         if not again.any():
             seen.add(keys)
