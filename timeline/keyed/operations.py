@@ -32,7 +32,15 @@ from .properties import (
     create_properties,
     load_properties,
 )
-from .write import Filter, KeyedWriteRequest, WriteOperation, prepare_batch, write_keyed
+from .write import (
+    BatchSource,
+    Filter,
+    KeyedWriteRequest,
+    WriteOperation,
+    insert_stream,
+    prepare_batch,
+    write_keyed,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -128,10 +136,23 @@ def upsert(
 def insert(
     table: KeyedTable,
     props: KeyedProperties,
-    data: pa.Table,
+    data: pa.Table | BatchSource,
     on_duplicate: OnDuplicate | str = OnDuplicate.FAIL,
     extra: Mapping[str, str] | None = None,
 ) -> Instant:
+    on_duplicate = OnDuplicate.parse(on_duplicate)
+    if not isinstance(data, pa.Table):
+        # Written as it streams (keyed/write/stream.py).
+        if props.table_type != TableType.MERGE_ON_READ:
+            try:
+                return insert_stream(table, props, data, on_duplicate, dict(extra or {}))
+            finally:
+                release_unused_memory()
+        # A merge-on-read insert reads the stream whole and writes it as a table.
+        if isinstance(data, pa.RecordBatchReader):
+            data = data.read_all()
+        else:
+            data = pa.concat_tables([_as_table(b) for b in data])
     req = KeyedWriteRequest(
         props,
         WriteOperation.INSERT,
@@ -140,6 +161,10 @@ def insert(
         metadata=dict(extra or {}),
     )
     return _write(table, req)
+
+
+def _as_table(b: pa.RecordBatch | pa.Table) -> pa.Table:
+    return pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
 
 
 def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:
@@ -308,12 +333,14 @@ class KeyedTableMethods:
 
     def insert(
         self,
-        data: pa.Table,
+        data: pa.Table | BatchSource,
         on_duplicate: OnDuplicate | str = OnDuplicate.FAIL,
         extra_metadata: Mapping[str, str] | None = None,
     ) -> Instant:
         """Insert new records; keys already stored fail the write (`fail`, nothing
-        committed) or are skipped (`drop`)."""
+        committed) or are skipped (`drop`). `data`: a table, or a stream of record batches
+        (a `pyarrow.RecordBatchReader`, an iterable of batches) written as it is read
+        without holding it whole (docs/tables.md, "Streamed inserts")."""
         props = self._keyed("insert")
         return insert(self._table(), props, data, on_duplicate, extra_metadata)
 

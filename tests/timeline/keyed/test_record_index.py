@@ -327,3 +327,14 @@ def test_a_damaged_index_never_refuses_a_write(
     rebuilt = build_index(t)  # the merge of a damaged index starts from the files
     assert t.entry(rebuilt.time).metadata["record_index"]["keys"] == 151
     _agrees(t)
+
+
+@pytest.mark.unit
+def test_a_streamed_insert_keeps_the_index_current(tmp_path: Path) -> None:
+    t = _table(open_store("file://" + str(tmp_path / "t")))
+    build_index(t)
+    rows = _rows(range(2000, 2100))
+    done = t.insert(pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches(30)))
+    assert t.entry(done.time).metadata["record_index_delta"]["rows"] == 100
+    _agrees(t)
+    assert set(range(2000, 2100)) <= set(_ids(t))

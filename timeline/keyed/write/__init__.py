@@ -7,11 +7,14 @@ from .client import write_keyed
 from .planner import prepare_batch
 from .planning import Filter
 from .request import KeyedWriteRequest, WriteOperation
+from .stream import BatchSource, insert_stream
 
 __all__ = [
+    "BatchSource",
     "Filter",
     "KeyedWriteRequest",
     "WriteOperation",
+    "insert_stream",
     "prepare_batch",
     "write_keyed",
 ]

@@ -79,12 +79,14 @@ class _Counted:
     nothing (the caller commits or aborts the upload)."""
 
     def __init__(self, sink: Sink) -> None:
-        self._sink = sink
+        self._sink: Sink | None = sink
         self.crc = 0
         self.size = 0
         self.closed = False
 
     def write(self, data: bytes) -> int:
+        if self._sink is None:  # abandoned: the upload was aborted
+            return len(data)
         self._sink.write(data)
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
@@ -98,6 +100,10 @@ class _Counted:
 
     def close(self) -> None:
         self.closed = True
+
+    def detach(self) -> None:
+        """Drop whatever is written from now on (the file is being abandoned)."""
+        self._sink = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,77 @@ class _KeysSeen:
         return self._bloom.finish() if self._bloom is not None and self._rows else None
 
 
+class SliceEncoder:
+    """One Parquet file encoded incrementally (zstd and small dictionaries, as
+    `to_parquet_bytes`) into `sink`: parts are added as they come and gathered into full row
+    groups of `rows_per_group` rows (the last may be shorter), so a file of kept and new rows,
+    or of a stream's small batches, is not cut into small row groups. Each row group's record
+    keys go into `bloom` and the key range as it is written; they are held only when
+    `hold_keys` (a stream's file, whose key count is not known before it closes)."""
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        rows_per_group: int,
+        sink: Sink,
+        bloom: BloomBuilder | None = None,
+        *,
+        hold_keys: bool = False,
+    ) -> None:
+        self._out = _Counted(sink)
+        self._schema = schema
+        self._rows_per_group = rows_per_group
+        self._writer = pq.ParquetWriter(
+            self._out, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+        )
+        self._seen = _KeysSeen(bloom)
+        self._keys: list[pa.Array] | None = [] if hold_keys else None
+        self._pending: list[pa.Table] = []
+        self.held = 0  # rows added but not encoded yet
+        self.rows = 0  # rows added
+
+    def add(self, part: pa.Table) -> None:
+        self._pending.append(part)
+        self.held += part.num_rows
+        self.rows += part.num_rows
+        while self.held >= self._rows_per_group:
+            self._flush(self._rows_per_group)
+
+    def _flush(self, upto: int) -> None:
+        t = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        done, rest = t.slice(0, upto), t.slice(upto)
+        self._writer.write_table(done, row_group_size=self._rows_per_group)
+        keys = done.column(RECORD_KEY_COL)
+        self._seen.add(keys)
+        if self._keys is not None:
+            self._keys.extend(keys.chunks)
+        self._pending, self.held = ([rest] if rest.num_rows else []), rest.num_rows
+
+    def keys(self) -> pa.ChunkedArray:
+        """The record keys written, in file order (only with `hold_keys`)."""
+        assert self._keys is not None, "keys are held only with hold_keys"
+        return pa.chunked_array(self._keys, self._schema.field(RECORD_KEY_COL).type)
+
+    def finish(self) -> EncodedSlice:
+        """Encode what is held and write the footer (an empty file still carries the
+        schema)."""
+        if self.held:
+            self._flush(self.held)
+        self._writer.close()
+        out = self._out
+        md = self._writer.writer.metadata
+        return EncodedSlice(
+            out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
+        )
+
+    def abandon(self) -> None:
+        """Close the Parquet writer without writing to the sink (its upload is aborted), so
+        nothing writes into it later."""
+        self._out.detach()
+        self._pending.clear()
+        self._writer.close()
+
+
 def encode_slice(
     parts: Iterable[pa.Table],
     schema: pa.Schema,
@@ -190,36 +267,17 @@ def encode_slice(
     sink: Sink,
     bloom: BloomBuilder | None = None,
 ) -> EncodedSlice:
-    """Encode `parts` into one Parquet file (zstd and small dictionaries, as
-    `to_parquet_bytes`) streamed to `sink`, of full row groups of `rows_per_group` rows but
-    the last: small parts are gathered first, so a file of kept and new rows is not cut into
-    small row groups. An empty file still carries the schema. Each row group's record keys
-    go into `bloom` and the key range as it is written: the file's keys are never held."""
-    out = _Counted(sink)
-    seen = _KeysSeen(bloom)
-    pending: list[pa.Table] = []
-    held = 0
-    with pq.ParquetWriter(
-        out, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
-    ) as w:
-
-        def flush(upto: int) -> None:
-            nonlocal pending, held
-            t = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
-            done, rest = t.slice(0, upto), t.slice(upto)
-            w.write_table(done, row_group_size=rows_per_group)
-            seen.add(done.column(RECORD_KEY_COL))
-            pending, held = ([rest] if rest.num_rows else []), rest.num_rows
-
+    """Encode `parts` into one Parquet file streamed to `sink` (see `SliceEncoder`), each row
+    group's record keys into `bloom` and the key range as it is written: the file's keys are
+    never held."""
+    enc = SliceEncoder(schema, rows_per_group, sink, bloom)
+    try:
         for part in parts:
-            pending.append(part)
-            held += part.num_rows
-            while held >= rows_per_group:
-                flush(rows_per_group)
-        if held:
-            flush(held)
-    md = w.writer.metadata
-    return EncodedSlice(out.size, format_checksum(out.crc), md, seen.range(), seen.finish())
+            enc.add(part)
+        return enc.finish()
+    except BaseException:
+        enc.abandon()
+        raise
 
 
 def write_slice(

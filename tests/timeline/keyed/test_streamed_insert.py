@@ -1,0 +1,137 @@
+"""A keyed insert fed as a stream of record batches writes what the same rows inserted as one
+table write (rows, files, key ranges, bloom filters), holds a key repeated across batches to
+the insert's duplicate rule, and commits nothing and leaves no object when the stream fails
+part-way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from storage import StoreSettings, open_store
+from timeline import Table, TableSettings
+from timeline.errors import DuplicateKeys
+from timeline.file_groups.sidecars import WRITE_STATS
+from timeline.keyed import KeyedProperties
+
+PROPS = KeyedProperties.of("id", ordering_field="ts", partition_by="part")
+SETTINGS = dict(local_entry_cache=False, parquet_row_group_rows=500)
+
+
+def _rows(lo: int, hi: int, ts: int = 1) -> pa.Table:
+    ids = np.arange(lo, hi, dtype=np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "part": pa.array([f"p{i % 3}" for i in ids.tolist()]),
+            "ts": np.full(len(ids), ts, dtype=np.int64),
+            "name": pa.array([f"name-{i}" for i in ids.tolist()]),
+        }
+    )
+
+
+def _table(path: Path, **settings: Any) -> Table:
+    store = open_store("file://" + str(path), StoreSettings(fsync=False))
+    return Table.create(store, PROPS, TableSettings(**{**SETTINGS, **settings}))
+
+
+def _files(t: Table, instant: str) -> list[tuple[Any, ...]]:
+    """What the commit wrote, file by file, without the names that are random."""
+    stats = t.entry(instant).metadata[WRITE_STATS]
+    out = []
+    for s in stats:
+        bloom = s.get("bloom") or s.get("bloom_checksum")  # inline bits, or the sidecar's sum
+        assert bloom
+        out.append((s["partition"], s["rows"], s["inserts"], s["min_key"], s["max_key"],
+                    s["prev_commit"] is not None, str(bloom)))  # fmt: skip
+    return sorted(out)
+
+
+def _rows_of(t: Table) -> list[dict[str, Any]]:
+    return sorted(t.read(columns=["id", "part", "ts", "name"]).to_pylist(), key=lambda r: r["id"])
+
+
+@pytest.mark.unit
+def test_a_stream_of_batches_writes_what_one_table_writes(tmp_path: Path) -> None:
+    # Small files to fill (the first inserts) and files that roll (max file size small).
+    opts = dict(parquet_max_file_size=40_000, small_file_limit=30_000)
+    whole, streamed = _table(tmp_path / "a", **opts), _table(tmp_path / "b", **opts)
+    for t in (whole, streamed):
+        t.insert(_rows(0, 600))
+    data = _rows(600, 9_000)
+    one = whole.insert(data)
+    many = streamed.insert(pa.RecordBatchReader.from_batches(data.schema, data.to_batches(700)))
+    got, want = _files(streamed, many.time), _files(whole, one.time)
+    assert got == want
+    assert any(filled for *_, filled, _ in want) and len(want) > 3  # fills and rolls both seen
+    assert _rows_of(streamed) == _rows_of(whole)
+
+
+@pytest.mark.unit
+def test_a_key_repeated_across_batches_follows_the_duplicate_rule(tmp_path: Path) -> None:
+    t = _table(tmp_path / "t")
+    t.insert(_rows(0, 10))
+    before = t.snapshot().instant_time
+    batches = [_rows(10, 20), _rows(15, 25, ts=2)]
+    with pytest.raises(DuplicateKeys, match="repeated in two batches") as err:
+        t.insert(iter(batches))
+    assert err.value.keys == [str(i) for i in sorted(range(15, 20), key=str)]
+    assert t.snapshot().instant_time == before  # nothing committed
+    t.insert(iter(batches), on_duplicate="drop")
+    got = {r["id"]: r["ts"] for r in _rows_of(t)}
+    assert got == {**{i: 1 for i in range(20)}, **{i: 2 for i in range(20, 25)}}
+    # Within one batch, duplicates combine by the merge mode, as a table insert does.
+    dup = pa.concat_tables([_rows(30, 31, ts=5), _rows(30, 31, ts=7)])
+    t.insert(iter(dup.combine_chunks().to_batches()))
+    assert {r["id"]: r["ts"] for r in _rows_of(t)}[30] == 7
+
+
+def _failing(data: pa.Table, after: int) -> Iterator[pa.RecordBatch]:
+    for i, b in enumerate(data.to_batches(50_000)):
+        if i == after:
+            raise RuntimeError("the source failed")
+        yield b
+
+
+@pytest.mark.minio
+@pytest.mark.timeout(300)
+def test_a_stream_that_fails_part_way_commits_nothing_and_leaves_no_object(minio: Any) -> None:
+    bucket = minio.new_bucket()
+    client = minio.client()
+    store = open_store(f"s3://{bucket}/t", minio.settings())
+    settings = TableSettings(local_entry_cache=False, parquet_row_group_rows=20_000)
+    t = Table.create(store, PROPS, settings)
+    t.insert(_rows(0, 10))
+    before = t.snapshot().instant_time
+    rng = np.random.default_rng(1)
+    n = 400_000  # random bytes: files of MiBs, past one upload part (a multipart upload)
+    blob = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(100), n, [None, pa.py_buffer(rng.bytes(n * 100))]
+    )
+    data = _rows(10, 10 + n).append_column("blob", blob)
+    seen: list[int] = []
+
+    def uploads() -> list[str]:
+        found = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+        return [u["Key"] for u in found]
+
+    def source() -> Iterator[pa.RecordBatch]:
+        for b in _failing(data, after=7):
+            seen.append(len(uploads()))
+            yield b
+
+    with pytest.raises(RuntimeError, match="the source failed"):
+        t.insert(source())
+    assert max(seen) >= 1, "a multipart upload was under way when the source failed"
+    assert uploads() == []
+    t2 = Table.open(open_store(f"s3://{bucket}/t", minio.settings()))
+    assert t2.snapshot().instant_time == before
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix="t/data/").get(
+        "Contents", [])]  # fmt: skip
+    written = {f.path for f in t2.snapshot().files}
+    assert [k for k in keys if not any(k.endswith(p) for p in written)] == []

@@ -1,0 +1,363 @@
+"""A keyed insert fed as a stream of record batches (a `pyarrow.RecordBatchReader`, or any
+iterable of record batches or tables), written without holding the stream whole, as
+delta-rs's `write_deltalake` takes a reader.
+
+One copy-on-write commit, like an insert of a table: each batch in turn is prepared (its
+duplicate keys combined by the merge mode, as an insert of a table combines them), checked
+against the table (`on_duplicate`) and against the batches before it, and split by
+partition into that partition's open file (`ObjectStore.open_writer`: a multipart upload on
+S3). A file rolls to the next one when it holds its share of records, about
+`parquet_max_file_size`; its key range, bloom filter and statistics are built from the keys
+that passed. Partitions are encoded on `write_parallelism` threads (pyarrow releases the
+GIL while it encodes). A failure anywhere aborts the open uploads and rolls the instant
+back: nothing is committed and no object is left.
+
+What differs from an insert of a table, because a stream is seen once and not whole:
+- The small-file rule (keyed/write/sizing.py) picks a partition's next small file when the
+  partition needs a file, on the records of the batch in hand (the rest is not known yet);
+  the file then takes the stream's records up to its room (its own rows are added last, when
+  it closes, so a partition holds only new rows meanwhile), and once the rule picks none the
+  partition's later files are new file groups. The same rows in one table fill the same
+  files unless a batch is too small to make a rewrite worth it.
+- A key repeated in two batches cannot be combined (the first is already written): it is
+  treated as a key the table already holds, so the write fails (`on_duplicate="fail"`,
+  nothing committed) or the later record is dropped (`"drop"`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import DuplicateKeys
+from ...file_groups.sidecars import WRITE_STATS
+from ...file_stats import describe_footer
+from ...instant import COMMIT, Instant
+from ...metadata import DataFile
+from ...schema import conform, merge_schemas
+from ..index import RECORD_INDEX_DELTA, BloomFilter, merge_if_due, write_delta
+from ..policies import KeyScope
+from ..properties import KeyedProperties
+from .decide import decide_upserts
+from .planner import FAIL, Batch, Planner, prepare_batch
+from .planning import plan_on
+from .sizing import avg_record_size, fill_small_files
+from .slice_writer import SliceEncoder, SliceOut, WrittenSlice, base_rows, slice_stats
+
+if TYPE_CHECKING:
+    from storage import ObjectWriter
+
+    from ..context import KeyedTable
+
+#: What a streamed insert takes: a reader, or an iterable of record batches or tables.
+BatchSource: TypeAlias = "pa.RecordBatchReader | Iterable[pa.RecordBatch | pa.Table]"
+
+
+def tables_of(source: BatchSource) -> Iterator[pa.Table]:
+    """The stream's batches as tables, one at a time (empty ones skipped)."""
+    for b in source:
+        t = pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
+        if t.num_rows:
+            yield t
+
+
+@dataclass
+class _Target:
+    """A file the stream writes: a new slice of `base`'s group (a small file it fills) or a
+    new file group; it takes `capacity` new records."""
+
+    group: str
+    base: DataFile | None
+    capacity: int
+
+
+class _OpenFile:
+    """One file being written: its upload and its encoder."""
+
+    def __init__(self, w: _Writing, partition: str, target: _Target) -> None:
+        self.w, self.partition, self.target = w, partition, target
+        self.key = w.out.slice_key(partition, target.group)
+        self.upload: ObjectWriter = w.store.open_writer(self.key)
+        self.enc = SliceEncoder(w.out.schema, w.settings_rows, self.upload, hold_keys=True)
+        self.inserts = 0
+
+    def add(self, rows: pa.Table) -> None:
+        self.enc.add(rows)
+        self.inserts += rows.num_rows
+
+    def close(self) -> tuple[DataFile, dict[str, Any], pa.ChunkedArray]:
+        """Finish the file (aborted if that fails); its `DataFile`, write stats and new
+        records' keys. A small file's rows go in last, here: while the stream runs, a
+        partition holds only its new rows not yet encoded, and the small files are read a
+        few at a time."""
+        w, base = self.w, self.target.base
+        try:
+            if base is not None:
+                for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows):
+                    self.enc.add(part)
+            encoded = self.enc.finish()
+            self.upload.commit()
+        except BaseException:
+            self.abort()
+            raise
+        f = describe_footer(
+            self.key, encoded.size, encoded.checksum, encoded.footer, self.partition,
+            self.target.group,
+        )  # fmt: skip
+        # A stream's file learns its key count only as it closes: its filter is built from
+        # the keys it held.
+        keys = self.enc.keys()
+        written = WrittenSlice(f, encoded.key_range, BloomFilter.build(keys, w.fpp))
+        stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
+        # The new records were encoded first: their keys lead the file's (kept for the
+        # record-level index only).
+        keep = w.plan.record_index is not None
+        new = keys.slice(0, self.inserts) if keep else pa.chunked_array([], pa.string())
+        return f, stats, new
+
+    def abort(self) -> None:
+        self.enc.abandon()
+        self.upload.abort()
+
+
+@dataclass
+class _Partition:
+    """One partition's part of the stream: the small files it filled, its open file and
+    the files it closed."""
+
+    name: str
+    used: set[str] = field(default_factory=set)  # file groups of small files it filled
+    fills_done: bool = False  # no small file is worth filling any more
+    open: _OpenFile | None = None
+    closed: list[tuple[DataFile, dict[str, Any], pa.ChunkedArray]] = field(default_factory=list)
+
+
+class _Seen:
+    """The keys a stream has written in one scope (a partition, or the whole table for a
+    global key): their range first, their set only when a batch's range overlaps it."""
+
+    def __init__(self) -> None:
+        self.lo: Any = None
+        self.hi: Any = None
+        self.keys: list[pa.Array] = []
+
+    def repeated(self, keys: pa.Array, order: pa.Array) -> np.ndarray:
+        """Which of `keys` were written before (`order`: the keys as compared for their
+        range, the integer key column when there is one)."""
+        mm = pc.min_max(order)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        out = np.zeros(len(keys), dtype=bool)
+        if self.keys and not (hi < self.lo or lo > self.hi):
+            seen = pa.chunked_array(self.keys, pa.string())
+            out = pc.is_in(keys, value_set=seen.combine_chunks()).to_numpy(zero_copy_only=False)
+        self.lo = lo if self.lo is None else min(lo, self.lo)
+        self.hi = hi if self.hi is None else max(hi, self.hi)
+        return out
+
+    def add(self, keys: pa.Array) -> None:
+        self.keys.append(keys)
+
+
+class _Writing:
+    """The state of one streamed insert."""
+
+    def __init__(self, table: KeyedTable, plan: Planner, out: SliceOut, on_duplicate: str):
+        s = table.settings
+        self.table, self.plan, self.out, self.store = table, plan, out, table.store
+        self.on_duplicate = on_duplicate
+        self.settings_rows = s.parquet_row_group_rows
+        self.fpp = plan.bloom_fpp
+        self.record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
+        self.per_file = max(1, s.parquet_max_file_size // self.record_size)
+        self.parts: dict[str, _Partition] = {}
+        self.seen: dict[str, _Seen] = {}
+        self.pool = ThreadPoolExecutor(max(1, s.write_parallelism))
+
+    def fill(self, p: _Partition, count: int) -> _Target | None:
+        """The next small file the partition fills with `count` records in hand (the rule
+        as for a table insert of them; the file then takes records up to its room), or None
+        once the rule picks none: the partition's later files are new file groups."""
+        if p.fills_done:
+            return None
+        s = self.table.settings
+        files = [f for f in self.plan.files if f.partition == p.name and f.group not in p.used]
+        fills = fill_small_files(
+            files, count, record_size=self.record_size, small_file_limit=s.small_file_limit,
+            rewrite_ratio=s.small_file_rewrite_ratio,
+        )  # fmt: skip
+        if not fills:
+            p.fills_done = True
+            return None
+        f = next(f for f in files if f.group == fills[0].group)
+        p.used.add(f.group)
+        room = (s.small_file_limit - f.size) // avg_record_size([f], self.record_size)
+        return _Target(f.group, f, max(fills[0].records, int(room)))
+
+    def write(self, p: _Partition, batch_rows: pa.Table, positions: np.ndarray) -> None:
+        """Route a partition's new rows (`positions` of the batch) into its open files,
+        rolling as they fill (taken here, on the pool's thread: Arrow's take releases the
+        GIL, so the partitions' takes overlap)."""
+        rows = conform(batch_rows.take(pa.array(positions, pa.int64())), self.out.schema)
+        while rows.num_rows:
+            if p.open is None:
+                t = self.fill(p, rows.num_rows)
+                t = t or _Target(f"{uuid.uuid4()}-0", None, self.per_file)
+                p.open = _OpenFile(self, p.name, t)
+            room = p.open.target.capacity - p.open.inserts
+            p.open.add(rows.slice(0, room))
+            rows = rows.slice(room)
+            if p.open.inserts >= p.open.target.capacity:
+                opened, p.open = p.open, None
+                p.closed.append(opened.close())
+
+    def finish(self, p: _Partition) -> None:
+        if p.open is not None:
+            opened, p.open = p.open, None
+            p.closed.append(opened.close())
+
+    def run(self, fn: Any, items: list[Any]) -> None:
+        """`fn` over `items` on the pool; the first error raised once all are done."""
+        futures = [self.pool.submit(fn, *x) for x in items]
+        errors = [e for e in (f.exception() for f in futures) if e is not None]
+        if errors:
+            raise errors[0]
+
+    def abort(self) -> None:
+        for p in self.parts.values():
+            if p.open is not None:
+                p.open.abort()
+                p.open = None
+
+
+def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.Array:
+    """The keys of `inserts` (new records by partition) that an earlier batch of the stream
+    wrote, each scope (a partition; the table for a global key) checked once; the others are
+    recorded as written, and the repeated ones dropped from `inserts`."""
+    if w.plan.props.key_scope == KeyScope.GLOBAL:
+        scopes = {"": np.sort(np.concatenate(list(inserts.values())))} if inserts else {}
+    else:
+        scopes = inserts
+    key_col = w.plan.key_col
+    repeated: list[pa.Array] = []
+    for scope, pos in scopes.items():
+        seen = w.seen.setdefault(scope, _Seen())
+        if len(pos) == len(batch.keys):  # every record of the batch (positions distinct)
+            keys = batch.keys
+            order = batch.rows.column(key_col) if key_col else keys
+        else:
+            idx = pa.array(pos, pa.int64())
+            keys = batch.keys.take(idx)
+            order = batch.rows.column(key_col).take(idx) if key_col else keys
+        again = seen.repeated(keys, order)
+        if not again.any():
+            seen.add(keys)
+            continue
+        seen.add(keys.filter(pa.array(~again)))
+        repeated.append(keys.filter(pa.array(again)))
+        gone = pos[again]
+        for name, p in inserts.items():
+            if scope in ("", name):
+                inserts[name] = p[~np.isin(p, gone)]
+    return pa.concat_arrays(repeated) if repeated else pa.array([], pa.string())
+
+
+def _write_batch(w: _Writing, data: pa.Table) -> None:
+    props, t = w.plan.props, w.out.t
+    batch = prepare_batch(data, props, t, upsert=True)
+    extra = set(batch.rows.column_names) - set(w.out.schema.names)
+    if extra:
+        raise ValueError(
+            f"{w.table.uri}: a stream's batches share the first batch's columns; "
+            f"{sorted(extra)} are new"
+        )
+    inserts = decide_upserts(w.plan, batch, "insert", w.on_duplicate).inserts
+    repeated = _repeated(w, batch, inserts)
+    if len(repeated) and w.on_duplicate == FAIL:
+        dupes = sorted(repeated.to_pylist())
+        raise DuplicateKeys(
+            f"insert into {w.table.uri}: {len(dupes)} key(s) repeated in two batches of one "
+            f"stream, e.g. {', '.join(dupes[:5])} (combine them first, or insert with "
+            "on_duplicate='drop')",
+            dupes,
+        )
+    work = [
+        (w.parts.setdefault(name, _Partition(name)), batch.rows, pos)
+        for name, pos in sorted(inserts.items())
+        if len(pos)
+    ]
+    w.run(w.write, work)
+
+
+def _details(w: _Writing, props: KeyedProperties) -> dict[str, Any]:
+    closed = [c for name in sorted(w.parts) for c in w.parts[name].closed]
+    details: dict[str, Any] = {
+        WRITE_STATS: [stats for _, stats, _ in closed],
+        "keyed": {"files_read": w.plan.files_read, "properties": props.to_json()},
+    }
+    if w.plan.record_index is not None:
+        changes = [
+            (keys.combine_chunks(), pa.array([f.partition] * len(keys), pa.string()),
+             pa.array([f.group] * len(keys), pa.string()))
+            for f, _, keys in closed
+        ]  # fmt: skip
+        path = w.out.data_key("", "_record_index_delta.parquet")
+        details[RECORD_INDEX_DELTA] = write_delta(w.store, path, changes, w.table.settings)
+    return details
+
+
+def insert_stream(
+    table: KeyedTable,
+    props: KeyedProperties,
+    source: BatchSource,
+    on_duplicate: str = FAIL,
+    metadata: dict[str, str] | None = None,
+) -> Instant:
+    """Insert the stream's records into copy-on-write table `table`, one commit (see the
+    module's text)."""
+    txn = table.begin(COMMIT, operation="insert")
+    w: _Writing | None = None
+    try:
+        st = table.state()
+        plan_on(txn, st)
+        plan = Planner(table, props, st, None)
+        batches = tables_of(source)
+        first = next(batches, None)
+        schema = plan.schema
+        if first is not None:
+            probe = prepare_batch(first.slice(0, 0), props, txn.instant_time, upsert=True)
+            schema = merge_schemas(plan.schema, probe.rows.schema, table.uri)
+        if schema is None:
+            raise ValueError(f"{table.uri}: a keyed table states its meta columns at creation")
+        txn.schema = schema
+        w = _Writing(table, plan, SliceOut(txn.instant_time, txn.data_key, schema), on_duplicate)
+        if first is not None:
+            _write_batch(w, first)
+            del first
+            for data in batches:
+                _write_batch(w, data)
+                del data  # not held while the next batch is read
+        w.run(w.finish, [(p,) for p in w.parts.values()])
+        details = _details(w, props)
+        for name in sorted(w.parts):
+            for f, _, _ in w.parts[name].closed:
+                txn.add(f)
+        done = txn.commit(dict(metadata or {}), details)
+    except BaseException:
+        if w is not None:
+            w.abort()
+        txn.abort()
+        raise
+    finally:
+        if w is not None:
+            w.pool.shutdown()
+    index = plan.record_index
+    if index is not None and RECORD_INDEX_DELTA in details:
+        merge_if_due(table, len(index.deltas) + (1 if details[RECORD_INDEX_DELTA]["rows"] else 0))
+    return done
