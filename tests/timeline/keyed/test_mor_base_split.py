@@ -137,3 +137,16 @@ def test_the_split_equals_a_test_of_every_key(
     want_rest, want_named = _expected(base, logs)
     assert rest.equals(want_rest)
     assert named.equals(want_named)
+
+
+@pytest.mark.unit
+def test_a_delete_by_key_text_is_found_by_its_number_without_hashing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def hashing(*_: object) -> None:
+        raise AssertionError("integer keys ascending in their base are searched, not hashed")
+
+    monkeypatch.setattr("timeline.keyed.read.split.named_mask", hashing)
+    base = _base([[1, 2, 3], [4, 5]])
+    logs = [_log([None, 4], ["2", "4"], [DELETE, UPSERT]), _log([None], ["7"], [DELETE])]
+    assert named_rows(base, logs, "id").tolist() == [1, 3]  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..keys import RECORD_KEY_COL
 from .merge import concat, named_mask
 
 
@@ -64,9 +65,9 @@ def _searched(ascending: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def _int_keys(
     base: pa.Table, entries: list[pa.Table], key_col: str
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The base's keys and the entries' keys as int64 numbers, when every key can be matched
-    by `key_col` with no conversion to check (an integer column without nulls on each side);
-    None: let `named_mask` decide (it also reads a delete's key from its text)."""
+    """The base's keys and the entries' keys as int64 numbers, as the merge matches them: a
+    delete entry, which carries the record key text alone, by that text's number. None: keys
+    that are not all such numbers (matched by `named_mask` instead)."""
     if key_col not in base.column_names:
         return None
     bcol = base.column(key_col)
@@ -77,8 +78,16 @@ def _int_keys(
         if key_col not in lg.column_names:
             return None
         col = lg.column(key_col)
-        if not _fits(col.type) or col.null_count:
+        if not (_fits(col.type) or pa.types.is_null(col.type)):
             return None
+        if col.null_count:
+            try:
+                text = pc.cast(lg.column(RECORD_KEY_COL), pa.int64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None  # a key text that is no number
+            col = pc.coalesce(col.cast(pa.int64()), text)
+            if col.null_count:
+                return None
         lkeys.append(np.asarray(col.to_numpy(), dtype=np.int64))
     return np.asarray(bcol.to_numpy(), dtype=np.int64), np.concatenate(lkeys)
 
