@@ -68,14 +68,14 @@ def _int_keys(
     """The base's keys and the entries' keys as int64 numbers, as the merge matches them: a
     delete entry, which carries the record key text alone, by that text's number. None: keys
     that are not all such numbers (matched by `named_mask` instead)."""
-    if key_col not in base.column_names:
+    if base.schema.get_field_index(key_col) < 0:  # (not `column_names`: a list per call)
         return None
     bcol = base.column(key_col)
     if not _fits(bcol.type) or bcol.null_count:
         return None
     lkeys = []
     for lg in entries:
-        if key_col not in lg.column_names:
+        if lg.schema.get_field_index(key_col) < 0:
             return None
         col = lg.column(key_col)
         if not (_fits(col.type) or pa.types.is_null(col.type)):
