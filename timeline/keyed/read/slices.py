@@ -17,7 +17,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from storage import ObjectStore
 
@@ -28,7 +27,8 @@ from ...parquet_io import read_files
 from ...schema import conform
 from ..keys import RECORD_KEY_COL
 from ..log import OP_COL, LogCache, fetch_whole, read_log, read_log_object
-from .merge import Rule, concat, merge, merge_slices, named_mask
+from .merge import Rule, concat, merge, merge_slices
+from .split import split_named
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8
@@ -115,18 +115,13 @@ Fetched = tuple[FileSlice, pa.Table, pa.Table, list[pa.Table]]
 
 
 def _split(base: pa.Table, logs: list[pa.Table], key_col: str | None) -> tuple[pa.Table, pa.Table]:
-    """`base` as (rows no entry of `logs` names, rows some entry names), each in base order.
-    Run on the thread that decoded the base, right after: the copy that drops the named rows
-    then reads memory still in cache and writes memory that thread's allocator just freed
-    (a base decoded on one thread and filtered later on another faulted in fresh pages for
-    every copy: most of a snapshot's time over a read-optimized read)."""
-    mask = named_mask(base, logs, key_col)
-    if mask is None:
-        return base, base.slice(0, 0)
-    at = pc.indices_nonzero(mask)
-    if not len(at):
-        return base, base.slice(0, 0)
-    return base.filter(pc.invert(mask)), base.take(at)
+    """`base` as (rows no entry of `logs` names, rows some entry names), each in base order
+    (keyed/read/split.py). Run on the thread that decoded the base, right after: the copy
+    that drops the named rows then reads memory still in cache and writes memory that
+    thread's allocator just freed (a base decoded on one thread and filtered later on another
+    faulted in fresh pages for every copy: most of a snapshot's time over a read-optimized
+    read)."""
+    return split_named(base, logs, key_col)
 
 
 def _joined(tables: list[pa.Table]) -> pa.Table:
