@@ -86,7 +86,11 @@ def _cached(df: Any) -> Any:
 
 
 def test_a_small_input_is_written_on_the_driver(on_driver: Any, tmp_path: Path) -> None:
-    steps = [("insert", LOAD), ("upsert", CROSS), ("delete", [3, 1000, 7])]
+    steps: list[tuple[str, list[Any]]] = [
+        ("insert", LOAD),
+        ("upsert", CROSS),
+        ("delete", [3, 1000, 7]),
+    ]
     uri = str(tmp_path / "spark")
     instants = []
     for op, rows in steps:
