@@ -6,9 +6,12 @@ process.
 The driver begins the instant (a `commit`, or a `deltacommit` on a merge-on-read table) and
 plans it (`timeline.plan_engine_write`: the table state and the schema, small and picklable).
 Spark brings the rows into tasks no two of which share a shard (`shard_columns`): when keys
-are unique per partition, a hash repartition by the table's partition columns (a task may
-hold several whole partitions); when keys are unique in the table, one task, the input's
-partitions coalesced in order (no shuffle). Each task takes its rows as Arrow batches
+are unique per partition, or for an insert into a partitioned table, a hash repartition by
+the table's partition columns (a task may hold several whole partitions; an insert's tasks
+return digests of their keys, which the driver checks against each other before the commit,
+writing the batch again as one shard on an overlap); when keys are unique in the table, one
+task, the input's partitions coalesced in order (no shuffle). An input Spark estimates small
+is written on the driver instead (small_input.py). Each task takes its rows as Arrow batches
 (`mapInArrow`: no per-group sort, no pandas) and runs the one-process writer's array-level
 steps on them once (`timeline.run_shard`: combine duplicates, locate by the index, decide,
 place new records, then rewrite the touched file groups or append one log object per
