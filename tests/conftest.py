@@ -134,6 +134,9 @@ def spark(minio: S3Endpoint) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")
         .config("spark.pyspark.python", sys.executable)
+        # Every test input is small: keyed writes run as jobs here, so that the tasks' path
+        # is the one tested; writes on the driver have tests of their own.
+        .config("spark.flowledger.keyed.driverWriteThreshold", "-1")
     )
     for key, value in s3a_conf(minio.settings()).items():
         builder = builder.config(key, value)

@@ -6,9 +6,12 @@ process.
 The driver begins the instant (a `commit`, or a `deltacommit` on a merge-on-read table) and
 plans it (`timeline.plan_engine_write`: the table state and the schema, small and picklable).
 Spark brings the rows into tasks no two of which share a shard (`shard_columns`): when keys
-are unique per partition, a hash repartition by the table's partition columns (a task may
-hold several whole partitions); when keys are unique in the table, one task, the input's
-partitions coalesced in order (no shuffle). Each task takes its rows as Arrow batches
+are unique per partition, or for an insert into a partitioned table, a hash repartition by
+the table's partition columns (a task may hold several whole partitions; an insert's tasks
+return digests of their keys, which the driver checks against each other before the commit,
+writing the batch again as one shard on an overlap); when keys are unique in the table, one
+task, the input's partitions coalesced in order (no shuffle). An input Spark estimates small
+is written on the driver instead (small_input.py). Each task takes its rows as Arrow batches
 (`mapInArrow`: no per-group sort, no pandas) and runs the one-process writer's array-level
 steps on them once (`timeline.run_shard`: combine duplicates, locate by the index, decide,
 place new records, then rewrite the touched file groups or append one log object per
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -41,14 +44,20 @@ from timeline import (
     EngineShard,
     KeyedProperties,
     Table,
+    checks_keys_across_shards,
+    digests_overlap,
+    key_digest,
     plan_engine_write,
     run_shard,
     shard_columns,
 )
 
+from .small_input import DRIVER_TASK, driver_input
+
 SEQ = "__flp_seq"
-#: One row per task: what it wrote (`EngineShard` as JSON), or the refusal it met.
-RESULT_SCHEMA = "shard string, refused string, sample string"
+#: One row per task: what it wrote (`EngineShard` as JSON), or the refusal it met, and the
+#: digest of its keys when shards are checked against each other.
+RESULT_SCHEMA = "shard string, refused string, sample string, keys binary"
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,8 @@ class ShardShipped:
     store_uri: str
     store: StoreSettings
     user_columns: tuple[str, ...]
+    #: Return the digest of the shard's keys (`key_digest`) for the driver's check.
+    check_keys: bool = False
 
 
 def _task_name() -> str:
@@ -68,13 +79,14 @@ def _task_name() -> str:
     return f"{ctx.partitionId():05d}-{ctx.taskAttemptId()}" if ctx else "0"
 
 
-def _shard(s: ShardShipped, t: pa.Table) -> pa.Table:
-    """One shard's write, in a task; an insert that meets stored keys is reported, not
-    raised, so the driver refuses it with one line."""
+def _shard(s: ShardShipped, t: pa.Table, task: str | None = None) -> pa.Table:
+    """One shard's write, in a task (or on the driver, `task` naming it); an insert that
+    meets stored keys is reported, not raised, so the driver refuses it with one line."""
     data = t.sort_by(SEQ).select(list(s.user_columns))
     table = Table(open_store(s.store_uri, s.store), s.plan.settings)
+    digest = key_digest(data, s.plan.props) if s.check_keys else b""
     try:
-        out = json.dumps(run_shard(table, s.plan, data, _task_name()).to_json())
+        out = json.dumps(run_shard(table, s.plan, data, task or _task_name()).to_json())
         refused, sample = "", "[]"
     except DuplicateKeys as exc:
         out, refused, sample = "", str(exc), json.dumps(exc.keys)
@@ -83,6 +95,7 @@ def _shard(s: ShardShipped, t: pa.Table) -> pa.Table:
             "shard": pa.array([out], pa.string()),
             "refused": pa.array([refused], pa.string()),
             "sample": pa.array([sample], pa.string()),
+            "keys": pa.array([digest], pa.binary()),
         }
     )
 
@@ -98,25 +111,43 @@ def _mapped(s: ShardShipped) -> Any:
     return run
 
 
+def _run(df: Any, shipped: ShardShipped, by: list[str]) -> list[Any]:
+    """The shards' tasks: whole partitions of `by` per task, or (none) the input's
+    partitions, in order, coalesced into one task; one result row per task with rows."""
+    from pyspark.sql import functions as F
+
+    src = df.select(*shipped.user_columns).withColumn(SEQ, F.monotonically_increasing_id())
+    if by:  # whole partitions per task: as many tasks as the (sized) shuffle has, at
+        # least one per core (an input read as one split still spreads over the cores)
+        spark = df.sparkSession
+        width = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        src = src.repartition(max(width, spark.sparkContext.defaultParallelism), *by)
+    else:
+        src = src.coalesce(1)
+    return list(src.mapInArrow(_mapped(shipped), RESULT_SCHEMA).collect())
+
+
 def plan_and_write(
     df: Any, table: Table, txn: Any, props: KeyedProperties, operation: str,
     on_duplicate: str, store_uri: str, store: StoreSettings, incoming: pa.Schema | None,
 ) -> tuple[EnginePlan, list[EngineShard]]:  # fmt: skip
     """Plan the commit on the driver (a delta commit on a merge-on-read table) and run its
-    shards on Spark; returns what the tasks wrote (the caller commits or aborts)."""
-    from pyspark.sql import functions as F
-
+    shards on Spark (a small input on the driver, small_input.py); returns what they wrote
+    (the caller commits or aborts)."""
     plan = plan_engine_write(table, txn, props, incoming, operation, on_duplicate)
     user = tuple(c for c in df.columns if c not in META_COLUMNS)
     shipped = ShardShipped(plan, store_uri, store, user)
-    src = df.select(*user).withColumn(SEQ, F.monotonically_increasing_id())
-    by = [c for c in shard_columns(props) if c in user]
-    if by:  # whole partitions per task, as many tasks as the (sized) shuffle has
-        width = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-        src = src.repartition(width, *by)
-    else:  # one shard: the input's partitions, in order, in one task
-        src = src.coalesce(1)
-    rows = src.mapInArrow(_mapped(shipped), RESULT_SCHEMA).collect()
+    small = driver_input(df.select(*user), SEQ)
+    if small is not None:  # one shard, written right here: no job, no Python worker
+        rows = _shard(shipped, small, DRIVER_TASK).to_pylist()
+    else:
+        by = [c for c in shard_columns(props, operation) if c in user]
+        check = checks_keys_across_shards(props, operation) and bool(by)
+        rows = _run(df, replace(shipped, check_keys=check), by)
+        if check and digests_overlap([r["keys"] for r in rows if not r["refused"]]):
+            # one key in two partitions of the batch: written again as one shard, whose
+            # duplicates are combined as in one process (the first run's objects are swept)
+            rows = _run(df, shipped, [])
     refused = [r for r in rows if r["refused"]]
     if refused:
         raise DuplicateKeys(refused[0]["refused"], json.loads(refused[0]["sample"]))

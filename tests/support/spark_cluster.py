@@ -192,6 +192,7 @@ def driver_session(args: dict[str, Any]) -> Any:
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
+        "spark.flowledger.keyed.driverWriteThreshold": "-1",  # the executors write
     }
     spark = fs.session(repo=args["repo"], master=args["master"], conf=conf)
     spark.sparkContext.setLogLevel("ERROR")

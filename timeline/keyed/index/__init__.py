@@ -2,7 +2,7 @@
 of base files and logs, and the record-level index. Exports what the writers, compaction and
 change reads use."""
 
-from .bloom import BloomBuilder, BloomFilter
+from .bloom import BloomBuilder, BloomFilter, key_hashes
 from .indexing import merge_if_due
 from .merge_on_read import SliceIndex, log_key_stats
 from .ranges import (
@@ -36,6 +36,7 @@ __all__ = [
     "choose_index",
     "filter_ref",
     "index_view",
+    "key_hashes",
     "log_key_stats",
     "merge_if_due",
     "range_bloom_index",

@@ -17,9 +17,9 @@ Each task takes a shard of the batch that no other task's records can touch:
 3. the driver commits exactly what the tasks reported (`commit_shards`): a `commit` or a
    `deltacommit`, sweeping what failed attempts left under the instant.
 
-A shard is a partition of the table for keys unique per partition, and the whole batch for
-keys unique in the table (a global key may move between partitions, and a file group's new
-slice or log block must come from one task): `shard_columns` names the columns to group by.
+What a shard is (whole partitions, or the whole batch) is keyed/write/shards.py's rule:
+`shard_columns` names the columns to group by, and an insert of table-wide keys split by
+partition has its shards' keys checked against each other (`key_digest`, `digests_overlap`).
 
 On a copy-on-write table the plan carries the record-level index as of the planned state;
 tasks look their keys up in it as the one-process writer does, each writes its shard's key
@@ -46,7 +46,7 @@ from ...settings import TableSettings
 from ...snapshot import TableState
 from ..index import RECORD_INDEX_DELTA, IndexView, merge_if_due
 from ..keys import META_COLUMNS, typed_keys, with_meta
-from ..policies import KeyScope, TableType
+from ..policies import TableType
 from ..properties import KeyedProperties
 from .copy_on_write import index_changes, write_rewrites
 from .engine_index import commit_delta, index_factory, planned_index, write_part
@@ -54,6 +54,7 @@ from .merge_on_read import write_deltas
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
 from .request import WriteOperation
+from .shards import checks_keys_across_shards, digests_overlap, key_digest, shard_columns
 from .slice_writer import SliceOut
 
 if TYPE_CHECKING:
@@ -115,12 +116,6 @@ class EngineShard:
         return EngineShard(
             files, list(d["stats"]), int(d["files_read"]), list(d["logs"]), d.get("index_delta")
         )
-
-
-def shard_columns(props: KeyedProperties) -> tuple[str, ...]:
-    """The columns whose values split a batch into shards no two tasks share (none: one
-    shard)."""
-    return () if props.key_scope == KeyScope.GLOBAL else tuple(props.partition_by)
 
 
 def plan_engine_write(
@@ -246,7 +241,10 @@ def commit_shards(
 __all__ = [
     "EnginePlan",
     "EngineShard",
+    "checks_keys_across_shards",
     "commit_shards",
+    "digests_overlap",
+    "key_digest",
     "plan_engine_write",
     "run_shard",
     "shard_columns",
