@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
@@ -39,6 +40,7 @@ from .write import (
     WriteOperation,
     insert_stream,
     prepare_batch,
+    tables_of,
     write_keyed,
 )
 
@@ -142,6 +144,8 @@ def insert(
 ) -> Instant:
     on_duplicate = OnDuplicate.parse(on_duplicate)
     if not isinstance(data, pa.Table):
+        data = _one_table_or_stream(data)
+    if not isinstance(data, pa.Table):
         # Written as it streams (keyed/write/stream.py).
         if props.table_type != TableType.MERGE_ON_READ:
             try:
@@ -149,10 +153,7 @@ def insert(
             finally:
                 release_unused_memory()
         # A merge-on-read insert reads the stream whole and writes it as a table.
-        if isinstance(data, pa.RecordBatchReader):
-            data = data.read_all()
-        else:
-            data = pa.concat_tables([_as_table(b) for b in data])
+        data = pa.concat_tables(list(data))
     req = KeyedWriteRequest(
         props,
         WriteOperation.INSERT,
@@ -163,8 +164,18 @@ def insert(
     return _write(table, req)
 
 
-def _as_table(b: pa.RecordBatch | pa.Table) -> pa.Table:
-    return pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
+def _one_table_or_stream(source: BatchSource) -> pa.Table | Iterator[pa.Table]:
+    """A stream that ends after its first batch, as that batch: the table path holds no more
+    than the stream path would and is faster (the whole batch at hand fills the small files
+    at once). A longer stream, as its batches from the first (an empty one as itself)."""
+    batches = tables_of(source)
+    first = next(batches, None)
+    if first is None:
+        return source.schema.empty_table() if isinstance(source, pa.RecordBatchReader) else iter(())
+    second = next(batches, None)
+    if second is None:
+        return first
+    return itertools.chain((first, second), batches)
 
 
 def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:

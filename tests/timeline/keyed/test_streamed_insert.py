@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import timeline.keyed.operations as operations
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.errors import DuplicateKeys
@@ -135,3 +136,26 @@ def test_a_stream_that_fails_part_way_commits_nothing_and_leaves_no_object(minio
         "Contents", [])]  # fmt: skip
     written = {f.path for f in t2.snapshot().files}
     assert [k for k in keys if not any(k.endswith(p) for p in written)] == []
+
+
+@pytest.mark.unit
+def test_a_stream_of_one_batch_is_written_as_a_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    streamed: list[int] = []
+    real = operations.insert_stream
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        streamed.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(operations, "insert_stream", counted)
+    whole, one = _table(tmp_path / "a"), _table(tmp_path / "b")
+    data = _rows(0, 2_000)
+    w = whole.insert(data)
+    o = one.insert(pa.RecordBatchReader.from_batches(data.schema, data.to_batches()))
+    assert streamed == []  # one batch: the table path
+    assert _files(one, o.time) == _files(whole, w.time)
+    one.insert(iter(_rows(2_000, 3_000).to_batches(500)))
+    assert streamed == [1]  # two batches or more: streamed
+    assert len(_rows_of(one)) == 3_000

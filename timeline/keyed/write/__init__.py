@@ -7,7 +7,7 @@ from .client import write_keyed
 from .planner import prepare_batch
 from .planning import Filter
 from .request import KeyedWriteRequest, WriteOperation
-from .stream import BatchSource, insert_stream
+from .stream import BatchSource, insert_stream, tables_of
 
 __all__ = [
     "BatchSource",
@@ -16,5 +16,6 @@ __all__ = [
     "WriteOperation",
     "insert_stream",
     "prepare_batch",
+    "tables_of",
     "write_keyed",
 ]
