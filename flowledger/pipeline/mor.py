@@ -44,7 +44,11 @@ def log_writes(table: Table, entry: Entry) -> list[SliceWrite]:
         out.append(
             SliceWrite(
                 uri=_log_uri(
-                    table, str(lf["path"]), lf.get("offset"), lf["size"], lf.get("object_size")
+                    table,
+                    str(lf["path"]),
+                    lf.get("offset"),
+                    int(lf["size"]) + int(lf.get("head", 0)),
+                    lf.get("object_size"),
                 ),
                 size=int(lf["size"]),
                 rows=int(lf["rows"]),
@@ -58,11 +62,13 @@ def log_writes(table: Table, entry: Entry) -> list[SliceWrite]:
     return out
 
 
-def _log_uri(table: Table, path: str, offset: object, size: object, object_size: object) -> str:
+def _log_uri(table: Table, path: str, offset: object, spans: object, object_size: object) -> str:
     """A log block's URI: its object's, with the block's offset as a fragment when the
-    object holds the blocks of several file groups (one FlowFile per block)."""
+    object holds the blocks of several file groups (one FlowFile per block). `spans` is the
+    bytes the block needs: its own, and in an object written as one stream the stream's head
+    before it."""
     uri = table.store.url(path)
-    if offset is None or size == object_size:
+    if offset is None or spans == object_size:
         return uri
     return f"{uri}#{offset}"
 
@@ -134,7 +140,7 @@ def record_compaction(
     for w in writes:
         sl = folded.get(w.file_group)
         logs = tuple(
-            slice_uuid(_log_uri(table, lf.path, lf.offset, lf.size, lf.object_size))
+            slice_uuid(_log_uri(table, lf.path, lf.offset, lf.size + lf.head, lf.object_size))
             for _, lf in (sl.logs if sl else ())
         )
         job = CommitJob(
