@@ -122,7 +122,7 @@ def merge_slices(
         return _concat([_without(b, np.zeros(0, np.int64)) for b in bases])
     starts = np.cumsum([0, *(b.num_rows for b in bases)])  # each slice's first row there
     # the log rows as chunks (a block each, no copy); the few columns the fold reads are
-    # made one array each, the rest is only filtered down to the winners at the end
+    # made one array each, the rest is only taken down to the winners at the end
     logs_all = concat(every)
     lg_ = np.concatenate(lgroup)
     sizes = [n for n, _ in ruled]
@@ -145,9 +145,11 @@ def merge_slices(
     # each slice's surviving base rows in base order, then its upserts in log order; the
     # logs are in slice order, so each slice's winners are a contiguous run of `ups`, and
     # `dropped` (ascending) holds each slice's lost base rows as a contiguous run too. The
-    # winners are filtered block by block (each block a chunk): no copy of the losers.
-    ups = logs_all.filter(pa.array(won)).drop_columns([OP_COL])
-    bounds = np.searchsorted(lg_[won], np.arange(len(slices) + 1))
+    # winners are taken from the blocks as they are (a chunk each: Arrow's take across
+    # chunks costs less than copying the blocks into one first, or filtering chunk by chunk)
+    winners = np.flatnonzero(won)
+    ups = logs_all.take(pa.array(winners, pa.int64())).drop_columns([OP_COL])
+    bounds = np.searchsorted(lg_[winners], np.arange(len(slices) + 1))
     cuts = np.searchsorted(dropped, starts)
     kept = [_without(b, dropped[cuts[g] : cuts[g + 1]] - starts[g]) for g, b in enumerate(bases)]
     out: list[pa.Table] = []
