@@ -15,17 +15,21 @@ Applying the rule to a block its writer already decided changes nothing: the wri
 against the same merged state this fold reaches before the block, and wrote only winners
 (a delete by key alone carried the stored value: a tie, which wins).
 
-Vectorized, and per base row only what cannot be avoided: the logs are concatenated (they
-are small); one membership test over the base keys finds the base rows some log names, and
-everything after it (pairing keys with their slice, the fold) runs over the log entries and
-those named rows alone. The fold runs rank by rank (the first entry of every key, then the
-second, ...), each rank a few array operations, so its cost follows the entries, never a
-loop over records. Base rows no log names are kept as they are; a base that loses rows is
-filtered once. A reader that decodes bases itself sets their unnamed rows apart first, on
-the decoding thread (`named_mask`; keyed/read/slices.py), and merges only the named rows
-here. Keys are matched as numbers when the table's record key is a single integer column
-(`key_col`: its text is the record key, so equal numbers are equal keys); otherwise as the
-record key text.
+Vectorized, and per base row only what cannot be avoided: the log blocks are joined as
+chunks (never copied whole); every log entry and base row gets one number per (slice, key)
+pair, the entries are sorted by it once (stable: entries of a key stay in log order) and the
+base rows are binary-searched into them, so pairing is one sort of the entries and a search
+per base row (integer keys; record key text is first coded, the base rows some entry names
+found by a membership test). The fold runs rank by rank (the first entry of every key, then
+the second, ...), each rank a few array operations, so its cost follows the entries, never a
+loop over records; tables merged by commit time skip it (the last entry of a key decides).
+Base rows no log names are kept as they are; a base that loses rows is filtered once. A
+reader that decodes bases itself sets their unnamed rows apart first, on the decoding thread
+(keyed/read/split.py), and hands the named rows over as positions in the decoded base
+(`Rows`): the merge reads only their key and ordering columns and copies out only the rows
+that survive it. Keys are matched as numbers when the table's record key is a single
+integer column (`key_col`: its text is the record key, so equal numbers are equal keys);
+otherwise as the record key text.
 """
 
 from __future__ import annotations

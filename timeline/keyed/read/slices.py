@@ -4,7 +4,7 @@ The merge is the table's merge mode, applied here (keyed/read/merge.py): blocks 
 order, each entry by the rule its log file records, a key matched within its own file group;
 a snapshot merges many slices in one pass. Each base is split by its slice's log keys on the
 thread that decoded it (rows no log names set apart, filtered there while hot), so the merge
-sees only the named rows. Every object of a read (base files and log objects) is fetched
+sees only the named rows, as positions in the decoded base (no copy of rows it replaces). Every object of a read (base files and log objects) is fetched
 once, through one bounded pool the reader owns, so a slice's logs are fetched concurrently
 with each other and with other slices' objects; a log object holding blocks of several
 slices read together is fetched whole, once (keyed/log/objects.py).
