@@ -6,7 +6,6 @@ as it is, without a copy."""
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 
 from timeline.keyed.keys import RECORD_KEY_COL
 from timeline.keyed.log import DELETE, OP_COL, UPSERT
-from timeline.keyed.read.split import named_rows, split_named, split_rows
+from timeline.keyed.read.split import named_rows, split_named
 
 BASE = pa.schema([(RECORD_KEY_COL, pa.string()), ("id", pa.int64()), ("v", pa.string())])
 
@@ -85,20 +84,6 @@ def test_a_base_losing_rows_in_two_row_groups_reads_the_rows_it_did() -> None:
     want_rest, want_named = _expected(base, logs)
     assert rest.equals(want_rest) and named.equals(want_named)
     assert named.column("id").to_pylist() == [2, 8, 9]
-
-
-@pytest.mark.unit
-def test_the_named_rows_are_left_in_the_base_as_positions_not_copied() -> None:
-    """The merge reads the named rows' keys and copies out only those that survive: the
-    split hands them over as positions into the decoded base."""
-    base = _base([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
-    logs = [_upserts([2, 9, 20]), _log([None], ["8"], [DELETE])]
-    rest, named = split_rows(base, logs, "id")
-    assert named.table is base and named.at.tolist() == [1, 7, 8]
-    assert rest.equals(split_named(base, logs, "id")[0])
-    assert named.without(np.array([1])).column("id").to_pylist() == [2, 9]
-    none = split_rows(base, [_upserts([20])], "id")[1]
-    assert none.num_rows == 0 and none.without(np.zeros(0, np.int64)).num_rows == 0
 
 
 @pytest.mark.unit

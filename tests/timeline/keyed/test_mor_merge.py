@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _table, _values
 from timeline.keyed.keys import RECORD_KEY_COL
 from timeline.keyed.log.block import DELETE, OP_COL, UPSERT
-from timeline.keyed.read.merge import UNCONDITIONAL, Rows, Rule, merge, merge_slices
+from timeline.keyed.read.merge import UNCONDITIONAL, Rule, merge, merge_slices
 
 SCHEMA = pa.schema([("id", pa.int64()), (RECORD_KEY_COL, pa.string()), ("ts", pa.int64())])
 LOG_SCHEMA = SCHEMA.append(pa.field("v", pa.string())).append(pa.field(OP_COL, pa.string()))
@@ -113,29 +112,20 @@ def test_merge_by_integer_keys_and_by_text_equal_the_model(drawn: list[Any]) -> 
     by_text = merge_slices(slices)
     assert by_number.to_pylist() == want
     assert by_text.to_pylist() == want
-    # the bases as rows left in a wider table (as the reader's split leaves them): the rows
-    # around them are no part of the merge, and the result is the same
-    as_rows = [(_within(base, g), logs, rules) for g, (base, logs, rules) in enumerate(slices)]
-    assert merge_slices(as_rows, key_col="id").to_pylist() == want
-    assert merge_slices(as_rows).to_pylist() == want
 
 
-def _within(base: pa.Table, g: int) -> Rows:
-    """`base` as rows 1, 3, 5, ... of a table whose other rows carry keys no entry names."""
-    filler = pa.table(
-        {
-            "id": [1000 + i for i in range(base.num_rows + 1)],
-            RECORD_KEY_COL: [str(1000 + i) for i in range(base.num_rows + 1)],
-            "ts": [0] * (base.num_rows + 1),
-            "v": [f"filler{g}"] * (base.num_rows + 1),
-        },
-        schema=base.schema,
-    )
-    order = np.empty(2 * base.num_rows + 1, dtype=np.int64)
-    order[0::2] = np.arange(base.num_rows + 1) + base.num_rows  # filler rows
-    order[1::2] = np.arange(base.num_rows)  # base rows
-    wide = pa.concat_tables([base, filler]).take(pa.array(order))
-    return Rows(wide, np.arange(1, 2 * base.num_rows, 2, dtype=np.int64))
+@pytest.mark.unit
+def test_a_projected_snapshot_matches_keys_by_the_integer_key_column(tmp_path: Path) -> None:
+    """A projection that leaves out the key column still merges (the reader fetches the
+    column keys are matched by, and drops it again)."""
+    t = _table(tmp_path, OFF)
+    t.upsert(_rows([1, 2, 3, 4], "x"))
+    t.upsert(_rows([2, 4], "y"))
+    t.delete(pa.table({"id": [3], "p": ["a"]}))
+    got = t.read(columns=["v"])
+    assert got.column_names == ["v"]
+    assert sorted(got.column("v").to_pylist()) == ["x", "y", "y"]
+    assert _values(t.read()) == {1: "x", 2: "y", 4: "y"}
 
 
 @pytest.mark.unit
@@ -162,17 +152,3 @@ def test_integer_keys_far_apart_are_matched_in_their_own_slice() -> None:
     assert got.column("v").to_pylist() == ["up", "b"]
     assert got.column("id").to_pylist() == [hi, lo]
     assert merge(base, [block], key_col="id").column("v").to_pylist() == ["up"]
-
-
-@pytest.mark.unit
-def test_a_projected_snapshot_matches_keys_by_the_integer_key_column(tmp_path: Path) -> None:
-    """A projection that leaves out the key column still merges (the reader fetches the
-    column keys are matched by, and drops it again)."""
-    t = _table(tmp_path, OFF)
-    t.upsert(_rows([1, 2, 3, 4], "x"))
-    t.upsert(_rows([2, 4], "y"))
-    t.delete(pa.table({"id": [3], "p": ["a"]}))
-    got = t.read(columns=["v"])
-    assert got.column_names == ["v"]
-    assert sorted(got.column("v").to_pylist()) == ["x", "y", "y"]
-    assert _values(t.read()) == {1: "x", 2: "y", 4: "y"}

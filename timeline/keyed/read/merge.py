@@ -25,18 +25,15 @@ the second, ...), each rank a few array operations, so its cost follows the entr
 loop over records; tables merged by commit time skip it (the last entry of a key decides).
 Base rows no log names are kept as they are; a base that loses rows is filtered once. A
 reader that decodes bases itself sets their unnamed rows apart first, on the decoding thread
-(keyed/read/split.py), and hands the named rows over as positions in the decoded base
-(`Rows`): the merge reads only their key and ordering columns and copies out only the rows
-that survive it. Keys are matched as numbers when the table's record key is a single
-integer column (`key_col`: its text is the record key, so equal numbers are equal keys);
-otherwise as the record key text.
+(keyed/read/split.py), and merges only the named rows here. Keys are matched as numbers
+when the table's record key is a single integer column (`key_col`: its text is the record
+key, so equal numbers are equal keys); otherwise as the record key text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -58,37 +55,8 @@ class Rule:
 UNCONDITIONAL = Rule()
 
 
-@dataclass(frozen=True, eq=False)
-class Rows:
-    """Rows `at` (ascending positions) of `table`, not copied out of it: a base's named rows
-    as the reader's split found them. The merge reads only their keys and ordering values
-    and copies out only the rows that survive it (usually few: most are replaced)."""
-
-    table: pa.Table
-    at: np.ndarray
-
-    @property
-    def num_rows(self) -> int:
-        return len(self.at)
-
-    def select(self, names: Sequence[str]) -> pa.Table:
-        """Columns `names` of these rows, copied (the few the merge compares)."""
-        return self.table.select(list(names)).take(pa.array(self.at, pa.int64()))
-
-    def without(self, gone: np.ndarray) -> pa.Table:
-        """These rows less those at `gone` (ascending positions among them), copied."""
-        keep = np.delete(self.at, gone)
-        if not len(keep):
-            return self.table.slice(0, 0)
-        return self.table.take(pa.array(keep, pa.int64()))
-
-
-#: A slice's base rows as the merge takes them: a table, or rows of one not yet copied.
-Base: TypeAlias = pa.Table | Rows
-
-
 def merge(
-    base: Base,
+    base: pa.Table,
     logs: Sequence[pa.Table],
     rules: Sequence[Rule] | None = None,
     *,
@@ -102,7 +70,7 @@ def merge(
 
 
 def merge_slices(
-    slices: Sequence[tuple[Base, Sequence[pa.Table], Sequence[Rule] | None]],
+    slices: Sequence[tuple[pa.Table, Sequence[pa.Table], Sequence[Rule] | None]],
     *,
     key_col: str | None = None,
 ) -> pa.Table:
@@ -123,7 +91,8 @@ def merge_slices(
                 lgroup.append(np.full(lg.num_rows, g, dtype=np.int64))
                 ruled.append((lg.num_rows, r))
     if not every:
-        return _concat([_without(b, np.zeros(0, np.int64)) for b in bases])
+        return _concat(bases)
+    base_all = _concat(bases)  # chunks of the bases, no copy
     starts = np.cumsum([0, *(b.num_rows for b in bases)])  # each slice's first row there
     # the log rows as chunks (a block each, no copy); the few columns the fold reads are
     # made one array each, the rest is only taken down to the winners at the end
@@ -141,9 +110,6 @@ def merge_slices(
         cmp_up = np.repeat([bool(r.merge_by) for _, r in ruled], sizes)
         cmp_del = np.repeat([bool(r.merge_by) and r.ordered_deletes for _, r in ruled], sizes)
         cmp = np.where(up, cmp_up, cmp_del)
-    # the columns the pairing and the fold read of the bases (chunks of them, no copy; of
-    # rows not yet copied, those columns alone)
-    base_all = _concat([_compared(b, [RECORD_KEY_COL, key_col or "", field]) for b in bases])
     paired = _paired(base_all, logs_all, key_col, lg_, starts)
     dropped, won = _fold(base_all, paired, logs_all, up, cmp, field)
     # each slice's surviving base rows in base order, then its upserts in log order; the
@@ -163,21 +129,12 @@ def merge_slices(
         if bounds[g + 1] > bounds[g]:
             out.append(ups.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g])))
     if not out:
-        out = [_without(bases[0], np.zeros(0, np.int64)), ups]
+        out = [*bases[:1], ups]
     return concat(out)
 
 
-def _compared(b: Base, names: list[str]) -> pa.Table:
-    """The columns of `b` among `names` (those it has)."""
-    have = b.table.schema.names if isinstance(b, Rows) else b.schema.names
-    cols = [c for c in dict.fromkeys(names) if c in have]
-    return b.select(cols)
-
-
-def _without(b: Base, gone: np.ndarray) -> pa.Table:
+def _without(b: pa.Table, gone: np.ndarray) -> pa.Table:
     """`b` less the rows at `gone`: as it is when nothing goes, else filtered once."""
-    if isinstance(b, Rows):
-        return b.without(gone)
     if not len(gone):
         return b
     mask = np.ones(b.num_rows, dtype=bool)

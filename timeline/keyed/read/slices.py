@@ -4,7 +4,7 @@ The merge is the table's merge mode, applied here (keyed/read/merge.py): blocks 
 order, each entry by the rule its log file records, a key matched within its own file group;
 a snapshot merges many slices in one pass. Each base is split by its slice's log keys on the
 thread that decoded it (rows no log names set apart, filtered there while hot), so the merge
-sees only the named rows, as positions in the decoded base (no copy of rows it replaces). Every object of a read (base files and log objects) is fetched
+sees only the named rows. Every object of a read (base files and log objects) is fetched
 once, through one bounded pool the reader owns, so a slice's logs are fetched concurrently
 with each other and with other slices' objects; a log object holding blocks of several
 slices read together is fetched whole, once (keyed/log/objects.py).
@@ -27,8 +27,8 @@ from ...parquet_io import read_files
 from ...schema import conform
 from ..keys import RECORD_KEY_COL
 from ..log import OP_COL, LogCache, fetch_whole, read_log, read_log_object
-from .merge import Base, Rows, Rule, concat, merge, merge_slices
-from .split import split_rows
+from .merge import Rule, concat, merge, merge_slices
+from .split import split_named
 
 #: Objects (base files and logs) one snapshot read fetches at once (GETs in flight).
 READ_PARALLELISM = 8
@@ -111,17 +111,17 @@ def _finish(merged: pa.Table, columns: Sequence[str] | None) -> pa.Table:
 
 
 #: A slice as fetched: its base's rows no log names, the rows some log names, its log rows.
-Fetched = tuple[FileSlice, pa.Table, Rows, list[pa.Table]]
+Fetched = tuple[FileSlice, pa.Table, pa.Table, list[pa.Table]]
 
 
-def _split(base: pa.Table, logs: list[pa.Table], key_col: str | None) -> tuple[pa.Table, Rows]:
+def _split(base: pa.Table, logs: list[pa.Table], key_col: str | None) -> tuple[pa.Table, pa.Table]:
     """`base` as (rows no entry of `logs` names, rows some entry names), each in base order
     (keyed/read/split.py). Run on the thread that decoded the base, right after: the copy
     that drops the named rows then reads memory still in cache and writes memory that
     thread's allocator just freed (a base decoded on one thread and filtered later on another
     faulted in fresh pages for every copy: most of a snapshot's time over a read-optimized
     read)."""
-    return split_rows(base, logs, key_col)
+    return split_named(base, logs, key_col)
 
 
 def _joined(tables: list[pa.Table]) -> pa.Table:
@@ -168,7 +168,7 @@ class SliceReader:
         names (set apart where each base was decoded), then the merge of the logs with the
         named base rows, slice by slice."""
         out: list[pa.Table] = []
-        todo: list[tuple[Base, list[pa.Table], list[Rule]]] = []
+        todo: list[tuple[pa.Table, list[pa.Table], list[Rule]]] = []
         for sl, rest, named, logs in self._fetched(slices):
             out.append(_finish(rest, self.columns))
             todo.append((named, logs, _rules(sl)))
@@ -216,7 +216,7 @@ class SliceReader:
         pool: ThreadPoolExecutor,
         sl: FileSlice,
         shared: dict[str, Future[dict[str, pa.Table]]],
-    ) -> Future[tuple[pa.Table, Rows, list[pa.Table]]]:
+    ) -> Future[tuple[pa.Table, pa.Table, list[pa.Table]]]:
         """The slice's fetches queued: its logs, then its base, which waits for them. A
         task waits only on tasks queued before it (the pool takes them in order), so every
         task it waits on is already running or done: no deadlock, whatever the pool size."""
@@ -228,7 +228,7 @@ class SliceReader:
             for _, lf in sl.logs
         ]
 
-        def base() -> tuple[pa.Table, Rows, list[pa.Table]]:
+        def base() -> tuple[pa.Table, pa.Table, list[pa.Table]]:
             rows = _base_rows(self.store, sl.base, s, w)
             logs = [self._part(part, lf, w) for part, (_, lf) in zip(parts, sl.logs, strict=True)]
             return *_split(rows, logs, self.key_col), logs

@@ -19,26 +19,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..keys import RECORD_KEY_COL
-from .merge import Rows, concat, named_mask
+from .merge import concat, named_mask
 
 
 def split_named(
     base: pa.Table, logs: Sequence[pa.Table], key_col: str | None
 ) -> tuple[pa.Table, pa.Table]:
     """`base` as (rows no entry of `logs` names, rows some entry names), each in base order."""
-    rest, named = split_rows(base, logs, key_col)
-    return rest, named.without(np.zeros(0, np.int64))
-
-
-def split_rows(
-    base: pa.Table, logs: Sequence[pa.Table], key_col: str | None
-) -> tuple[pa.Table, Rows]:
-    """`split_named` with the named rows left in `base` (positions, not a copy): the merge
-    reads their keys and copies out only the few that survive it."""
     at = named_rows(base, logs, key_col)
     if at is None or not len(at):
-        return base, Rows(base, np.zeros(0, np.int64))
-    return _without(base, at), Rows(base, at)
+        return base, base.slice(0, 0)
+    return _without(base, at), base.take(pa.array(at, pa.int64()))
 
 
 def named_rows(base: pa.Table, logs: Sequence[pa.Table], key_col: str | None) -> np.ndarray | None:
