@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _table, _values
 from timeline.keyed.keys import RECORD_KEY_COL
 from timeline.keyed.log.block import DELETE, OP_COL, UPSERT
-from timeline.keyed.read.merge import UNCONDITIONAL, Rule, merge_slices
+from timeline.keyed.read.merge import UNCONDITIONAL, Rule, merge, merge_slices
 
 SCHEMA = pa.schema([("id", pa.int64()), (RECORD_KEY_COL, pa.string()), ("ts", pa.int64())])
 LOG_SCHEMA = SCHEMA.append(pa.field("v", pa.string())).append(pa.field(OP_COL, pa.string()))
@@ -126,3 +126,29 @@ def test_a_projected_snapshot_matches_keys_by_the_integer_key_column(tmp_path: P
     assert got.column_names == ["v"]
     assert sorted(got.column("v").to_pylist()) == ["x", "y", "y"]
     assert _values(t.read()) == {1: "x", 2: "y", 4: "y"}
+
+
+@pytest.mark.unit
+def test_integer_keys_far_apart_are_matched_in_their_own_slice() -> None:
+    """Keys spanning the int64 range (too far apart to number a (slice, key) pair as one
+    int64) match as they do when close: each within its own slice."""
+    lo, hi = -(2**63) + 1, 2**63 - 1
+    base = pa.table(
+        {"id": [lo, hi], RECORD_KEY_COL: [str(lo), str(hi)], "ts": [1, 1], "v": ["b", "b"]},
+        schema=SCHEMA.append(pa.field("v", pa.string())),
+    )
+    block = pa.table(
+        {
+            "id": [hi, None],
+            RECORD_KEY_COL: [str(hi), str(lo)],
+            "ts": [2, 2],
+            "v": ["up", "del"],
+            OP_COL: [UPSERT, DELETE],
+        },
+        schema=LOG_SCHEMA,
+    )
+    other = base.slice(0, 1)  # a second slice holding the deleted key: untouched
+    got = merge_slices([(base, [block], None), (other, [], None)], key_col="id")
+    assert got.column("v").to_pylist() == ["up", "b"]
+    assert got.column("id").to_pylist() == [hi, lo]
+    assert merge(base, [block], key_col="id").column("v").to_pylist() == ["up"]

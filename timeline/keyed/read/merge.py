@@ -15,17 +15,19 @@ Applying the rule to a block its writer already decided changes nothing: the wri
 against the same merged state this fold reaches before the block, and wrote only winners
 (a delete by key alone carried the stored value: a tie, which wins).
 
-Vectorized, and per base row only what cannot be avoided: the logs are concatenated (they
-are small); one membership test over the base keys finds the base rows some log names, and
-everything after it (pairing keys with their slice, the fold) runs over the log entries and
-those named rows alone. The fold runs rank by rank (the first entry of every key, then the
-second, ...), each rank a few array operations, so its cost follows the entries, never a
-loop over records. Base rows no log names are kept as they are; a base that loses rows is
-filtered once. A reader that decodes bases itself sets their unnamed rows apart first, on
-the decoding thread (`named_mask`; keyed/read/slices.py), and merges only the named rows
-here. Keys are matched as numbers when the table's record key is a single integer column
-(`key_col`: its text is the record key, so equal numbers are equal keys); otherwise as the
-record key text.
+Vectorized, and per base row only what cannot be avoided: the log blocks are joined as
+chunks (never copied whole); every log entry and base row gets one number per (slice, key)
+pair, the entries are sorted by it once (stable: entries of a key stay in log order) and the
+base rows are binary-searched into them, so pairing is one sort of the entries and a search
+per base row (integer keys; record key text is first coded, the base rows some entry names
+found by a membership test). The fold runs rank by rank (the first entry of every key, then
+the second, ...), each rank a few array operations, so its cost follows the entries, never a
+loop over records; tables merged by commit time skip it (the last entry of a key decides).
+Base rows no log names are kept as they are; a base that loses rows is filtered once. A
+reader that decodes bases itself sets their unnamed rows apart first, on the decoding thread
+(keyed/read/split.py), and merges only the named rows here. Keys are matched as numbers
+when the table's record key is a single integer column (`key_col`: its text is the record
+key, so equal numbers are equal keys); otherwise as the record key text.
 """
 
 from __future__ import annotations
@@ -92,12 +94,13 @@ def merge_slices(
         return _concat(bases)
     base_all = _concat(bases)  # chunks of the bases, no copy
     starts = np.cumsum([0, *(b.num_rows for b in bases)])  # each slice's first row there
-    # one copy of the (few) log rows: every operation below then runs on one chunk, where
-    # a take across a chunk per block (thousands after many delta commits) was slow
-    logs_all = concat(every).combine_chunks()
+    # the log rows as chunks (a block each, no copy); the few columns the fold reads are
+    # made one array each, the rest is only taken down to the winners at the end
+    logs_all = concat(every)
     lg_ = np.concatenate(lgroup)
     sizes = [n for n, _ in ruled]
-    up = np.asarray(pc.equal(logs_all.column(OP_COL), UPSERT).to_numpy(zero_copy_only=False), bool)
+    ops = logs_all.column(OP_COL).combine_chunks()
+    up = np.asarray(pc.equal(ops, UPSERT).to_numpy(zero_copy_only=False), bool)
     by = {r.merge_by for _, r in ruled if r.merge_by}
     if not by:
         cmp = np.zeros(len(up), dtype=bool)
@@ -107,12 +110,14 @@ def merge_slices(
         cmp_up = np.repeat([bool(r.merge_by) for _, r in ruled], sizes)
         cmp_del = np.repeat([bool(r.merge_by) and r.ordered_deletes for _, r in ruled], sizes)
         cmp = np.where(up, cmp_up, cmp_del)
-    bidx, lkey, bkey = _named(base_all, logs_all, key_col)
-    bg = np.searchsorted(starts, bidx, side="right") - 1  # the slice of each named base row
-    dropped, winners = _fold(base_all, bidx, bkey, bg, logs_all, lkey, lg_, up, cmp, field)
+    paired = _paired(base_all, logs_all, key_col, lg_, starts)
+    dropped, won = _fold(base_all, paired, logs_all, up, cmp, field)
     # each slice's surviving base rows in base order, then its upserts in log order; the
-    # logs are in slice order, so each slice's winners are a contiguous run of `winners`,
-    # and `dropped` (ascending) holds each slice's lost base rows as a contiguous run too.
+    # logs are in slice order, so each slice's winners are a contiguous run of `ups`, and
+    # `dropped` (ascending) holds each slice's lost base rows as a contiguous run too. The
+    # winners are taken from the blocks as they are (a chunk each: Arrow's take across
+    # chunks costs less than copying the blocks into one first, or filtering chunk by chunk)
+    winners = np.flatnonzero(won)
     ups = logs_all.take(pa.array(winners, pa.int64())).drop_columns([OP_COL])
     bounds = np.searchsorted(lg_[winners], np.arange(len(slices) + 1))
     cuts = np.searchsorted(dropped, starts)
@@ -185,19 +190,61 @@ def named_mask(
     return pc.is_in(base.column(RECORD_KEY_COL), value_set=lkeys)
 
 
-def _named(
+@dataclass(frozen=True)
+class Paired:
+    """The log entries and the named base rows of a merge, keys paired within their slice:
+    each entry and each such row numbered by its (slice, key) pair, densely, in the order of
+    the pairs, so that entries of one pair are a run of `order`."""
+
+    order: np.ndarray  # log entries by (slice, key), entries of one pair in log order
+    firsts: np.ndarray  # where in `order` each pair's run begins
+    lcodes: np.ndarray  # each log entry's pair
+    bidx: np.ndarray  # ascending positions of the base rows an entry of their slice names
+    bcodes: np.ndarray  # their pairs
+
+
+def _paired(
+    base: pa.Table, logs: pa.Table, key_col: str | None, lg: np.ndarray, starts: np.ndarray
+) -> Paired:
+    """The pairing of `logs` (slice of each entry: `lg`) with the rows of `base` (slice
+    `g`: rows `starts[g]` to `starts[g + 1]`): one stable sort of the entries by a single
+    number per (slice, key), and a binary search of the base rows' numbers into them (a
+    base row named only by another slice's entry is no pair: its slice keeps it)."""
+    bidx, lk, bk = _key_numbers(base, logs, key_col)
+    n, slices = len(lk), len(starts) - 1
+    lo, hi = int(lk.min()), int(lk.max())
+    if (hi - lo + 1) * max(slices, 1) >= 2**62:  # keys too far apart for one number
+        _, dense = np.unique(np.r_[lk, bk], return_inverse=True)
+        lk, bk = dense[:n], dense[n:]
+        lo, hi = 0, int(lk.max())
+    span = hi - lo + 1
+    bg = np.searchsorted(starts, bidx, side="right") - 1  # the slice of each base row
+    lnum = lg * span + (lk - lo)
+    bnum = np.where((bk >= lo) & (bk <= hi), bg * span + (bk - lo), -1)
+    order = np.argsort(lnum, kind="stable")
+    sorted_num = lnum[order]
+    fresh = np.ones(n, dtype=bool)
+    fresh[1:] = sorted_num[1:] != sorted_num[:-1]
+    pair = np.cumsum(fresh) - 1
+    lcodes = np.empty(n, dtype=np.int64)
+    lcodes[order] = pair
+    at = np.minimum(np.searchsorted(sorted_num, bnum), n - 1)
+    hit = sorted_num[at] == bnum
+    return Paired(order, np.flatnonzero(fresh), lcodes, bidx[hit], pair[at[hit]])
+
+
+def _key_numbers(
     base: pa.Table, logs: pa.Table, key_col: str | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The base rows whose key some log entry names (ascending positions; in any slice:
-    `_fold` pairs keys with their own), and integer codes of the log entries' keys and of
-    those rows' keys, equal exactly where the keys are equal."""
+    """The base rows that may be named (ascending positions), and numbers for the log
+    entries' keys and for those rows' keys, equal exactly where the keys are equal: integer
+    keys as they are (every base row, no membership test), record key text as codes (the
+    rows some entry of any slice names)."""
     ints = _integer_keys(base, logs, key_col)
     if ints is not None:
         bcol, lkey = ints
-        named = pc.is_in(bcol, value_set=pa.array(lkey))
-        bidx = _positions(named)
-        bkey = bcol.take(pa.array(bidx, pa.int64())).to_numpy()
-        return bidx, lkey, np.asarray(bkey, dtype=np.int64)
+        bkey = np.asarray(bcol.to_numpy(), dtype=np.int64)
+        return np.arange(len(bkey), dtype=np.int64), lkey, bkey
     lkeys = logs.column(RECORD_KEY_COL).combine_chunks()
     if not base.num_rows:
         return np.zeros(0, np.int64), _codes(lkeys), np.zeros(0, np.int64)
@@ -251,68 +298,70 @@ def _integer_keys(
 
 def _fold(
     base: pa.Table,
-    bidx: np.ndarray,
-    bkey: np.ndarray,
-    bg: np.ndarray,
+    p: Paired,
     every: pa.Table,
-    lkey: np.ndarray,
-    lg: np.ndarray,
     up: np.ndarray,
     cmp: np.ndarray,
     field: str,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Which named base rows are lost (ascending positions) and which log entries win
-    (ascending positions)."""
+    """Which named base rows are lost (ascending positions) and which log entries win (a
+    mask over the entries)."""
     n = every.num_rows
-    # a key is matched within its slice: (slice, key) pairs numbered densely
-    pg, pk = np.r_[lg, bg], np.r_[lkey, bkey]
-    by_pair = np.lexsort((pk, pg))
-    fresh = np.ones(len(by_pair), dtype=bool)
-    fresh[1:] = (np.diff(pk[by_pair]) != 0) | (np.diff(pg[by_pair]) != 0)
-    codes = np.empty(len(by_pair), dtype=np.int64)
-    codes[by_pair] = np.cumsum(fresh) - 1
-    lcodes, bcodes = codes[:n], codes[n:]
-    m = int(codes.max()) + 1
+    m = len(p.firsts)
     present = np.zeros(m, dtype=bool)
     src = np.full(m, -1, dtype=np.int64)  # the surviving version: n + named row, or log
-    present[bcodes] = True
-    src[bcodes] = n + np.arange(len(bidx), dtype=np.int64)
-    ords: pa.Array | None = None
-    if cmp.any():
-        lord = every.column(field).combine_chunks() if field in every.column_names else None
-        lord = lord if lord is not None else pa.nulls(n)
-        bord = _take(base, field, bidx, len(bidx))
-        if bord.type != lord.type:
-            if pa.types.is_null(lord.type):
-                lord = lord.cast(bord.type)
-            else:
-                bord = bord.cast(lord.type)
-        ords = pa.concat_arrays([lord, bord])  # log entries first, then the named base rows
-    # entries of each key in log order; rank = how many of that key's entries came before
-    order = np.lexsort((np.arange(n), lcodes))
-    sc = lcodes[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(sc)) + 1]
-    rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-    if not cmp.any() and n:  # unconditional: the last entry of each key decides
-        last = order[np.r_[starts[1:] - 1, n - 1]]
-        c = lcodes[last]
-        present[c], src[c] = up[last], np.where(up[last], last, -1)
+    present[p.bcodes] = True
+    src[p.bcodes] = n + np.arange(len(p.bidx), dtype=np.int64)
+    if not cmp.any():  # unconditional: the last entry of each key decides
+        last = p.order[np.r_[p.firsts[1:] - 1, n - 1]]
+        present[:], src[:] = up[last], np.where(up[last], last, -1)
     else:
-        for r in range(int(rank.max()) + 1 if n else 0):
-            e = order[rank == r]  # one entry of each of these keys
-            c = lcodes[e]
-            win = np.ones(len(e), dtype=bool)
-            ask = cmp[e] & present[c]
-            if ask.any():
-                assert ords is not None
-                q = np.flatnonzero(ask)
-                inc = ords.take(pa.array(e[q], pa.int64()))
-                sto = ords.take(pa.array(src[c[q]], pa.int64()))
-                win[q] = not_older(sto, inc)
-            ups, dels = win & up[e], win & ~up[e]
-            present[c[ups]], src[c[ups]] = True, e[ups]
-            present[c[dels]], src[c[dels]] = False, -1
+        _ranks(p, _ordering(base, p.bidx, every, field), up, cmp, present, src)
     final = src[present]
-    kept = np.zeros(len(bidx), dtype=bool)
+    kept = np.zeros(len(p.bidx), dtype=bool)
     kept[final[final >= n] - n] = True
-    return bidx[~kept], np.sort(final[final < n])
+    won = np.zeros(n, dtype=bool)
+    won[final[final < n]] = True
+    return p.bidx[~kept], won
+
+
+def _ordering(base: pa.Table, bidx: np.ndarray, every: pa.Table, field: str) -> pa.Array:
+    """The ordering values of the log entries, then of the named base rows, one array."""
+    n = every.num_rows
+    lord = every.column(field).combine_chunks() if field in every.column_names else None
+    lord = lord if lord is not None else pa.nulls(n)
+    bord = _take(base, field, bidx, len(bidx))
+    if bord.type != lord.type:
+        if pa.types.is_null(lord.type):
+            lord = lord.cast(bord.type)
+        else:
+            bord = bord.cast(lord.type)
+    return pa.concat_arrays([lord, bord])
+
+
+def _ranks(
+    p: Paired,
+    ords: pa.Array,
+    up: np.ndarray,
+    cmp: np.ndarray,
+    present: np.ndarray,
+    src: np.ndarray,
+) -> None:
+    """The fold rank by rank (the first entry of every key, then the second, ...), each
+    entry compared with the surviving version where its rule says: `present` and `src`
+    updated in place."""
+    n = len(p.order)
+    rank = np.arange(n) - np.repeat(p.firsts, np.diff(np.r_[p.firsts, n]))
+    for r in range(int(rank.max()) + 1 if n else 0):
+        e = p.order[rank == r]  # one entry of each of these keys
+        c = p.lcodes[e]
+        win = np.ones(len(e), dtype=bool)
+        ask = cmp[e] & present[c]
+        if ask.any():
+            q = np.flatnonzero(ask)
+            inc = ords.take(pa.array(e[q], pa.int64()))
+            sto = ords.take(pa.array(src[c[q]], pa.int64()))
+            win[q] = not_older(sto, inc)
+        ups, dels = win & up[e], win & ~up[e]
+        present[c[ups]], src[c[ups]] = True, e[ups]
+        present[c[dels]], src[c[dels]] = False, -1
