@@ -11,27 +11,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage import IntegrityError, LocalObjectStore, StoreSettings, open_store
+from storage import IntegrityError, LocalObjectStore
 from timeline import Table, TableSettings, describe_bytes
 from timeline.keyed import KeyedProperties
-from timeline.keyed.write import base_stream
 from timeline.keyed.write.base_stream import base_row_groups
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("ranged_reads")]
 
 PROPS = KeyedProperties.of("id", ordering_field="ts")
-
-
-@pytest.fixture(autouse=True)
-def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
-    monkeypatch.setattr(base_stream, "STREAM_PIECE", 20_000)
-
-
-def _store(tmp_path: Path) -> LocalObjectStore:
-    store = open_store("file://" + str(tmp_path / "s"), StoreSettings(fsync=False))
-    assert isinstance(store, LocalObjectStore)
-    return store
 
 
 def _rows(ids: range, ts: int) -> pa.Table:
@@ -40,9 +27,9 @@ def _rows(ids: range, ts: int) -> pa.Table:
 
 @pytest.mark.parametrize("page_index", [False, True])
 def test_the_row_groups_are_those_of_the_file_read_in_pieces(
-    tmp_path: Path, page_index: bool
+    local_store: LocalObjectStore, page_index: bool
 ) -> None:
-    store = _store(tmp_path)
+    store = local_store
     sink = pa.BufferOutputStream()
     data = _rows(range(20_000), 1)
     # A page index lies between the last row group and the footer: its bytes are checked too.
@@ -58,8 +45,10 @@ def test_the_row_groups_are_those_of_the_file_read_in_pieces(
     assert 3 <= gets < 20, "pieces of several row groups, and the tail"
 
 
-def test_a_damaged_file_is_refused_after_its_last_row_group(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_a_damaged_file_is_refused_after_its_last_row_group(
+    local_store: LocalObjectStore, tmp_path: Path
+) -> None:
+    store = local_store
     sink = pa.BufferOutputStream()
     pq.write_table(_rows(range(5_000), 1), sink, row_group_size=1_000, compression="none")
     body = bytearray(sink.getvalue().to_pybytes())
@@ -71,11 +60,13 @@ def test_a_damaged_file_is_refused_after_its_last_row_group(tmp_path: Path) -> N
         list(base_row_groups(store, f))
 
 
-def test_an_upsert_whose_base_file_is_damaged_commits_nothing(tmp_path: Path) -> None:
+def test_an_upsert_whose_base_file_is_damaged_commits_nothing(
+    local_store: LocalObjectStore, tmp_path: Path
+) -> None:
     # Nothing kept from the locate step: the rewrite streams the base file.
     settings = TableSettings(local_entry_cache=False, parquet_row_group_rows=1_000,
                              write_inflight_bytes=1, small_file_rewrite_ratio=1_000.0)  # fmt: skip
-    store = _store(tmp_path)
+    store = local_store
     t = Table.create(store, PROPS, settings)
     t.insert(_rows(range(5_000), 1))
     t.upsert(_rows(range(0, 5_000, 7), 2))  # streams an intact base file

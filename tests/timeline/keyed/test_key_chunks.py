@@ -16,26 +16,14 @@ from storage import IntegrityError, LocalObjectStore, StoreSettings, open_store
 from timeline import Table, TableSettings, describe_bytes
 from timeline.keyed import KeyedProperties
 from timeline.keyed.keys import RECORD_KEY_COL
-from timeline.keyed.write import KeyedWriteRequest, base_stream, key_chunks, write_keyed
+from timeline.keyed.write import KeyedWriteRequest, WriteOperation, key_chunks, write_keyed
 from timeline.keyed.write.key_chunks import chunk_span, matching_rows
 from timeline.keyed.write.planner import Planner
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("ranged_reads")]
 
 KEY = RECORD_KEY_COL
 PROPS = KeyedProperties.of("id", ordering_field="ts")
-
-
-@pytest.fixture(autouse=True)
-def big_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
-    monkeypatch.setattr(base_stream, "STREAM_PIECE", 20_000)
-
-
-def _store(tmp_path: Path) -> LocalObjectStore:
-    store = open_store("file://" + str(tmp_path / "s"), StoreSettings(fsync=False))
-    assert isinstance(store, LocalObjectStore)
-    return store
 
 
 def _ranges(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int | None]]:
@@ -69,10 +57,10 @@ def _file(store: LocalObjectStore, rows: int = 20_000, group: int = 1_000) -> tu
 
 
 def test_only_the_key_chunks_of_row_groups_that_may_hold_a_key_are_fetched(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    local_store: LocalObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(key_chunks, "COALESCE_GAP", 0)  # this file's row groups are small
-    store = _store(tmp_path)
+    store = local_store
     f, _ = _file(store)
     md = pq.ParquetFile(store.url(f.path).removeprefix("file://")).metadata
     gets = _ranges(store, monkeypatch)
@@ -94,9 +82,9 @@ def test_only_the_key_chunks_of_row_groups_that_may_hold_a_key_are_fetched(
 
 
 def test_chunks_close_to_each_other_are_fetched_by_one_get(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    local_store: LocalObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _store(tmp_path)
+    store = local_store
     f, body = _file(store)
     md = pq.ParquetFile(pa.BufferReader(body)).metadata
     gets = _ranges(store, monkeypatch)
@@ -109,9 +97,9 @@ def test_chunks_close_to_each_other_are_fetched_by_one_get(
 
 
 def test_a_file_without_a_probed_key_in_range_is_read_for_its_footer_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    local_store: LocalObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _store(tmp_path)
+    store = local_store
     f, _ = _file(store)
     gets = _ranges(store, monkeypatch)
     m = matching_rows(store, f, [KEY], pa.array(["a", "zz"]))
@@ -119,8 +107,10 @@ def test_a_file_without_a_probed_key_in_range_is_read_for_its_footer_alone(
     assert len(gets) == 1
 
 
-def test_a_damaged_key_chunk_raises_an_error_naming_the_object(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_a_damaged_key_chunk_raises_an_error_naming_the_object(
+    local_store: LocalObjectStore, tmp_path: Path
+) -> None:
+    store = local_store
     f, body = _file(store)
     md = pq.ParquetFile(pa.BufferReader(body)).metadata
     start, end = chunk_span(md, 2, 0)
@@ -130,8 +120,10 @@ def test_a_damaged_key_chunk_raises_an_error_naming_the_object(tmp_path: Path) -
         matching_rows(store, f, [KEY], pa.array(["k02500"]))
 
 
-def test_a_damaged_footer_raises_an_error_naming_the_object(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_a_damaged_footer_raises_an_error_naming_the_object(
+    local_store: LocalObjectStore, tmp_path: Path
+) -> None:
+    store = local_store
     f, body = _file(store)
     (tmp_path / "s" / "f.parquet").write_bytes(body[:-12] + b"\xff" * 8 + body[-4:])
     with pytest.raises(IntegrityError, match=r"f\.parquet"):
@@ -160,7 +152,7 @@ def test_an_upsert_locates_by_key_chunks_and_rewrites_the_file_verified(
     (f,) = t.files()
     plans: list[Planner] = []
     gets = _ranges(t.store, monkeypatch)
-    req = KeyedWriteRequest(PROPS, "upsert", data=_rows([1001, 1002, 99999], 3),
+    req = KeyedWriteRequest(PROPS, WriteOperation.UPSERT, data=_rows([1001, 1002, 99999], 3),
                             on_plan=plans.append)  # fmt: skip
     write_keyed(t, req)
     (plan,) = plans

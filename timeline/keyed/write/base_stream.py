@@ -37,19 +37,20 @@ STREAM_MIN = 16 * MiB
 STREAM_PIECE = 8 * MiB
 
 
-class _Window:
-    """The file object pyarrow reads row groups through: the piece fetched last and the
-    file's tail, at their offsets in the file. A read anywhere else is refused."""
+class FetchedRanges:
+    """The file object pyarrow reads a file through when only parts of it were fetched: the
+    pieces held now and the ones `kept` throughout (the footer's tail), at their offsets in
+    the file. A read of bytes not fetched is refused."""
 
-    def __init__(self, size: int, tail_start: int, tail: bytes) -> None:
+    def __init__(self, size: int, kept: list[tuple[int, bytes]] | None = None) -> None:
         self._size = size
-        self._tail = (tail_start, tail)
-        self._piece = (0, b"")
+        self._kept = kept or []
+        self._pieces: list[tuple[int, bytes]] = []
         self._pos = 0
         self.closed = False
 
-    def hold(self, start: int, data: bytes) -> None:
-        self._piece = (start, data)
+    def hold(self, pieces: list[tuple[int, bytes]]) -> None:
+        self._pieces = pieces
 
     def readable(self) -> bool:
         return True
@@ -69,7 +70,7 @@ class _Window:
 
     def read(self, n: int = -1) -> bytes:
         end = self._size if n < 0 else min(self._size, self._pos + n)
-        for start, data in (self._piece, self._tail):
+        for start, data in (*self._pieces, *self._kept):
             if start <= self._pos and end <= start + len(data):
                 out = data[self._pos - start : end - start]
                 self._pos = end
@@ -140,11 +141,11 @@ def base_row_groups(store: ObjectStore, f: DataFile) -> Iterator[pa.Table]:
     if pieces is None:
         yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))
         return
-    window = _Window(f.size, tail_start, tail)
+    window = FetchedRanges(f.size, [(tail_start, tail)])
     pf = pq.ParquetFile(window, metadata=md)
     crc = _Crc(store, f, tail_start, tail)
     for first, last, end in pieces:
-        window.hold(crc.pos, crc.fetch(end))
+        window.hold([(crc.pos, crc.fetch(end))])
         for i in range(first, last):
             try:
                 group = pf.read_row_group(i, use_threads=False)
@@ -153,7 +154,7 @@ def base_row_groups(store: ObjectStore, f: DataFile) -> Iterator[pa.Table]:
                 crc.check_rest()
                 raise
             yield group
-    window.hold(0, b"")
+    window.hold([])
     crc.check_rest()
 
 

@@ -6,7 +6,7 @@ whole, so the bytes a write held grew with its files (and the table). A file of
 `STREAM_MIN` bytes or more (that holds a checksum) is read here as its footer (one ranged
 GET of the tail, `base_stream.read_tail`), then, for each row group whose key statistics
 (min/max) can hold one of the probed keys, the chunks of the wanted columns: ranges closer
-than `COALESCE_GAP` are fetched by one GET, each piece decoded (pyarrow over `_Ranges`, a
+than `COALESCE_GAP` are fetched by one GET, each piece decoded (pyarrow over `FetchedRanges`, a
 file object that serves only the bytes fetched) and dropped before the next is fetched.
 Smaller files are fetched whole (one GET) and verified against their checksum.
 
@@ -35,7 +35,7 @@ from ...errors import committed_object
 from ...metadata import DataFile
 from ...parquet_io import read_verified
 from ..keys import RECORD_KEY_COL
-from .base_stream import ranged, read_tail
+from .base_stream import FetchedRanges, ranged, read_tail
 
 MiB = 1024 * 1024
 #: Column chunks closer than this are fetched by one GET (the bytes between them are read
@@ -52,48 +52,6 @@ class Matches:
     data: pa.Table | None
     row_groups_read: int = 0
     row_groups_skipped: int = 0
-
-
-class _Ranges:
-    """The file object pyarrow reads column chunks through: the pieces fetched so far, at
-    their offsets in the file. A read of bytes not fetched is refused."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._pieces: list[tuple[int, bytes]] = []
-        self._pos = 0
-        self.closed = False
-
-    def hold(self, pieces: list[tuple[int, bytes]]) -> None:
-        self._pieces = pieces
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        self._pos = pos + (0, self._pos, self._size)[whence]
-        return self._pos
-
-    def read(self, n: int = -1) -> bytes:
-        end = self._size if n < 0 else min(self._size, self._pos + n)
-        for start, data in self._pieces:
-            if start <= self._pos and end <= start + len(data):
-                out = data[self._pos - start : end - start]
-                self._pos = end
-                return out
-        raise ValueError(f"bytes [{self._pos}, {end}) of the file were not fetched")
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def chunk_span(md: pq.FileMetaData, rg: int, col: int) -> tuple[int, int]:
@@ -200,7 +158,7 @@ def matching_rows(
     probed = sorted(_text(k) for k in keys.to_pylist())
     wanted = [rg for rg in range(md.num_row_groups) if may_hold(md, rg, cols[0], probed)]
     first = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
-    window = _Ranges(f.size)
+    window = FetchedRanges(f.size)
     pf = pq.ParquetFile(window, metadata=md, page_checksum_verification=True)
     rows, found = [], []
     for (start, end), members in _groups(md, cols, wanted):
