@@ -1,6 +1,6 @@
 """Byte ranges of immutable objects: a block cache and a seekable file over an object whose
 reads are verified, unit by unit (Parquet footer, row groups), against the checksums its
-commit recorded before pyarrow sees them."""
+commit recorded before pyarrow sees them (the file object's shape is storage's `RangedFile`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 import pyarrow.parquet as pq
 from cachetools import LRUCache
 
-from storage import IntegrityError, ObjectStore, RangeNotSatisfiable, verify
+from storage import IntegrityError, ObjectStore, RangedFile, RangeNotSatisfiable, verify
 from timeline import footer_span
 
 from .catalog import NO_SUMS, Sums
@@ -60,7 +60,7 @@ class BlockCache:
             self._blocks.by_key.setdefault(key, {})[start] = data
 
 
-class RangedObject(io.RawIOBase):
+class RangedObject(RangedFile):
     """A seekable file over an object: every read is served from the block cache or one GET.
 
     With checksums (`sums`), bytes enter the cache only as whole verified units (the footer,
@@ -69,8 +69,8 @@ class RangedObject(io.RawIOBase):
     def __init__(
         self, store: ObjectStore, key: str, size: int, blocks: BlockCache, sums: Sums = NO_SUMS
     ) -> None:
-        self._store, self._key, self._size, self._blocks = store, key, size, blocks
-        self._pos = 0
+        super().__init__(size)
+        self._store, self._key, self._blocks = store, key, blocks
         self._sums = sums
         #: (start, end, checksum) of the footer once known.
         self._footer: tuple[int, int, str] | None = None
@@ -86,9 +86,9 @@ class RangedObject(io.RawIOBase):
         """Check the footer against its recorded checksum before pyarrow parses it."""
         if not self._sums.footer:
             return
-        tail = self._read_raw(self._size - 8, 8)
+        tail = self._read_raw(self.size - 8, 8)
         try:
-            start, length = footer_span(self._size, tail)
+            start, length = footer_span(self.size, tail)
         except ValueError as exc:
             raise IntegrityError(f"{self.where} is corrupt: {exc}", self.where) from exc
         self._footer = (start, start + length, self._sums.footer)
@@ -148,7 +148,7 @@ class RangedObject(io.RawIOBase):
             data, cause = b"", exc
         if len(data) != length and self._sums.footer:
             raise IntegrityError(
-                f"{self.where} is corrupt: shorter than the {self._size} bytes its commit "
+                f"{self.where} is corrupt: shorter than the {self.size} bytes its commit "
                 f"recorded (read {len(data)} of bytes [{start}, {start + length}))",
                 self.where,
             ) from cause
@@ -186,22 +186,8 @@ class RangedObject(io.RawIOBase):
             data[lo - pos : hi - pos] = piece
         return bytes(data)  # not cached: bytes outside every known unit are unverified
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size}[whence]
-        self._pos = base + offset
-        return self._pos
-
     def prefetch(self, start: int, length: int) -> None:
-        length = min(length, self._size - start)
+        length = min(length, self.size - start)
         if length <= 0 or self._blocks.find(self._key, start, length) is not None:
             return
         data = self.get(start, length)
@@ -226,19 +212,16 @@ class RangedObject(io.RawIOBase):
         for s, e in runs:
             self._blocks.add(self._key, s, bytes(view[s - start : e - start]))
 
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        n = min(len(b), self._size - self._pos)
-        if n <= 0:
-            return 0
-        data = self._blocks.find(self._key, self._pos, n)
+    def bytes_at(self, start: int, length: int) -> bytes:
+        """From the block cache, else one GET (verified unit by unit with checksums; cached
+        as read without)."""
+        data = self._blocks.find(self._key, start, length)
         if data is None and self._sums.footer:
-            data = self._verified_range(self._pos, n)
+            data = self._verified_range(start, length)
         if data is None:
-            data = self._store.get(self._key, self._pos, n)
-            self._blocks.add(self._key, self._pos, data)
-        b[:n] = data
-        self._pos += n
-        return n
+            data = self._store.get(self._key, start, length)
+            self._blocks.add(self._key, start, data)
+        return data
 
 
 def footer_of(ranged: RangedObject, size: int, tail: bytes) -> tuple[int, int]:

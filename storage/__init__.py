@@ -48,6 +48,7 @@ from .lifecycle import Closing, Finishing
 from .local import LocalObjectStore
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
 from .progress import ProgressCallback, report_progress
+from .ranged_file import FetchedRanges, RangedFile
 from .settings import StoreSettings
 from .timeutil import datetime_to_ms, ms_to_datetime, now_ms, to_ms
 from .uri import DEFAULT_REPO, RepoURI, open_store, parse_uri, resolve_repo
@@ -81,6 +82,7 @@ __all__ = [
     "EndpointTimeout",
     "EndpointUnreachable",
     "ErrorKind",
+    "FetchedRanges",
     "Finishing",
     "FlowledgerBaseError",
     "ForbiddenError",
@@ -100,6 +102,7 @@ __all__ = [
     "OverLimitError",
     "ProgressCallback",
     "RangeNotSatisfiable",
+    "RangedFile",
     "RefusedError",
     "RepoURI",
     "RequestStats",

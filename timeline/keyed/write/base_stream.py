@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage import IntegrityError, ObjectStore
+from storage import FetchedRanges, IntegrityError, ObjectStore
 from storage.checksum import format_checksum
 
 from ...errors import committed_object
@@ -35,50 +35,6 @@ MiB = 1024 * 1024
 #: (random upsert 1,024 against 950 MiB, docs/benchmarks.md), so small files stay whole.
 STREAM_MIN = 16 * MiB
 STREAM_PIECE = 8 * MiB
-
-
-class FetchedRanges:
-    """The file object pyarrow reads a file through when only parts of it were fetched: the
-    pieces held now and the ones `kept` throughout (the footer's tail), at their offsets in
-    the file. A read of bytes not fetched is refused."""
-
-    def __init__(self, size: int, kept: list[tuple[int, bytes]] | None = None) -> None:
-        self._size = size
-        self._kept = kept or []
-        self._pieces: list[tuple[int, bytes]] = []
-        self._pos = 0
-        self.closed = False
-
-    def hold(self, pieces: list[tuple[int, bytes]]) -> None:
-        self._pieces = pieces
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        self._pos = pos + (0, self._pos, self._size)[whence]
-        return self._pos
-
-    def read(self, n: int = -1) -> bytes:
-        end = self._size if n < 0 else min(self._size, self._pos + n)
-        for start, data in (*self._pieces, *self._kept):
-            if start <= self._pos and end <= start + len(data):
-                out = data[self._pos - start : end - start]
-                self._pos = end
-                return out
-        raise ValueError(f"bytes [{self._pos}, {end}) of the file were not fetched")
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def _pieces(spans: list[tuple[int, int]], piece: int) -> list[tuple[int, int, int]] | None:

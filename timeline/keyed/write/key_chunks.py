@@ -29,13 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from storage import IntegrityError, ObjectStore
+from storage import FetchedRanges, IntegrityError, ObjectStore
 
 from ...errors import committed_object
 from ...metadata import DataFile
 from ...parquet_io import read_verified
 from ..keys import RECORD_KEY_COL
-from .base_stream import FetchedRanges, ranged, read_tail
+from .base_stream import ranged, read_tail
 
 MiB = 1024 * 1024
 #: Column chunks closer than this are fetched by one GET (the bytes between them are read
