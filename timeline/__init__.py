@@ -109,6 +109,7 @@ from .partitioning import (
     HIVE_NAMING,
     LEGACY_NAMING,
     NULL_PARTITION,
+    PartitionNaming,
     parse_partition,
     partition_from_stats,
     partition_path,
@@ -116,7 +117,7 @@ from .partitioning import (
     split_partitions,
 )
 from .schema import conform, merge_schemas
-from .settings import KEEP_LATEST_COMMITS, ArchivalSettings, TableSettings
+from .settings import KEEP_LATEST_COMMITS, ArchivalSettings, KeyedIndex, TableSettings
 from .snapshot import Snapshot, TableState
 from .sql_sandbox import connect as sandbox_connect
 from .sql_sandbox import lock_down as sandbox_lock_down
@@ -173,10 +174,12 @@ __all__ = [
     "InvalidInstant",
     "InvalidPredicate",
     "KeyScope",
+    "KeyedIndex",
     "KeyedProperties",
     "MergeMode",
     "MissingTableObject",
     "OnDuplicate",
+    "PartitionNaming",
     "PartitionNamingError",
     "PendingWrite",
     "PlanError",

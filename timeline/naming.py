@@ -15,14 +15,14 @@ from storage import Conflict, NotFound, ObjectStore, open_json, seal_json
 
 from .errors import CorruptTimelineObject
 from .layout import TIMELINE
-from .partitioning import HIVE_NAMING, LEGACY_NAMING, check_naming
+from .partitioning import PartitionNaming, check_naming
 from .snapshot import TableState
 
 NAMING_KEY = TIMELINE + "partition-naming.json"
 FORMAT = "flowledger.partition-naming/1"
 
 
-def _read(store: ObjectStore) -> str | None:
+def _read(store: ObjectStore) -> PartitionNaming | None:
     try:
         body = store.get(NAMING_KEY)
     except NotFound:
@@ -34,7 +34,7 @@ def _read(store: ObjectStore) -> str | None:
     return check_naming(d["partition_naming"])
 
 
-def unkeyed_naming(store: ObjectStore, state: Callable[[], TableState]) -> str:
+def unkeyed_naming(store: ObjectStore, state: Callable[[], TableState]) -> PartitionNaming:
     """The naming recorded for the table; recorded first when there is none (one GET when
     there is; else the table's state decides, and a PUT if-absent fixes it for good)."""
     recorded = _read(store)
@@ -42,9 +42,11 @@ def unkeyed_naming(store: ObjectStore, state: Callable[[], TableState]) -> str:
         return recorded
     st = state()
     old = any(f.partition for e in st.writes.values() for f in e.added)
-    naming = LEGACY_NAMING if old else HIVE_NAMING
+    naming = PartitionNaming.LEGACY if old else PartitionNaming.HIVE
     try:
-        store.put_if_absent(NAMING_KEY, seal_json({"format": FORMAT, "partition_naming": naming}))
+        store.put_if_absent(
+            NAMING_KEY, seal_json({"format": FORMAT, "partition_naming": naming.value})
+        )
     except Conflict:  # another writer recorded it first: its choice holds
         return _read(store) or naming
     return naming

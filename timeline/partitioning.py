@@ -30,30 +30,40 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
+from .choice import Choice
 from .errors import PartitionNamingError
 from .file_stats import stat_value
 
 #: The partition value of nulls (Hive's, Spark's).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
-#: Percent-escaping as Hive and Spark write partition paths (see the module docstring).
-HIVE_NAMING = "hive"
-#: The naming of tables earlier versions created (lossy: `x y` and `x/y` are both `x_y`).
-LEGACY_NAMING = "legacy"
-NAMINGS = (HIVE_NAMING, LEGACY_NAMING)
+
+class PartitionNaming(Choice):
+    """How partition values become path segments (see the module docstring)."""
+
+    HIVE = "hive"  # percent-escaping as Hive and Spark write partition paths
+    LEGACY = "legacy"  # tables earlier versions created (lossy: `x y` and `x/y` are both `x_y`)
+
+    @classmethod
+    def describe(cls) -> str:
+        return "partition naming"
+
+
+HIVE_NAMING = PartitionNaming.HIVE
+LEGACY_NAMING = PartitionNaming.LEGACY
 
 #: What `escapePathName` escapes (Hive's `FileUtils`, Spark's `ExternalCatalogUtils`), with
 #: the set both add on Windows and NUL, so no value ever yields a control character in a key.
 ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^") + list(" <>|"))
 
 
-def check_naming(naming: str) -> str:
-    if naming not in NAMINGS:
-        raise PartitionNamingError(
-            f"unknown partition naming {naming!r} (known: {', '.join(NAMINGS)}); "
-            "the table was written by a newer flowledger"
-        )
-    return naming
+def check_naming(naming: str) -> PartitionNaming:
+    """`naming` as its member; a name this version does not know raises
+    `PartitionNamingError` in one line naming the known ones."""
+    try:
+        return PartitionNaming.parse(naming)
+    except ValueError as exc:
+        raise PartitionNamingError(f"{exc}; the table was written by a newer flowledger") from None
 
 
 def escape_path_name(text: str) -> str:

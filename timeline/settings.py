@@ -6,12 +6,27 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from .choice import Choice
+
 MiB = 1024 * 1024
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
 LAZY = "LAZY"
 EAGER = "EAGER"
+
+
+class KeyedIndex(Choice):
+    """Which index a keyed write asks for the file groups of its keys (Hudi's
+    `hoodie.index.type`; docs/tables.md, "Index")."""
+
+    AUTO = "auto"  # the record-level index once an `indexing` run built it, else ranges+blooms
+    RANGE_BLOOM = "range_bloom"  # key ranges and bloom filters; the record-level index unread
+    RECORD_LEVEL = "record_level"  # as `auto` (the record-level index when built and current)
+
+    @classmethod
+    def describe(cls) -> str:
+        return "keyed_index"
 
 
 @dataclass(frozen=True)
@@ -141,7 +156,7 @@ class TableSettings:
     #: the record-level index once an `indexing` run built it (RECORD_INDEX), else key ranges
     #: and bloom filters (BLOOM); `range_bloom` never reads the record-level index (it is
     #: still kept current). See docs/tables.md, "Index".
-    keyed_index: str = "auto"
+    keyed_index: KeyedIndex = KeyedIndex.AUTO
     #: Keys per record-level index shard (shards are key ranges, sorted by key).
     record_index_shard_keys: int = 1_000_000
     #: Keys per row group of a shard: the block a lookup decodes.
@@ -199,8 +214,8 @@ class TableSettings:
             raise ValueError("compaction_strategy must be log_size")
         if self.compaction_max_delta_commits < 1 or self.compaction_max_delta_seconds < 0:
             raise ValueError("compaction_max_delta_commits >= 1, max_delta_seconds >= 0")
-        if self.keyed_index not in ("auto", "range_bloom", "record_level"):
-            raise ValueError("keyed_index must be auto, range_bloom or record_level")
+        # A name (as a user or a Spark option gives it) is held as its member.
+        object.__setattr__(self, "keyed_index", KeyedIndex.parse(self.keyed_index))
         if min(self.record_index_shard_keys, self.record_index_row_group_keys) < 1:
             raise ValueError("record index shard and row group sizes must be >= 1")
         if self.record_index_max_deltas < 1:

@@ -84,7 +84,9 @@ def test_distinct_values_have_distinct_names_that_read_back() -> None:
 
 
 def test_an_unknown_naming_is_refused_with_one_line(tmp_path: Path) -> None:
-    with pytest.raises(PartitionNamingError, match="unknown partition naming 'v9'"):
+    with pytest.raises(
+        PartitionNamingError, match="partition naming must be one of hive, legacy, not 'v9'"
+    ):
         partition_value("x", "v9")
     store = open_store(str(tmp_path / "t"))
     store.put(NAMING_KEY, seal_json({"format": "flowledger.partition-naming/1",

@@ -4,36 +4,13 @@ older tables hold reads unchanged): the table type, the merge mode, the key scop
 an insert does with a key already stored.
 
 Every boundary (properties read from storage, CLI options, Spark options) parses a name
-with `parse`, which refuses another in one line naming the values offered.
+with `parse` (the `Choice` base, timeline/choice.py), which refuses another in one line
+naming the values offered.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Self
-
-
-class Choice(StrEnum):
-    """A choice among named values; members compare equal to their names."""
-
-    @classmethod
-    def parse(cls, name: object, what: str | None = None) -> Self:
-        """The member named `name` (any case, surrounding blanks ignored); a ValueError
-        naming `what` (by default the choice's own description) and the values offered
-        otherwise."""
-        if isinstance(name, cls):
-            return name
-        try:
-            return cls(str(name).strip().lower())
-        except ValueError:
-            offered = ", ".join(m.value for m in cls)
-            label = what or cls.describe()
-            raise ValueError(f"{label} must be one of {offered}, not {name!r}") from None
-
-    @classmethod
-    def describe(cls) -> str:
-        """What the choice is called in messages."""
-        return cls.__name__
+from ..choice import Choice
 
 
 class TableType(Choice):
@@ -80,4 +57,4 @@ class OnDuplicate(Choice):
         return "on_duplicate"
 
 
-__all__ = ["Choice", "KeyScope", "MergeMode", "OnDuplicate", "TableType"]
+__all__ = ["KeyScope", "MergeMode", "OnDuplicate", "TableType"]

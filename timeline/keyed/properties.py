@@ -12,10 +12,11 @@ from typing import Any, TypeVar
 
 from storage import Conflict, InvalidInputError, NotFound, ObjectStore, open_json, seal_json
 
+from ..choice import Choice
 from ..errors import TimelineError
 from ..layout import TIMELINE
-from ..partitioning import HIVE_NAMING, LEGACY_NAMING, check_naming
-from .policies import Choice, KeyScope, MergeMode, TableType
+from ..partitioning import PartitionNaming, check_naming
+from .policies import KeyScope, MergeMode, TableType
 
 PROPERTIES_KEY = TIMELINE + "properties.json"
 #: `/2` added `partition_naming`: an older version, which would name partitions the old way
@@ -47,7 +48,7 @@ class KeyedProperties:
     #: (`hive`) for every table created now; `legacy` for tables whose properties predate
     #: it (they keep their names). Not a choice a user makes, so not compared: opening an
     #: older table with the properties it was created with is not a change.
-    partition_naming: str = field(default=HIVE_NAMING, compare=False)
+    partition_naming: PartitionNaming = field(default=PartitionNaming.HIVE, compare=False)
 
     def __post_init__(self) -> None:
         if not self.record_key or any(not c for c in self.record_key):
@@ -60,7 +61,7 @@ class KeyedProperties:
         object.__setattr__(self, "key_scope", _parse(KeyScope, self.key_scope))
         if self.merge_mode == MergeMode.EVENT_TIME and not self.ordering_field:
             raise PropertiesError("merge mode event_time needs an ordering field")
-        check_naming(self.partition_naming)
+        object.__setattr__(self, "partition_naming", check_naming(self.partition_naming))
 
     @staticmethod
     def of(
@@ -103,7 +104,7 @@ class KeyedProperties:
             _parse(TableType, d.get("table_type", TableType.COPY_ON_WRITE)),
             _parse(KeyScope, d.get("key_scope", KeyScope.GLOBAL)),
             # Properties written before the field existed: the names those tables hold.
-            str(d.get("partition_naming", LEGACY_NAMING)),
+            check_naming(str(d.get("partition_naming", PartitionNaming.LEGACY))),
         )
 
     def describe(self) -> str:

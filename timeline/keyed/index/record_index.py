@@ -36,7 +36,7 @@ from storage import IntegrityError, NotFound, ObjectStore, checksum_of, verify
 from ...file_groups.log_files import logs_of
 from ...instant import INDEXING, RESTORE, ROLLBACK, parse_name
 from ...metadata import DataFile, Entry
-from ...settings import TableSettings
+from ...settings import KeyedIndex, TableSettings
 from ...snapshot import TableState
 from ..policies import KeyScope
 from ..properties import KeyedProperties
@@ -48,12 +48,6 @@ RECORD_INDEX_DELTA = "record_index_delta"
 INDEX_SCHEMA = pa.schema(
     [("key", pa.string()), ("partition", pa.string()), ("file_group", pa.string())]
 )
-#: `keyed_index` setting values.
-AUTO = "auto"
-RANGE_BLOOM = "range_bloom"
-RECORD_LEVEL = "record_level"
-KEYED_INDEXES = (AUTO, RANGE_BLOOM, RECORD_LEVEL)
-
 log = logging.getLogger(__name__)
 
 
@@ -347,13 +341,13 @@ class RecordLevelIndex:
         return out
 
 
-def choose_index(mode: str) -> Any:
+def choose_index(mode: KeyedIndex | str) -> Any:
     """The index factory for the `keyed_index` setting: `record_level` and `auto` use the
     record-level index when one is built and current (else ranges and blooms)."""
 
     def factory(store: ObjectStore, st: TableState, props: KeyedProperties) -> KeyIndex:
         fallback = range_bloom_index(store, st, props)
-        if mode == RANGE_BLOOM:
+        if KeyedIndex.parse(mode) == KeyedIndex.RANGE_BLOOM:
             return fallback
         view = index_view(st)
         if view is None:
@@ -364,13 +358,9 @@ def choose_index(mode: str) -> Any:
 
 
 __all__ = [
-    "AUTO",
     "INDEX_SCHEMA",
-    "KEYED_INDEXES",
-    "RANGE_BLOOM",
     "RECORD_INDEX",
     "RECORD_INDEX_DELTA",
-    "RECORD_LEVEL",
     "IndexView",
     "RecordLevelIndex",
     "ShardRef",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ...layout import data_key
-from ...settings import TableSettings
+from ...settings import KeyedIndex, TableSettings
 from ...snapshot import TableState
 from ..index import (
     IndexFactory,
@@ -33,7 +33,7 @@ from ..index import (
     range_bloom_index,
     write_delta,
 )
-from ..index.record_index import INDEX_SCHEMA, RANGE_BLOOM, ShardRef, read_shard
+from ..index.record_index import INDEX_SCHEMA, ShardRef, read_shard
 from ..properties import KeyedProperties
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def index_factory(view: IndexView | None, settings: TableSettings) -> IndexFacto
 
     def factory(store: ObjectStore, st: TableState, props: KeyedProperties) -> KeyIndex:
         fallback = range_bloom_index(store, st, props)
-        if view is None or settings.keyed_index == RANGE_BLOOM:
+        if view is None or settings.keyed_index == KeyedIndex.RANGE_BLOOM:
             return fallback
         return RecordLevelIndex(store, view, props, fallback)
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..policies import Choice, OnDuplicate, TableType
+from ...choice import Choice
+from ..policies import OnDuplicate, TableType
 from ..properties import KeyedProperties
 from .planner import Batch, Planner
 from .planning import Filter
