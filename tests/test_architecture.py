@@ -350,6 +350,58 @@ def test_keyed_tables_have_one_of_each_step_for_both_table_types() -> None:
     assert not {"keyed_write", "delta_write"} & set(defined), "a second write entry point"
 
 
+def _drops(loop: ast.AST) -> bool:
+    """Whether a loop deletes entries (`del`, `.pop`)."""
+    return any(
+        isinstance(m, ast.Delete) or (isinstance(m, ast.Attribute) and m.attr == "pop")
+        for m in ast.walk(loop)
+    )
+
+
+def fold_sites(root: Path) -> list[str]:
+    """Where file groups are folded from writes: each call building a `FileGroup` or a
+    `FileSlice`, and each loop over a write's `replaced` files that drops file groups
+    (`del`, `.pop`), as `module:line kind`."""
+    sites = []
+    for pkg in ("storage", "timeline", "provenance", "flowledger"):
+        for p in sorted((root / pkg).rglob("*.py")):
+            where = p.relative_to(root).as_posix()
+            for n in ast.walk(ast.parse(p.read_text())):
+                called = n.func if isinstance(n, ast.Call) else None
+                if isinstance(called, ast.Name) and called.id in ("FileGroup", "FileSlice"):
+                    sites.append(f"{where}:{n.lineno} builds {called.id}")
+                over = n.iter if isinstance(n, ast.For) else None
+                if isinstance(over, ast.Attribute) and over.attr == "replaced" and _drops(n):
+                    sites.append(f"{where}:{n.lineno} drops replaced groups")
+    return sites
+
+
+def test_file_groups_are_folded_in_one_place() -> None:
+    """One file-group fold: `FileGroup`/`FileSlice` are built only in timeline/file_groups/
+    (the model cuts slices, the view folds writes), and only the view drops replaced groups."""
+    sites = fold_sites(ROOT)
+    outside = [s for s in sites if not s.startswith("timeline/file_groups/")]
+    assert outside == [], f"file groups folded outside timeline/file_groups: {outside}"
+    drops = [s for s in sites if s.endswith("drops replaced groups")]
+    assert len(drops) == 1 and drops[0].startswith("timeline/file_groups/view.py"), drops
+
+
+def test_fold_scan_finds_a_planted_second_fold(tmp_path: Path) -> None:
+    (tmp_path / "timeline" / "keyed").mkdir(parents=True)
+    (tmp_path / "timeline" / "keyed" / "mine.py").write_text(
+        "def groups(writes):\n"
+        "    out = {}\n"
+        "    for e in writes:\n"
+        "        for f in e.replaced:\n"
+        "            out.pop(f.group, None)\n"
+        "    return [FileSlice(g, *v) for g, v in out.items()]\n"
+    )
+    assert fold_sites(tmp_path) == [
+        "timeline/keyed/mine.py:4 drops replaced groups",
+        "timeline/keyed/mine.py:6 builds FileSlice",
+    ]
+
+
 def test_timeline_modules_outside_keyed_do_not_import_it() -> None:
     found = set()
     for p in sorted((ROOT / "timeline").rglob("*.py")):
