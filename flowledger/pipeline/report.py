@@ -9,6 +9,7 @@ from rich.tree import Tree
 from .correction import CorrectionResult
 from .mor import CompactionResult, Counts
 from .run import PipelineResult
+from .streamed import StreamedInsert
 from .trace import TraceNode
 
 
@@ -18,6 +19,19 @@ def _tree(node: TraceNode, tree: Tree) -> None:
         tree.add(f"[magenta]{e.event_type}[/] #{e.event_id} {e.component_id}{where}")
     for parent in node.parents:
         _tree(parent, tree.add(f"[bold]{parent.filename or parent.uuid}[/] [dim]{parent.uuid}[/]"))
+
+
+def _streamed(s: StreamedInsert, console: Console) -> None:
+    console.print(
+        f"planes (copy-on-write) by a streamed insert: {s.rows_in:,} rows read from planes.csv "
+        f"as {s.batches} record batches, {s.rows_written:,} written by {s.action} {s.instant} "
+        f"({s.operation}; keys already held are dropped); the table holds {s.table_rows:,} rows"
+    )
+    files = Table("base file", "file group", "rows", "bytes", title="Files of that commit")
+    for name, group, rows, size in s.files:
+        files.add_row(name, group[:13], f"{rows:,}", f"{size:,}")
+    if s.files:
+        console.print(files)
 
 
 def _correction(c: CorrectionResult, console: Console) -> None:
@@ -198,6 +212,8 @@ def print_result(r: PipelineResult, console: Console) -> None:
         sources = sorted({e.transit_uri or "" for e in r.lineage.sources()})
         console.print("  raw inputs reached: " + ", ".join(s.rsplit("/", 1)[-1] for s in sources))
 
+    if r.streamed is not None:
+        _streamed(r.streamed, console)
     if r.correction is not None:
         _correction(r.correction, console)
     if r.compaction is not None:

@@ -41,6 +41,7 @@ from . import tables as tbl
 from .outside import MarquezJob, OutsideRead, marquez_jobs, outside_read
 from .record import Recorder, file_uuid
 from .sources import RawFile, parse_csv, raw_files, spark_schema
+from .streamed import StreamedInsert, insert_planes
 from .trace import TraceNode, trace
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class PipelineResult:
     #: flights_enriched read merged and read-optimized around the compaction that follows
     #: the correction, and the compaction's instant objects.
     compaction: mor.CompactionResult | None = None
+    #: The copy-on-write `planes` table's streamed insert (a `RecordBatchReader` over the CSV).
+    streamed: StreamedInsert | None = None
     replay: ReplayResult | None = None
     #: Why no SEND could be replayed (e.g. the Spark hook recorded it, without content).
     replay_problem: str = ""
@@ -242,6 +245,12 @@ def _stages(
             parents = [*carriers.values(), landed["airlines"]]
             rec.sent(parents, c2, tables.read_file, "write_delays_by_carrier")
         step()
+    with st.stage("stream planes (copy-on-write)", 1):
+        planes = next(data for f, data in raw if f.name == tbl.PLANES)
+        result.streamed, entry = insert_planes(tables, planes)
+        if rec is not None and entry.added:
+            info = tables.commit_info(tbl.PLANES, tables.table(tbl.PLANES), entry, "planes")
+            rec.sent(landed[tbl.PLANES], info, tables.read_file, "stream_planes")
     month = options.correction_month
     prov = flow.provenance if flow is not None else None
     with st.stage(f"late correction of month {month} (upsert, delete)", 1):

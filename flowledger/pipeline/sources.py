@@ -133,3 +133,17 @@ def parse_csv(name: str, data: bytes, sample: int | None = None) -> pa.Table:
         ),
     )
     return table.slice(0, sample) if sample is not None else table
+
+
+def stream_csv(name: str, data: bytes, block_size: int) -> pa.RecordBatchReader:
+    """The CSV as a stream of record batches of about `block_size` bytes of text each, typed
+    as `parse_csv` types it; the columns `_TYPES` does not name are typed by the first batch."""
+    return pacsv.open_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(block_size=block_size),
+        convert_options=pacsv.ConvertOptions(
+            column_types=_TYPES.get(name, {}),
+            null_values=["NA", ""],
+            strings_can_be_null=True,
+        ),
+    )

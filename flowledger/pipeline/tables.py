@@ -29,16 +29,19 @@ if TYPE_CHECKING:
 
 FLIGHTS_ENRICHED = "flights_enriched"
 DELAYS_BY_CARRIER = "delays_by_carrier"
+PLANES = "planes"
 
 #: The curated tables' properties: flights by their surrogate key (transform.FLIGHT_KEY),
 #: partitioned by month, merge-on-read; the aggregate by carrier (copy-on-write: a few dozen
-#: rows). The latest write wins.
+#: rows); the planes by tail number (copy-on-write, written by a streamed insert). The
+#: latest write wins.
 PROPERTIES = MappingProxyType(
     {
         FLIGHTS_ENRICHED: KeyedProperties.of(
             "flight_id", partition_by="month", table_type=TableType.MERGE_ON_READ
         ),
         DELAYS_BY_CARRIER: KeyedProperties.of("carrier"),
+        PLANES: KeyedProperties.of("tailnum"),
     }
 )
 
