@@ -122,15 +122,18 @@ def spark_schema(name: str, data_head: bytes) -> str:
     return ", ".join(f"`{f.name}` {_SPARK_TYPES.get(str(f.type), 'STRING')}" for f in schema)
 
 
+def _convert_options(name: str) -> pacsv.ConvertOptions:
+    """The file's column types (`_TYPES`) and null markers."""
+    return pacsv.ConvertOptions(
+        column_types=_TYPES.get(name, {}), null_values=["NA", ""], strings_can_be_null=True
+    )
+
+
 def parse_csv(name: str, data: bytes, sample: int | None = None) -> pa.Table:
     """The CSV as an Arrow table with the columns typed (first `sample` rows if given)."""
     table = pacsv.read_csv(
         io.BytesIO(data),
-        convert_options=pacsv.ConvertOptions(
-            column_types=_TYPES.get(name, {}),
-            null_values=["NA", ""],
-            strings_can_be_null=True,
-        ),
+        convert_options=_convert_options(name),
     )
     return table.slice(0, sample) if sample is not None else table
 
@@ -141,9 +144,5 @@ def stream_csv(name: str, data: bytes, block_size: int) -> pa.RecordBatchReader:
     return pacsv.open_csv(
         io.BytesIO(data),
         read_options=pacsv.ReadOptions(block_size=block_size),
-        convert_options=pacsv.ConvertOptions(
-            column_types=_TYPES.get(name, {}),
-            null_values=["NA", ""],
-            strings_can_be_null=True,
-        ),
+        convert_options=_convert_options(name),
     )
