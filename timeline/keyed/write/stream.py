@@ -9,8 +9,11 @@ partition into that partition's open file (`ObjectStore.open_writer`: a multipar
 S3). A file rolls to the next one when it holds its share of records, about
 `parquet_max_file_size`; its key range, bloom filter and statistics are built from the keys
 that passed. Partitions are encoded on `write_parallelism` threads (pyarrow releases the
-GIL while it encodes). A failure anywhere aborts the open uploads and rolls the instant
-back: nothing is committed and no object is left.
+GIL while it encodes) while the next batch is read and prepared on the caller's thread.
+Between batches the rows held not yet encoded stay within `write_buffer_limit_bytes`: a
+partition gathers its rows into full row groups, so without a bound a stream spread over
+many partitions would hold nearly a row group per partition. A failure anywhere aborts the
+open uploads and rolls the instant back: nothing is committed and no object is left.
 
 What differs from an insert of a table, because a stream is seen once and not whole:
 - The small-file rule (keyed/write/sizing.py) picks a partition's next small file when the
