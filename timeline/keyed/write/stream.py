@@ -46,7 +46,7 @@ from ...file_stats import describe_footer
 from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import conform, merge_schemas
-from ..index import RECORD_INDEX_DELTA, BloomFilter, merge_if_due, write_delta
+from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
 from ..keys import integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
@@ -117,9 +117,13 @@ class _OpenFile:
             self.target.group,
         )  # fmt: skip
         # A stream's file learns its key count only as it closes: its filter is built from
-        # the keys it held.
+        # the keys it held, a row group's at a time (the same filter as from all at once,
+        # without copying every key of the file for the hash).
         keys = self.enc.keys()
-        written = WrittenSlice(f, encoded.key_range, BloomFilter.build(keys, w.fpp))
+        bloom = BloomBuilder(len(keys), w.fpp)
+        for chunk in keys.chunks:
+            bloom.add(chunk)
+        written = WrittenSlice(f, encoded.key_range, bloom.finish())
         stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
         # The new records were encoded first: their keys lead the file's (kept for the
         # record-level index only).
@@ -146,28 +150,31 @@ class _Partition:
 
 class _Seen:
     """The keys a stream has written in one scope (a partition, or the whole table for a
-    global key): their range first, their set only when a batch's range overlaps it."""
+    global key), as compared (`order`: the integer key column when there is one, whose
+    numbers are smaller and quicker to match than their text; else the record keys): their
+    range first, their set only when a batch's range overlaps it."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: pa.DataType) -> None:
+        self.kind = kind
         self.lo: Any = None
         self.hi: Any = None
-        self.keys: list[pa.Array] = []
+        self.keys: list[pa.Array | pa.ChunkedArray] = []
 
-    def repeated(self, keys: pa.Array, order: pa.Array) -> np.ndarray:
-        """Which of `keys` were written before (`order`: the keys as compared for their
-        range, the integer key column when there is one)."""
+    def repeated(self, order: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Which of the keys (`order`, as compared) were written before."""
         mm = pc.min_max(order)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        out = np.zeros(len(keys), dtype=bool)
+        out = np.zeros(len(order), dtype=bool)
         if self.keys and not (hi < self.lo or lo > self.hi):
-            seen = pa.chunked_array(self.keys, pa.string())
-            out = pc.is_in(keys, value_set=seen.combine_chunks()).to_numpy(zero_copy_only=False)
+            chunks = [c for k in self.keys for c in getattr(k, "chunks", [k])]
+            seen = pa.chunked_array(chunks, self.kind).combine_chunks()
+            out = pc.is_in(order, value_set=seen).to_numpy(zero_copy_only=False)
         self.lo = lo if self.lo is None else min(lo, self.lo)
         self.hi = hi if self.hi is None else max(hi, self.hi)
         return out
 
-    def add(self, keys: pa.Array) -> None:
-        self.keys.append(keys)
+    def add(self, order: pa.Array | pa.ChunkedArray) -> None:
+        self.keys.append(order)
 
 
 class _Writing:
@@ -292,19 +299,20 @@ def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.A
     key_col = w.key_col
     repeated: list[pa.Array] = []
     for scope, pos in scopes.items():
-        seen = w.seen.setdefault(scope, _Seen())
+        kind = w.out.schema.field(key_col).type if key_col else pa.string()
+        seen = w.seen.setdefault(scope, _Seen(kind))
         if len(pos) == len(batch.keys):  # every record of the batch (positions distinct)
             keys = batch.keys
-            order = batch.rows.column(key_col) if key_col else keys
+            order = pc.cast(batch.rows.column(key_col), kind) if key_col else keys
         else:
             idx = pa.array(pos, pa.int64())
             keys = batch.keys.take(idx)
-            order = batch.rows.column(key_col).take(idx) if key_col else keys
-        again = seen.repeated(keys, order)
+            order = pc.cast(batch.rows.column(key_col).take(idx), kind) if key_col else keys
+        again = seen.repeated(order)
         if not again.any():
-            seen.add(keys)
+            seen.add(order)
             continue
-        seen.add(keys.filter(pa.array(~again)))
+        seen.add(order.filter(pa.array(~again)))
         repeated.append(keys.filter(pa.array(again)))
         gone = pos[again]
         for name, p in inserts.items():
