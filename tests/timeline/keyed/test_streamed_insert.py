@@ -112,7 +112,9 @@ def test_a_stream_that_fails_part_way_commits_nothing_and_leaves_no_object(minio
     t.insert(_rows(0, 10))
     before = t.snapshot().instant_time
     rng = np.random.default_rng(1)
-    n = 400_000  # random bytes: files of MiBs, past one upload part (a multipart upload)
+    # Random bytes: files of MiBs, past one upload part (a multipart upload) by the time the
+    # source fails (a batch is written while the next one is read, so that is two batches on).
+    n = 500_000
     blob = pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(100), n, [None, pa.py_buffer(rng.bytes(n * 100))]
     )
@@ -124,7 +126,7 @@ def test_a_stream_that_fails_part_way_commits_nothing_and_leaves_no_object(minio
         return [u["Key"] for u in found]
 
     def source() -> Iterator[pa.RecordBatch]:
-        for b in _failing(data, after=7):
+        for b in _failing(data, after=9):
             seen.append(len(uploads()))
             yield b
 
