@@ -30,6 +30,7 @@ What differs from an insert of a table, because a stream is seen once and not wh
 from __future__ import annotations
 
 import contextlib
+import itertools
 import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -349,10 +350,10 @@ def _plan_batch(w: _Writing, data: pa.Table) -> list[tuple[_Partition, pa.Table,
     ]
 
 
-def _write_batches(w: _Writing, first: pa.Table, rest: Iterator[pa.Table]) -> None:
+def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
     """Each batch planned on this thread while the pool writes the one before it into its
     partitions' open files; between batches, the rows held unencoded are bounded."""
-    data: pa.Table | None = first
+    data = next(batches, None)
     while data is not None:
         work = _plan_batch(w, data)
         del data  # not held while the next batch is read
@@ -360,7 +361,7 @@ def _write_batches(w: _Writing, first: pa.Table, rest: Iterator[pa.Table]) -> No
         w.bound_held()
         w.start(w.write, work)
         del work
-        data = next(rest, None)
+        data = next(batches, None)
     w.wait()
 
 
@@ -407,8 +408,9 @@ def insert_stream(
         txn.schema = schema
         w = _Writing(table, plan, SliceOut(txn.instant_time, txn.data_key, schema), on_duplicate)
         if first is not None:
-            _write_batches(w, first, batches)
-            del first
+            stream = itertools.chain((first,), batches)
+            del first  # not held past its own batch
+            _write_batches(w, stream)
         w.run(w.finish, [(p,) for p in w.parts.values()])
         details = _details(w, props)
         for name in sorted(w.parts):
