@@ -129,6 +129,11 @@ class TableSettings:
     #: a writer's memory then follows this, not the size of the files it rewrites. DuckDB
     #: writes groups of 122,880 rows; readers skip by row group statistics either way.
     parquet_row_group_rows: int = 131_072
+    #: hoodie.write.buffer.limit.bytes: Arrow bytes of rows a streamed insert holds across
+    #: its partitions' open files before they are encoded (each partition gathers its rows
+    #: into full row groups). Past it, the partition holding most is encoded at once, as a
+    #: shorter row group, so the stream's memory stays bounded whatever the commit's size.
+    write_buffer_limit_bytes: int = 128 * MiB
     #: Log blocks one delta commit of a merge-on-read table encodes, then log objects (one
     #: per partition touched) it PUTs, at once (PUT latency, not memory, bounds it).
     log_write_parallelism: int = 8
@@ -199,6 +204,8 @@ class TableSettings:
             raise ValueError("write_inflight_bytes must be >= 1")
         if self.parquet_row_group_rows < 1:
             raise ValueError("parquet_row_group_rows must be >= 1")
+        if self.write_buffer_limit_bytes < 0:
+            raise ValueError("write_buffer_limit_bytes must be >= 0")
         if self.compaction_mode not in ("inline", "async", "off"):
             raise ValueError("compaction_mode must be inline, async or off")
         if self.compaction_trigger not in (

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 import timeline.keyed.operations as operations
@@ -110,7 +112,9 @@ def test_a_stream_that_fails_part_way_commits_nothing_and_leaves_no_object(minio
     t.insert(_rows(0, 10))
     before = t.snapshot().instant_time
     rng = np.random.default_rng(1)
-    n = 400_000  # random bytes: files of MiBs, past one upload part (a multipart upload)
+    # Random bytes: files of MiBs, past one upload part (a multipart upload) by the time the
+    # source fails (a batch is written while the next one is read, so that is two batches on).
+    n = 500_000
     blob = pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(100), n, [None, pa.py_buffer(rng.bytes(n * 100))]
     )
@@ -122,7 +126,7 @@ def test_a_stream_that_fails_part_way_commits_nothing_and_leaves_no_object(minio
         return [u["Key"] for u in found]
 
     def source() -> Iterator[pa.RecordBatch]:
-        for b in _failing(data, after=7):
+        for b in _failing(data, after=9):
             seen.append(len(uploads()))
             yield b
 
@@ -159,3 +163,61 @@ def test_a_stream_of_one_batch_is_written_as_a_table(
     one.insert(iter(_rows(2_000, 3_000).to_batches(500)))
     assert streamed == [1]  # two batches or more: streamed
     assert len(_rows_of(one)) == 3_000
+
+
+def _row_groups(t: Table, instant: str) -> list[int]:
+    """Rows per row group of every file the commit wrote."""
+    out = []
+    for s in t.entry(instant).metadata[WRITE_STATS]:
+        md = pq.ParquetFile(pa.BufferReader(t.store.get(s["path"]))).metadata
+        out += [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    return out
+
+
+@pytest.mark.unit
+def test_rows_held_past_the_buffer_limit_are_encoded_as_shorter_row_groups(
+    tmp_path: Path,
+) -> None:
+    # 100-row batches over 3 partitions: a partition gains about 33 rows a batch, so without
+    # a limit each holds its rows until they fill a 500-row group.
+    data = _rows(0, 3_000)
+    unbounded = _table(tmp_path / "a")
+    # A limit below one batch's rows: after each batch, the partitions holding most encode
+    # theirs until what stays held is within it.
+    limit = data.slice(0, 40).nbytes
+    bounded = _table(tmp_path / "b", write_buffer_limit_bytes=limit)
+    u = unbounded.insert(iter(data.to_batches(100)))
+    b = bounded.insert(iter(data.to_batches(100)))
+    assert max(_row_groups(unbounded, u.time)) == 500
+    short = _row_groups(bounded, b.time)
+    assert sum(short) == 3_000
+    assert max(short) < 100  # never more than a few batches' share held
+    assert _rows_of(bounded) == _rows_of(unbounded) == _rows_of(_whole(tmp_path / "c", data))
+    # File for file, the same keys, ranges and filters: only the row groups differ.
+    assert _files(bounded, b.time) == _files(unbounded, u.time)
+
+
+def _whole(path: Path, data: pa.Table) -> Table:
+    t = _table(path)
+    t.insert(data)
+    return t
+
+
+@pytest.mark.unit
+def test_a_stream_into_a_new_table_compares_integer_keys_as_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ids 0..999 then 1000..1999: as numbers the second batch's range is past the first's, so
+    # no key is matched against the keys written; as text ("1000" < "999") they would be.
+    matched: list[int] = []
+    real = pc.is_in
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        matched.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pc, "is_in", counted)
+    t = _table(tmp_path / "t")
+    t.insert(iter(_rows(0, 2_000).to_batches(1_000)))
+    assert matched == []
+    assert len(_rows_of(t)) == 2_000

@@ -216,14 +216,23 @@ class SliceEncoder:
         self._keys: list[pa.Array] | None = [] if hold_keys else None
         self._pending: list[pa.Table] = []
         self.held = 0  # rows added but not encoded yet
+        self.held_bytes = 0  # their Arrow bytes
         self.rows = 0  # rows added
+        self.groups = 0  # row groups written
 
     def add(self, part: pa.Table) -> None:
         self._pending.append(part)
         self.held += part.num_rows
+        self.held_bytes += part.nbytes
         self.rows += part.num_rows
         while self.held >= self._rows_per_group:
             self._flush(self._rows_per_group)
+
+    def flush(self) -> None:
+        """Encode the rows held as a row group now, however few (a writer holding too much
+        across its open files frees some this way)."""
+        if self.held:
+            self._flush(self.held)
 
     def _flush(self, upto: int) -> None:
         t = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
@@ -234,6 +243,8 @@ class SliceEncoder:
         if self._keys is not None:
             self._keys.extend(keys.chunks)
         self._pending, self.held = ([rest] if rest.num_rows else []), rest.num_rows
+        self.held_bytes = rest.nbytes if rest.num_rows else 0
+        self.groups += 1
 
     def keys(self) -> pa.ChunkedArray:
         """The record keys written, in file order (only with `hold_keys`)."""
@@ -257,6 +268,7 @@ class SliceEncoder:
         nothing writes into it later."""
         self._out.detach()
         self._pending.clear()
+        self.held = self.held_bytes = 0
         self._writer.close()
 
 

@@ -9,8 +9,11 @@ partition into that partition's open file (`ObjectStore.open_writer`: a multipar
 S3). A file rolls to the next one when it holds its share of records, about
 `parquet_max_file_size`; its key range, bloom filter and statistics are built from the keys
 that passed. Partitions are encoded on `write_parallelism` threads (pyarrow releases the
-GIL while it encodes). A failure anywhere aborts the open uploads and rolls the instant
-back: nothing is committed and no object is left.
+GIL while it encodes) while the next batch is read and prepared on the caller's thread.
+Between batches the rows held not yet encoded stay within `write_buffer_limit_bytes`: a
+partition gathers its rows into full row groups, so without a bound a stream spread over
+many partitions would hold nearly a row group per partition. A failure anywhere aborts the
+open uploads and rolls the instant back: nothing is committed and no object is left.
 
 What differs from an insert of a table, because a stream is seen once and not whole:
 - The small-file rule (keyed/write/sizing.py) picks a partition's next small file when the
@@ -26,9 +29,11 @@ What differs from an insert of a table, because a stream is seen once and not wh
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import uuid
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -42,7 +47,8 @@ from ...file_stats import describe_footer
 from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import conform, merge_schemas
-from ..index import RECORD_INDEX_DELTA, BloomFilter, merge_if_due, write_delta
+from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
+from ..keys import integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
 from .decide import decide_upserts
@@ -112,9 +118,13 @@ class _OpenFile:
             self.target.group,
         )  # fmt: skip
         # A stream's file learns its key count only as it closes: its filter is built from
-        # the keys it held.
+        # the keys it held, a row group's at a time (the same filter as from all at once,
+        # without copying every key of the file for the hash).
         keys = self.enc.keys()
-        written = WrittenSlice(f, encoded.key_range, BloomFilter.build(keys, w.fpp))
+        bloom = BloomBuilder(len(keys), w.fpp)
+        for chunk in keys.chunks:
+            bloom.add(chunk)
+        written = WrittenSlice(f, encoded.key_range, bloom.finish())
         stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
         # The new records were encoded first: their keys lead the file's (kept for the
         # record-level index only).
@@ -141,28 +151,31 @@ class _Partition:
 
 class _Seen:
     """The keys a stream has written in one scope (a partition, or the whole table for a
-    global key): their range first, their set only when a batch's range overlaps it."""
+    global key), as compared (`order`: the integer key column when there is one, whose
+    numbers are smaller and quicker to match than their text; else the record keys): their
+    range first, their set only when a batch's range overlaps it."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: pa.DataType) -> None:
+        self.kind = kind
         self.lo: Any = None
         self.hi: Any = None
-        self.keys: list[pa.Array] = []
+        self.keys: list[pa.Array | pa.ChunkedArray] = []
 
-    def repeated(self, keys: pa.Array, order: pa.Array) -> np.ndarray:
-        """Which of `keys` were written before (`order`: the keys as compared for their
-        range, the integer key column when there is one)."""
+    def repeated(self, order: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Which of the keys (`order`, as compared) were written before."""
         mm = pc.min_max(order)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        out = np.zeros(len(keys), dtype=bool)
+        out = np.zeros(len(order), dtype=bool)
         if self.keys and not (hi < self.lo or lo > self.hi):
-            seen = pa.chunked_array(self.keys, pa.string())
-            out = pc.is_in(keys, value_set=seen.combine_chunks()).to_numpy(zero_copy_only=False)
+            chunks = [c for k in self.keys for c in getattr(k, "chunks", [k])]
+            seen = pa.chunked_array(chunks, self.kind).combine_chunks()
+            out = pc.is_in(order, value_set=seen).to_numpy(zero_copy_only=False)
         self.lo = lo if self.lo is None else min(lo, self.lo)
         self.hi = hi if self.hi is None else max(hi, self.hi)
         return out
 
-    def add(self, keys: pa.Array) -> None:
-        self.keys.append(keys)
+    def add(self, order: pa.Array | pa.ChunkedArray) -> None:
+        self.keys.append(order)
 
 
 class _Writing:
@@ -173,12 +186,17 @@ class _Writing:
         self.table, self.plan, self.out, self.store = table, plan, out, table.store
         self.on_duplicate = on_duplicate
         self.settings_rows = s.parquet_row_group_rows
+        self.buffer_limit = s.write_buffer_limit_bytes
+        # The integer key column the batches' key ranges are compared on, from the stream's
+        # schema (a table written for the first time has none to plan on yet).
+        self.key_col = integer_key_column(plan.props, out.schema)
         self.fpp = plan.bloom_fpp
         self.record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
         self.per_file = max(1, s.parquet_max_file_size // self.record_size)
         self.parts: dict[str, _Partition] = {}
         self.seen: dict[str, _Seen] = {}
         self.pool = ThreadPoolExecutor(max(1, s.write_parallelism))
+        self.inflight: list[Future[None]] = []  # the writes of the batch in hand
 
     def fill(self, p: _Partition, count: int) -> _Target | None:
         """The next small file the partition fills with `count` records in hand (the rule
@@ -222,14 +240,44 @@ class _Writing:
             opened, p.open = p.open, None
             p.closed.append(opened.close())
 
-    def run(self, fn: Any, items: list[Any]) -> None:
-        """`fn` over `items` on the pool; the first error raised once all are done."""
-        futures = [self.pool.submit(fn, *x) for x in items]
+    def start(self, fn: Any, items: list[Any]) -> None:
+        """`fn` over `items` on the pool, after what was started before is done."""
+        self.wait()
+        self.inflight = [self.pool.submit(fn, *x) for x in items]
+
+    def wait(self) -> None:
+        """Wait for what was started; the first error raised once all of it is done."""
+        futures, self.inflight = self.inflight, []
         errors = [e for e in (f.exception() for f in futures) if e is not None]
         if errors:
             raise errors[0]
 
+    def run(self, fn: Any, items: list[Any]) -> None:
+        """`fn` over `items` on the pool, waiting for them."""
+        self.start(fn, items)
+        self.wait()
+
+    def bound_held(self) -> None:
+        """Keep the rows the open files hold not yet encoded within `write_buffer_limit_bytes`:
+        past it, the files holding most encode theirs now (on the pool) as shorter row
+        groups, so a stream whose partitions fill row groups slowly holds a bounded amount,
+        not up to a row group per partition."""
+        opened = [p.open for p in self.parts.values() if p.open is not None and p.open.enc.held]
+        opened.sort(key=lambda o: o.enc.held_bytes, reverse=True)
+        total = sum(o.enc.held_bytes for o in opened)
+        flush = []
+        for o in opened:
+            if total <= self.buffer_limit:
+                break
+            flush.append((o.enc,))
+            total -= o.enc.held_bytes
+        self.run(SliceEncoder.flush, flush)
+
     def abort(self) -> None:
+        # No write of the stream runs on while its uploads are aborted (the error that
+        # aborts the stream is the one raised).
+        with contextlib.suppress(BaseException):
+            self.wait()
         for p in self.parts.values():
             if p.open is not None:
                 p.open.abort()
@@ -241,25 +289,31 @@ def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.A
     wrote, each scope (a partition; the table for a global key) checked once; the others are
     recorded as written, and the repeated ones dropped from `inserts`."""
     if w.plan.props.key_scope == KeyScope.GLOBAL:
-        scopes = {"": np.sort(np.concatenate(list(inserts.values())))} if inserts else {}
+        n = sum(len(p) for p in inserts.values())
+        # Positions are distinct: as many as the rows, they are all of them (no sort).
+        if n == len(batch.keys):
+            scopes = {"": np.arange(n)}
+        else:
+            scopes = {"": np.sort(np.concatenate(list(inserts.values())))} if n else {}
     else:
         scopes = inserts
-    key_col = w.plan.key_col
+    key_col = w.key_col
     repeated: list[pa.Array] = []
     for scope, pos in scopes.items():
-        seen = w.seen.setdefault(scope, _Seen())
+        kind = w.out.schema.field(key_col).type if key_col else pa.string()
+        seen = w.seen.setdefault(scope, _Seen(kind))
         if len(pos) == len(batch.keys):  # every record of the batch (positions distinct)
             keys = batch.keys
-            order = batch.rows.column(key_col) if key_col else keys
+            order = pc.cast(batch.rows.column(key_col), kind) if key_col else keys
         else:
             idx = pa.array(pos, pa.int64())
             keys = batch.keys.take(idx)
-            order = batch.rows.column(key_col).take(idx) if key_col else keys
-        again = seen.repeated(keys, order)
+            order = pc.cast(batch.rows.column(key_col).take(idx), kind) if key_col else keys
+        again = seen.repeated(order)
         if not again.any():
-            seen.add(keys)
+            seen.add(order)
             continue
-        seen.add(keys.filter(pa.array(~again)))
+        seen.add(order.filter(pa.array(~again)))
         repeated.append(keys.filter(pa.array(again)))
         gone = pos[again]
         for name, p in inserts.items():
@@ -268,7 +322,9 @@ def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.A
     return pa.concat_arrays(repeated) if repeated else pa.array([], pa.string())
 
 
-def _write_batch(w: _Writing, data: pa.Table) -> None:
+def _plan_batch(w: _Writing, data: pa.Table) -> list[tuple[_Partition, pa.Table, np.ndarray]]:
+    """The batch's new records by partition, checked against the table and the batches
+    before it (done while the pool still writes the batch before)."""
     props, t = w.plan.props, w.out.t
     batch = prepare_batch(data, props, t, upsert=True)
     extra = set(batch.rows.column_names) - set(w.out.schema.names)
@@ -287,12 +343,26 @@ def _write_batch(w: _Writing, data: pa.Table) -> None:
             "on_duplicate='drop')",
             dupes,
         )
-    work = [
+    return [
         (w.parts.setdefault(name, _Partition(name)), batch.rows, pos)
         for name, pos in sorted(inserts.items())
         if len(pos)
     ]
-    w.run(w.write, work)
+
+
+def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
+    """Each batch planned on this thread while the pool writes the one before it into its
+    partitions' open files; between batches, the rows held unencoded are bounded."""
+    data = next(batches, None)
+    while data is not None:
+        work = _plan_batch(w, data)
+        del data  # not held while the next batch is read
+        w.wait()
+        w.bound_held()
+        w.start(w.write, work)
+        del work
+        data = next(batches, None)
+    w.wait()
 
 
 def _details(w: _Writing, props: KeyedProperties) -> dict[str, Any]:
@@ -338,11 +408,9 @@ def insert_stream(
         txn.schema = schema
         w = _Writing(table, plan, SliceOut(txn.instant_time, txn.data_key, schema), on_duplicate)
         if first is not None:
-            _write_batch(w, first)
-            del first
-            for data in batches:
-                _write_batch(w, data)
-                del data  # not held while the next batch is read
+            stream = itertools.chain((first,), batches)
+            del first  # not held past its own batch
+            _write_batches(w, stream)
         w.run(w.finish, [(p,) for p in w.parts.values()])
         details = _details(w, props)
         for name in sorted(w.parts):
