@@ -18,6 +18,7 @@ from tests.support.record_index import assert_index_matches_rebuild
 from timeline import Table, TableSettings
 from timeline.file_groups import logs_of
 from timeline.keyed import KeyedProperties, PropertiesError, build_index, index_view, lookup_keys
+from timeline.keyed.index import ranges
 from timeline.keyed.keys import RECORD_KEY_COL
 from timeline.keyed.read.lookup import candidate_slices
 
@@ -291,3 +292,26 @@ def test_merge_on_read_delta_commits_keep_the_record_level_index_current(
         assert len(data_gets) == len(set(data_gets)), key  # each fetched once
     assert _lookup(t, gets, ["110"])[0] == []  # deleted by the second delta commit
     assert assert_index_matches_rebuild(t) == frozenset()
+
+
+def test_merge_on_read_updates_placed_by_the_record_level_index_fetch_no_base_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delta commit whose keys the record-level index placed writes its blocks without the
+    bloom filters of their groups' bases (sidecars here): every key it upserts was already
+    in its group, so none is beyond the base. Without the index, ranges and blooms route
+    the keys and read those filters."""
+    monkeypatch.setattr(ranges, "INLINE_MAX_BYTES", 0)  # every filter a sidecar object
+    t, _ = _three_groups(tmp_path, MOR, keyed_index="record_level")
+    build_index(t)
+    gets = _Gets(t, monkeypatch)
+    t.upsert(_rows([10, 110], "u", ts=2))
+    assert not [k for k in gets.keys if k.endswith(".bloom")]
+    assert any(k.endswith(".parquet") and "_record_index" in k for k in gets.keys)
+    got = {r["id"]: r["v"] for r in t.read().to_pylist()}
+    assert (got[10], got[110], got[11]) == ("u", "u", "x") and len(got) == 150
+    assert assert_index_matches_rebuild(t) == frozenset()
+    plain, _ = _three_groups(tmp_path / "plain", MOR)  # ranges and blooms route the keys
+    gets = _Gets(plain, monkeypatch)
+    plain.upsert(_rows([10, 110], "u", ts=2))
+    assert [k for k in gets.keys if k.endswith(".bloom")]

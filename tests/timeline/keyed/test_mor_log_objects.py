@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -15,7 +16,12 @@ from storage import IntegrityError
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _table, _values
 from timeline import Table
 from timeline.file_groups.log_files import LOG_FILES, LogFile
+from timeline.keyed.compaction import service as compaction_service
 from timeline.keyed.keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from timeline.keyed.log import LogCache
+from timeline.keyed.log import block as log_block
+from timeline.keyed.log import objects as log_objects
+from timeline.keyed.log import stream as log_stream
 from timeline.keyed.log.block import OP_COL, read_log, write_log
 from timeline.keyed.read.merge import UNCONDITIONAL, Rule, merge, merge_slices
 from timeline.keyed.read.slices import read_slice
@@ -182,4 +188,79 @@ def test_a_compaction_gets_each_log_object_of_its_plan_once(tmp_path: Path) -> N
     gets = _CountingGets(t)
     assert t.maintenance.compact() is not None
     assert len(gets.logs()) == len({k for k, _ in gets.logs()}) == 2
+    assert _values(t.read()) == {1: "y", 3: "z", 5: "y", 7: "z"}
+
+
+@pytest.mark.unit
+def test_a_compaction_decodes_each_log_object_of_its_plan_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compaction's log cache decodes the wanted blocks of an object it fetched whole in
+    one pass (one stream), not block by block."""
+    t = _two_groups_in_one_partition(tmp_path)
+    t.upsert(_rows([1, 5], "y"))
+    t.upsert(_rows([3, 7], "z"))  # two objects, each with a block of both groups
+    decoded: list[int] = []
+    whole = log_stream.decode_object
+
+    def counted(data: bytes, logs: Any, where: str) -> Any:
+        decoded.append(len(logs))
+        return whole(data, logs, where)
+
+    monkeypatch.setattr(log_objects, "decode_object", counted)
+    monkeypatch.setattr(log_stream, "decode_block", _refused)
+    monkeypatch.setattr(log_block, "decode_block", _refused)
+    assert t.maintenance.compact() is not None
+    assert decoded == [2, 2]
+    assert _values(t.read()) == {1: "y", 3: "z", 5: "y", 7: "z"}
+
+
+def _refused(*args: Any) -> Any:
+    raise AssertionError("a block decoded alone")
+
+
+@pytest.mark.unit
+def test_single_blocks_of_one_object_read_by_range_get_its_head_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks ending far into their object are read as the head and the block's range; a
+    reader's log cache keeps the head it verified with a block, so the object's other blocks
+    cost one GET each (three ranged GETs for two blocks, not four). A corrupt block is
+    still refused, and a reader without the head reads it again."""
+    t = _two_groups_in_one_partition(tmp_path)
+    done = t.upsert(_rows([1, 5], "y"))
+    first, second = sorted(
+        (LogFile.from_json(d) for d in t.entry(done.time).metadata[LOG_FILES]),
+        key=lambda lf: lf.offset or 0,
+    )
+    monkeypatch.setattr(log_block, "ONE_GET_UP_TO", 0)  # every block "far" into its object
+    cache = LogCache(t.store, [first, second], whole=False)
+    gets = _CountingGets(t)
+    assert cache.read(first).num_rows == 1
+    assert gets.logs() == [(first.path, True)] * 2  # the head, then the block
+    assert cache.read(second).num_rows == 1
+    assert gets.logs() == [(first.path, True)] * 3  # the second block alone
+    assert read_log(t.store, second).num_rows == 1
+    assert gets.logs() == [(first.path, True)] * 5  # no cache: head and block
+    body = bytearray(t.store.get(second.path))
+    body[(second.offset or 0) + 5] ^= 0xFF
+    t.store.put(second.path, bytes(body))
+    with pytest.raises(IntegrityError):
+        cache.read(second)
+
+
+@pytest.mark.unit
+def test_a_compaction_over_its_cache_limit_gets_each_head_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan whose logs do not fit the cache reads each block by range, and each log
+    object's head once: two objects of two far blocks each are six GETs, not eight."""
+    t = _two_groups_in_one_partition(tmp_path)
+    t.upsert(_rows([1, 5], "y"))
+    t.upsert(_rows([3, 7], "z"))  # two objects, each with a block of both groups
+    monkeypatch.setattr(compaction_service, "CACHED_LOGS", 0)
+    monkeypatch.setattr(log_block, "ONE_GET_UP_TO", 0)
+    gets = _CountingGets(t)
+    assert t.maintenance.compact() is not None
+    assert all(ranged for _, ranged in gets.logs()) and len(gets.logs()) == 6
     assert _values(t.read()) == {1: "y", 3: "z", 5: "y", 7: "z"}

@@ -328,13 +328,17 @@ def execute(table: KeyedTable, t: str) -> Instant | None:
         writer = work.writer(table.store)
         logs = [lf for sl in work.slices for _, lf in sl.logs]
         # the plan's log objects, each fetched once for all its groups (not a ranged GET per
-        # block), when they fit in memory beside the tasks
-        cache = LogCache(table.store, logs) if sum(lf.size for lf in logs) <= CACHED_LOGS else None
+        # block) and decoded once, when they fit in memory beside the tasks (else each block
+        # by its range, each object's head once); the groups run partition by partition (a
+        # log object holds one partition's blocks), so the cache holds about one partition's
+        # blocks at a time (`complete` restores the plan order)
+        cache = LogCache(table.store, logs, whole=sum(lf.size for lf in logs) <= CACHED_LOGS)
         task = partial(compact_file_group, writer, work, cache=cache)
+        by_partition = sorted(work.slices, key=lambda sl: sl.partition)
         with ThreadPoolExecutor(
             max(1, min(run.table.settings.write_parallelism, len(work.slices)))
         ) as pool:
-            written = list(pool.map(task, work.slices))
+            written = list(pool.map(task, by_partition))
     except (NotFound, MissingTableObject) as exc:
         # A planned base or log is gone: the plan can never complete. Left pending it would
         # hold its file groups out of every later plan and stop archival; it is dropped.

@@ -44,6 +44,7 @@ from storage import IntegrityError, ObjectStore, checksum_of, open_blob, seal_bl
 from ...errors import TimelineError, committed_object
 from ...file_groups.log_files import LogFile
 from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL
+from .heads import Heads
 from .implied import DELETE as DELETE
 from .implied import OP_COL as OP_COL  # (what readers of blocks name the op column by)
 from .implied import UPSERT as UPSERT
@@ -169,30 +170,39 @@ def write_log(
     )
 
 
-def read_log(store: ObjectStore, log: LogFile) -> pa.Table:
+def read_log(store: ObjectStore, log: LogFile, heads: Heads | None = None) -> pa.Table:
     """The block's rows, verified (commit checksum, trailer, header) before they are used:
     the whole object, or the block's byte range of an object holding several (of a
-    format 4 object: the stream's head, then the block's range)."""
+    format 4 object: the stream's head, then the block's range; `heads`: the heads this
+    reader read before, not fetched again)."""
     whole, where = log.offset is None, store.url(log.path)
     if log.head:
-        return _read_streamed(store, log, where)
+        return _read_streamed(store, log, where, heads)
     with committed_object(where):
         data = store.get(log.path) if whole else store.get(log.path, log.offset or 0, log.size)
     return decode_log(data, log, where)
 
 
-def _read_streamed(store: ObjectStore, log: LogFile, where: str) -> pa.Table:
+def _read_streamed(store: ObjectStore, log: LogFile, where: str, heads: Heads | None) -> pa.Table:
     """A block of a format 4 object: the stream's head and the block's range, in one GET
-    from the object's start when the block ends within `ONE_GET_UP_TO` bytes of it."""
+    from the object's start when the block ends within `ONE_GET_UP_TO` bytes of it. A head
+    in `heads` (keyed/log/heads.py) is not fetched again: the block's range alone."""
     at = log.offset or 0
+    keep = heads if log.object_checksum else None  # (an object's heads go by its checksum)
+    known = keep.get(where, log.object_checksum) if keep is not None else None
     with committed_object(where):
-        if at + log.size <= ONE_GET_UP_TO:
+        if known is not None:
+            head, block = known, memoryview(store.get(log.path, at, log.size))
+        elif at + log.size <= ONE_GET_UP_TO:
             data = store.get(log.path, 0, at + log.size)
             head, block = data[: log.head], memoryview(data)[at:]
         else:
             head = store.get(log.path, 0, log.head)
             block = memoryview(store.get(log.path, at, log.size))
-    return decode_block(head, block, log, where)
+    rows = decode_block(head, block, log, where)
+    if keep is not None and known is None:
+        keep.put(where, log.object_checksum, bytes(head))  # verified with the block
+    return rows
 
 
 def decode_log(data: bytes | memoryview, log: LogFile, where: str) -> pa.Table:

@@ -35,8 +35,9 @@ from storage import IntegrityError, ObjectStore, checksum_of, verify
 from ...errors import committed_object
 from ...file_groups.log_files import LogFile
 from .block import decode_log, encode_block, read_log
+from .heads import Heads
 from .implied import DELETE, OP_COL
-from .stream import decode_block, decode_object, encode_object, shares_schema
+from .stream import decode_object, encode_object, shares_schema
 
 
 @dataclass(frozen=True)
@@ -167,36 +168,40 @@ def fetch_whole(logs: Sequence[LogFile]) -> dict[str, list[LogFile]]:
 
 
 class LogCache:
-    """The log blocks of slices a writer is about to read one by one (the candidates of
-    keys its index cannot place): each log object holding several of the wanted blocks is
-    fetched once, whole, and kept for the cache's life (one write; log objects are small);
-    a block alone in its object is read by its range."""
+    """The log blocks of slices a reader is about to read one by one (a compaction's file
+    groups, the candidates of keys a writer's index cannot place). With `whole` (they fit
+    in memory), each log object holding several of the wanted blocks is fetched once,
+    whole, and its wanted blocks decoded in one pass (of a format 4 object: as one stream,
+    `read_log_object`); each block is then handed out once and let go, so the cache holds
+    only the blocks still to be read. A block alone in its object, asked again, or read
+    without `whole` is read by its range, and each object's head is fetched once for all
+    of them (keyed/log/heads.py)."""
 
-    def __init__(self, store: ObjectStore, wanted: Iterable[LogFile]) -> None:
+    def __init__(
+        self, store: ObjectStore, wanted: Iterable[LogFile], *, whole: bool = True
+    ) -> None:
         self.store = store
-        self.whole = set(fetch_whole(list(wanted)))
-        self._objects: dict[str, bytes] = {}
+        self.whole = fetch_whole(list(wanted)) if whole else {}
+        self.heads = Heads()
+        self._blocks: dict[str, dict[str, pa.Table]] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def read(self, lf: LogFile) -> pa.Table:
-        """The block's rows, verified (log_objects, logfile.decode_log)."""
+        """The block's rows, verified (read_log_object, block.read_log)."""
         if lf.path not in self.whole or lf.offset is None:
-            return read_log(self.store, lf)
-        data = self._object(lf)
-        view = memoryview(data)[lf.offset : lf.offset + lf.size]
-        if lf.head:
-            return decode_block(data[: lf.head], view, lf, self.store.url(lf.path))
-        return decode_log(view, lf, self.store.url(lf.path))
+            if not lf.head or self.heads.get(self.store.url(lf.path), lf.object_checksum):
+                return read_log(self.store, lf, self.heads)
+            with self._lock_of(lf.path):  # the object's head fetched once, by the first
+                return read_log(self.store, lf, self.heads)
+        with self._lock_of(lf.path):  # one GET and one decoding per object, by the first
+            blocks = self._blocks.get(lf.path)
+            if blocks is None:
+                blocks = read_log_object(self.store, lf.path, self.whole[lf.path])
+                self._blocks[lf.path] = blocks
+            rows = blocks.pop(lf.ref, None)
+        return rows if rows is not None else read_log(self.store, lf, self.heads)
 
-    def _object(self, lf: LogFile) -> bytes:
+    def _lock_of(self, path: str) -> threading.Lock:
         with self._lock:
-            lock = self._locks.setdefault(lf.path, threading.Lock())
-        with lock:  # one GET per object, whichever thread asks first
-            data = self._objects.get(lf.path)
-            if data is None:
-                with committed_object(self.store.url(lf.path)):
-                    data = self.store.get(lf.path)
-                verify_object(data, lf, self.store.url(lf.path))
-                self._objects[lf.path] = data
-            return data
+            return self._locks.setdefault(path, threading.Lock())

@@ -200,6 +200,10 @@ class _LogWriter:
             self.int_key = kf
         self.router = r.plan.index if isinstance(r.plan.index, SliceIndex) else None
         self.canonical: list[KeyIndex] = []  # built when the router's index is not the default
+        #: Groups whose keys the record-level index placed: every key upserted into such a
+        #: group was already in it (named by its base's or an earlier log's range and bloom),
+        #: so its block indexes no key beyond the base and needs no base filter fetched.
+        self.placed = _placed_by_index(r.plan)
 
     def named_by_base(self, base: DataFile, keys: pa.Array) -> pa.Array:
         """Whether the base's recorded range and bloom (as every later lookup reads them)
@@ -222,8 +226,10 @@ class _LogWriter:
         idx = pa.array(np.concatenate(d.upserts), pa.int64())
         ints = rows.column(self.int_key).take(idx).combine_chunks() if self.int_key else None
         picked = keys.take(idx)
-        beyond = pc.invert(self.named_by_base(d.sl.base, picked))
         fpp = self.r.plan.bloom_fpp
+        if self.placed(d.sl.group):
+            return log_key_stats(picked, fpp, ints, base=d.sl.base.path)
+        beyond = pc.invert(self.named_by_base(d.sl.base, picked))
         return log_key_stats(picked, fpp, ints, base=d.sl.base.path, beyond=beyond)
 
     def block(self, group: str) -> Block:
