@@ -149,6 +149,26 @@ def test_a_load_of_new_keys_reads_no_file_and_asks_the_index_nothing(
     assert len(_ids(t)) == 201
 
 
+def test_an_integer_keys_ranges_are_compared_on_its_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _table(tmp_path, replace(PROPS, partition_by=("part",)))
+    t.insert(_rows(list(range(0, 100))).append_column("part", pa.array(["a", "b"] * 50)))
+    given: list[pa.DataType] = []
+    real = RangeBloomIndex.in_some_range
+
+    def in_some_range(self: RangeBloomIndex, files: Any, keys: Any) -> Any:
+        given.append(keys.type)
+        return real(self, files, keys)
+
+    monkeypatch.setattr(RangeBloomIndex, "in_some_range", in_some_range)
+    more = _rows([5, 150, 151, 500], ts=2).append_column("part", pa.array(["a", "b"] * 2))
+    t.upsert(more)
+    # The keys as the integer column holds them (per scope), not as text parsed back.
+    assert given and set(given) == {pa.int64()}
+    assert len(_ids(t)) == 103
+
+
 def test_in_some_range_places_integer_and_text_keys() -> None:
     from timeline.metadata import DataFile
 

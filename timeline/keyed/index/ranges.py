@@ -212,6 +212,7 @@ class RangeBloomIndex:
     def in_some_range(self, files: Sequence[DataFile], keys: Keys) -> np.ndarray:
         """Per key: whether some file's key range holds it (a file without a range holds
         anything). A key outside every range is in no file: no index needs to look it up.
+        With an integer key, `keys` may be its numbers (compared as they are) or its text.
 
         Vectorized over the keys (a load batch has millions): the files' ranges are merged
         into disjoint intervals first (files written together share most of their range),

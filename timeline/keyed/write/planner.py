@@ -228,6 +228,18 @@ class Planner:
         ranges = self._ranges()
         return ranges.known_filter(f) if ranges is not None else None
 
+    def _range_keys(self, batch: Batch, positions: np.ndarray, numbers: bool) -> pa.Array:
+        """The keys at `positions` as the files' key ranges compare them: the integer key
+        column's numbers when the ranges are numbers (no text parsed back into numbers, and
+        no text taken for keys a load's new ranges leave out), else the record keys' text."""
+        col = self.key_col
+        if numbers and col is not None and col in batch.rows.column_names:
+            values = batch.rows.column(col)
+            if pa.types.is_integer(values.type):
+                whole = len(positions) == len(values)
+                return (values if whole else values.take(pa.array(positions))).combine_chunks()
+        return batch.keys.take(pa.array(positions))
+
     def candidates(self, batch: Batch) -> list[tuple[int, np.ndarray]]:
         """(file index, batch positions) pairs: the files the index says may hold those
         records (none read)."""
@@ -237,17 +249,17 @@ class Planner:
         for fidx, positions in self._scopes(batch):
             if not fidx or not len(positions):
                 continue
-            scope_keys = batch.keys.take(pa.array(positions))
             files = [self.files[k] for k in fidx]
             if ranges is not None:
                 # Keys beyond every file's range (a load of new, time-ordered keys) are in no
                 # file: dropped here as arrays, before any index sees them one by one.
-                inside = ranges.in_some_range(files, scope_keys)
+                numbers = ranges.integer_key is not None
+                inside = ranges.in_some_range(files, self._range_keys(batch, positions, numbers))
                 if not inside.all():
                     positions = positions[inside]
-                    scope_keys = scope_keys.filter(pa.array(inside))
                 if not len(positions):
                     continue
+            scope_keys = batch.keys.take(pa.array(positions))
             for path, hits in self.index.candidates(files, scope_keys.to_pylist()).items():
                 out.append((index_of[path], positions[np.asarray(hits, dtype=np.int64)]))
         return out
