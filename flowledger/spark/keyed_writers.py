@@ -15,6 +15,7 @@ refuses it with a pointer to `flowledger.spark.save`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,7 +24,10 @@ from storage import StoreSettings
 from timeline import (
     COMMIT,
     DELTA_COMMIT,
+    DuplicateKeys,
+    Instant,
     KeyedProperties,
+    OnDuplicate,
     Table,
     TableType,
     WriteOperation,
@@ -40,12 +44,15 @@ from .commit_info import (
 )
 from .committing import commit_info, extra_metadata, job_info, run_hooks
 from .conf import conf_of, store_settings, table_settings
+from .direct_scan import NotDirect, ParquetScan, parquet_scan, read_scan
 from .errors import SparkWriteError
 from .keyed_options import KeyedOptions, keyed_options, resolve_properties
 from .paths import TablePath, resolve_repo_uri, table_path
 from .shuffle import sized_shuffle
 from .table_handles import Key, keep_table, take_table
 from .writer_options import input_files_option
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -88,28 +95,66 @@ def _write_shards(
     from .keyed_shards import plan_and_write
 
     spark = df.sparkSession
+    scan = parquet_scan(df)
+    if scan is not None and o.kopts.operation == WriteOperation.INSERT and not o.merge_on_read:
+        done = _insert_scan(o, scan, extra_metadata(job_meta, more))
+        if done is not None:
+            return _committed(spark, o, done, job_meta, hooks, repo_option)
     action = DELTA_COMMIT if o.merge_on_read else COMMIT
     txn = o.table.begin(action, operation=o.kopts.operation)
     try:
         incoming = arrow_schema(df.schema) if o.kopts.upsert else None
         plan, shards = plan_and_write(
             df, o.table, txn, o.props, o.kopts.operation, o.kopts.on_duplicate,
-            o.path.store_uri, o.settings, incoming,
+            o.path.store_uri, o.settings, incoming, scan,
         )  # fmt: skip
     except BaseException:
         txn.abort()
         raise
     meta = extra_metadata(job_meta, more)
     instant = commit_shards(txn, plan, shards, extra_metadata=meta, table=o.table)
+    return _committed(spark, o, instant, job_meta, hooks, repo_option)
+
+
+def _committed(
+    spark: Any,
+    o: _Opened,
+    instant: Instant,
+    job_meta: SparkJobInfo,
+    hooks: Sequence[CommitHook] | None,
+    repo_option: str | None,
+) -> CommitInfo:
+    """What the commit wrote, handed to the commit hooks (provenance among them)."""
     keep_table(spark, o.key, o.table)
-    files = [f for s in shards for f in s.files]
+    entry = o.table.tl.entry_of(instant)  # committed by this table handle: no read
     repo = resolve_repo_uri(repo_option, conf_of(spark))
     info = replace(
-        commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True),
-        entry=o.table.tl.entry_of(instant),  # committed by this table handle: no read
+        commit_info(o.path, instant, o.kopts.operation, entry.added, job_meta, repo, keyed=True),
+        entry=entry,
     )
     run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info
+
+
+def _insert_scan(o: _Opened, scan: ParquetScan, meta: Mapping[str, str]) -> Instant | None:
+    """An insert of a plain Parquet scan into a copy-on-write table, written as the Python
+    path writes a stream (`Table.insert` of record batches): the driver reads the files with
+    pyarrow and streams them into the one-process writer, no Spark job, no rows through the
+    JVM. None when it cannot stand for Spark's rows — a file that is not what Spark reads, or
+    a key met twice (two batches of the stream cannot combine it, a table can) — after the
+    attempt rolled back: the caller writes the rows Spark gives it."""
+    if o.kopts.on_duplicate != OnDuplicate.FAIL:  # "drop" would keep the first of two
+        return None
+    try:
+        done = o.table.insert(read_scan(scan, o.settings), OnDuplicate.FAIL, meta)
+    except (NotDirect, DuplicateKeys) as exc:
+        log.info("flowledger: keyed insert of %s through Spark's rows: %s", o.path.given, exc)
+        return None
+    log.info(
+        "flowledger: keyed insert into %s read directly from %d Parquet file(s)",
+        o.path.given, len(scan.files),
+    )  # fmt: skip
+    return done
 
 
 def write_keyed(

@@ -1,0 +1,29 @@
+"""Which optimized plans (as `explain` prints them) count as a plain Parquet scan."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowledger.spark.direct_scan import plain_relation
+
+pytestmark = pytest.mark.unit
+
+RELATION = "Relation [id#0L,ts#1,s#2] parquet"
+
+
+@pytest.mark.parametrize(
+    ("lines", "plain"),
+    [
+        ([RELATION], True),
+        (["Project [s#2, id#0L]", "+- " + RELATION], True),
+        (["Project [id#0L AS x#4L]", "+- " + RELATION], False),  # an alias
+        (["Project [(id#0L + 1) AS id#4L]", "+- " + RELATION], False),  # an expression
+        (["Filter (isnotnull(id#0L) AND (id#0L > 1))", "+- " + RELATION], False),
+        (["GlobalLimit 2", "+- LocalLimit 2", "   +- " + RELATION], False),
+        (["Relation [id#0L,s#2] json"], False),
+        (["InMemoryRelation [id#0L], StorageLevel(disk, memory, deserialized, 1 replicas)"], False),
+        ([], False),
+    ],
+)
+def test_plain_relation(lines: list[str], plain: bool) -> None:
+    assert plain_relation([line.strip() for line in lines]) is plain
