@@ -4,8 +4,8 @@ Spark turns a DataFrame's rows into Arrow (`toArrow`, `mapInArrow`) at a cost th
 a keyed load: the rows were Parquet, pyarrow could have read them as Arrow directly. When the
 DataFrame is a plain scan of Parquet files — its optimized logical plan (as `explain` prints
 it: no job runs) a relation over Parquet files, at most under a projection of bare columns,
-and no file under a `column=value` folder (a cached frame too: its plan is still the scan,
-whose files are read again) — the writer reads those files itself with pyarrow, in name
+and no file under a `column=value` folder (a cached DataFrame's plan is its cache, which
+names no files: Spark's rows) — the writer reads those files itself with pyarrow, in name
 order, through flowledger's store (`s3a://` reaches the endpoint and credentials of the
 session's s3a options, as the table does), and conforms each file to the plan's schema as
 the table records it (`arrow.arrow_schema`: UTC timestamps, nullable).
@@ -40,11 +40,12 @@ from .conf import CONF_PREFIX
 DIRECT_CONF = CONF_PREFIX + "keyed.directRead"
 log = logging.getLogger(__name__)
 
-#: The optimized plan's lines `explain` prints for a plain scan: a Parquet file relation,
-#: under at most a projection of bare columns (`name#id`; an expression or alias has spaces).
+#: The optimized plan's nodes `explain` prints for a plain scan: a Parquet file relation under
+#: at most a projection of bare columns (`name#id`; an expression or alias has spaces).
 _PROJECT = re.compile(r"Project \[(.*)\]")
 _COLUMN = re.compile(r"[^\s,()]+#\d+L?")
-_RELATION = re.compile(r"(\+- )?Relation \[.*\] parquet")
+_RELATION = re.compile(r"Relation \[.*\] parquet")
+
 #: Timestamp units a file may hold that widen to Spark's microseconds without loss.
 _WIDENS = frozenset({"s", "ms", "us"})
 
@@ -79,14 +80,14 @@ def optimized_plan(df: Any) -> list[str]:
 def plain_relation(lines: list[str]) -> bool:
     """Whether plan `lines` are a Parquet file relation, at most under a projection of its
     own columns."""
-    if len(lines) == 2:
-        project = _PROJECT.fullmatch(lines[0])
-        if project is None:
-            return False
+    if not lines or any(not line.startswith("+- ") for line in lines[1:]):
+        return False  # empty, or not a chain of single children
+    nodes = [lines[0]] + [line[3:] for line in lines[1:]]
+    if (project := _PROJECT.fullmatch(nodes[0])) is not None:
         if not all(_COLUMN.fullmatch(c.strip()) for c in project.group(1).split(",")):
             return False
-        return lines[1].startswith("+- ") and bool(_RELATION.fullmatch(lines[1]))
-    return len(lines) == 1 and not lines[0].startswith("+") and bool(_RELATION.fullmatch(lines[0]))
+        nodes = nodes[1:]
+    return len(nodes) == 1 and bool(_RELATION.fullmatch(nodes[0]))
 
 
 def _partitioned(files: tuple[str, ...], columns: list[str]) -> bool:

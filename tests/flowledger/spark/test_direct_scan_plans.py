@@ -9,6 +9,12 @@ from flowledger.spark.direct_scan import plain_relation
 pytestmark = pytest.mark.unit
 
 RELATION = "Relation [id#0L,ts#1,s#2] parquet"
+CACHED = "InMemoryRelation [id#0L, s#2], StorageLevel(disk, memory, deserialized, 1 replicas)"
+SCAN = (
+    "FileScan parquet [id#0L,s#2] Batched: true, DataFilters: [], Format: Parquet, Location: "
+    "InMemoryFileIndex(1 paths)[file:/in/a.parquet], PartitionFilters: [], PushedFilters: [], "
+    "ReadSchema: struct<id:bigint,s:string>"
+)
 
 
 @pytest.mark.parametrize(
@@ -21,7 +27,8 @@ RELATION = "Relation [id#0L,ts#1,s#2] parquet"
         (["Filter (isnotnull(id#0L) AND (id#0L > 1))", "+- " + RELATION], False),
         (["GlobalLimit 2", "+- LocalLimit 2", "   +- " + RELATION], False),
         (["Relation [id#0L,s#2] json"], False),
-        (["InMemoryRelation [id#0L], StorageLevel(disk, memory, deserialized, 1 replicas)"], False),
+        ([CACHED, "+- *(1) ColumnarToRow", "   +- " + SCAN], False),  # a cache: no files
+        (["Join Inner", ":- " + RELATION, "+- " + RELATION], False),
         ([], False),
     ],
 )

@@ -96,6 +96,10 @@ def test_what_is_not_a_plain_scan_takes_sparks_rows(
     filtered, computed = df.filter("id >= 50"), df.withColumn("v", df.v + 1)
     assert parquet_scan(filtered) is None and parquet_scan(computed) is None
     assert parquet_scan(df.join(df.select("id"), "id")) is None
+    cached = registered.read.parquet(str(load)).cache()
+    cached.count()
+    assert parquet_scan(cached) is None  # its plan is the cache, which names no files
+    cached.unpersist()
     hive = _files(tmp_path / "hive" / "q=1", _rows(0, 10))  # q comes from the folder
     assert parquet_scan(registered.read.parquet(str(hive.parent))) is None
     uri = str(tmp_path / "spark")
