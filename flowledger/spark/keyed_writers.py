@@ -63,6 +63,7 @@ class _Opened:
     kopts: KeyedOptions
     settings: StoreSettings
     key: Key  # the session's handle on the table (table_handles.py)
+    conf: Mapping[str, str]  # the session's, read once per write
 
     @property
     def merge_on_read(self) -> bool:
@@ -78,10 +79,10 @@ def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:
     key = (path.store_uri, settings, table_settings(conf, options))
     table, props = resolve_properties(take_table(df.sparkSession, key), options)
     kopts = keyed_options(options) or KeyedOptions(WriteOperation.UPSERT)
-    return _Opened(path, table, props, kopts, settings, key)
+    return _Opened(path, table, props, kopts, settings, key, conf)
 
 
-def _write_shards(
+def _keyed_commit(
     df: Any,
     o: _Opened,
     job_meta: SparkJobInfo,
@@ -89,17 +90,34 @@ def _write_shards(
     more: Mapping[str, str] | None = None,
     repo_option: str | None = None,
 ) -> CommitInfo:
-    """One keyed commit whose objects Spark's tasks write: new file slices (a `commit`), or
-    log blocks and new file groups (a `deltacommit` on a merge-on-read table). `more`:
-    commit metadata to add; `repo_option`: the provenance repository asked for."""
-    from .keyed_shards import plan_and_write
-
-    spark = df.sparkSession
+    """One keyed commit: an insert of a plain Parquet scan streamed on the driver when it
+    can be (direct_scan.py), else written by Spark's tasks with the shuffles sized to the
+    input. `more`: commit metadata to add; `repo_option`: the provenance repository asked
+    for."""
     scan = parquet_scan(df)
     if scan is not None and o.kopts.operation == WriteOperation.INSERT and not o.merge_on_read:
         done = _insert_scan(o, scan, extra_metadata(job_meta, more))
         if done is not None:
-            return _committed(spark, o, done, job_meta, hooks, repo_option)
+            return _committed(df.sparkSession, o, done, job_meta, hooks, repo_option)
+    with sized_shuffle(df):
+        return _write_shards(df, o, job_meta, hooks, more, repo_option, scan)
+
+
+def _write_shards(
+    df: Any,
+    o: _Opened,
+    job_meta: SparkJobInfo,
+    hooks: Sequence[CommitHook] | None,
+    more: Mapping[str, str] | None,
+    repo_option: str | None,
+    scan: ParquetScan | None,
+) -> CommitInfo:
+    """One keyed commit whose objects Spark's tasks write: new file slices (a `commit`), or
+    log blocks and new file groups (a `deltacommit` on a merge-on-read table); a small
+    input on the driver (read from its files when `scan` names them)."""
+    from .keyed_shards import plan_and_write
+
+    spark = df.sparkSession
     action = DELTA_COMMIT if o.merge_on_read else COMMIT
     txn = o.table.begin(action, operation=o.kopts.operation)
     try:
@@ -127,7 +145,7 @@ def _committed(
     """What the commit wrote, handed to the commit hooks (provenance among them)."""
     keep_table(spark, o.key, o.table)
     entry = o.table.tl.entry_of(instant)  # committed by this table handle: no read
-    repo = resolve_repo_uri(repo_option, conf_of(spark))
+    repo = resolve_repo_uri(repo_option, o.conf)
     info = replace(
         commit_info(o.path, instant, o.kopts.operation, entry.added, job_meta, repo, keyed=True),
         entry=entry,
@@ -166,10 +184,8 @@ def write_keyed(
 ) -> CommitInfo:
     """The native writer's keyed write: one commit of the rewritten file groups (a delta
     commit of log blocks on a merge-on-read table), its shuffles sized to the input."""
-    with sized_shuffle(df):
-        spark = df.sparkSession
-        job_meta = job_info(spark, df)
-        return _write_shards(df, _open(df, uri, mode, options), job_meta, hooks)
+    job_meta = job_info(df.sparkSession, df)
+    return _keyed_commit(df, _open(df, uri, mode, options), job_meta, hooks)
 
 
 def save_keyed(
@@ -178,11 +194,10 @@ def save_keyed(
     """The data source's keyed write: the same commit, recording the data source's job, its
     inputs and `write_id`, committed by this driver (so it returns what it committed, with
     no read of the timeline to find it); its shuffles sized to the input."""
-    with sized_shuffle(df):
-        o = _open(df, uri, mode, options)
-        job_meta = replace(
-            job_info(df.sparkSession, df, "flowledger.datasource"),
-            input_files=input_files_option(options),
-        )
-        more = {WRITE_ID_METADATA_KEY: write_id}
-        return _write_shards(df, o, job_meta, None, more, options.get("repo"))
+    o = _open(df, uri, mode, options)
+    job_meta = replace(  # the inputs `save` found (or was given), not asked of Spark again
+        job_info(df.sparkSession, None, "flowledger.datasource"),
+        input_files=input_files_option(options),
+    )
+    more = {WRITE_ID_METADATA_KEY: write_id}
+    return _keyed_commit(df, o, job_meta, None, more, options.get("repo"))
