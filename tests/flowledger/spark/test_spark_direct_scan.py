@@ -124,6 +124,22 @@ def test_a_file_spark_reads_differently_falls_back(
     assert comparable(Table.open(open_store(uri)), instants) == comparable(*reference)
 
 
+def test_a_key_in_two_files_is_combined_as_in_one_table(
+    registered: Any, tmp_path: Path, direct_log: pytest.LogCaptureFixture
+) -> None:
+    # Key 5 is in both files: a stream cannot combine it across its batches, a table can
+    # (the higher ts wins under event_time), so the write takes Spark's rows.
+    first, second = _rows(0, 10), _rows(5, 1, ts=9)
+    load = _files(tmp_path / "load", first, second)
+    uri = str(tmp_path / "spark")
+    instants = [_insert(registered, load, uri)]
+    assert DIRECT not in direct_log.text and "repeated in two batches" in direct_log.text
+    reference = _python(tmp_path / "python", pa.concat_tables([first, second]).combine_chunks())
+    got = comparable(Table.open(open_store(uri)), instants)
+    assert got == comparable(*reference)
+    assert [r[:4] for r in got if r[0] == 5] == [(5, 1, 50, 9)]
+
+
 def test_off_by_setting(registered: Any, tmp_path: Path) -> None:
     load = _files(tmp_path / "load", _rows(0, 10))
     registered.conf.set(DIRECT_CONF, "false")
