@@ -30,7 +30,8 @@ costly DataFrame is best cached (or repartitioned) before the write.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -52,7 +53,10 @@ from timeline import (
     shard_columns,
 )
 
+from .direct_scan import NotDirect, ParquetScan, read_scan_table
 from .small_input import DRIVER_TASK, driver_input
+
+log = logging.getLogger(__name__)
 
 SEQ = "__flp_seq"
 #: One row per task: what it wrote (`EngineShard` as JSON), or the refusal it met, and the
@@ -127,17 +131,36 @@ def _run(df: Any, shipped: ShardShipped, by: list[str]) -> list[Any]:
     return list(src.mapInArrow(_mapped(shipped), RESULT_SCHEMA).collect())
 
 
+def _scan_reader(
+    scan: ParquetScan | None, store: StoreSettings, user: tuple[str, ...]
+) -> Callable[[], pa.Table | None] | None:
+    """Reads a small input from its Parquet files (None: a file is not what Spark reads)."""
+    if scan is None:
+        return None
+
+    def read() -> pa.Table | None:
+        try:
+            return read_scan_table(scan, store).select(list(user))
+        except NotDirect as exc:
+            log.info("flowledger: keyed write through Spark's rows: %s", exc)
+            return None
+
+    return read
+
+
 def plan_and_write(
     df: Any, table: Table, txn: Any, props: KeyedProperties, operation: str,
     on_duplicate: str, store_uri: str, store: StoreSettings, incoming: pa.Schema | None,
+    scan: ParquetScan | None = None,
 ) -> tuple[EnginePlan, list[EngineShard]]:  # fmt: skip
     """Plan the commit on the driver (a delta commit on a merge-on-read table) and run its
-    shards on Spark (a small input on the driver, small_input.py); returns what they wrote
-    (the caller commits or aborts)."""
+    shards on Spark (a small input on the driver, small_input.py: read from its Parquet
+    files when `scan` names them, direct_scan.py); returns what they wrote (the caller
+    commits or aborts)."""
     plan = plan_engine_write(table, txn, props, incoming, operation, on_duplicate)
     user = tuple(c for c in df.columns if c not in META_COLUMNS)
     shipped = ShardShipped(plan, store_uri, store, user)
-    small = driver_input(df.select(*user), SEQ)
+    small = driver_input(df.select(*user), SEQ, _scan_reader(scan, store, user))
     if small is not None:  # one shard, written right here: no job, no Python worker
         rows = _shard(shipped, small, DRIVER_TASK).to_pylist()
     else:

@@ -15,6 +15,7 @@ refuses it with a pointer to `flowledger.spark.save`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,7 +24,10 @@ from storage import StoreSettings
 from timeline import (
     COMMIT,
     DELTA_COMMIT,
+    DuplicateKeys,
+    Instant,
     KeyedProperties,
+    OnDuplicate,
     Table,
     TableType,
     WriteOperation,
@@ -40,12 +44,15 @@ from .commit_info import (
 )
 from .committing import commit_info, extra_metadata, job_info, run_hooks
 from .conf import conf_of, store_settings, table_settings
+from .direct_scan import NotDirect, ParquetScan, parquet_scan, read_scan
 from .errors import SparkWriteError
 from .keyed_options import KeyedOptions, keyed_options, resolve_properties
 from .paths import TablePath, resolve_repo_uri, table_path
 from .shuffle import sized_shuffle
 from .table_handles import Key, keep_table, take_table
 from .writer_options import input_files_option
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class _Opened:
     kopts: KeyedOptions
     settings: StoreSettings
     key: Key  # the session's handle on the table (table_handles.py)
+    conf: Mapping[str, str]  # the session's, read once per write
 
     @property
     def merge_on_read(self) -> bool:
@@ -71,10 +79,10 @@ def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:
     key = (path.store_uri, settings, table_settings(conf, options))
     table, props = resolve_properties(take_table(df.sparkSession, key), options)
     kopts = keyed_options(options) or KeyedOptions(WriteOperation.UPSERT)
-    return _Opened(path, table, props, kopts, settings, key)
+    return _Opened(path, table, props, kopts, settings, key, conf)
 
 
-def _write_shards(
+def _keyed_commit(
     df: Any,
     o: _Opened,
     job_meta: SparkJobInfo,
@@ -82,9 +90,31 @@ def _write_shards(
     more: Mapping[str, str] | None = None,
     repo_option: str | None = None,
 ) -> CommitInfo:
+    """One keyed commit: an insert of a plain Parquet scan streamed on the driver when it
+    can be (direct_scan.py), else written by Spark's tasks with the shuffles sized to the
+    input. `more`: commit metadata to add; `repo_option`: the provenance repository asked
+    for."""
+    scan = parquet_scan(df)
+    if scan is not None and o.kopts.operation == WriteOperation.INSERT and not o.merge_on_read:
+        done = _insert_scan(o, scan, extra_metadata(job_meta, more))
+        if done is not None:
+            return _committed(df.sparkSession, o, done, job_meta, hooks, repo_option)
+    with sized_shuffle(df):
+        return _write_shards(df, o, job_meta, hooks, more, repo_option, scan)
+
+
+def _write_shards(
+    df: Any,
+    o: _Opened,
+    job_meta: SparkJobInfo,
+    hooks: Sequence[CommitHook] | None,
+    more: Mapping[str, str] | None,
+    repo_option: str | None,
+    scan: ParquetScan | None,
+) -> CommitInfo:
     """One keyed commit whose objects Spark's tasks write: new file slices (a `commit`), or
-    log blocks and new file groups (a `deltacommit` on a merge-on-read table). `more`:
-    commit metadata to add; `repo_option`: the provenance repository asked for."""
+    log blocks and new file groups (a `deltacommit` on a merge-on-read table); a small
+    input on the driver (read from its files when `scan` names them)."""
     from .keyed_shards import plan_and_write
 
     spark = df.sparkSession
@@ -94,22 +124,55 @@ def _write_shards(
         incoming = arrow_schema(df.schema) if o.kopts.upsert else None
         plan, shards = plan_and_write(
             df, o.table, txn, o.props, o.kopts.operation, o.kopts.on_duplicate,
-            o.path.store_uri, o.settings, incoming,
+            o.path.store_uri, o.settings, incoming, scan,
         )  # fmt: skip
     except BaseException:
         txn.abort()
         raise
     meta = extra_metadata(job_meta, more)
     instant = commit_shards(txn, plan, shards, extra_metadata=meta, table=o.table)
+    return _committed(spark, o, instant, job_meta, hooks, repo_option)
+
+
+def _committed(
+    spark: Any,
+    o: _Opened,
+    instant: Instant,
+    job_meta: SparkJobInfo,
+    hooks: Sequence[CommitHook] | None,
+    repo_option: str | None,
+) -> CommitInfo:
+    """What the commit wrote, handed to the commit hooks (provenance among them)."""
     keep_table(spark, o.key, o.table)
-    files = [f for s in shards for f in s.files]
-    repo = resolve_repo_uri(repo_option, conf_of(spark))
+    entry = o.table.tl.entry_of(instant)  # committed by this table handle: no read
+    repo = resolve_repo_uri(repo_option, o.conf)
     info = replace(
-        commit_info(o.path, instant, o.kopts.operation, files, job_meta, repo, keyed=True),
-        entry=o.table.tl.entry_of(instant),  # committed by this table handle: no read
+        commit_info(o.path, instant, o.kopts.operation, entry.added, job_meta, repo, keyed=True),
+        entry=entry,
     )
     run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info
+
+
+def _insert_scan(o: _Opened, scan: ParquetScan, meta: Mapping[str, str]) -> Instant | None:
+    """An insert of a plain Parquet scan into a copy-on-write table, written as the Python
+    path writes a stream (`Table.insert` of record batches): the driver reads the files with
+    pyarrow and streams them into the one-process writer, no Spark job, no rows through the
+    JVM. None when it cannot stand for Spark's rows — a file that is not what Spark reads, or
+    a key met twice (two batches of the stream cannot combine it, a table can) — after the
+    attempt rolled back: the caller writes the rows Spark gives it."""
+    if o.kopts.on_duplicate != OnDuplicate.FAIL:  # "drop" would keep the first of two
+        return None
+    try:
+        done = o.table.insert(read_scan(scan, o.settings), OnDuplicate.FAIL, meta)
+    except (NotDirect, DuplicateKeys) as exc:
+        log.info("flowledger: keyed insert of %s through Spark's rows: %s", o.path.given, exc)
+        return None
+    log.info(
+        "flowledger: keyed insert into %s read directly from %d Parquet file(s)",
+        o.path.given, len(scan.files),
+    )  # fmt: skip
+    return done
 
 
 def write_keyed(
@@ -121,10 +184,8 @@ def write_keyed(
 ) -> CommitInfo:
     """The native writer's keyed write: one commit of the rewritten file groups (a delta
     commit of log blocks on a merge-on-read table), its shuffles sized to the input."""
-    with sized_shuffle(df):
-        spark = df.sparkSession
-        job_meta = job_info(spark, df)
-        return _write_shards(df, _open(df, uri, mode, options), job_meta, hooks)
+    job_meta = job_info(df.sparkSession, df)
+    return _keyed_commit(df, _open(df, uri, mode, options), job_meta, hooks)
 
 
 def save_keyed(
@@ -133,11 +194,10 @@ def save_keyed(
     """The data source's keyed write: the same commit, recording the data source's job, its
     inputs and `write_id`, committed by this driver (so it returns what it committed, with
     no read of the timeline to find it); its shuffles sized to the input."""
-    with sized_shuffle(df):
-        o = _open(df, uri, mode, options)
-        job_meta = replace(
-            job_info(df.sparkSession, df, "flowledger.datasource"),
-            input_files=input_files_option(options),
-        )
-        more = {WRITE_ID_METADATA_KEY: write_id}
-        return _write_shards(df, o, job_meta, None, more, options.get("repo"))
+    o = _open(df, uri, mode, options)
+    job_meta = replace(  # the inputs `save` found (or was given), not asked of Spark again
+        job_info(df.sparkSession, None, "flowledger.datasource"),
+        input_files=input_files_option(options),
+    )
+    more = {WRITE_ID_METADATA_KEY: write_id}
+    return _keyed_commit(df, o, job_meta, None, more, options.get("repo"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
@@ -59,16 +60,20 @@ def estimated_bytes(df: Any) -> int | None:
     return int(float(found.group(1)) * (1 << _UNITS[found.group(2) or ""]))
 
 
-def driver_input(df: Any, seq: str) -> pa.Table | None:
+def driver_input(
+    df: Any, seq: str, direct: Callable[[], pa.Table | None] | None = None
+) -> pa.Table | None:
     """`df` collected as Arrow, with its rows' positions in column `seq`, when its estimated
-    size is within the session's threshold; None: write it as a job."""
+    size is within the session's threshold; None: write it as a job. `direct`: reads the
+    rows without Spark (its input files, direct_scan.py), None when it cannot."""
     limit = driver_threshold(df.sparkSession)
     if limit < 0:
         return None
     size = estimated_bytes(df)
     if size is None or size > limit:
         return None
-    data: pa.Table = df.toArrow()
+    got = direct() if direct is not None else None
+    data: pa.Table = df.toArrow() if got is None else got
     return data.append_column(seq, pa.array(np.arange(data.num_rows, dtype=np.int64)))
 
 
