@@ -49,6 +49,7 @@ from .errors import SparkWriteError
 from .keyed_options import KeyedOptions, keyed_options, resolve_properties
 from .paths import TablePath, resolve_repo_uri, table_path
 from .shuffle import sized_shuffle
+from .small_input import DEFAULT_STREAM_THRESHOLD, STREAM_THRESHOLD_CONF, within
 from .table_handles import Key, keep_table, take_table
 from .writer_options import input_files_option
 
@@ -90,12 +91,18 @@ def _keyed_commit(
     more: Mapping[str, str] | None = None,
     repo_option: str | None = None,
 ) -> CommitInfo:
-    """One keyed commit: an insert of a plain Parquet scan streamed on the driver when it
-    can be (direct_scan.py), else written by Spark's tasks with the shuffles sized to the
+    """One keyed commit: an insert of a plain Parquet scan of at most
+    `spark.flowledger.keyed.driverStreamThreshold` bytes streamed on the driver when it can
+    be (direct_scan.py), else written by Spark's tasks with the shuffles sized to the
     input. `more`: commit metadata to add; `repo_option`: the provenance repository asked
     for."""
     scan = parquet_scan(df)
-    if scan is not None and o.kopts.operation == WriteOperation.INSERT and not o.merge_on_read:
+    if (
+        scan is not None
+        and o.kopts.operation == WriteOperation.INSERT
+        and not o.merge_on_read
+        and within(df, STREAM_THRESHOLD_CONF, DEFAULT_STREAM_THRESHOLD)
+    ):
         done = _insert_scan(o, scan, extra_metadata(job_meta, more))
         if done is not None:
             return _committed(df.sparkSession, o, done, job_meta, hooks, repo_option)

@@ -27,6 +27,11 @@ from .errors import SparkWriteError
 
 THRESHOLD_CONF = CONF_PREFIX + "keyed.driverWriteThreshold"
 DEFAULT_THRESHOLD = 10 * 1024 * 1024
+#: The largest plain Parquet scan an insert streams through the driver (direct_scan.py): one
+#: process reads and encodes about 100 MiB of Parquet a second, so past this a cluster's
+#: tasks are the faster writer.
+STREAM_THRESHOLD_CONF = CONF_PREFIX + "keyed.driverStreamThreshold"
+DEFAULT_STREAM_THRESHOLD = 1024 * 1024 * 1024
 #: What names the objects a shard written on the driver leaves (tasks use their attempt).
 DRIVER_TASK = "driver"
 
@@ -34,15 +39,25 @@ _SIZE = re.compile(r"sizeInBytes=([0-9.]+) ?([KMGTPE]i)?B")
 _UNITS = MappingProxyType({"": 0, "Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60})
 
 
-def driver_threshold(spark: Any) -> int:
-    """The session's threshold in bytes (negative: never on the driver)."""
-    raw = spark.conf.get(THRESHOLD_CONF, str(DEFAULT_THRESHOLD))
+def driver_threshold(
+    spark: Any, conf: str = THRESHOLD_CONF, default: int = DEFAULT_THRESHOLD
+) -> int:
+    """The session's threshold `conf` in bytes (negative: never on the driver)."""
+    raw = spark.conf.get(conf, str(default))
     try:
         return int(raw)
     except ValueError:
-        raise SparkWriteError(
-            f"{THRESHOLD_CONF} must be a whole number of bytes, not {raw!r}"
-        ) from None
+        raise SparkWriteError(f"{conf} must be a whole number of bytes, not {raw!r}") from None
+
+
+def within(df: Any, conf: str, default: int) -> bool:
+    """Whether the optimizer's size estimate of `df` is within the session's threshold
+    `conf` (False when the plan states no size or the threshold is negative)."""
+    limit = driver_threshold(df.sparkSession, conf, default)
+    if limit < 0:
+        return False
+    size = estimated_bytes(df)
+    return size is not None and size <= limit
 
 
 def estimated_bytes(df: Any) -> int | None:
@@ -66,15 +81,19 @@ def driver_input(
     """`df` collected as Arrow, with its rows' positions in column `seq`, when its estimated
     size is within the session's threshold; None: write it as a job. `direct`: reads the
     rows without Spark (its input files, direct_scan.py), None when it cannot."""
-    limit = driver_threshold(df.sparkSession)
-    if limit < 0:
-        return None
-    size = estimated_bytes(df)
-    if size is None or size > limit:
+    if not within(df, THRESHOLD_CONF, DEFAULT_THRESHOLD):
         return None
     got = direct() if direct is not None else None
     data: pa.Table = df.toArrow() if got is None else got
     return data.append_column(seq, pa.array(np.arange(data.num_rows, dtype=np.int64)))
 
 
-__all__ = ["DRIVER_TASK", "THRESHOLD_CONF", "driver_input", "estimated_bytes"]
+__all__ = [
+    "DEFAULT_STREAM_THRESHOLD",
+    "DRIVER_TASK",
+    "STREAM_THRESHOLD_CONF",
+    "THRESHOLD_CONF",
+    "driver_input",
+    "estimated_bytes",
+    "within",
+]

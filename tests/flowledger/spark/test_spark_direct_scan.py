@@ -18,7 +18,7 @@ import pytest
 import flowledger.spark as fs
 from flowledger.spark.commit_info import JOB_METADATA_KEY, SparkJobInfo
 from flowledger.spark.direct_scan import DIRECT_CONF, parquet_scan
-from flowledger.spark.small_input import THRESHOLD_CONF
+from flowledger.spark.small_input import STREAM_THRESHOLD_CONF, THRESHOLD_CONF
 from storage import open_store
 from tests.support.keyed_spark import PROPS, comparable
 from tests.support.servers import S3Endpoint
@@ -147,6 +147,21 @@ def test_off_by_setting(registered: Any, tmp_path: Path) -> None:
         assert parquet_scan(registered.read.parquet(str(load))) is None
     finally:
         registered.conf.unset(DIRECT_CONF)
+
+
+def test_an_insert_larger_than_the_stream_threshold_is_written_by_tasks(
+    registered: Any, tmp_path: Path, direct_log: pytest.LogCaptureFixture
+) -> None:
+    load = _files(tmp_path / "load", _rows(0, 200), _rows(200, 100))
+    uri = str(tmp_path / "spark")
+    registered.conf.set(STREAM_THRESHOLD_CONF, "1")  # every input is larger than one byte
+    try:
+        instants = [_insert(registered, load, uri)]
+    finally:
+        registered.conf.unset(STREAM_THRESHOLD_CONF)
+    assert DIRECT not in direct_log.text
+    reference = _python(tmp_path / "python", pa.concat_tables([_rows(0, 200), _rows(200, 100)]))
+    assert comparable(Table.open(open_store(uri)), instants) == comparable(*reference)
 
 
 @pytest.fixture
