@@ -249,3 +249,39 @@ def test_a_keyed_commit_records_the_operations_name(tmp_path: Path) -> None:
     entry = t.state().writes[done.time]
     assert entry.metadata["operation"] == "upsert"
     assert type(entry.metadata["operation"]) is str
+
+
+def test_the_locate_step_holds_a_bounded_number_of_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The candidate files read for their keys at once hold at most LOCATE_INFLIGHT_BYTES
+    (a constant, not `write_inflight_bytes`): with room for one file, one is read at a
+    time; the write is the same."""
+    import threading
+    import time
+
+    from timeline.keyed.write import planner
+
+    t = _table(tmp_path)
+    for lo in range(0, 200, 50):
+        t.upsert(_rows(list(range(lo, lo + 50))))
+    monkeypatch.setattr(planner, "LOCATE_INFLIGHT_BYTES", min(f.size for f in t.files()))
+    running, most = [0], [0]
+    lock = threading.Lock()
+    real = planner.Planner._stored_matches
+
+    def counted(self: Any, *args: Any) -> Any:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.01)  # let other reads start, if they may
+            return real(self, *args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(planner.Planner, "_stored_matches", counted)
+    t.upsert(_rows([1, 51, 101, 151], ts=2))
+    assert most[0] == 1
+    assert _ids(t) == list(range(200))
