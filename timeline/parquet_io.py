@@ -185,8 +185,9 @@ def return_large_blocks() -> None:
     fetched them, fragment them, and stay resident; the resident set then grew with the
     table's files. Measured on the upsert benchmark at 10M rows (local store): the resident
     set each step starts from 264-317 MiB with the dynamic threshold and a trim after each
-    commit, 217-228 MiB with this one; a block of a few MiB costs a map and its page
-    faults, small against fetching it."""
+    commit, 217-228 MiB with this one. It costs time: every block of 1 MiB or more (numpy
+    temporaries too) is a fresh mapping whose pages fault in; at 8 MiB the benchmark's
+    rewrites ran faster but peaked 60-140 MiB higher (docs/tables.md, "Memory")."""
     libc = _glibc()
     if libc is not None and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
