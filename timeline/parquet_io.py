@@ -4,8 +4,10 @@ Statistics come from the footer (file_stats.py); partition naming is in partitio
 
 from __future__ import annotations
 
+import ctypes
 import io
 import os
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -156,9 +158,50 @@ def read_files(
     return pa.concat_tables(tables, promote_options="default")
 
 
+#: Blocks of the C heap of this size or more are mapped on their own and unmapped when freed
+#: (glibc's `M_MMAP_THRESHOLD`; see `return_large_blocks`).
+MMAP_THRESHOLD = 1024 * 1024
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
 def release_unused_memory() -> None:
-    """Hand the Arrow allocator's freed pages back to the operating system. Its allocator
-    (mimalloc or jemalloc) keeps what a large write freed, so without this a long-lived
-    writer's footprint stays at its largest commit so far: measured after loading 2M rows,
-    454 MiB resident of which 235 MiB were freed Arrow pages. Costs about a millisecond."""
+    """Hand the freed pages of the process's allocators back to the operating system: Arrow's
+    (mimalloc or jemalloc) and, on glibc, the C heap's (`malloc_trim`). Both keep what a
+    large write freed, so without this a long-lived writer's footprint stays at its largest
+    commit so far: measured after loading 2M rows, 454 MiB resident of which 235 MiB were
+    freed Arrow pages. Costs about a millisecond."""
     pa.default_memory_pool().release_unused()
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def return_large_blocks() -> None:
+    """Have glibc map C-heap blocks of `MMAP_THRESHOLD` bytes or more on their own, so they
+    go back to the operating system when freed (process-wide; not when the process set
+    `MALLOC_MMAP_THRESHOLD_` itself). The C heap holds the bytes of fetched objects (Python
+    `bytes`): glibc raises its threshold to the largest block freed (up to 32 MiB), after
+    which blocks of the size of a table's files land in the heaps of the threads that
+    fetched them, fragment them, and stay resident; the resident set then grew with the
+    table's files. Measured on the upsert benchmark at 10M rows (local store): the resident
+    set each step starts from 264-317 MiB with the dynamic threshold and a trim after each
+    commit, 217-228 MiB with this one. It costs time: every block of 1 MiB or more (numpy
+    temporaries too) is a fresh mapping whose pages fault in; at 8 MiB the benchmark's
+    rewrites ran faster but peaked 60-140 MiB higher (docs/tables.md, "Memory")."""
+    libc = _glibc()
+    if libc is not None and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (it has `malloc_trim` and `mallopt`), else None
+    (loaded already: opening it again costs microseconds)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    except (OSError, AttributeError):  # another C library (musl has no malloc_trim)
+        return None
+    return libc

@@ -124,6 +124,12 @@ class TableSettings:
     #: and files grow with the table up to `parquet_max_file_size`, so this keeps a writer's
     #: peak bounded whatever the file sizes. A group bigger than this is rewritten alone.
     write_inflight_bytes: int = 256 * MiB
+    #: Bytes of small files (below the size read in ranges, 16 MiB) that a copy-on-write
+    #: write fetched whole to find its records in and keeps for their rewrite, so that
+    #: those files are fetched once; a file beyond what is left is fetched again when it is
+    #: rewritten. A constant, so what it adds to a writer's peak does not grow with the
+    #: table (0: nothing kept). See docs/tables.md, "Memory".
+    located_bytes_budget: int = 64 * MiB
     #: Rows per Parquet row group of the base files keyed writes produce, and the rows a
     #: rewrite decodes at a time (Hudi sizes row groups in bytes, hoodie.parquet.block.size):
     #: a writer's memory then follows this, not the size of the files it rewrites. DuckDB
@@ -202,6 +208,8 @@ class TableSettings:
             raise ValueError("write_parallelism and log_write_parallelism must be >= 1")
         if self.write_inflight_bytes < 1:
             raise ValueError("write_inflight_bytes must be >= 1")
+        if self.located_bytes_budget < 0:
+            raise ValueError("located_bytes_budget must be >= 0")
         if self.parquet_row_group_rows < 1:
             raise ValueError("parquet_row_group_rows must be >= 1")
         if self.write_buffer_limit_bytes < 0:

@@ -16,7 +16,7 @@ from .. import predicate
 from ..errors import MissingTableObject, TimelineError
 from ..file_groups.sidecars import WRITE_STATS
 from ..instant import COMMIT, REPLACE_COMMIT, Instant, parse_as_of
-from ..parquet_io import release_unused_memory
+from ..parquet_io import release_unused_memory, return_large_blocks
 from ..partitioning import split_partitions
 from ..schema import merge_schemas
 from ..table_schema import latest_schema
@@ -114,6 +114,7 @@ def _write(table: KeyedTable, req: KeyedWriteRequest) -> Instant:
     """One keyed write (keyed/write/client.py: copy-on-write rewrites file slices,
     merge-on-read appends log blocks in a delta commit); a merge-on-read table then compacts
     as the settings say (keyed/compaction/service.py)."""
+    return_large_blocks()
     try:
         done = write_keyed(table, req)
         if req.merge_on_read:
@@ -148,6 +149,7 @@ def insert(
     if not isinstance(data, pa.Table):
         # Written as it streams (keyed/write/stream.py).
         if props.table_type != TableType.MERGE_ON_READ:
+            return_large_blocks()
             try:
                 return insert_stream(table, props, data, on_duplicate, dict(extra or {}))
             finally:
@@ -396,6 +398,7 @@ class KeyedCompaction:
 
     def compact(self, *, force: bool = True) -> Instant | None:
         keyed_properties(self.table, "compact")
+        return_large_blocks()
         try:
             return compaction.compact(self.table, force=force)
         finally:

@@ -66,12 +66,14 @@ def test_a_delete_by_keys_reads_each_file_it_rewrites_once(
     assert all(s["inserts"] == 0 and s["updates"] == 0 for s in stats)
 
 
+@pytest.mark.parametrize("budget", [64 << 20, 0])
 def test_an_upsert_reads_only_the_files_it_rewrites(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
 ) -> None:
-    """The files an upsert finds its records in are fetched for their keys and again for
-    their rewrite (nothing is held between the two); the untouched file is not read."""
-    t = _table(tmp_path)
+    """The small files an upsert finds its records in are fetched once: the locate step
+    keeps their bytes for the rewrite, within `located_bytes_budget` (0: nothing is kept,
+    each is fetched again for its rewrite); the untouched file is not read."""
+    t = _table(tmp_path, located_bytes_budget=budget)
     for lo in (0, 50, 100):
         t.upsert(_rows(list(range(lo, lo + 50))))
     files = {f.path for f in t.files()}
@@ -80,12 +82,32 @@ def test_an_upsert_reads_only_the_files_it_rewrites(
     stats = t.entry(done.time).metadata["write_stats"]
     rewritten = sorted(s["prev_path"] for s in stats if s["prev_path"])
     assert len(rewritten) == 2
-    assert sorted(k for k in gets if k in files) == sorted(rewritten * 2)
+    assert sorted(k for k in gets if k in files) == sorted(rewritten * (1 if budget else 2))
     data = t.read()
     assert data.num_rows == 151
     assert sorted(data.filter(pa.compute.equal(data.column("ts"), 2)).column("id").to_pylist()) == [
         3, 60, 61, 1000,
     ]  # fmt: skip
+
+
+def test_an_upsert_keeps_located_files_within_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With room for one located file, one rewritten file is fetched once and the other
+    twice (it did not fit)."""
+    t = _table(tmp_path)
+    for lo in (0, 50, 100):
+        t.upsert(_rows(list(range(lo, lo + 50))))
+    biggest = max(f.size for f in t.files())
+    t = Table.open(t.store, replace(t.settings, located_bytes_budget=biggest + biggest // 2))
+    files = {f.path for f in t.files()}
+    gets = _count_gets(t, monkeypatch)
+    done = t.upsert(_rows([3, 60], ts=2))
+    rewritten = [s["prev_path"] for s in t.entry(done.time).metadata["write_stats"]]
+    assert len(rewritten) == 2
+    fetched = sorted(gets.count(p) for p in rewritten)
+    assert fetched == [1, 2]
+    assert not files - set(rewritten) & set(gets)  # the third file is not read
 
 
 def test_a_delete_by_filter_reads_each_file_once_before_its_rewrite(
@@ -247,3 +269,39 @@ def test_a_keyed_commit_records_the_operations_name(tmp_path: Path) -> None:
     entry = t.state().writes[done.time]
     assert entry.metadata["operation"] == "upsert"
     assert type(entry.metadata["operation"]) is str
+
+
+def test_the_locate_step_holds_a_bounded_number_of_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The candidate files read for their keys at once hold at most LOCATE_INFLIGHT_BYTES
+    (a constant, not `write_inflight_bytes`): with room for one file, one is read at a
+    time; the write is the same."""
+    import threading
+    import time
+
+    from timeline.keyed.write import planner
+
+    t = _table(tmp_path)
+    for lo in range(0, 200, 50):
+        t.upsert(_rows(list(range(lo, lo + 50))))
+    monkeypatch.setattr(planner, "LOCATE_INFLIGHT_BYTES", min(f.size for f in t.files()))
+    running, most = [0], [0]
+    lock = threading.Lock()
+    real = planner.Planner._stored_matches
+
+    def counted(self: Any, *args: Any) -> Any:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.01)  # let other reads start, if they may
+            return real(self, *args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(planner.Planner, "_stored_matches", counted)
+    t.upsert(_rows([1, 51, 101, 151], ts=2))
+    assert most[0] == 1
+    assert _ids(t) == list(range(200))

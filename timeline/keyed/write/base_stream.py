@@ -86,11 +86,15 @@ def held_bytes(f: DataFile) -> int:
     return STREAM_MIN if ranged(f) else f.size
 
 
-def base_row_groups(store: ObjectStore, f: DataFile) -> Iterator[pa.Table]:
+def base_row_groups(
+    store: ObjectStore, f: DataFile, body: bytes | None = None
+) -> Iterator[pa.Table]:
     """The row groups of committed file `f`, all columns, decoded one at a time (see the
-    module's text for how it is fetched and verified)."""
-    if not ranged(f):
-        yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))
+    module's text for how it is fetched and verified); `body`: its bytes, fetched and
+    verified already (nothing is fetched then)."""
+    if body is not None or not ranged(f):
+        whole = body if body is not None else read_verified(store, f)
+        yield from row_groups_of(pq.ParquetFile(pa.BufferReader(whole)))
         return
     tail_start, tail, md = read_tail(store, f)
     pieces = _pieces(row_group_spans(md), STREAM_PIECE)

@@ -33,6 +33,7 @@ from ..inflight import bounded_map
 from .base_stream import held_bytes
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .delete_rewrite import delete_by_keys
+from .located import LocatedBytes
 from .planner import FAIL, Batch, Planner
 from .planning import Filter
 from .sizing import avg_record_size, fill_small_files
@@ -151,15 +152,18 @@ def write_group_at(
     settings: TableSettings,
     *,
     task: str = "",
+    located: LocatedBytes | None = None,
 ) -> tuple[DataFile, dict[str, Any]]:
     """One file group's new slice: kept rows of its base plus its new rows, written by the
     instant's key rule `data_key(partition, name)` and described (the caller adds it to the
     commit, in group order). Runs in the process that began the instant or in an engine's
-    task (`task`: its attempt, see `SliceOut`)."""
+    task (`task`: its attempt, see `SliceOut`). `located`: base files' bytes the locate
+    step kept; the base is taken from there when it holds it, else fetched."""
     n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
     if g.base is not None:
-        parts.append(base_rows(store, g.base, g.drop, schema, n))
+        body = located.take(g.base) if located is not None else None
+        parts.append(base_rows(store, g.base, g.drop, schema, n, body))
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
@@ -254,6 +258,10 @@ def write_rewrites(
     if where is not None:
         tombstones.append(rewrites.mark(decide_filter(plan, where)))
     new_groups = place_inserts(plan, pending, rewrites)
+    # Bytes kept of files no group rewrites (their records were not replaced) go now.
+    plan.located.keep_only(
+        {g.base.path for g in rewrites.groups.values() if g.base and (g.drop or g.new)}
+    )
     if on_plan is not None:
         on_plan(plan)
     slices = _write_groups(plan, out, rewrites, new_groups, batch)
@@ -265,22 +273,31 @@ def _write_groups(
     batch: Batch | None,
 ) -> list[tuple[DataFile, dict[str, Any]]]:  # fmt: skip
     """Every touched file group's new slice (rewritten groups in group order, then new
-    ones), a bounded number of groups' bytes in memory at once."""
+    ones), a bounded number of groups' bytes in memory at once. Groups whose base file the
+    locate step kept are rewritten first, so the kept bytes are let go early."""
     s, store = plan.table.settings, plan.table.store
     incoming_rows = batch.rows if batch is not None else None
     rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
     todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
+    first = sorted(range(len(todo)), key=lambda i: not plan.located.holds(todo[i].base))
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     fpp = plan.bloom_fpp
-    return bounded_map(
-        lambda g: write_group_at(
-            store, out.data_key, out.t, g, incoming_rows, out.schema, fpp, s, task=out.task
-        ),
-        todo,
+
+    def write(g: Group) -> tuple[DataFile, dict[str, Any]]:
+        return write_group_at(
+            store, out.data_key, out.t, g, incoming_rows, out.schema, fpp, s, task=out.task,
+            located=plan.located,
+        )  # fmt: skip
+
+    done = bounded_map(
+        write,
+        [todo[i] for i in first],
         workers=s.write_parallelism,
         budget=s.write_inflight_bytes,
         cost=lambda g: _held(g) + len(g.new) * record_size,
     )
+    by_position = dict(zip(first, done, strict=True))
+    return [by_position[i] for i in range(len(todo))]
 
 
 def _held(g: Group) -> int:

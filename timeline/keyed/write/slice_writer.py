@@ -124,12 +124,14 @@ class SliceOut:
 
 
 def base_rows(
-    store: ObjectStore, base: DataFile, drop: set[int], schema: pa.Schema, rows_per_batch: int
-) -> Iterator[pa.Table]:
+    store: ObjectStore, base: DataFile, drop: set[int], schema: pa.Schema, rows_per_batch: int,
+    body: bytes | None = None,
+) -> Iterator[pa.Table]:  # fmt: skip
     """The rows of `base` that stay (positions in `drop` left out), in the table's schema,
     one row group decoded at a time. The file is fetched as keyed/write/base_stream.py says
-    and checked against its recorded checksum, as every read of a committed file is."""
-    groups = base_row_groups(store, base)
+    and checked against its recorded checksum, as every read of a committed file is, unless
+    its verified bytes are given (`body`: kept from the locate step)."""
+    groups = base_row_groups(store, base, body)
     keep: np.ndarray | None = None
     if drop:
         keep = np.ones(base.rows, dtype=bool)
