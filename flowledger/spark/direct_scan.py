@@ -36,6 +36,7 @@ from storage import StoreSettings, open_store
 
 from .arrow import arrow_schema
 from .conf import CONF_PREFIX
+from .errors import NotDirect
 
 DIRECT_CONF = CONF_PREFIX + "keyed.directRead"
 log = logging.getLogger(__name__)
@@ -48,10 +49,6 @@ _RELATION = re.compile(r"Relation \[.*\] parquet")
 
 #: Timestamp units a file may hold that widen to Spark's microseconds without loss.
 _WIDENS = frozenset({"s", "ms", "us"})
-
-
-class NotDirect(Exception):
-    """An input file does not hold exactly what Spark reads from it: take Spark's rows."""
 
 
 @dataclass(frozen=True)

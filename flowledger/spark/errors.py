@@ -25,3 +25,8 @@ class JarsUnavailable(SparkSetupError):
 
 class SparkWriteError(FlowledgerError, InvalidInputError):
     """A Spark write could not be turned into a commit (bad mode, bad partition columns...)."""
+
+
+class NotDirect(SparkWriteError):
+    """An input file does not hold exactly what Spark reads from it: the writer takes Spark's
+    rows instead (never reaches the user: direct_scan.py)."""
