@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from storage import ObjectStore
     from timeline import Entry
 
 #: Commit-metadata key holding `SparkJobInfo.to_json()` for commits made by Spark writers.
@@ -86,6 +87,9 @@ class CommitInfo:
     #: The commit's timeline entry when the writer holds it (a keyed write commits on the
     #: driver): hooks take it instead of reading the timeline again.
     entry: Entry | None = field(default=None, compare=False, hash=False, repr=False)
+    #: The table's store the writer holds (a keyed write): hooks read and name the table
+    #: through it instead of opening a client of their own.
+    store: ObjectStore | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def rows(self) -> int:

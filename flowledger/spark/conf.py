@@ -16,6 +16,7 @@ from typing import Any
 from storage import StoreSettings
 from timeline import TableSettings
 
+from .commit_info import REPO_CONF_KEY
 from .errors import SparkWriteError
 
 S3A = "spark.hadoop.fs.s3a."
@@ -28,6 +29,22 @@ TABLE_OPTIONS = MappingProxyType(
     }
 )
 CONF_PREFIX = "spark.flowledger."
+#: The s3a options `store_settings` reads (after `S3A`).
+S3A_OPTIONS = (
+    "endpoint",
+    "connection.ssl.enabled",
+    "endpoint.region",
+    "access.key",
+    "secret.key",
+    "path.style.access",
+)
+#: Every key a write reads from the session's conf: its store, its table settings and the
+#: provenance repository.
+WRITE_KEYS = (
+    *(S3A + name for name in S3A_OPTIONS),
+    *(CONF_PREFIX + name for name in TABLE_OPTIONS),
+    REPO_CONF_KEY,
+)
 
 
 def conf_of(spark: Any) -> dict[str, str]:
@@ -36,6 +53,18 @@ def conf_of(spark: Any) -> dict[str, str]:
     with contextlib.suppress(AttributeError, TypeError):  # older PySpark: SparkContext only
         conf.update({str(k): str(v) for k, v in spark.conf.getAll.items()})
     return conf
+
+
+def write_conf(spark: Any) -> dict[str, str]:
+    """The session's conf for a write: only `WRITE_KEYS` (those set), one py4j call each.
+
+    `conf_of` copies the whole conf, a few py4j calls per entry (hundreds on a session with
+    s3a set up), each making a JVM object py4j later releases with a call of its own. The
+    runtime conf holds the SparkContext's entries too (a session's SQL conf starts from them)
+    and what `spark.conf.set` changed since, which is what `conf_of` overlays."""
+    conf = spark.conf
+    values = ((key, conf.get(key, None)) for key in WRITE_KEYS)
+    return {key: str(value) for key, value in values if value is not None}
 
 
 def store_settings(conf: Mapping[str, str]) -> StoreSettings:

@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage import StoreSettings, open_store
+from storage import ObjectStore, StoreSettings, open_store
 
 from .arrow import arrow_schema
 from .conf import CONF_PREFIX
@@ -137,13 +137,17 @@ def _check(uri: str, file_schema: pa.Schema, want: pa.Schema) -> None:
             raise NotDirect(f"{uri}: column {field.name!r} is {have}, Spark reads {field.type}")
 
 
-def _open(uri: str, store: StoreSettings) -> pq.ParquetFile:
-    """The input file: a local file opened in place, an object read whole (one GET)."""
+def _open(uri: str, store: StoreSettings, buckets: dict[str, ObjectStore]) -> pq.ParquetFile:
+    """The input file: a local file opened in place, an object read whole (one GET) through
+    its bucket's store in `buckets` (opened on first use: one client per bucket, not per
+    file)."""
     parsed = urlparse(uri)
     if parsed.scheme == "file":
         return pq.ParquetFile(unquote(parsed.path))
     key = unquote(parsed.path).lstrip("/")
-    obj = open_store(f"s3://{parsed.netloc}", store)
+    obj = buckets.get(parsed.netloc)
+    if obj is None:
+        obj = buckets[parsed.netloc] = open_store(f"s3://{parsed.netloc}", store)
     return pq.ParquetFile(pa.BufferReader(obj.get(key)))
 
 
@@ -151,8 +155,9 @@ def read_scan(scan: ParquetScan, store: StoreSettings) -> Iterator[pa.RecordBatc
     """The scan's rows, file by file (in name order) and row group by row group, in the
     plan's schema; `NotDirect` before the first row of a file that does not conform."""
     want = scan.schema
+    buckets: dict[str, ObjectStore] = {}
     for uri in scan.files:
-        pf = _open(uri, store)
+        pf = _open(uri, store, buckets)
         _check(uri, pf.schema_arrow, want)
         for i in range(pf.num_row_groups):
             rows = pf.read_row_group(i, columns=want.names)

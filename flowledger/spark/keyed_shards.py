@@ -37,7 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from storage import StoreSettings, open_store
+from storage import ObjectStore, StoreSettings, open_store
 from timeline import (
     META_COLUMNS,
     DuplicateKeys,
@@ -83,11 +83,14 @@ def _task_name() -> str:
     return f"{ctx.partitionId():05d}-{ctx.taskAttemptId()}" if ctx else "0"
 
 
-def _shard(s: ShardShipped, t: pa.Table, task: str | None = None) -> pa.Table:
-    """One shard's write, in a task (or on the driver, `task` naming it); an insert that
-    meets stored keys is reported, not raised, so the driver refuses it with one line."""
+def _shard(
+    s: ShardShipped, t: pa.Table, task: str | None = None, store: ObjectStore | None = None
+) -> pa.Table:
+    """One shard's write, in a task (or on the driver, `task` naming it, through the
+    driver's `store` of the table); an insert that meets stored keys is reported, not
+    raised, so the driver refuses it with one line."""
     data = t.sort_by(SEQ).select(list(s.user_columns))
-    table = Table(open_store(s.store_uri, s.store), s.plan.settings)
+    table = Table(store or open_store(s.store_uri, s.store), s.plan.settings)
     digest = key_digest(data, s.plan.props) if s.check_keys else b""
     try:
         out = json.dumps(run_shard(table, s.plan, data, task or _task_name()).to_json())
@@ -162,7 +165,7 @@ def plan_and_write(
     shipped = ShardShipped(plan, store_uri, store, user)
     small = driver_input(df.select(*user), SEQ, _scan_reader(scan, store, user))
     if small is not None:  # one shard, written right here: no job, no Python worker
-        rows = _shard(shipped, small, DRIVER_TASK).to_pylist()
+        rows = _shard(shipped, small, DRIVER_TASK, table.store).to_pylist()
     else:
         by = [c for c in shard_columns(props, operation) if c in user]
         check = checks_keys_across_shards(props, operation) and bool(by)

@@ -43,7 +43,7 @@ from .commit_info import (
     commit_hooks,
 )
 from .committing import commit_info, extra_metadata, job_info, run_hooks
-from .conf import conf_of, store_settings, table_settings
+from .conf import store_settings, table_settings, write_conf
 from .direct_scan import NotDirect, ParquetScan, parquet_scan, read_scan
 from .errors import SparkWriteError
 from .keyed_options import KeyedOptions, keyed_options, resolve_properties
@@ -64,7 +64,7 @@ class _Opened:
     kopts: KeyedOptions
     settings: StoreSettings
     key: Key  # the session's handle on the table (table_handles.py)
-    conf: Mapping[str, str]  # the session's, read once per write
+    conf: Mapping[str, str]  # the session's keys a write reads, read once per write
 
     @property
     def merge_on_read(self) -> bool:
@@ -74,7 +74,7 @@ class _Opened:
 def _open(df: Any, uri: str, mode: str, options: Mapping[str, str]) -> _Opened:
     if mode != "append":
         raise SparkWriteError(f"a keyed write (upsert, insert, delete) appends, not {mode!r}")
-    conf = conf_of(df.sparkSession)
+    conf = write_conf(df.sparkSession)
     path = table_path(uri)
     settings = store_settings(conf)
     key = (path.store_uri, settings, table_settings(conf, options))
@@ -156,6 +156,7 @@ def _committed(
     info = replace(
         commit_info(o.path, instant, o.kopts.operation, entry.added, job_meta, repo, keyed=True),
         entry=entry,
+        store=o.table.store,
     )
     run_hooks(info, commit_hooks(spark) if hooks is None else hooks)
     return info

@@ -160,7 +160,7 @@ def record_in(
     received), any other write as its job run (see the module docstring)."""
     if not info.keyed:
         return record_runs(repo, [job_run(info)])
-    store = open_store(table_path(info.table_uri).store_uri, settings)
+    store = info.store or open_store(table_path(info.table_uri).store_uri, settings)
     if info.entry is not None:  # the writer's own entry: no read of the timeline
         table, entry = Table(store), info.entry
     else:

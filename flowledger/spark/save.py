@@ -22,7 +22,7 @@ from timeline import Table
 
 from .commit_info import WRITE_ID_METADATA_KEY, CommitInfo
 from .committing import MODES, entry_commit_info, partition_columns
-from .conf import conf_of, store_settings, table_settings
+from .conf import store_settings, table_settings, write_conf
 from .errors import SparkWriteError
 from .keyed_options import keyed_options, requested_properties
 from .paths import resolve_repo_uri, table_path
@@ -78,13 +78,15 @@ def save(
 
         return save_keyed(df, uri, mode, opts, write_id)  # committed on this driver
     df.write.format(NAME).mode(mode).options(**opts).save(uri)
-    return committed(spark, uri, write_id, resolve_repo_uri(repo, conf_of(spark)))
+    return committed(spark, uri, write_id, repo)
 
 
-def committed(spark: Any, uri: str, write_id: str, repo_uri: str | None) -> CommitInfo:
+def committed(spark: Any, uri: str, write_id: str, repo: str | None) -> CommitInfo:
     """The commit a data-source write with `write_id` made (Spark's commit worker made it:
-    the driver finds it in the newest completed writes, one GET per entry read)."""
-    conf = conf_of(spark)
+    the driver finds it in the newest completed writes, one GET per entry read); `repo`: the
+    provenance repository asked for (else the session's)."""
+    conf = write_conf(spark)
+    repo_uri = resolve_repo_uri(repo, conf)
     path = table_path(uri)
     table = Table.open(open_store(path.store_uri, store_settings(conf)), table_settings(conf))
     newest = table.timeline().completed().write_timeline().by_completion()[-LOOKBACK:]

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import flowledger.spark as fs
+from flowledger.spark import direct_scan
 from flowledger.spark.commit_info import JOB_METADATA_KEY, SparkJobInfo
 from flowledger.spark.direct_scan import DIRECT_CONF, parquet_scan
 from flowledger.spark.small_input import STREAM_THRESHOLD_CONF, THRESHOLD_CONF
@@ -207,13 +208,29 @@ def test_a_session_in_another_time_zone_writes_the_python_paths_timestamps(
 
 @pytest.mark.minio
 def test_input_files_over_s3a_are_read_with_the_sessions_credentials(
-    registered: Any, tmp_path: Path, minio: S3Endpoint, direct_log: pytest.LogCaptureFixture
+    registered: Any,
+    tmp_path: Path,
+    minio: S3Endpoint,
+    direct_log: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Read through one store client for the bucket, however many files the scan has."""
     bucket = minio.new_bucket()
-    registered.createDataFrame(_rows(0, 60).to_pandas()).write.parquet(f"s3a://{bucket}/in")
+    frame = registered.createDataFrame(_rows(0, 60).to_pandas()).repartition(3)
+    frame.write.parquet(f"s3a://{bucket}/in")
     uri = f"s3a://{bucket}/tables/t"
+    opened: list[str] = []
+
+    def counted(uri: str, settings: Any = None) -> Any:
+        opened.append(uri)
+        return open_store(uri, settings)
+
+    monkeypatch.setattr(direct_scan, "open_store", counted)
     instants = [_insert(registered, f"s3a://{bucket}/in", uri)]
     assert DIRECT in direct_log.text
+    scan = parquet_scan(registered.read.parquet(f"s3a://{bucket}/in"))
+    assert scan is not None and len(scan.files) == 3
+    assert opened == [f"s3://{bucket}"]
     reference = _python(tmp_path / "python", _rows(0, 60))
     table = Table.open(open_store(f"s3://{bucket}/tables/t", minio.settings()))
     assert comparable(table, instants) == comparable(*reference)
