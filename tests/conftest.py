@@ -41,6 +41,10 @@ def _isolate_from_machine() -> None:
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
     # Timeline entries cached on disk (timeline/entry_cache.py) stay in this run's temp folder.
     os.environ["FLOWLEDGER_TIMELINE_CACHE"] = tempfile.mkdtemp(prefix="flowledger-entries-")
+    # Provenance of writes that name no repository (Spark sessions built without
+    # `spark.flowledger.repo`) goes to this run's temp folder, not ./flowledger-data, where
+    # `make demo` would show the tests' jobs.
+    os.environ["FLOWLEDGER_REPO"] = tempfile.mkdtemp(prefix="flowledger-repo-")
 
 
 _isolate_from_machine()

@@ -99,6 +99,7 @@ def test_cli_keyed_writes_record_slices_and_sql_walks_a_row_to_its_inputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWLEDGER_REPO")  # the embedded default, ./flowledger-data
     uri = "flowledger-data/tables/t"
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("id,v\n1,x\n2,y\n")
@@ -121,6 +122,7 @@ def test_a_table_outside_the_repository_records_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWLEDGER_REPO")  # the embedded default, ./flowledger-data
     a = tmp_path / "a.csv"
     a.write_text("id,v\n1,x\n")
     uri = str(tmp_path / "elsewhere" / "t")
