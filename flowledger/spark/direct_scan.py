@@ -156,12 +156,16 @@ def read_scan(scan: ParquetScan, store: StoreSettings) -> Iterator[pa.RecordBatc
     plan's schema; `NotDirect` before the first row of a file that does not conform."""
     want = scan.schema
     buckets: dict[str, ObjectStore] = {}
-    for uri in scan.files:
-        pf = _open(uri, store, buckets)
-        _check(uri, pf.schema_arrow, want)
-        for i in range(pf.num_row_groups):
-            rows = pf.read_row_group(i, columns=want.names)
-            yield from rows.select(want.names).cast(want).to_batches()
+    try:
+        for uri in scan.files:
+            pf = _open(uri, store, buckets)
+            _check(uri, pf.schema_arrow, want)
+            for i in range(pf.num_row_groups):
+                rows = pf.read_row_group(i, columns=want.names)
+                yield from rows.select(want.names).cast(want).to_batches()
+    finally:  # the stream read or abandoned: the buckets' clients and their sockets closed
+        for obj in buckets.values():
+            obj.close()
 
 
 def read_scan_table(scan: ParquetScan, store: StoreSettings) -> pa.Table:

@@ -160,7 +160,16 @@ def record_in(
     received), any other write as its job run (see the module docstring)."""
     if not info.keyed:
         return record_runs(repo, [job_run(info)])
-    store = info.store or open_store(table_path(info.table_uri).store_uri, settings)
+    if info.store is not None:  # the writer's table handle's: it stays open
+        return _record_keyed(repo, info, info.store)
+    store = open_store(table_path(info.table_uri).store_uri, settings)
+    try:
+        return _record_keyed(repo, info, store)
+    finally:
+        store.close()
+
+
+def _record_keyed(repo: ProvenanceRepository, info: CommitInfo, store: ObjectStore) -> int:
     if info.entry is not None:  # the writer's own entry: no read of the timeline
         table, entry = Table(store), info.entry
     else:
