@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile
+from ...parquet_splice import FinishedFile
 from ..index import RECORD_INDEX_DELTA, BloomBuilder, write_delta
 from ..inflight import bounded_map
 from .base_stream import held_bytes
@@ -37,7 +38,14 @@ from .located import LocatedBytes
 from .planner import FAIL, Batch, Planner
 from .planning import Filter
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import SliceOut, base_rows, new_rows, slice_stats, write_slice
+from .slice_writer import (
+    SliceOut,
+    base_rows,
+    base_to_copy,
+    new_rows,
+    slice_stats,
+    write_slice,
+)
 
 if TYPE_CHECKING:
     from storage import ObjectStore
@@ -161,16 +169,21 @@ def write_group_at(
     step kept; the base is taken from there when it holds it, else fetched."""
     n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
+    lead: FinishedFile | None = None
     if g.base is not None:
         body = located.take(g.base) if located is not None else None
-        parts.append(base_rows(store, g.base, g.drop, schema, n, body))
+        if not g.drop and g.new:
+            # Every row kept as it is: its row groups are copied, not decoded.
+            lead, body = base_to_copy(store, g.base, schema, body)
+        if lead is None:
+            parts.append(base_rows(store, g.base, g.drop, schema, n, body))
     if g.new and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
     kept = g.base.rows - len(g.drop) if g.base is not None else 0
     bloom = BloomBuilder(kept + (len(g.new) if incoming is not None else 0), fpp)
     written = write_slice(
-        store, key, chain.from_iterable(parts), schema, n, g.partition, g.group, bloom
+        store, key, chain.from_iterable(parts), schema, n, g.partition, g.group, bloom, lead
     )
     counts = (g.inserts, g.updates, g.deletes)
     return written.file, slice_stats(store, written, g.base, counts)

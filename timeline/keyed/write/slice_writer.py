@@ -15,6 +15,8 @@ key count and filled a row group at a time (one byte per filter bit until it is 
 
 from __future__ import annotations
 
+import functools
+import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,17 +26,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage import ObjectStore
+from storage import IntegrityError, ObjectStore
 from storage.checksum import format_checksum
 
 from ...file_stats import describe_footer
 from ...layout import data_instant_time
 from ...metadata import DataFile
-from ...parquet_io import DICTIONARY_PAGE_LIMIT
+from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
+from ...parquet_splice import (
+    MAGIC,
+    FinishedFile,
+    footer_start,
+    joinable,
+    joined_footer,
+    read_footer,
+    shift_row_groups,
+    thrift_of,
+)
 from ...schema import conform
 from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
-from .base_stream import base_row_groups
+from .base_stream import base_row_groups, ranged
 
 
 class Sink(Protocol):
@@ -76,24 +88,51 @@ class WrittenSlice:
 class _Counted:
     """The file object the Parquet writer writes into: every piece goes on to `sink` and
     into the running CRC-32 and size, so the file is never held whole. Closing it closes
-    nothing (the caller commits or aborts the upload)."""
+    nothing (the caller commits or aborts the upload).
 
-    def __init__(self, sink: Sink) -> None:
+    For a file joined with a finished one (timeline/parquet_splice.py) the writer's first
+    `skip` bytes (its magic, when the finished file's bytes went first) are dropped, and from
+    `hold()` on what it writes (its footer) is kept here instead of passed on. `tell` is the
+    position in the writer's own file."""
+
+    def __init__(self, sink: Sink, skip: int = 0) -> None:
         self._sink: Sink | None = sink
+        self._skip = skip
+        self._held: bytearray | None = None
+        self.written = 0
         self.crc = 0
         self.size = 0
         self.closed = False
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | memoryview) -> int:
+        n = len(data)
+        self.written += n
+        if self._held is not None:
+            self._held += data
+            return n
+        if self._skip:
+            cut = min(self._skip, n)
+            data, self._skip = memoryview(data)[cut:], self._skip - cut
+        self.put(data)
+        return n
+
+    def put(self, data: bytes | memoryview) -> None:
+        """Pass `data` on to the sink, counted (bytes not from the Parquet writer)."""
         if self._sink is None:  # abandoned: the upload was aborted
-            return len(data)
-        self._sink.write(data)
+            return
+        self._sink.write(data)  # type: ignore[arg-type]
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
-        return len(data)
 
     def tell(self) -> int:
-        return self.size
+        return self.written
+
+    def hold(self) -> None:
+        """Keep what the writer writes from now on (see `held`)."""
+        self._held = bytearray()
+
+    def held(self) -> bytes:
+        return bytes(self._held or b"")
 
     def flush(self) -> None:
         """Nothing is buffered here."""
@@ -207,8 +246,11 @@ class SliceEncoder:
         bloom: BloomBuilder | None = None,
         *,
         hold_keys: bool = False,
+        lead: FinishedFile | None = None,
     ) -> None:
-        self._out = _Counted(sink)
+        # `lead`: a finished file whose row groups go first, copied as they are.
+        self._out = _Counted(sink, skip=len(MAGIC) if lead is not None else 0)
+        self._lead = lead
         self._schema = schema
         self._rows_per_group = rows_per_group
         self._writer = pq.ParquetWriter(
@@ -221,6 +263,9 @@ class SliceEncoder:
         self.held_bytes = 0  # their Arrow bytes
         self.rows = 0  # rows added
         self.groups = 0  # row groups written
+        if lead is not None:
+            self._out.put(lead.data[: lead.footer_start])
+            self._copied_keys(lead)
 
     def add(self, part: pa.Table) -> None:
         self._pending.append(part)
@@ -253,17 +298,55 @@ class SliceEncoder:
         assert self._keys is not None, "keys are held only with hold_keys"
         return pa.chunked_array(self._keys, self._schema.field(RECORD_KEY_COL).type)
 
-    def finish(self) -> EncodedSlice:
+    def _copied_keys(self, f: FinishedFile) -> None:
+        """The record keys of a file whose row groups are copied, to the key range and the
+        filter (and held, with `hold_keys`): its one key column decoded."""
+        pf = pq.ParquetFile(pa.BufferReader(f.data), metadata=f.footer)
+        keys = pf.read(columns=[RECORD_KEY_COL], use_threads=False).column(RECORD_KEY_COL)
+        self._seen.add(keys)
+        if self._keys is not None:
+            self._keys.extend(keys.chunks)
+
+    def finish(self, trail: FinishedFile | None = None) -> EncodedSlice:
         """Encode what is held and write the footer (an empty file still carries the
-        schema)."""
+        schema). `trail`: a finished file whose row groups go last, copied as they are
+        (its footer joinable with this file's: timeline/parquet_splice.py)."""
         if self.held:
             self._flush(self.held)
-        self._writer.close()
         out = self._out
-        md = self._writer.writer.metadata
+        if self._lead is None and trail is None:
+            self._writer.close()
+            md = self._writer.writer.metadata
+            return EncodedSlice(
+                out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
+            )
+        out.hold()
+        self._writer.close()
+        md = self._join(out.held(), trail)
         return EncodedSlice(
             out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
         )
+
+    def _join(self, tail: bytes, trail: FinishedFile | None) -> pq.FileMetaData:
+        """Write the end of a joined file: what the Parquet writer wrote at close before its
+        footer, the trailing file's row groups, and one footer for all the row groups."""
+        out, lead = self._out, self._lead
+        start = footer_start(MAGIC + tail) - len(MAGIC)
+        out.put(tail[:start])
+        mine = thrift_of(tail[start:])
+        # The writer's offsets count its own magic; the lead file's body sits before them.
+        groups = []
+        if lead is not None:
+            groups += shift_row_groups(lead.thrift(), 0)
+        groups += shift_row_groups(mine, len(lead.body) if lead is not None else 0)
+        if trail is not None:
+            delta = out.size - len(MAGIC)
+            out.put(trail.body)
+            self._copied_keys(trail)
+            groups += shift_row_groups(trail.thrift(), delta)
+        footer = joined_footer(mine, groups)
+        out.put(footer)
+        return read_footer(footer)
 
     def abandon(self) -> None:
         """Close the Parquet writer without writing to the sink (its upload is aborted), so
@@ -274,17 +357,59 @@ class SliceEncoder:
         self._writer.close()
 
 
+#: Whether a file group that only takes new records (no row of its base file updated or
+#: deleted) has its base file's row groups copied as bytes into the new slice
+#: (timeline/parquet_splice.py) rather than decoded and encoded again. Off, every rewrite
+#: decodes, as files whose schema differs from the write's always do.
+COPY_ROW_GROUPS = True
+
+
+@functools.lru_cache(maxsize=16)
+def _empty_footer(schema: pa.Schema) -> pq.FileMetaData:
+    """The footer `SliceEncoder` writes for `schema` (of an empty file)."""
+    buf = io.BytesIO()
+    SliceEncoder(schema, 1, buf).finish()
+    return pq.read_metadata(io.BytesIO(buf.getvalue()))
+
+
+def copyable(footer: pq.FileMetaData, schema: pa.Schema) -> bool:
+    """Whether the row groups of a file with `footer` can be copied as bytes into a new
+    slice of `schema`: copying is on and the file was written with the Parquet schema and
+    Arrow schema a new slice gets (`parquet_splice.joinable`)."""
+    return COPY_ROW_GROUPS and joinable(footer, _empty_footer(schema))
+
+
+def base_to_copy(
+    store: ObjectStore, base: DataFile, schema: pa.Schema, body: bytes | None = None
+) -> tuple[FinishedFile | None, bytes | None]:
+    """The base file whose row groups a new slice of `schema` copies (its bytes fetched and
+    checked against its recorded checksum, or `body`: verified already), or None with the
+    bytes fetched (if any) when they must be decoded: it is not `copyable`, or it is read in
+    ranges (keyed/write/base_stream.py) and decoded a few row groups at a time. A file that
+    is not Parquet raises `IntegrityError` naming the object."""
+    if not COPY_ROW_GROUPS or (body is None and ranged(base)):
+        return None, body
+    data = body if body is not None else read_verified(store, base)
+    where = store.url(base.path)
+    try:
+        finished = FinishedFile.of(data)
+    except (ValueError, OSError, pa.ArrowException) as exc:
+        raise IntegrityError(f"{where} is corrupt: {exc}", where) from exc
+    return (finished if copyable(finished.footer, schema) else None), data
+
+
 def encode_slice(
     parts: Iterable[pa.Table],
     schema: pa.Schema,
     rows_per_group: int,
     sink: Sink,
     bloom: BloomBuilder | None = None,
+    lead: FinishedFile | None = None,
 ) -> EncodedSlice:
     """Encode `parts` into one Parquet file streamed to `sink` (see `SliceEncoder`), each row
     group's record keys into `bloom` and the key range as it is written: the file's keys are
-    never held."""
-    enc = SliceEncoder(schema, rows_per_group, sink, bloom)
+    never held. `lead`: a finished file whose row groups go first, copied as bytes."""
+    enc = SliceEncoder(schema, rows_per_group, sink, bloom, lead=lead)
     try:
         for part in parts:
             enc.add(part)
@@ -297,12 +422,13 @@ def encode_slice(
 def write_slice(
     store: ObjectStore, key: str, parts: Iterable[pa.Table], schema: pa.Schema,
     rows_per_group: int, partition: str, group: str, bloom: BloomBuilder | None = None,
+    lead: FinishedFile | None = None,
 ) -> WrittenSlice:  # fmt: skip
-    """Encode `parts` (as `encode_slice`, its keys into `bloom`) straight into a streaming
-    upload of `key`, committed when the last row group and the footer are written (aborted,
-    leaving nothing, if encoding fails)."""
+    """Encode `parts` (as `encode_slice`, its keys into `bloom`, after `lead`'s row groups)
+    straight into a streaming upload of `key`, committed when the last row group and the
+    footer are written (aborted, leaving nothing, if encoding fails)."""
     with store.open_writer(key) as upload:
-        encoded = encode_slice(parts, schema, rows_per_group, upload, bloom)
+        encoded = encode_slice(parts, schema, rows_per_group, upload, bloom, lead)
     f = describe_footer(key, encoded.size, encoded.checksum, encoded.footer, partition, group)
     return WrittenSlice(f, encoded.key_range, encoded.bloom)
 

@@ -55,7 +55,14 @@ from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import SliceEncoder, SliceOut, WrittenSlice, base_rows, slice_stats
+from .slice_writer import (
+    SliceEncoder,
+    SliceOut,
+    WrittenSlice,
+    base_rows,
+    base_to_copy,
+    slice_stats,
+)
 
 if TYPE_CHECKING:
     from storage import ObjectWriter
@@ -105,10 +112,14 @@ class _OpenFile:
         few at a time."""
         w, base = self.w, self.target.base
         try:
+            trail, body = None, None
             if base is not None:
-                for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows):
+                # Its rows are all kept: copied as row groups when the file allows it.
+                trail, body = base_to_copy(w.store, base, w.out.schema)
+            if base is not None and trail is None:
+                for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows, body):
                     self.enc.add(part)
-            encoded = self.enc.finish()
+            encoded = self.enc.finish(trail)
             self.upload.commit()
         except BaseException:
             self.abort()
