@@ -4,14 +4,14 @@ with them decoded and encoded again (the baseline), side by side in one run.
 `python -m bench small_file_fill [--rows N] [--partitions P] [--load-batches K] [--quick]`
 
 The upsert benchmark's load (bench/upsert_data.py's ten columns, N rows in K commits of
-consecutive keys over P partitions, each commit a stream of 100k-row batches as
-`Table.insert` takes a reader), written twice into fresh copy-on-write tables on the local
-backend: once as it runs (a small file filled with new records keeps its row groups as bytes,
-timeline/parquet_splice.py) and once with `slice_writer.COPY_ROW_GROUPS` off. Per mode:
-CPU seconds of the process (every thread, `time.process_time`) for the whole load and for
-the commits that filled a small file, wall seconds, GETs and PUTs, bytes written, and the
-ratio to the decoding baseline. The load is CPU-bound; the machine may be shared, so CPU
-seconds are the figure to read.
+consecutive keys over P partitions, each commit a stream of one batch, as the upsert
+benchmark feeds its load files' row groups to `Table.insert`), written twice into fresh
+copy-on-write tables on the local backend: once as it runs (a small file filled with new
+records keeps its row groups as bytes, timeline/parquet_splice.py) and once with
+`slice_writer.COPY_ROW_GROUPS` off. Per mode: CPU seconds of the process (every thread,
+`time.process_time`) for the whole load and for the commits that filled a small file, wall
+seconds, GETs and PUTs, bytes written, and the ratio to the decoding baseline. The load is
+CPU-bound; the machine may be shared, so CPU seconds are the figure to read.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from timeline.keyed import KeyedProperties
 from timeline.keyed.write import slice_writer
 
 PROPS = KeyedProperties.of("id", ordering_field="ts", partition_by="part")
-BATCH = 100_000
 
 
 @dataclass
@@ -58,7 +57,7 @@ def _load(mode: str, loads: list[pa.Table]) -> Result:
         t = Table.create(store, PROPS, TableSettings(local_entry_cache=False))
         store.stats.reset()
         for data in loads:
-            reader = pa.RecordBatchReader.from_batches(data.schema, data.to_batches(BATCH))
+            reader = pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
             c0, w0 = time.process_time(), time.perf_counter()
             done = t.insert(reader)
             cpu = time.process_time() - c0
@@ -83,7 +82,7 @@ def _ratio(a: float, b: float) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench small_file_fill")
-    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--partitions", type=int, default=20)
     ap.add_argument("--load-batches", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="200k rows")

@@ -186,16 +186,16 @@ def test_a_damaged_small_file_is_refused_naming_it(streamed: bool, tmp_path: Pat
     t = Table.create(store, PROPS, TableSettings(**SETTINGS))
     t.insert(_rows(0, 300))
     before = t.snapshot().files
-    f = before[0]
-    path = tmp_path / f.path
-    body = bytearray(path.read_bytes())
-    at = body.index(b"name-")
-    body[at + 4] ^= 1  # a value changes, the file still decodes
-    path.write_bytes(bytes(body))
+    for f in before:  # whichever the rule fills
+        path = tmp_path / f.path
+        body = bytearray(path.read_bytes())
+        body[len(body) // 2] ^= 1
+        path.write_bytes(bytes(body))
     data = _rows(300, 700)
     src: Any = (
         pa.RecordBatchReader.from_batches(data.schema, data.to_batches()) if streamed else data
     )
-    with pytest.raises(IntegrityError, match=f"{f.path}.* is corrupt"):
+    with pytest.raises(IntegrityError, match="is corrupt") as err:
         t.insert(src)
+    assert any(f.path in str(err.value) for f in before)
     assert t.snapshot().files == before

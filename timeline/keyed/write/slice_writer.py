@@ -15,7 +15,6 @@ key count and filled a row group at a time (one byte per filter bit until it is 
 
 from __future__ import annotations
 
-import functools
 import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -364,9 +363,9 @@ class SliceEncoder:
 COPY_ROW_GROUPS = True
 
 
-@functools.lru_cache(maxsize=16)
 def _empty_footer(schema: pa.Schema) -> pq.FileMetaData:
-    """The footer `SliceEncoder` writes for `schema` (of an empty file)."""
+    """The footer `SliceEncoder` writes for `schema` (of an empty file; written here, well
+    under a millisecond, once per file group that may be copied)."""
     buf = io.BytesIO()
     SliceEncoder(schema, 1, buf).finish()
     return pq.read_metadata(io.BytesIO(buf.getvalue()))
