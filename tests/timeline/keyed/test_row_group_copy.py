@@ -199,3 +199,30 @@ def test_a_damaged_small_file_is_refused_naming_it(streamed: bool, tmp_path: Pat
         t.insert(src)
     assert any(f.path in str(err.value) for f in before)
     assert t.snapshot().files == before
+
+
+@pytest.mark.minio
+@pytest.mark.timeout(300)
+def test_a_small_file_filled_on_minio_keeps_its_row_groups(minio: Any) -> None:
+    store = open_store(f"s3://{minio.new_bucket()}/t", minio.settings())
+    t = Table.create(store, PROPS, TableSettings(local_entry_cache=False))
+    rng = np.random.default_rng(3)
+
+    def rows(lo: int, hi: int) -> pa.Table:
+        n = hi - lo
+        blob = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(100), n, [None, pa.py_buffer(rng.bytes(n * 100))]
+        )
+        return _rows(lo, hi).append_column("blob", blob)
+
+    first, second = rows(0, 30_000), rows(30_000, 60_000)
+    t.insert(first)
+    done = t.insert(pa.RecordBatchReader.from_batches(second.schema, second.to_batches()))
+    stats = t.entry(done.time).metadata[WRITE_STATS]
+    assert [s["prev_commit"] is not None for s in stats] == [True] * 3
+    for f in t.snapshot().files:
+        md = pq.read_metadata(io.BytesIO(store.get(f.path)))
+        assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [10_000] * 2
+    got = t.read(columns=["id", "blob"]).sort_by("id")
+    want = pa.concat_tables([first, second]).select(["id", "blob"])
+    assert got.equals(want)
