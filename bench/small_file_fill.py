@@ -8,7 +8,7 @@ consecutive keys over P partitions, each commit a stream of one batch, as the up
 benchmark feeds its load files' row groups to `Table.insert`), written twice into fresh
 copy-on-write tables on the local backend: once as it runs (a small file filled with new
 records keeps its row groups as bytes, timeline/parquet_splice.py) and once with
-`slice_writer.COPY_ROW_GROUPS` off. Per mode: CPU seconds of the process (every thread,
+`base_copy.COPY_ROW_GROUPS` off. Per mode: CPU seconds of the process (every thread,
 `time.process_time`) for the whole load and for the commits that filled a small file, wall
 seconds, GETs and PUTs, bytes written, and the ratio to the decoding baseline. The load is
 CPU-bound; the machine may be shared, so CPU seconds are the figure to read.
@@ -31,7 +31,7 @@ from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.file_groups.sidecars import WRITE_STATS
 from timeline.keyed import KeyedProperties
-from timeline.keyed.write import slice_writer
+from timeline.keyed.write import base_copy
 
 PROPS = KeyedProperties.of("id", ordering_field="ts", partition_by="part")
 
@@ -50,7 +50,7 @@ class Result:
 
 
 def _load(mode: str, loads: list[pa.Table]) -> Result:
-    slice_writer.COPY_ROW_GROUPS = mode == "copy"
+    base_copy.COPY_ROW_GROUPS = mode == "copy"
     out = Result(mode)
     with tempfile.TemporaryDirectory(prefix="flowledger-bench-fill-") as tmp:
         store = open_store("file://" + tmp, StoreSettings(fsync=False))
@@ -72,7 +72,7 @@ def _load(mode: str, loads: list[pa.Table]) -> Result:
         files = t.snapshot().files
         out.written = sum(f.size for f in files)
         out.rows = sum(f.rows for f in files)
-    slice_writer.COPY_ROW_GROUPS = True
+    base_copy.COPY_ROW_GROUPS = True
     return out
 
 

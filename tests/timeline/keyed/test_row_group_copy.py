@@ -19,8 +19,9 @@ from storage import IntegrityError, StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.file_groups.sidecars import WRITE_STATS
 from timeline.keyed import KeyedProperties
-from timeline.keyed.write import slice_writer
-from timeline.keyed.write.slice_writer import SliceEncoder, copyable
+from timeline.keyed.write import base_copy, base_stream
+from timeline.keyed.write.base_copy import WholeBase, copyable
+from timeline.keyed.write.slice_writer import SliceEncoder
 from timeline.parquet_splice import FinishedFile
 
 pytestmark = pytest.mark.unit
@@ -80,7 +81,7 @@ def _check_reads(data: bytes, want: pa.Table, tmp_path: Path) -> None:
 def test_a_joined_file_reads_as_the_decoded_one(where: str, tmp_path: Path) -> None:
     old_rows, new_rows = _part(0, 1_100), _part(1_100, 1_750)
     old, _, _ = _encoded([old_rows])
-    finished = FinishedFile.of(old)
+    finished = WholeBase(FinishedFile.of(old))
     parts = [old_rows, new_rows] if where == "lead" else [new_rows, old_rows]
     decoded, _, _ = _encoded(parts)
     kw = {where: finished}
@@ -95,7 +96,7 @@ def test_a_joined_file_reads_as_the_decoded_one(where: str, tmp_path: Path) -> N
     copied = range(4) if where == "lead" else range(pf.num_row_groups - 4, pf.num_row_groups)
     sizes = [pf.metadata.row_group(i).total_byte_size for i in copied]
     assert sizes == [finished.footer.row_group(i).total_byte_size for i in range(4)]
-    assert finished.body.tobytes() in joined
+    assert FinishedFile.of(old).body.tobytes() in joined
 
 
 def test_a_file_of_another_schema_is_not_copied() -> None:
@@ -152,11 +153,15 @@ def _by_commit(rows: pa.Table) -> list[dict[str, Any]]:
     return [{**r, "_flowledger_commit_time": rank[r["_flowledger_commit_time"]]} for r in out]
 
 
+@pytest.mark.parametrize("in_ranges", [False, True])
 def test_a_table_loaded_with_the_copy_equals_one_loaded_without(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    in_ranges: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if in_ranges:  # every base file read in pieces of 3 kB, as big files are
+        monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
+        monkeypatch.setattr(base_stream, "STREAM_PIECE", 3_000)
     copied, with_copy = _load(tmp_path / "a")
-    monkeypatch.setattr(slice_writer, "COPY_ROW_GROUPS", False)
+    monkeypatch.setattr(base_copy, "COPY_ROW_GROUPS", False)
     decoded, without = _load(tmp_path / "b")
     # The first fills are the same; later the joined files' sizes (more, shorter row groups)
     # may steer the small-file rule to other files, so the rows are compared, not the files.
@@ -180,8 +185,14 @@ def test_a_small_file_of_an_older_schema_is_decoded(tmp_path: Path) -> None:
     assert got == {i: None for i in range(300)} | {i: 2 * i for i in range(300, 500)}
 
 
+@pytest.mark.parametrize("in_ranges", [False, True])
 @pytest.mark.parametrize("streamed", [False, True])
-def test_a_damaged_small_file_is_refused_naming_it(streamed: bool, tmp_path: Path) -> None:
+def test_a_damaged_small_file_is_refused_naming_it(
+    streamed: bool, in_ranges: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if in_ranges:
+        monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
+        monkeypatch.setattr(base_stream, "STREAM_PIECE", 1_000)
     store = open_store("file://" + str(tmp_path), StoreSettings(fsync=False))
     t = Table.create(store, PROPS, TableSettings(**SETTINGS))
     t.insert(_rows(0, 300))

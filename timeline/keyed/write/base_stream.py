@@ -37,7 +37,7 @@ STREAM_MIN = 16 * MiB
 STREAM_PIECE = 8 * MiB
 
 
-def _pieces(spans: list[tuple[int, int]], piece: int) -> list[tuple[int, int, int]] | None:
+def piece_plan(spans: list[tuple[int, int]], piece: int) -> list[tuple[int, int, int]] | None:
     """(first, last, end) per GET: row groups [first, last) end at byte `end`, each GET
     starting where the previous one ended and holding at least `piece` bytes but the last;
     None when the row groups are not laid out in order."""
@@ -97,13 +97,13 @@ def base_row_groups(
         yield from row_groups_of(pq.ParquetFile(pa.BufferReader(whole)))
         return
     tail_start, tail, md = read_tail(store, f)
-    pieces = _pieces(row_group_spans(md), STREAM_PIECE)
+    pieces = piece_plan(row_group_spans(md), STREAM_PIECE)
     if pieces is None:
         yield from row_groups_of(pq.ParquetFile(pa.BufferReader(read_verified(store, f))))
         return
     window = FetchedRanges(f.size, [(tail_start, tail)])
     pf = pq.ParquetFile(window, metadata=md)
-    crc = _Crc(store, f, tail_start, tail)
+    crc = ChecksumReader(store, f, tail_start, tail)
     for first, last, end in pieces:
         window.hold([(crc.pos, crc.fetch(end))])
         for i in range(first, last):
@@ -118,7 +118,7 @@ def base_row_groups(
     crc.check_rest()
 
 
-class _Crc:
+class ChecksumReader:
     """The CRC-32 of a file read in pieces in file order, from offset 0."""
 
     def __init__(self, store: ObjectStore, f: DataFile, tail_start: int, tail: bytes) -> None:

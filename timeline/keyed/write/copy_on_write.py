@@ -28,9 +28,9 @@ import pyarrow as pa
 
 from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile
-from ...parquet_splice import FinishedFile
 from ..index import RECORD_INDEX_DELTA, BloomBuilder, write_delta
 from ..inflight import bounded_map
+from .base_copy import CopiedBase, base_to_copy
 from .base_stream import held_bytes
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .delete_rewrite import delete_by_keys
@@ -41,7 +41,6 @@ from .sizing import avg_record_size, fill_small_files
 from .slice_writer import (
     SliceOut,
     base_rows,
-    base_to_copy,
     new_rows,
     slice_stats,
     write_slice,
@@ -169,7 +168,7 @@ def write_group_at(
     step kept; the base is taken from there when it holds it, else fetched."""
     n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
-    lead: FinishedFile | None = None
+    lead: CopiedBase | None = None
     if g.base is not None:
         body = located.take(g.base) if located is not None else None
         if not g.drop and g.new:

@@ -15,7 +15,6 @@ key count and filled a row group at a time (one byte per filter bit until it is 
 
 from __future__ import annotations
 
-import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,18 +24,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage import IntegrityError, ObjectStore
+from storage import ObjectStore
 from storage.checksum import format_checksum
 
 from ...file_stats import describe_footer
 from ...layout import data_instant_time
 from ...metadata import DataFile
-from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified
+from ...parquet_io import DICTIONARY_PAGE_LIMIT
 from ...parquet_splice import (
     MAGIC,
-    FinishedFile,
     footer_start,
-    joinable,
     joined_footer,
     read_footer,
     shift_row_groups,
@@ -45,7 +42,8 @@ from ...parquet_splice import (
 from ...schema import conform
 from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
-from .base_stream import base_row_groups, ranged
+from .base_copy import CopiedBase
+from .base_stream import base_row_groups
 
 
 class Sink(Protocol):
@@ -245,7 +243,7 @@ class SliceEncoder:
         bloom: BloomBuilder | None = None,
         *,
         hold_keys: bool = False,
-        lead: FinishedFile | None = None,
+        lead: CopiedBase | None = None,
     ) -> None:
         # `lead`: a finished file whose row groups go first, copied as they are.
         self._out = _Counted(sink, skip=len(MAGIC) if lead is not None else 0)
@@ -263,8 +261,12 @@ class SliceEncoder:
         self.rows = 0  # rows added
         self.groups = 0  # row groups written
         if lead is not None:
-            self._out.put(lead.data[: lead.footer_start])
-            self._copied_keys(lead)
+            try:
+                self._out.put(MAGIC)
+                self._copy(lead)
+            except BaseException:
+                self.abandon()
+                raise
 
     def add(self, part: pa.Table) -> None:
         self._pending.append(part)
@@ -297,16 +299,16 @@ class SliceEncoder:
         assert self._keys is not None, "keys are held only with hold_keys"
         return pa.chunked_array(self._keys, self._schema.field(RECORD_KEY_COL).type)
 
-    def _copied_keys(self, f: FinishedFile) -> None:
-        """The record keys of a file whose row groups are copied, to the key range and the
-        filter (and held, with `hold_keys`): its one key column decoded."""
-        pf = pq.ParquetFile(pa.BufferReader(f.data), metadata=f.footer)
-        keys = pf.read(columns=[RECORD_KEY_COL], use_threads=False).column(RECORD_KEY_COL)
-        self._seen.add(keys)
-        if self._keys is not None:
-            self._keys.extend(keys.chunks)
+    def _copy(self, f: CopiedBase) -> None:
+        """Pass a copied file's row groups on as bytes, their record keys to the key range
+        and the filter (and held, with `hold_keys`)."""
+        for piece, keys in f.pieces():
+            self._out.put(piece)
+            self._seen.add(keys)
+            if self._keys is not None:
+                self._keys.extend(keys.chunks)
 
-    def finish(self, trail: FinishedFile | None = None) -> EncodedSlice:
+    def finish(self, trail: CopiedBase | None = None) -> EncodedSlice:
         """Encode what is held and write the footer (an empty file still carries the
         schema). `trail`: a finished file whose row groups go last, copied as they are
         (its footer joinable with this file's: timeline/parquet_splice.py)."""
@@ -326,7 +328,7 @@ class SliceEncoder:
             out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
         )
 
-    def _join(self, tail: bytes, trail: FinishedFile | None) -> pq.FileMetaData:
+    def _join(self, tail: bytes, trail: CopiedBase | None) -> pq.FileMetaData:
         """Write the end of a joined file: what the Parquet writer wrote at close before its
         footer, the trailing file's row groups, and one footer for all the row groups."""
         out, lead = self._out, self._lead
@@ -337,11 +339,10 @@ class SliceEncoder:
         groups = []
         if lead is not None:
             groups += shift_row_groups(lead.thrift(), 0)
-        groups += shift_row_groups(mine, len(lead.body) if lead is not None else 0)
+        groups += shift_row_groups(mine, lead.body_len if lead is not None else 0)
         if trail is not None:
             delta = out.size - len(MAGIC)
-            out.put(trail.body)
-            self._copied_keys(trail)
+            self._copy(trail)
             groups += shift_row_groups(trail.thrift(), delta)
         footer = joined_footer(mine, groups)
         out.put(footer)
@@ -356,54 +357,13 @@ class SliceEncoder:
         self._writer.close()
 
 
-#: Whether a file group that only takes new records (no row of its base file updated or
-#: deleted) has its base file's row groups copied as bytes into the new slice
-#: (timeline/parquet_splice.py) rather than decoded and encoded again. Off, every rewrite
-#: decodes, as files whose schema differs from the write's always do.
-COPY_ROW_GROUPS = True
-
-
-def _empty_footer(schema: pa.Schema) -> pq.FileMetaData:
-    """The footer `SliceEncoder` writes for `schema` (of an empty file; written here, well
-    under a millisecond, once per file group that may be copied)."""
-    buf = io.BytesIO()
-    SliceEncoder(schema, 1, buf).finish()
-    return pq.read_metadata(io.BytesIO(buf.getvalue()))
-
-
-def copyable(footer: pq.FileMetaData, schema: pa.Schema) -> bool:
-    """Whether the row groups of a file with `footer` can be copied as bytes into a new
-    slice of `schema`: copying is on and the file was written with the Parquet schema and
-    Arrow schema a new slice gets (`parquet_splice.joinable`)."""
-    return COPY_ROW_GROUPS and joinable(footer, _empty_footer(schema))
-
-
-def base_to_copy(
-    store: ObjectStore, base: DataFile, schema: pa.Schema, body: bytes | None = None
-) -> tuple[FinishedFile | None, bytes | None]:
-    """The base file whose row groups a new slice of `schema` copies (its bytes fetched and
-    checked against its recorded checksum, or `body`: verified already), or None with the
-    bytes fetched (if any) when they must be decoded: it is not `copyable`, or it is read in
-    ranges (keyed/write/base_stream.py) and decoded a few row groups at a time. A file that
-    is not Parquet raises `IntegrityError` naming the object."""
-    if not COPY_ROW_GROUPS or (body is None and ranged(base)):
-        return None, body
-    data = body if body is not None else read_verified(store, base)
-    where = store.url(base.path)
-    try:
-        finished = FinishedFile.of(data)
-    except (ValueError, OSError, pa.ArrowException) as exc:
-        raise IntegrityError(f"{where} is corrupt: {exc}", where) from exc
-    return (finished if copyable(finished.footer, schema) else None), data
-
-
 def encode_slice(
     parts: Iterable[pa.Table],
     schema: pa.Schema,
     rows_per_group: int,
     sink: Sink,
     bloom: BloomBuilder | None = None,
-    lead: FinishedFile | None = None,
+    lead: CopiedBase | None = None,
 ) -> EncodedSlice:
     """Encode `parts` into one Parquet file streamed to `sink` (see `SliceEncoder`), each row
     group's record keys into `bloom` and the key range as it is written: the file's keys are
@@ -421,7 +381,7 @@ def encode_slice(
 def write_slice(
     store: ObjectStore, key: str, parts: Iterable[pa.Table], schema: pa.Schema,
     rows_per_group: int, partition: str, group: str, bloom: BloomBuilder | None = None,
-    lead: FinishedFile | None = None,
+    lead: CopiedBase | None = None,
 ) -> WrittenSlice:  # fmt: skip
     """Encode `parts` (as `encode_slice`, its keys into `bloom`, after `lead`'s row groups)
     straight into a streaming upload of `key`, committed when the last row group and the

@@ -51,6 +51,7 @@ from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
 from ..keys import integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
+from .base_copy import base_to_copy
 from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
@@ -60,7 +61,6 @@ from .slice_writer import (
     SliceOut,
     WrittenSlice,
     base_rows,
-    base_to_copy,
     slice_stats,
 )
 
