@@ -38,13 +38,7 @@ from .located import LocatedBytes
 from .planner import FAIL, Batch, Planner
 from .planning import Filter
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import (
-    SliceOut,
-    base_rows,
-    new_rows,
-    slice_stats,
-    write_slice,
-)
+from .slice_writer import SliceOut, base_rows, new_rows, slice_stats, write_slice
 
 if TYPE_CHECKING:
     from storage import ObjectStore

@@ -11,6 +11,11 @@ multipart upload on S3 once it outgrows one part), its checksum and size counted
 bytes pass. The writer holds a piece of the base file's bytes, one row group decoded, the row group
 being encoded, the upload's buffer and the new file's bloom filter, sized up front for its
 key count and filled a row group at a time (one byte per filter bit until it is packed).
+
+A file group that only takes new records keeps its base file's rows unchanged: those are not
+decoded at all, the base file's row groups are copied into the new file as bytes before or
+after the new rows' (`SliceEncoder`'s `lead` and `finish(trail)`; keyed/write/base_copy.py
+says which files qualify, timeline/parquet_splice.py how the footers are joined).
 """
 
 from __future__ import annotations
@@ -117,7 +122,7 @@ class _Counted:
         """Pass `data` on to the sink, counted (bytes not from the Parquet writer)."""
         if self._sink is None:  # abandoned: the upload was aborted
             return
-        self._sink.write(data)  # type: ignore[arg-type]
+        self._sink.write(data)  # type: ignore[arg-type]  # the stores' writers take any buffer
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
 
