@@ -12,12 +12,12 @@ import pyarrow as pa
 import pytest
 
 import timeline.keyed.log.objects as log_objects
-from storage import IntegrityError
+from storage import IntegrityError, checksum_of
 from tests.timeline.keyed.test_mor_tables import OFF, _rows, _table, _values
 from timeline import Table
 from timeline.file_groups.log_files import LOG_FILES, LogFile
 from timeline.keyed.log.block import read_log
-from timeline.keyed.log.stream import decode_object
+from timeline.keyed.log.stream import decode_block, decode_object
 from timeline.keyed.read.slices import read_slice
 
 
@@ -122,3 +122,24 @@ def test_stream_object_blocks_are_verified_against_their_commit(tmp_path: Path) 
     rows = decode_object(data, logs, "where")
     assert sum(r.num_rows for r in rows.values()) == sum(x.rows for x in logs)
     assert pa.concat_tables(rows.values()).column("v").to_pylist() == ["y"] * 2
+
+
+@pytest.mark.unit
+def test_a_block_that_does_not_decompress_is_refused_naming_its_object(tmp_path: Path) -> None:
+    """A frame whose bytes are no zstd frame (its checksum recorded over those bytes, as a
+    faulty writer would) is an IntegrityError naming the object, whole and by range."""
+    t = _many_groups(tmp_path)
+    done = t.upsert(_rows([1, 11, 21, 31], "y"))
+    logs = [lf for lf in _logs(t, done.time) if lf.partition.endswith("a")]
+    data = t.store.get(logs[0].path)
+    lf = logs[-1]
+    at = (lf.offset or 0) + 8  # the frame, after its two lengths
+    body = bytearray(data)
+    body[at : at + 4] = b"\x00\x00\x00\x00"  # no zstd magic number
+    with pytest.raises(IntegrityError, match="does not decompress"):
+        decode_object(bytes(body), logs, logs[0].path)
+    head, block = bytes(body[: lf.head]), bytes(body[lf.offset or 0 : (lf.offset or 0) + lf.size])
+    forged = replace(lf, checksum=checksum_of(head + block))
+    with pytest.raises(IntegrityError, match="does not decompress"):
+        decode_block(head, block, forged, lf.path)
+    assert decode_object(data, logs, "where")[lf.ref].num_rows >= 1  # the intact object

@@ -15,9 +15,11 @@ the whole stream in one frame).
 A reader of the whole object verifies the object's checksum before using a byte, then
 decompresses the blocks it wants and decodes them as one stream: one schema, one stream
 open, the implied columns rebuilt once for all of them, each block a slice of the result.
-Format 3 packed one sealed stream per block, each decoded on its own (a schema message, a
-stream open, a rebuild and a dozen small zstd frames per block: most of a snapshot's log
-time).
+The frames are decompressed through one zstd context per decoding (python-zstandard), not
+Arrow's codec, which sets a context up per call: 22 us against 9 for a block of 4 KiB (a
+snapshot after 20 delta commits decompresses thousands of blocks). Format 3 packed one
+sealed stream per block, each decoded on its own (a schema message, a stream open, a rebuild
+and a dozen small zstd frames per block: most of a snapshot's log time).
 
 The commit records per block its `offset` and `size` in the object, the head's length
 (`head`, which marks the format) and the checksum of the head's bytes followed by the
@@ -38,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+import zstandard
 
 from storage import IntegrityError, checksum_of, verify
 
@@ -144,12 +147,22 @@ def _frame(message: bytes) -> bytes:
     return len(message).to_bytes(4, "little") + len(frame).to_bytes(4, "little") + frame
 
 
-def _unframe(framed: bytes | memoryview, where: str) -> pa.Buffer:
+def _unframe(framed: bytes | memoryview, where: str, dctx: zstandard.ZstdDecompressor) -> bytes:
+    """A stored block's record batch message. `dctx`: one decompression context for all the
+    blocks of a decoding (a context is not thread-safe; Arrow's codec sets one up per call,
+    more than half of the time a small block's decompression takes)."""
     raw = int.from_bytes(bytes(framed[:4]), "little")
     size = int.from_bytes(bytes(framed[4:8]), "little")
     if size != len(framed) - 8:
         raise IntegrityError(f"{where} is corrupt: a block's frame length does not match", where)
-    return _ZSTD.decompress(framed[8:], decompressed_size=raw)
+    try:
+        out = dctx.decompress(framed[8:], max_output_size=raw)
+    except zstandard.ZstdError as exc:
+        msg = f"{where} is corrupt: a block does not decompress ({exc})"
+        raise IntegrityError(msg, where) from exc
+    if len(out) != raw:
+        raise IntegrityError(f"{where} is corrupt: a block's length does not match", where)
+    return out
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:
@@ -188,7 +201,8 @@ def _decode(
 ) -> dict[str, pa.Table]:
     """Blocks `framed` (stored bytes, verified) of the stream starting with `head`, named
     by `logs` (the same order), decoded as one stream."""
-    stream = b"".join([bytes(head), *(_unframe(f, where).to_pybytes() for f in framed), _EOS])
+    dctx = zstandard.ZstdDecompressor()
+    stream = b"".join([bytes(head), *(_unframe(f, where, dctx) for f in framed), _EOS])
     with _reader(stream, where) as r:
         header = _object_header(r.schema, where)
         batches, owns = [], []

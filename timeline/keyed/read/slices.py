@@ -60,15 +60,27 @@ def _log_rows(
     schema: pa.Schema | None,
     wanted: list[str] | None,
     cache: LogCache | None = None,
+    written: WrittenSchema | None = None,
 ) -> pa.Table:
     rows = cache.read(lf) if cache is not None else read_log(store, lf)
-    return _shaped(rows, schema, wanted)
+    return _shaped(rows, schema, wanted, written)
 
 
-def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) -> pa.Table:
-    """A block's rows in the table's schema, projected to `wanted` (op column last)."""
-    if wanted is None and schema is not None and _as_written(rows.schema, schema):
-        return rows  # the usual block of a full read: nothing to reshape
+def _shaped(
+    rows: pa.Table,
+    schema: pa.Schema | None,
+    wanted: list[str] | None,
+    written: WrittenSchema | None = None,
+) -> pa.Table:
+    """A block's rows in the table's schema, projected to `wanted` (op column last);
+    `written`: the reader's memory of the block columns already proven as written."""
+    if wanted is None and schema is not None:
+        if written is not None and written.holds(rows.schema):
+            return rows
+        if _as_written(rows.schema, schema):
+            if written is not None:
+                written.learn(rows.schema)
+            return rows  # the usual block of a full read: nothing to reshape
     ops = rows.column(OP_COL)
     body = rows.drop_columns([OP_COL])
     if schema is not None and not _conformed(body.schema, schema, wanted):
@@ -76,6 +88,25 @@ def _shaped(rows: pa.Table, schema: pa.Schema | None, wanted: list[str] | None) 
     if wanted is not None:
         body = body.select([c for c in wanted if c in body.column_names])
     return body.append_column(OP_COL, ops)
+
+
+class WrittenSchema:
+    """The block columns a reader has found to be the table's schema and the op column (the
+    usual block, written in the table's current schema). The blocks of a read mostly share
+    them: comparing a block's columns with these is one Arrow schema comparison, where
+    proving them afresh (`_as_written`) builds a schema and a list of names per block,
+    about 6 us, paid for each of the thousands of blocks of a snapshot after many delta
+    commits."""
+
+    def __init__(self) -> None:
+        self._known: pa.Schema | None = None
+
+    def holds(self, got: pa.Schema) -> bool:
+        known = self._known  # (read once: another thread may set it meanwhile)
+        return known is not None and bool(got.equals(known))
+
+    def learn(self, got: pa.Schema) -> None:
+        self._known = got
 
 
 def _as_written(got: pa.Schema, schema: pa.Schema) -> bool:
@@ -152,6 +183,7 @@ class SliceReader:
         #: The table's single integer record key column: keys are matched as its numbers
         #: (keyed/read/merge.py); None: as the record key text.
         self.key_col = key_col
+        self.written = WrittenSchema()
 
     def read(self, slices: Sequence[FileSlice]) -> list[pa.Table]:
         """Each slice's merged rows, in the order given: its base rows no log names (in
@@ -190,7 +222,9 @@ class SliceReader:
             for sl in slices:
                 w = _projection(self.columns, sl, self.key_col)
                 c = self.cache
-                logs = [_log_rows(self.store, lf, self.schema, w, c) for _, lf in sl.logs]
+                logs = [
+                    _log_rows(self.store, lf, self.schema, w, c, self.written) for _, lf in sl.logs
+                ]
                 base = _base_rows(self.store, sl.base, self.schema, w)
                 yield sl, *_split(base, logs, self.key_col), logs
             return
@@ -208,7 +242,7 @@ class SliceReader:
     ) -> pa.Table:
         got = part.result()
         if isinstance(got, dict):  # a block of an object fetched whole
-            return _shaped(got[lf.ref], self.schema, w)
+            return _shaped(got[lf.ref], self.schema, w, self.written)
         return got
 
     def _queue(
@@ -224,7 +258,7 @@ class SliceReader:
         parts: list[Any] = [
             shared[lf.path]
             if lf.path in shared
-            else pool.submit(_log_rows, self.store, lf, s, w, self.cache)
+            else pool.submit(_log_rows, self.store, lf, s, w, self.cache, self.written)
             for _, lf in sl.logs
         ]
 
