@@ -48,7 +48,7 @@ from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import conform, merge_schemas
 from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
-from ..keys import integer_key_column
+from ..keys import RECORD_KEY_COL, integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
 from .decide import decide_upserts
@@ -56,6 +56,7 @@ from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
 from .sizing import avg_record_size, fill_small_files
 from .slice_writer import SliceEncoder, SliceOut, WrittenSlice, base_rows, slice_stats
+from .written_keys import KeyRuns, WrittenKeys
 
 if TYPE_CHECKING:
     from storage import ObjectWriter
@@ -91,10 +92,15 @@ class _OpenFile:
         self.w, self.partition, self.target = w, partition, target
         self.key = w.out.slice_key(partition, target.group)
         self.upload: ObjectWriter = w.store.open_writer(self.key)
-        self.enc = SliceEncoder(w.out.schema, w.settings_rows, self.upload, hold_keys=True)
+        self.enc = SliceEncoder(w.out.schema, w.settings_rows, self.upload)
+        # The file's keys, for its filter (sized for their count, known as it closes): the
+        # integer key column's numbers when there is one, as the progressions they come in
+        # (three numbers for a run of ids), else the record keys.
+        self.keys = KeyRuns()
         self.inserts = 0
 
     def add(self, rows: pa.Table) -> None:
+        self.keys.add(rows.column(self.w.key_col or RECORD_KEY_COL))
         self.enc.add(rows)
         self.inserts += rows.num_rows
 
@@ -107,6 +113,7 @@ class _OpenFile:
         try:
             if base is not None:
                 for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows):
+                    self.keys.add(part.column(w.key_col or RECORD_KEY_COL))
                     self.enc.add(part)
             encoded = self.enc.finish()
             self.upload.commit()
@@ -118,19 +125,18 @@ class _OpenFile:
             self.target.group,
         )  # fmt: skip
         # A stream's file learns its key count only as it closes: its filter is built from
-        # the keys it held, a row group's at a time (the same filter as from all at once,
-        # without copying every key of the file for the hash).
-        keys = self.enc.keys()
-        bloom = BloomBuilder(len(keys), w.fpp)
-        for chunk in keys.chunks:
+        # the keys it noted, as text a chunk at a time (the same filter as from all at once).
+        bloom = BloomBuilder(self.keys.count, w.fpp)
+        for chunk in self.keys.texts():
             bloom.add(chunk)
         written = WrittenSlice(f, encoded.key_range, bloom.finish())
         stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
-        # The new records were encoded first: their keys lead the file's (kept for the
+        # The new records were added first: their keys lead the file's (kept for the
         # record-level index only).
         keep = w.plan.record_index is not None
-        new = keys.slice(0, self.inserts) if keep else pa.chunked_array([], pa.string())
-        return f, stats, new
+        new = list(self.keys.texts(self.inserts)) if keep else []
+        self.keys = KeyRuns()
+        return f, stats, pa.chunked_array(new, pa.string())
 
     def abort(self) -> None:
         self.enc.abandon()
@@ -149,35 +155,6 @@ class _Partition:
     closed: list[tuple[DataFile, dict[str, Any], pa.ChunkedArray]] = field(default_factory=list)
 
 
-class _Seen:
-    """The keys a stream has written in one scope (a partition, or the whole table for a
-    global key), as compared (`order`: the integer key column when there is one, whose
-    numbers are smaller and quicker to match than their text; else the record keys): their
-    range first, their set only when a batch's range overlaps it."""
-
-    def __init__(self, kind: pa.DataType) -> None:
-        self.kind = kind
-        self.lo: Any = None
-        self.hi: Any = None
-        self.keys: list[pa.Array | pa.ChunkedArray] = []
-
-    def repeated(self, order: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Which of the keys (`order`, as compared) were written before."""
-        mm = pc.min_max(order)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        out = np.zeros(len(order), dtype=bool)
-        if self.keys and not (hi < self.lo or lo > self.hi):
-            chunks = [c for k in self.keys for c in getattr(k, "chunks", [k])]
-            seen = pa.chunked_array(chunks, self.kind).combine_chunks()
-            out = pc.is_in(order, value_set=seen).to_numpy(zero_copy_only=False)
-        self.lo = lo if self.lo is None else min(lo, self.lo)
-        self.hi = hi if self.hi is None else max(hi, self.hi)
-        return out
-
-    def add(self, order: pa.Array | pa.ChunkedArray) -> None:
-        self.keys.append(order)
-
-
 class _Writing:
     """The state of one streamed insert."""
 
@@ -194,9 +171,11 @@ class _Writing:
         self.record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
         self.per_file = max(1, s.parquet_max_file_size // self.record_size)
         self.parts: dict[str, _Partition] = {}
-        self.seen: dict[str, _Seen] = {}
+        self.seen: dict[str, WrittenKeys] = {}
         self.pool = ThreadPoolExecutor(max(1, s.write_parallelism))
         self.inflight: list[Future[None]] = []  # the writes of the batch in hand
+        self.most_held = 0  # the most rows held not yet encoded after a write, in bytes
+        self.batches = 0
 
     def fill(self, p: _Partition, count: int) -> _Target | None:
         """The next small file the partition fills with `count` records in hand (the rule
@@ -231,6 +210,7 @@ class _Writing:
             room = p.open.target.capacity - p.open.inserts
             p.open.add(rows.slice(0, room))
             rows = rows.slice(room)
+            self.within_limit(p.open.enc)
             if p.open.inserts >= p.open.target.capacity:
                 opened, p.open = p.open, None
                 p.closed.append(opened.close())
@@ -257,17 +237,35 @@ class _Writing:
         self.start(fn, items)
         self.wait()
 
-    def bound_held(self) -> None:
-        """Keep the rows the open files hold not yet encoded within `write_buffer_limit_bytes`:
-        past it, the files holding most encode theirs now (on the pool) as shorter row
-        groups, so a stream whose partitions fill row groups slowly holds a bounded amount,
-        not up to a row group per partition."""
+    def held_bytes(self) -> int:
+        """The Arrow bytes of the rows the open files hold not yet encoded (read while the
+        pool writes: each file's count is its own thread's, the sum a moment's)."""
+        return sum(p.open.enc.held_bytes for p in list(self.parts.values()) if p.open)
+
+    def within_limit(self, enc: SliceEncoder) -> None:
+        """After a partition's rows went into its file (`enc`, on that partition's thread):
+        if the rows held across the open files are past `write_buffer_limit_bytes`, this
+        file encodes its own now, as a shorter row group. Before it added them the sum was
+        within the limit, so once it has encoded them it is again: the rows held stay
+        within the limit however big a batch is."""
+        total = self.held_bytes()
+        if total > self.buffer_limit:
+            total -= enc.held_bytes
+            enc.flush()
+        self.most_held = max(self.most_held, total)
+
+    def bound_held(self, incoming: int) -> None:
+        """Make room for a batch's rows (`incoming` Arrow bytes) within
+        `write_buffer_limit_bytes` before they are written: the files holding most encode
+        theirs now (on the pool) as shorter row groups, so the files' own rule above seldom
+        has to encode a file holding a few rows, and a stream whose partitions fill row
+        groups slowly holds a bounded amount, not up to a row group per partition."""
         opened = [p.open for p in self.parts.values() if p.open is not None and p.open.enc.held]
         opened.sort(key=lambda o: o.enc.held_bytes, reverse=True)
         total = sum(o.enc.held_bytes for o in opened)
         flush = []
         for o in opened:
-            if total <= self.buffer_limit:
+            if total + incoming <= self.buffer_limit:
                 break
             flush.append((o.enc,))
             total -= o.enc.held_bytes
@@ -301,7 +299,7 @@ def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.A
     repeated: list[pa.Array] = []
     for scope, pos in scopes.items():
         kind = w.out.schema.field(key_col).type if key_col else pa.string()
-        seen = w.seen.setdefault(scope, _Seen(kind))
+        seen = w.seen.setdefault(scope, WrittenKeys(kind))
         if len(pos) == len(batch.keys):  # every record of the batch (positions distinct)
             keys = batch.keys
             order = pc.cast(batch.rows.column(key_col), kind) if key_col else keys
@@ -350,6 +348,16 @@ def _plan_batch(w: _Writing, data: pa.Table) -> list[tuple[_Partition, pa.Table,
     ]
 
 
+def _incoming_bytes(work: list[tuple[_Partition, pa.Table, np.ndarray]]) -> int:
+    """About the Arrow bytes a batch's new records take once split by partition (the
+    batch's bytes in proportion to the records written)."""
+    if not work:
+        return 0
+    rows = work[0][1]
+    records = sum(len(pos) for _, _, pos in work)
+    return int(rows.nbytes * records // max(1, rows.num_rows))
+
+
 def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
     """Each batch planned on this thread while the pool writes the one before it into its
     partitions' open files; between batches, the rows held unencoded are bounded."""
@@ -358,8 +366,9 @@ def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
         work = _plan_batch(w, data)
         del data  # not held while the next batch is read
         w.wait()
-        w.bound_held()
+        w.bound_held(_incoming_bytes(work))
         w.start(w.write, work)
+        w.batches += 1
         del work
         data = next(batches, None)
     w.wait()
@@ -369,7 +378,11 @@ def _details(w: _Writing, props: KeyedProperties) -> dict[str, Any]:
     closed = [c for name in sorted(w.parts) for c in w.parts[name].closed]
     details: dict[str, Any] = {
         WRITE_STATS: [stats for _, stats, _ in closed],
-        "keyed": {"files_read": w.plan.files_read, "properties": props.to_json()},
+        "keyed": {
+            "files_read": w.plan.files_read,
+            "properties": props.to_json(),
+            "stream": {"batches": w.batches, "most_held_bytes": w.most_held},
+        },
     }
     if w.plan.record_index is not None:
         changes = [
