@@ -10,9 +10,11 @@ S3). A file rolls to the next one when it holds its share of records, about
 `parquet_max_file_size`; its key range, bloom filter and statistics are built from the keys
 that passed. Partitions are encoded on `write_parallelism` threads (pyarrow releases the
 GIL while it encodes) while the next batch is read and prepared on the caller's thread.
-Between batches the rows held not yet encoded stay within `write_buffer_limit_bytes`: a
-partition gathers its rows into full row groups, so without a bound a stream spread over
-many partitions would hold nearly a row group per partition. A failure anywhere aborts the
+The rows held not yet encoded stay within `write_buffer_limit_bytes` while a batch goes in,
+not only between batches: a partition gathers its rows into full row groups, so without a
+bound a stream spread over many partitions would hold nearly a row group per partition. The
+keys a stream keeps (its files' for their filters, those written for the repeat check) are
+kept as runs where they come in order (keyed/write/written_keys.py). A failure anywhere aborts the
 open uploads and rolls the instant back: nothing is committed and no object is left.
 
 What differs from an insert of a table, because a stream is seen once and not whole:
