@@ -1,13 +1,18 @@
-"""The keys a streamed insert has written: integer keys that come as progressions are kept
-as three numbers (what a stream holds for them does not grow with its commit), others as
-they came, and a key written before is found either way."""
+"""What a streamed insert keeps: the keys it has written (integer keys that come as
+progressions kept as three numbers, so what a stream holds for them does not grow with its
+commit; others as they came; a key written before is found either way), and no batch of the
+source once it is handed on."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
+from timeline.keyed.write import chained, tables_of
 from timeline.keyed.write.written_keys import KeyRuns, WrittenKeys, progression
 
 
@@ -60,3 +65,31 @@ def test_key_runs_give_back_their_keys_as_record_key_text_in_order() -> None:
     names = KeyRuns()
     names.add(pa.array(["b", "a"]))
     assert pa.chunked_array(list(names.texts())).to_pylist() == ["b", "a"]
+
+
+@pytest.mark.unit
+def test_a_streamed_batch_handed_on_is_let_go_before_the_next_is_read() -> None:
+    # The consumer drops each table once it has used it; the source then finds no batch of
+    # its own still alive when it makes the next (Arrow's allocations back where they were).
+    batch_bytes = 8 << 20
+    base = pa.total_allocated_bytes()
+    seen: list[int] = []
+
+    def source() -> Iterator[pa.RecordBatch]:
+        for i in range(5):
+            seen.append(pa.total_allocated_bytes() - base)
+            yield pa.record_batch({"a": pc.add(pa.array(np.arange(batch_bytes // 8)), i)})
+
+    batches = tables_of(source())
+    first, second = next(batches), next(batches)
+    it = chained([first, second], batches)
+    del first, second
+    count = 0
+    while (t := next(it, None)) is not None:
+        count += t.num_rows
+        del t
+    assert count == 5 * (batch_bytes // 8)
+    # Two batches read ahead (the first two, as an insert looks at them) and then one at a
+    # time: never a batch already handed on and dropped.
+    assert seen[0] < batch_bytes and seen[1] < 2 * batch_bytes
+    assert all(b < batch_bytes for b in seen[2:]), [b >> 20 for b in seen]

@@ -32,7 +32,6 @@ What differs from an insert of a table, because a stream is seen once and not wh
 from __future__ import annotations
 
 import contextlib
-import itertools
 import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -70,11 +69,25 @@ BatchSource: TypeAlias = "pa.RecordBatchReader | Iterable[pa.RecordBatch | pa.Ta
 
 
 def tables_of(source: BatchSource) -> Iterator[pa.Table]:
-    """The stream's batches as tables, one at a time (empty ones skipped)."""
-    for b in source:
+    """The stream's batches as tables, one at a time (empty ones skipped). A batch handed
+    on is let go before the next is read: a loop variable would hold it while the source
+    reads the next, two batches of the source's at once where one was asked for."""
+    it = iter(source)
+    while (b := next(it, None)) is not None:
         t = pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
+        del b
         if t.num_rows:
             yield t
+        del t
+
+
+def chained(head: list[pa.Table], rest: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """The tables of `head` (emptied as they are handed on), then those of `rest`: unlike
+    `itertools.chain` over a tuple, a table already handed on is not held until the next
+    one after `head` is read."""
+    while head:
+        yield head.pop(0)
+    yield from rest
 
 
 @dataclass
@@ -423,7 +436,7 @@ def insert_stream(
         txn.schema = schema
         w = _Writing(table, plan, SliceOut(txn.instant_time, txn.data_key, schema), on_duplicate)
         if first is not None:
-            stream = itertools.chain((first,), batches)
+            stream = chained([first], batches)
             del first  # not held past its own batch
             _write_batches(w, stream)
         w.run(w.finish, [(p,) for p in w.parts.values()])
