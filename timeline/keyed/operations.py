@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -38,6 +37,7 @@ from .write import (
     Filter,
     KeyedWriteRequest,
     WriteOperation,
+    chained,
     insert_stream,
     prepare_batch,
     tables_of,
@@ -177,7 +177,7 @@ def _one_table_or_stream(source: BatchSource) -> pa.Table | Iterator[pa.Table]:
     second = next(batches, None)
     if second is None:
         return first
-    return itertools.chain((first, second), batches)
+    return chained([first, second], batches)
 
 
 def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:

@@ -197,6 +197,46 @@ def test_rows_held_past_the_buffer_limit_are_encoded_as_shorter_row_groups(
     assert _files(bounded, b.time) == _files(unbounded, u.time)
 
 
+@pytest.mark.unit
+def test_rows_held_stay_within_the_buffer_limit_while_a_batch_bigger_than_it_is_written(
+    tmp_path: Path,
+) -> None:
+    # Batches of 900 rows over 3 partitions (300 each) against a limit of about 400 rows
+    # with their meta columns: a batch takes the held rows past the limit, so files encode
+    # theirs as the batch goes in, not only between batches (which left the limit plus a
+    # batch held, and row groups of up to 500 rows). One writer thread makes the order of
+    # the partitions' writes, and so the row groups, the same each run.
+    data = _rows(0, 9_000)
+    limit = data.slice(0, 600).nbytes
+    t = _table(tmp_path / "t", write_buffer_limit_bytes=limit, write_parallelism=1)
+    done = t.insert(iter(data.to_batches(900)))
+    stream = t.entry(done.time).metadata["keyed"]["stream"]
+    assert stream["batches"] == 10
+    assert 0 < stream["most_held_bytes"] <= limit
+    groups = _row_groups(t, done.time)
+    assert sum(groups) == 9_000
+    assert max(groups) <= 300  # a partition's share of one batch, never more
+    assert _rows_of(t) == _rows_of(_whole(tmp_path / "w", data))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("props", [PROPS, KeyedProperties.of("name", partition_by="part")])
+def test_a_stream_of_keys_in_no_order_writes_the_filters_one_table_writes(
+    tmp_path: Path, props: KeyedProperties
+) -> None:
+    # Integer ids shuffled (kept as arrays, not progressions, then made text for the
+    # filters) and text keys: the same files, ranges and filters as one table insert.
+    data = _rows(0, 3_000).take(np.random.default_rng(5).permutation(3_000))
+    store = open_store("file://" + str(tmp_path / "a"), StoreSettings(fsync=False))
+    whole = Table.create(store, props, TableSettings(**SETTINGS))
+    store = open_store("file://" + str(tmp_path / "b"), StoreSettings(fsync=False))
+    streamed = Table.create(store, props, TableSettings(**SETTINGS))
+    one = whole.insert(data)
+    many = streamed.insert(iter(data.to_batches(700)))
+    assert _files(streamed, many.time) == _files(whole, one.time)
+    assert _rows_of(streamed) == _rows_of(whole)
+
+
 def _whole(path: Path, data: pa.Table) -> Table:
     t = _table(path)
     t.insert(data)

@@ -7,13 +7,14 @@ from .client import write_keyed
 from .planner import prepare_batch
 from .planning import Filter
 from .request import KeyedWriteRequest, WriteOperation
-from .stream import BatchSource, insert_stream, tables_of
+from .stream import BatchSource, chained, insert_stream, tables_of
 
 __all__ = [
     "BatchSource",
     "Filter",
     "KeyedWriteRequest",
     "WriteOperation",
+    "chained",
     "insert_stream",
     "prepare_batch",
     "tables_of",

@@ -237,8 +237,7 @@ class SliceEncoder:
     `to_parquet_bytes`) into `sink`: parts are added as they come and gathered into full row
     groups of `rows_per_group` rows (the last may be shorter), so a file of kept and new rows,
     or of a stream's small batches, is not cut into small row groups. Each row group's record
-    keys go into `bloom` and the key range as it is written; they are held only when
-    `hold_keys` (a stream's file, whose key count is not known before it closes)."""
+    keys go into `bloom` and the key range as it is written."""
 
     def __init__(
         self,
@@ -247,7 +246,6 @@ class SliceEncoder:
         sink: Sink,
         bloom: BloomBuilder | None = None,
         *,
-        hold_keys: bool = False,
         lead: CopiedBase | None = None,
     ) -> None:
         # `lead`: a finished file whose row groups go first, copied as they are.
@@ -259,7 +257,6 @@ class SliceEncoder:
             self._out, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
         )
         self._seen = _KeysSeen(bloom)
-        self._keys: list[pa.Array] | None = [] if hold_keys else None
         self._pending: list[pa.Table] = []
         self.held = 0  # rows added but not encoded yet
         self.held_bytes = 0  # their Arrow bytes
@@ -291,27 +288,17 @@ class SliceEncoder:
         t = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         done, rest = t.slice(0, upto), t.slice(upto)
         self._writer.write_table(done, row_group_size=self._rows_per_group)
-        keys = done.column(RECORD_KEY_COL)
-        self._seen.add(keys)
-        if self._keys is not None:
-            self._keys.extend(keys.chunks)
+        self._seen.add(done.column(RECORD_KEY_COL))
         self._pending, self.held = ([rest] if rest.num_rows else []), rest.num_rows
         self.held_bytes = rest.nbytes if rest.num_rows else 0
         self.groups += 1
 
-    def keys(self) -> pa.ChunkedArray:
-        """The record keys written, in file order (only with `hold_keys`)."""
-        assert self._keys is not None, "keys are held only with hold_keys"
-        return pa.chunked_array(self._keys, self._schema.field(RECORD_KEY_COL).type)
-
     def _copy(self, f: CopiedBase) -> None:
         """Pass a copied file's row groups on as bytes, their record keys to the key range
-        and the filter (and held, with `hold_keys`)."""
+        and the filter."""
         for piece, keys in f.pieces():
             self._out.put(piece)
             self._seen.add(keys)
-            if self._keys is not None:
-                self._keys.extend(keys.chunks)
 
     def finish(self, trail: CopiedBase | None = None) -> EncodedSlice:
         """Encode what is held and write the footer (an empty file still carries the

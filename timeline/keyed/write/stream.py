@@ -10,9 +10,11 @@ S3). A file rolls to the next one when it holds its share of records, about
 `parquet_max_file_size`; its key range, bloom filter and statistics are built from the keys
 that passed. Partitions are encoded on `write_parallelism` threads (pyarrow releases the
 GIL while it encodes) while the next batch is read and prepared on the caller's thread.
-Between batches the rows held not yet encoded stay within `write_buffer_limit_bytes`: a
-partition gathers its rows into full row groups, so without a bound a stream spread over
-many partitions would hold nearly a row group per partition. A failure anywhere aborts the
+The rows held not yet encoded stay within `write_buffer_limit_bytes` while a batch goes in,
+not only between batches: a partition gathers its rows into full row groups, so without a
+bound a stream spread over many partitions would hold nearly a row group per partition. The
+keys a stream keeps (its files' for their filters, those written for the repeat check) are
+kept as runs where they come in order (keyed/write/written_keys.py). A failure anywhere aborts the
 open uploads and rolls the instant back: nothing is committed and no object is left.
 
 What differs from an insert of a table, because a stream is seen once and not whole:
@@ -30,7 +32,6 @@ What differs from an insert of a table, because a stream is seen once and not wh
 from __future__ import annotations
 
 import contextlib
-import itertools
 import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,21 +49,16 @@ from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...schema import conform, merge_schemas
 from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
-from ..keys import integer_key_column
+from ..keys import RECORD_KEY_COL, integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
-from .base_copy import base_to_copy
+from .base_copy import CopiedBase, base_to_copy
 from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import (
-    SliceEncoder,
-    SliceOut,
-    WrittenSlice,
-    base_rows,
-    slice_stats,
-)
+from .slice_writer import SliceEncoder, SliceOut, WrittenSlice, base_rows, slice_stats
+from .written_keys import KeyRuns, WrittenKeys
 
 if TYPE_CHECKING:
     from storage import ObjectWriter
@@ -74,11 +70,25 @@ BatchSource: TypeAlias = "pa.RecordBatchReader | Iterable[pa.RecordBatch | pa.Ta
 
 
 def tables_of(source: BatchSource) -> Iterator[pa.Table]:
-    """The stream's batches as tables, one at a time (empty ones skipped)."""
-    for b in source:
+    """The stream's batches as tables, one at a time (empty ones skipped). A batch handed
+    on is let go before the next is read: a loop variable would hold it while the source
+    reads the next, two batches of the source's at once where one was asked for."""
+    it = iter(source)
+    while (b := next(it, None)) is not None:
         t = pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
+        del b
         if t.num_rows:
             yield t
+        del t
+
+
+def chained(head: list[pa.Table], rest: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """The tables of `head` (emptied as they are handed on), then those of `rest`: unlike
+    `itertools.chain` over a tuple, a table already handed on is not held until the next
+    one after `head` is read."""
+    while head:
+        yield head.pop(0)
+    yield from rest
 
 
 @dataclass
@@ -91,6 +101,23 @@ class _Target:
     capacity: int
 
 
+class _KeysNoted:
+    """A base file copied as row groups whose record keys are noted as its pieces pass on
+    (a stream's file builds its filter from the keys it noted, in file order)."""
+
+    def __init__(self, base: CopiedBase, keys: KeyRuns) -> None:
+        self._base, self._keys = base, keys
+        self.footer, self.body_len = base.footer, base.body_len
+
+    def thrift(self) -> Any:
+        return self._base.thrift()
+
+    def pieces(self) -> Iterator[tuple[bytes | memoryview, pa.ChunkedArray]]:
+        for piece, keys in self._base.pieces():
+            self._keys.add(keys)
+            yield piece, keys
+
+
 class _OpenFile:
     """One file being written: its upload and its encoder."""
 
@@ -98,10 +125,15 @@ class _OpenFile:
         self.w, self.partition, self.target = w, partition, target
         self.key = w.out.slice_key(partition, target.group)
         self.upload: ObjectWriter = w.store.open_writer(self.key)
-        self.enc = SliceEncoder(w.out.schema, w.settings_rows, self.upload, hold_keys=True)
+        self.enc = SliceEncoder(w.out.schema, w.settings_rows, self.upload)
+        # The file's keys, for its filter (sized for their count, known as it closes): the
+        # integer key column's numbers when there is one, as the progressions they come in
+        # (three numbers for a run of ids), else the record keys.
+        self.keys = KeyRuns()
         self.inserts = 0
 
     def add(self, rows: pa.Table) -> None:
+        self.keys.add(rows.column(self.w.key_col or RECORD_KEY_COL))
         self.enc.add(rows)
         self.inserts += rows.num_rows
 
@@ -115,9 +147,11 @@ class _OpenFile:
             trail, body = None, None
             if base is not None:
                 # Its rows are all kept: copied as row groups when the file allows it.
-                trail, body = base_to_copy(w.store, base, w.out.schema)
+                copied, body = base_to_copy(w.store, base, w.out.schema)
+                trail = None if copied is None else _KeysNoted(copied, self.keys)
             if base is not None and trail is None:
                 for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows, body):
+                    self.keys.add(part.column(w.key_col or RECORD_KEY_COL))
                     self.enc.add(part)
             encoded = self.enc.finish(trail)
             self.upload.commit()
@@ -129,19 +163,18 @@ class _OpenFile:
             self.target.group,
         )  # fmt: skip
         # A stream's file learns its key count only as it closes: its filter is built from
-        # the keys it held, a row group's at a time (the same filter as from all at once,
-        # without copying every key of the file for the hash).
-        keys = self.enc.keys()
-        bloom = BloomBuilder(len(keys), w.fpp)
-        for chunk in keys.chunks:
+        # the keys it noted, as text a chunk at a time (the same filter as from all at once).
+        bloom = BloomBuilder(self.keys.count, w.fpp)
+        for chunk in self.keys.texts():
             bloom.add(chunk)
         written = WrittenSlice(f, encoded.key_range, bloom.finish())
         stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
-        # The new records were encoded first: their keys lead the file's (kept for the
+        # The new records were added first: their keys lead the file's (kept for the
         # record-level index only).
         keep = w.plan.record_index is not None
-        new = keys.slice(0, self.inserts) if keep else pa.chunked_array([], pa.string())
-        return f, stats, new
+        new = list(self.keys.texts(self.inserts)) if keep else []
+        self.keys = KeyRuns()
+        return f, stats, pa.chunked_array(new, pa.string())
 
     def abort(self) -> None:
         self.enc.abandon()
@@ -160,35 +193,6 @@ class _Partition:
     closed: list[tuple[DataFile, dict[str, Any], pa.ChunkedArray]] = field(default_factory=list)
 
 
-class _Seen:
-    """The keys a stream has written in one scope (a partition, or the whole table for a
-    global key), as compared (`order`: the integer key column when there is one, whose
-    numbers are smaller and quicker to match than their text; else the record keys): their
-    range first, their set only when a batch's range overlaps it."""
-
-    def __init__(self, kind: pa.DataType) -> None:
-        self.kind = kind
-        self.lo: Any = None
-        self.hi: Any = None
-        self.keys: list[pa.Array | pa.ChunkedArray] = []
-
-    def repeated(self, order: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Which of the keys (`order`, as compared) were written before."""
-        mm = pc.min_max(order)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        out = np.zeros(len(order), dtype=bool)
-        if self.keys and not (hi < self.lo or lo > self.hi):
-            chunks = [c for k in self.keys for c in getattr(k, "chunks", [k])]
-            seen = pa.chunked_array(chunks, self.kind).combine_chunks()
-            out = pc.is_in(order, value_set=seen).to_numpy(zero_copy_only=False)
-        self.lo = lo if self.lo is None else min(lo, self.lo)
-        self.hi = hi if self.hi is None else max(hi, self.hi)
-        return out
-
-    def add(self, order: pa.Array | pa.ChunkedArray) -> None:
-        self.keys.append(order)
-
-
 class _Writing:
     """The state of one streamed insert."""
 
@@ -205,9 +209,11 @@ class _Writing:
         self.record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
         self.per_file = max(1, s.parquet_max_file_size // self.record_size)
         self.parts: dict[str, _Partition] = {}
-        self.seen: dict[str, _Seen] = {}
+        self.seen: dict[str, WrittenKeys] = {}
         self.pool = ThreadPoolExecutor(max(1, s.write_parallelism))
         self.inflight: list[Future[None]] = []  # the writes of the batch in hand
+        self.most_held = 0  # the most rows held not yet encoded after a write, in bytes
+        self.batches = 0
 
     def fill(self, p: _Partition, count: int) -> _Target | None:
         """The next small file the partition fills with `count` records in hand (the rule
@@ -242,6 +248,7 @@ class _Writing:
             room = p.open.target.capacity - p.open.inserts
             p.open.add(rows.slice(0, room))
             rows = rows.slice(room)
+            self.within_limit(p.open.enc)
             if p.open.inserts >= p.open.target.capacity:
                 opened, p.open = p.open, None
                 p.closed.append(opened.close())
@@ -268,17 +275,35 @@ class _Writing:
         self.start(fn, items)
         self.wait()
 
-    def bound_held(self) -> None:
-        """Keep the rows the open files hold not yet encoded within `write_buffer_limit_bytes`:
-        past it, the files holding most encode theirs now (on the pool) as shorter row
-        groups, so a stream whose partitions fill row groups slowly holds a bounded amount,
-        not up to a row group per partition."""
+    def held_bytes(self) -> int:
+        """The Arrow bytes of the rows the open files hold not yet encoded (read while the
+        pool writes: each file's count is its own thread's, the sum a moment's)."""
+        return sum(p.open.enc.held_bytes for p in list(self.parts.values()) if p.open)
+
+    def within_limit(self, enc: SliceEncoder) -> None:
+        """After a partition's rows went into its file (`enc`, on that partition's thread):
+        if the rows held across the open files are past `write_buffer_limit_bytes`, this
+        file encodes its own now, as a shorter row group. Before it added them the sum was
+        within the limit, so once it has encoded them it is again: the rows held stay
+        within the limit however big a batch is."""
+        total = self.held_bytes()
+        if total > self.buffer_limit:
+            total -= enc.held_bytes
+            enc.flush()
+        self.most_held = max(self.most_held, total)
+
+    def bound_held(self, incoming: int) -> None:
+        """Make room for a batch's rows (`incoming` Arrow bytes) within
+        `write_buffer_limit_bytes` before they are written: the files holding most encode
+        theirs now (on the pool) as shorter row groups, so the files' own rule above seldom
+        has to encode a file holding a few rows, and a stream whose partitions fill row
+        groups slowly holds a bounded amount, not up to a row group per partition."""
         opened = [p.open for p in self.parts.values() if p.open is not None and p.open.enc.held]
         opened.sort(key=lambda o: o.enc.held_bytes, reverse=True)
         total = sum(o.enc.held_bytes for o in opened)
         flush = []
         for o in opened:
-            if total <= self.buffer_limit:
+            if total + incoming <= self.buffer_limit:
                 break
             flush.append((o.enc,))
             total -= o.enc.held_bytes
@@ -312,7 +337,7 @@ def _repeated(w: _Writing, batch: Batch, inserts: dict[str, np.ndarray]) -> pa.A
     repeated: list[pa.Array] = []
     for scope, pos in scopes.items():
         kind = w.out.schema.field(key_col).type if key_col else pa.string()
-        seen = w.seen.setdefault(scope, _Seen(kind))
+        seen = w.seen.setdefault(scope, WrittenKeys(kind))
         if len(pos) == len(batch.keys):  # every record of the batch (positions distinct)
             keys = batch.keys
             order = pc.cast(batch.rows.column(key_col), kind) if key_col else keys
@@ -361,6 +386,16 @@ def _plan_batch(w: _Writing, data: pa.Table) -> list[tuple[_Partition, pa.Table,
     ]
 
 
+def _incoming_bytes(work: list[tuple[_Partition, pa.Table, np.ndarray]]) -> int:
+    """About the Arrow bytes a batch's new records take once split by partition (the
+    batch's bytes in proportion to the records written)."""
+    if not work:
+        return 0
+    rows = work[0][1]
+    records = sum(len(pos) for _, _, pos in work)
+    return int(rows.nbytes * records // max(1, rows.num_rows))
+
+
 def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
     """Each batch planned on this thread while the pool writes the one before it into its
     partitions' open files; between batches, the rows held unencoded are bounded."""
@@ -369,8 +404,9 @@ def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
         work = _plan_batch(w, data)
         del data  # not held while the next batch is read
         w.wait()
-        w.bound_held()
+        w.bound_held(_incoming_bytes(work))
         w.start(w.write, work)
+        w.batches += 1
         del work
         data = next(batches, None)
     w.wait()
@@ -380,7 +416,11 @@ def _details(w: _Writing, props: KeyedProperties) -> dict[str, Any]:
     closed = [c for name in sorted(w.parts) for c in w.parts[name].closed]
     details: dict[str, Any] = {
         WRITE_STATS: [stats for _, stats, _ in closed],
-        "keyed": {"files_read": w.plan.files_read, "properties": props.to_json()},
+        "keyed": {
+            "files_read": w.plan.files_read,
+            "properties": props.to_json(),
+            "stream": {"batches": w.batches, "most_held_bytes": w.most_held},
+        },
     }
     if w.plan.record_index is not None:
         changes = [
@@ -419,7 +459,7 @@ def insert_stream(
         txn.schema = schema
         w = _Writing(table, plan, SliceOut(txn.instant_time, txn.data_key, schema), on_duplicate)
         if first is not None:
-            stream = itertools.chain((first,), batches)
+            stream = chained([first], batches)
             del first  # not held past its own batch
             _write_batches(w, stream)
         w.run(w.finish, [(p,) for p in w.parts.values()])
