@@ -109,3 +109,20 @@ def test_table_options_parse_to_enums_and_refuse_other_names_in_one_line() -> No
     with pytest.raises(SparkWriteError) as e:
         keyed_options({"operation": "insert", "onDuplicate": "keep"})
     assert str(e.value) == "onDuplicate must be one of fail, drop, not 'keep'"
+
+
+def test_the_keyed_index_comes_from_the_option_else_the_session() -> None:
+    """`keyedIndex` (any case of the name and value) wins over `spark.flowledger.keyedIndex`;
+    neither leaves the setting's default; another value is refused in one line."""
+    from flowledger.spark.conf import table_settings
+    from timeline import KeyedIndex
+
+    conf = {"spark.flowledger.keyedIndex": "record_level"}
+    assert table_settings({}).keyed_index is KeyedIndex.AUTO
+    assert table_settings(conf).keyed_index is KeyedIndex.RECORD_LEVEL
+    assert table_settings(conf, {"KEYEDINDEX": "RANGE_BLOOM"}).keyed_index is (
+        KeyedIndex.RANGE_BLOOM
+    )
+    with pytest.raises(SparkWriteError) as e:
+        table_settings({}, {"keyedIndex": "bloom"})
+    assert str(e.value) == "keyedIndex must be one of auto, range_bloom, record_level, not 'bloom'"
