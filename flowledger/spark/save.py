@@ -24,6 +24,7 @@ from .commit_info import WRITE_ID_METADATA_KEY, CommitInfo
 from .committing import MODES, entry_commit_info, partition_columns
 from .conf import store_settings, table_settings, write_conf
 from .errors import SparkWriteError
+from .input_files import input_files
 from .keyed_options import keyed_options, requested_properties
 from .paths import resolve_repo_uri, table_path
 
@@ -33,8 +34,9 @@ LOOKBACK = 100
 
 
 def plan_inputs(df: Any) -> tuple[str, ...]:
-    """The files `df` reads, as Spark names them (empty for in-memory data, `spark.range`)."""
-    return tuple(str(p) for p in df.inputFiles())
+    """The files `df` reads, as Spark names them, those behind a cached DataFrame included
+    (input_files.py; empty for in-memory data, `spark.range`)."""
+    return input_files(df)
 
 
 def save(
