@@ -14,7 +14,7 @@ import flowledger.spark.keyed_shards as shards
 from flowledger.spark.conf import CONF_PREFIX, KEYED_INDEX_OPTION
 from flowledger.spark.errors import SparkWriteError
 from storage import open_store
-from timeline import KeyedIndex, Table
+from timeline import KeyedIndex, Table, plan_engine_write
 
 pytestmark = pytest.mark.spark
 
@@ -25,13 +25,12 @@ def test_the_keyed_index_option_reaches_the_plan(
     registered: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planned: list[KeyedIndex] = []
-    plan = shards.plan_engine_write
 
     def spy(table: Table, *args: Any) -> Any:
         planned.append(table.settings.keyed_index)
-        return plan(table, *args)
+        return plan_engine_write(table, *args)
 
-    monkeypatch.setattr(shards, "plan_engine_write", spy)
+    monkeypatch.setattr(shards, "plan_engine_write", spy)  # as the driver calls it
     uri = str(tmp_path / "t")
     df = registered.createDataFrame([(1, 1, 0), (2, 1, 0)], "id long, ts long, v long")
     fs.save(df, uri, options={**OPTIONS, "operation": "upsert", "keyedIndex": "Range_Bloom"})
