@@ -10,8 +10,8 @@ from typing import Any
 from timeline import COMMIT, REPLACE_COMMIT, DataFile, Entry, Instant
 
 from .commit_info import CommitHook, CommitInfo, OutputFile, SparkJobInfo
-from .input_files import input_files
 from .paths import TablePath
+from .plan_files import plan_files
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def job_info(spark: Any, df: Any = None, default_job: str = "flowledger.write") 
     inputs: tuple[str, ...] = ()
     if df is not None:
         try:
-            inputs = input_files(df)
+            inputs = plan_files(df)
         except Exception:
             inputs = ()
     return SparkJobInfo(

@@ -24,9 +24,9 @@ from .commit_info import WRITE_ID_METADATA_KEY, CommitInfo
 from .committing import MODES, entry_commit_info, partition_columns
 from .conf import store_settings, table_settings, write_conf
 from .errors import SparkWriteError
-from .input_files import input_files
 from .keyed_options import keyed_options, requested_properties
 from .paths import resolve_repo_uri, table_path
+from .plan_files import plan_files
 
 #: How many of the newest writes `save` looks through for its own commit (concurrent writers
 #: may complete after it; more than this many between its commit and the lookup is unlikely).
@@ -35,8 +35,8 @@ LOOKBACK = 100
 
 def plan_inputs(df: Any) -> tuple[str, ...]:
     """The files `df` reads, as Spark names them, those behind a cached DataFrame included
-    (input_files.py; empty for in-memory data, `spark.range`)."""
-    return input_files(df)
+    (plan_files.py; empty for in-memory data, `spark.range`)."""
+    return plan_files(df)
 
 
 def save(

@@ -22,7 +22,7 @@ _ADAPTIVE = "AdaptiveSparkPlanExec"
 _CACHED = "InMemoryRelation"
 
 
-def input_files(df: Any) -> tuple[str, ...]:
+def plan_files(df: Any) -> tuple[str, ...]:
     """`df.inputFiles()`, then the files behind the cached relations of its plan, each
     once, in that order."""
     files = [str(f) for f in df.inputFiles()]
@@ -61,4 +61,4 @@ def _name(node: Any) -> str:
     return str(node.getClass().getSimpleName())
 
 
-__all__ = ["input_files"]
+__all__ = ["plan_files"]
