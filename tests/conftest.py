@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from storage import ObjectStore, capability
+from storage import ObjectStore, StoreSettings, capability, open_store
 from tests.support.backends import ALL_BACKENDS, LOCAL_AND_MINIO, Backend, make_backend
 from tests.support.cli import Cli
 from tests.support.fault_proxy import FaultProxy
 from tests.support.faults import proxy_for
+from tests.support.leaks import collect_leaks, release_frozen
 from tests.support.servers import MotoServer, S3Endpoint
 from tests.support.tiers import TIERS, required_tiers, unavailable
 
@@ -49,6 +50,21 @@ def _isolate_from_machine() -> None:
 
 _isolate_from_machine()
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request log lines
+
+
+# -- leaks -------------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _closes_what_it_opens() -> Iterator[None]:
+    """Fails the test that left a socket or file to be closed by the garbage collector
+    (after its own fixtures closed theirs: autouse fixtures are torn down last)."""
+    yield
+    leaked = collect_leaks()
+    if leaked:
+        pytest.fail(
+            f"left {len(leaked)} resource(s) unclosed, e.g. {leaked[0]} (close the stores "
+            "and files the test opens: `contextlib.closing(open_store(...))`, a fixture)",
+            pytrace=False,
+        )
 
 
 # -- tier enforcement --------------------------------------------------------------------------
@@ -77,6 +93,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    release_frozen()  # tests/support/leaks.py
     required = required_tiers()
     if not required:
         return
@@ -173,6 +190,21 @@ def store(backend: Backend) -> Iterator[ObjectStore]:
 @pytest.fixture
 def make_store(backend: Backend) -> Callable[..., ObjectStore]:
     return backend.open
+
+
+@pytest.fixture
+def opened() -> Iterator[Callable[..., ObjectStore]]:
+    """`opened(uri, settings=None)`: `open_store`, the store closed when the test ends."""
+    stores: list[ObjectStore] = []
+
+    def open_(uri: str, settings: StoreSettings | None = None) -> ObjectStore:
+        store = open_store(uri, settings)
+        stores.append(store)
+        return store
+
+    yield open_
+    for store in stores:
+        store.close()
 
 
 @pytest.fixture

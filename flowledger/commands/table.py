@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +18,15 @@ from provenance import ProvenanceRepository
 from provenance import sql as prov_sql
 from storage import ErrorKind, open_store
 from storage.uri import resolve_repo
-from timeline import Instant, Table, check_table, conform, local_parquet, merge_schemas
+from timeline import (
+    Instant,
+    KeyedIndex,
+    Table,
+    check_table,
+    conform,
+    local_parquet,
+    merge_schemas,
+)
 from timeline.keyed import (
     KeyedProperties,
     KeyScope,
@@ -143,13 +152,22 @@ def write(
     partition_by: Annotated[
         list[str] | None, typer.Option("--partition-by", help="Partition column (CSV/repeat)")
     ] = None,
+    keyed_index: Annotated[
+        str | None,
+        typer.Option(
+            "--keyed-index",
+            help=f"With --operation: the index keys are looked up in, {', '.join(KeyedIndex)} "
+            "(default auto: the record-level index once `timeline index` built it)",
+        ),
+    ] = None,
     repo: RepoOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Write FILEs (Parquet or CSV) to the table as one commit. A keyed operation on a table
     inside the repository (--repo) records each written file slice's provenance there."""
+    index = None if keyed_index is None else KeyedIndex.parse(keyed_index, "--keyed-index")
     if operation is not None:
-        done = _keyed_write(ctx, table_uri, files or [], mode, operation, where, repo)
+        done = _keyed_write(ctx, table_uri, files or [], mode, operation, where, repo, index)
         if as_json:
             emit_json(instant_json(done))
         else:
@@ -157,6 +175,8 @@ def write(
         return
     if where is not None:
         raise ValueError("--where applies to --operation delete")
+    if index is not None:
+        raise ValueError("--keyed-index applies to a keyed write (--operation)")
     if not files:
         raise ValueError("no FILE given to write")
     data = _load(files)
@@ -180,6 +200,7 @@ def _keyed_write(
     operation: str,
     where: str | None,
     repo: str | None = None,
+    keyed_index: KeyedIndex | None = None,
 ) -> Instant:
     op = WriteOperation.parse(operation, "--operation")
     if mode != "append":
@@ -188,7 +209,10 @@ def _keyed_write(
         raise ValueError("--where deletes by a predicate: use it with --operation delete alone")
     if not files and where is None:
         raise ValueError(f"no FILE given to {op}")
-    table = open_table(ctx, table_uri)
+    settings = cli_context(ctx).table_settings()
+    if keyed_index is not None:
+        settings = replace(settings, keyed_index=keyed_index)
+    table = open_table(ctx, table_uri, settings)
     with _slice_provenance(cli_context(ctx), table, repo, files, op):
         return _keyed_operation(table, files, op, where)
 

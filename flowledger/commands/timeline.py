@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from storage import open_store
-from timeline import KEEP_LATEST_COMMITS, TIMELINE, Instant, Table
+from timeline import KEEP_LATEST_COMMITS, TIMELINE, Instant, Table, TableSettings
 
 from ..context import cli_context
 from ..errors import MissingArgument, NoSuchTable
@@ -20,7 +20,8 @@ from .options import JsonOption, TableOption
 app = typer.Typer(no_args_is_help=True, help="Hudi-style timeline of a table.")
 
 
-def open_table(ctx: typer.Context, uri: str | None) -> Table:
+def open_table(ctx: typer.Context, uri: str | None, settings: TableSettings | None = None) -> Table:
+    """The table at `uri`, opened with `settings` (default: the invocation's)."""
     if not uri:
         raise MissingArgument(
             "no table given: pass --table URI (e.g. ./flowledger-data/tables/t1) or set "
@@ -31,7 +32,7 @@ def open_table(ctx: typer.Context, uri: str | None) -> Table:
     # say so instead of showing an empty table, and create nothing (one short LIST).
     if not store.list_page(TIMELINE, max_keys=1).objects:
         raise NoSuchTable(f"no table at {store.uri}: nothing was ever written there")
-    return Table.open(store, cli_context(ctx).table_settings())
+    return Table.open(store, settings or cli_context(ctx).table_settings())
 
 
 def describe(table: Table) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from timeline import COMMIT, REPLACE_COMMIT, DataFile, Entry, Instant
 
 from .commit_info import CommitHook, CommitInfo, OutputFile, SparkJobInfo
 from .paths import TablePath
+from .plan_files import plan_files
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def job_info(spark: Any, df: Any = None, default_job: str = "flowledger.write") 
     inputs: tuple[str, ...] = ()
     if df is not None:
         try:
-            inputs = tuple(str(p) for p in df.inputFiles())
+            inputs = plan_files(df)
         except Exception:
             inputs = ()
     return SparkJobInfo(

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from storage import StoreSettings
-from timeline import TableSettings
+from timeline import KeyedIndex, TableSettings
 
 from .commit_info import REPO_CONF_KEY
 from .errors import SparkWriteError
@@ -29,6 +29,10 @@ TABLE_OPTIONS = MappingProxyType(
     }
 )
 CONF_PREFIX = "spark.flowledger."
+#: Writer option / Spark conf (with the `spark.flowledger.` prefix) naming the index a keyed
+#: write looks its keys up in (`TableSettings.keyed_index`; Hudi's `hoodie.index.type`
+#: names the key scope here, as its global and partition indexes do).
+KEYED_INDEX_OPTION = "keyedIndex"
 #: The s3a options `store_settings` reads (after `S3A`).
 S3A_OPTIONS = (
     "endpoint",
@@ -43,6 +47,7 @@ S3A_OPTIONS = (
 WRITE_KEYS = (
     *(S3A + name for name in S3A_OPTIONS),
     *(CONF_PREFIX + name for name in TABLE_OPTIONS),
+    CONF_PREFIX + KEYED_INDEX_OPTION,
     REPO_CONF_KEY,
 )
 
@@ -99,7 +104,22 @@ def table_settings(
             values[attr] = raw.upper() if attr == "failed_writes_cleaner_policy" else int(raw)
         except ValueError:
             raise SparkWriteError(f"option {name} must be a whole number, not {raw!r}") from None
+    if (index := keyed_index(conf, options or {})) is not None:
+        values["keyed_index"] = index
     try:
         return TableSettings(**values)
     except ValueError as exc:
         raise SparkWriteError(f"{exc} (options {', '.join(TABLE_OPTIONS)})") from None
+
+
+def keyed_index(conf: Mapping[str, str], options: Mapping[str, str]) -> KeyedIndex | None:
+    """The `keyedIndex` writer option (any case), else `spark.flowledger.keyedIndex`; None
+    when neither is set (the setting's default). Another name is refused in one line."""
+    lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    raw = lowered.get(KEYED_INDEX_OPTION.lower()) or conf.get(CONF_PREFIX + KEYED_INDEX_OPTION)
+    if raw is None:
+        return None
+    try:
+        return KeyedIndex.parse(raw, KEYED_INDEX_OPTION)
+    except ValueError as exc:
+        raise SparkWriteError(str(exc)) from None

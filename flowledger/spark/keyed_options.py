@@ -125,9 +125,15 @@ def requested_properties(options: Mapping[str, str]) -> KeyedProperties | None:
 def resolve_properties(table: Table, options: Mapping[str, str]) -> tuple[Table, KeyedProperties]:
     """The keyed table and its properties: created from the options on the first write
     (Hudi creates its table so), checked against them afterwards (the table as opened
-    already holding them is the check, with no second read of it)."""
+    already holding them is the check, with no second read of it).
+
+    A table whose listing (made when it was opened) shows no instant is new: it is created
+    without first reading properties it cannot have yet, so a session's first write into a
+    new table reads what `Table.create` reads and no more. (A creator that crashed between
+    its properties and its creation commit left properties behind: `Table.create` reads
+    and checks those.)"""
     wanted = requested_properties(options)
-    if wanted is not None and wanted != table.properties:
+    if wanted is not None and (_listed_empty(table) or wanted != table.properties):
         table = Table.create(table.store, wanted, table.settings)
     props = table.properties
     if props is None:
@@ -136,3 +142,9 @@ def resolve_properties(table: Table, options: Mapping[str, str]) -> tuple[Table,
             ".option('recordKey', ...) (hoodie.datasource.write.recordkey.field)"
         )
     return table, props
+
+
+def _listed_empty(table: Table) -> bool:
+    """Whether the table's last listing held no instant at all (no request)."""
+    timeline, completed = table.instants.known_timeline()
+    return not timeline.instants and not completed

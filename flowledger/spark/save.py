@@ -26,6 +26,7 @@ from .conf import store_settings, table_settings, write_conf
 from .errors import SparkWriteError
 from .keyed_options import keyed_options, requested_properties
 from .paths import resolve_repo_uri, table_path
+from .plan_files import plan_files
 
 #: How many of the newest writes `save` looks through for its own commit (concurrent writers
 #: may complete after it; more than this many between its commit and the lookup is unlikely).
@@ -33,8 +34,9 @@ LOOKBACK = 100
 
 
 def plan_inputs(df: Any) -> tuple[str, ...]:
-    """The files `df` reads, as Spark names them (empty for in-memory data, `spark.range`)."""
-    return tuple(str(p) for p in df.inputFiles())
+    """The files `df` reads, as Spark names them, those behind a cached DataFrame included
+    (plan_files.py; empty for in-memory data, `spark.range`)."""
+    return plan_files(df)
 
 
 def save(

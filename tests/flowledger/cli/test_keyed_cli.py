@@ -148,3 +148,34 @@ def test_an_unknown_table_option_is_refused_in_one_line(
     _ok("table", "create", uri, "--record-key", "id", "--table-type", "MERGE_ON_READ")
     assert _json("table", "create", uri, "--record-key", "id", "--table-type",
                  "merge_on_read")["table_type"] == "merge_on_read"  # fmt: skip
+
+
+def test_the_keyed_index_is_chosen_per_write(tmp_path: Path, monkeypatch: Any) -> None:
+    """`table write --operation ... --keyed-index NAME` writes through a table opened with
+    that `keyed_index` setting; another name is refused in one line before anything is
+    written, and the option means nothing to a plain write."""
+    from timeline import KeyedIndex, Table
+
+    seen: list[KeyedIndex] = []
+    upsert = Table.upsert
+
+    def spy(self: Table, *args: Any, **kwargs: Any) -> Any:
+        seen.append(self.settings.keyed_index)
+        return upsert(self, *args, **kwargs)
+
+    monkeypatch.setattr(Table, "upsert", spy)
+    uri = str(tmp_path / "t")
+    _ok("table", "create", uri, "--record-key", "id")
+    a = _csv(tmp_path / "a.csv", "id,v\n1,x\n")
+    _ok("table", "write", uri, a, "--operation", "upsert", "--keyed-index", "RANGE_BLOOM")
+    _ok("table", "write", uri, a, "--operation", "upsert")
+    assert seen == [KeyedIndex.RANGE_BLOOM, KeyedIndex.AUTO]
+    bad = runner.invoke(app, ["table", "write", uri, a, "--operation", "upsert",
+                              "--keyed-index", "hash"])  # fmt: skip
+    assert bad.exit_code != 0
+    assert str(bad.exception) == (
+        "--keyed-index must be one of auto, range_bloom, record_level, not 'hash'"
+    )
+    plain = runner.invoke(app, ["table", "write", uri, a, "--keyed-index", "auto"])
+    assert plain.exit_code != 0 and "applies to a keyed write" in str(plain.exception)
+    assert len(seen) == 2 and _json("table", "read", uri, "--count")["rows"] == 1

@@ -40,6 +40,23 @@ def test_other_properties_than_the_tables_are_refused(tmp_path: Path) -> None:
         resolve_properties(Table.open(store), {**OPTIONS, "recordKey": "other"})
 
 
+def test_a_new_table_is_created_with_the_reads_of_table_create_alone(tmp_path: Path) -> None:
+    """A session's first write opens the table (it may exist) and finds its listing empty:
+    it creates the table reading no more than a program's `Table.create` does (it does not
+    read the properties a new table cannot have)."""
+    python = open_store(f"file://{tmp_path}/python", StoreSettings(fsync=False))
+    python_calls = counted_calls(python)
+    Table.create(python, KeyedProperties.of("id", ordering_field="ts", partition_by="part"))
+    spark = open_store(f"file://{tmp_path}/spark", StoreSettings(fsync=False))
+    spark_calls = counted_calls(spark)
+    table, props = resolve_properties(Table.open(spark), OPTIONS)
+    assert table.properties == props and props.ordering_field == "ts"
+    gets = ("get_object", "open_read")
+    assert sum(spark_calls[n] for n in gets) <= sum(python_calls[n] for n in gets), (
+        spark_calls, python_calls,
+    )  # fmt: skip
+
+
 def test_the_first_write_creates_the_keyed_table(tmp_path: Path) -> None:
     store = open_store(f"file://{tmp_path}/t", StoreSettings(fsync=False))
     _, props = resolve_properties(Table.open(store), OPTIONS)
@@ -92,3 +109,20 @@ def test_table_options_parse_to_enums_and_refuse_other_names_in_one_line() -> No
     with pytest.raises(SparkWriteError) as e:
         keyed_options({"operation": "insert", "onDuplicate": "keep"})
     assert str(e.value) == "onDuplicate must be one of fail, drop, not 'keep'"
+
+
+def test_the_keyed_index_comes_from_the_option_else_the_session() -> None:
+    """`keyedIndex` (any case of the name and value) wins over `spark.flowledger.keyedIndex`;
+    neither leaves the setting's default; another value is refused in one line."""
+    from flowledger.spark.conf import table_settings
+    from timeline import KeyedIndex
+
+    conf = {"spark.flowledger.keyedIndex": "record_level"}
+    assert table_settings({}).keyed_index is KeyedIndex.AUTO
+    assert table_settings(conf).keyed_index is KeyedIndex.RECORD_LEVEL
+    assert table_settings(conf, {"KEYEDINDEX": "RANGE_BLOOM"}).keyed_index is (
+        KeyedIndex.RANGE_BLOOM
+    )
+    with pytest.raises(SparkWriteError) as e:
+        table_settings({}, {"keyedIndex": "bloom"})
+    assert str(e.value) == "keyedIndex must be one of auto, range_bloom, record_level, not 'bloom'"

@@ -9,12 +9,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from storage import open_store
+from storage import ObjectStore
 from storage.s3a import s3a_conf
 from tests.support.keyed_spark import apply_python, comparable
 from tests.support.paths import REPO_ROOT
@@ -40,7 +40,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def test_keyed_writes_on_a_standalone_cluster_equal_the_python_path(
-    cluster: Cluster, minio: S3Endpoint, tmp_path: Path
+    cluster: Cluster, minio: S3Endpoint, tmp_path: Path, opened: Callable[..., ObjectStore]
 ) -> None:
     from infra import spark as infra_spark
 
@@ -73,12 +73,12 @@ def test_keyed_writes_on_a_standalone_cluster_equal_the_python_path(
     want = comparable(reference, ref_instants)
     for writer, uri in tables.items():
         instants = got["instants"][writer]
-        table = Table.open(open_store(uri, minio.settings()))
+        table = Table.open(opened(uri, minio.settings()))
         assert comparable(table, instants) == want, writer
 
 
 def test_a_compaction_on_a_standalone_cluster(
-    cluster: Cluster, minio: S3Endpoint, tmp_path: Path
+    cluster: Cluster, minio: S3Endpoint, tmp_path: Path, opened: Callable[..., ObjectStore]
 ) -> None:
     """`flowledger.spark.compact` end to end: the plan scheduled by the driver, the file
     groups compacted by the executors, the compaction completed as a commit."""
@@ -92,7 +92,7 @@ def test_a_compaction_on_a_standalone_cluster(
     props = KeyedProperties.of(
         "id", ordering_field="ts", partition_by="p", table_type="merge_on_read"
     )
-    store = open_store(f"s3://{bucket}/tables/mor", minio.settings())
+    store = opened(f"s3://{bucket}/tables/mor", minio.settings())
     table = Table.create(store, props, TableSettings(compaction_mode="off"))
 
     def rows(ids: list[int], v: str, ts: int) -> pa.Table:
@@ -125,7 +125,7 @@ def test_a_compaction_on_a_standalone_cluster(
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["executors"] == 2 and got["driver_pid"] not in got["python_workers"]
     assert len(got["compacted"]) == 1
-    after = Table.open(open_store(f"s3://{bucket}/tables/mor", minio.settings()))
+    after = Table.open(store)
     e = after.entry(got["compacted"][0])
     assert e.action == COMMIT and e.metadata["operation"] == "compact"
     assert sorted(after.read().to_pylist(), key=lambda r: r["id"]) == want

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -219,10 +220,10 @@ def test_input_files_over_s3a_are_read_with_the_sessions_credentials(
     frame = registered.createDataFrame(_rows(0, 60).to_pandas()).repartition(3)
     frame.write.parquet(f"s3a://{bucket}/in")
     uri = f"s3a://{bucket}/tables/t"
-    opened: list[str] = []
+    asked: list[str] = []
 
     def counted(uri: str, settings: Any = None) -> Any:
-        opened.append(uri)
+        asked.append(uri)
         return open_store(uri, settings)
 
     monkeypatch.setattr(direct_scan, "open_store", counted)
@@ -230,7 +231,7 @@ def test_input_files_over_s3a_are_read_with_the_sessions_credentials(
     assert DIRECT in direct_log.text
     scan = parquet_scan(registered.read.parquet(f"s3a://{bucket}/in"))
     assert scan is not None and len(scan.files) == 3
-    assert opened == [f"s3://{bucket}"]
+    assert asked == [f"s3://{bucket}"]
     reference = _python(tmp_path / "python", _rows(0, 60))
-    table = Table.open(open_store(f"s3://{bucket}/tables/t", minio.settings()))
-    assert comparable(table, instants) == comparable(*reference)
+    with closing(open_store(f"s3://{bucket}/tables/t", minio.settings())) as store:
+        assert comparable(Table.open(store), instants) == comparable(*reference)

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import pytest
 
 import flowledger.spark as fs
 from flowledger.spark.commit_info import REPO_CONF_KEY
-from storage import open_store
+from storage import ObjectStore
 from tests.support.paths import REPO_ROOT
 from tests.support.servers import S3Endpoint
 from timeline import Table
@@ -75,11 +75,11 @@ def _frame(spark: Any, start: int, end: int) -> Any:
 
 
 def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
-    spark: Any, minio: S3Endpoint
+    spark: Any, minio: S3Endpoint, opened: Callable[..., ObjectStore]
 ) -> None:
     uri = f"s3a://{minio.new_bucket()}/tables/t"
     fs.write(_frame(spark, 0, 10), uri)
-    before = Table.open(open_store(uri, minio.settings())).snapshot()
+    before = Table.open(opened(uri, minio.settings())).snapshot()
 
     # The driver is SIGKILLed after Spark wrote its files, before the instant completed.
     step = {"uri": uri, "mode": "append", "start": 100, "end": 200}
@@ -90,7 +90,7 @@ def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
     code, _, err = _finish(proc)
     assert code == -signal.SIGKILL, err[-3000:]
 
-    table = Table.open(open_store(uri, minio.settings()))
+    table = Table.open(opened(uri, minio.settings()))
     assert table.snapshot() == before
     pending = {i.time for i in table.timeline().pending()}
     assert len(pending) == 1
@@ -100,7 +100,7 @@ def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
     # Several writers (LAZY, the default): a write whose heartbeat has not expired may still be
     # running somewhere, so the next write leaves it alone...
     fs.write(_frame(spark, 200, 205), uri)
-    table = Table.open(open_store(uri, minio.settings()))
+    table = Table.open(opened(uri, minio.settings()))
     assert killed in {i.time for i in table.timeline().pending()}
     # ...and rolls it back once its heartbeat expired (interval x (misses + 1) + 1 s mtime slack).
     keys = {
@@ -115,7 +115,7 @@ def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
     finally:
         for k in keys:
             spark.conf.unset(k)
-    table = Table.open(open_store(uri, minio.settings()))
+    table = Table.open(opened(uri, minio.settings()))
     assert table.snapshot().rows == before.rows + 10
     assert not table.timeline().pending()
     assert not list(table.store.list(data_prefix(killed)))  # no orphan data files
@@ -123,11 +123,11 @@ def test_killed_driver_leaves_snapshot_and_next_write_rolls_it_back(
 
 
 def test_killed_driver_is_rolled_back_at_once_by_the_next_eager_write(
-    spark: Any, minio: S3Endpoint
+    spark: Any, minio: S3Endpoint, opened: Callable[..., ObjectStore]
 ) -> None:
     uri = f"s3a://{minio.new_bucket()}/tables/t"
     fs.write(_frame(spark, 0, 10), uri)
-    before = Table.open(open_store(uri, minio.settings())).snapshot()
+    before = Table.open(opened(uri, minio.settings())).snapshot()
 
     step = {"uri": uri, "mode": "append", "start": 100, "end": 200}
     proc = _start(
@@ -136,7 +136,7 @@ def test_killed_driver_is_rolled_back_at_once_by_the_next_eager_write(
     )
     code, _, err = _finish(proc)
     assert code == -signal.SIGKILL, err[-3000:]
-    table = Table.open(open_store(uri, minio.settings()))
+    table = Table.open(opened(uri, minio.settings()))
     assert table.snapshot() == before
     (killed,) = {i.time for i in table.timeline().pending()}
     assert list(table.store.list(data_prefix(killed)))
@@ -149,7 +149,7 @@ def test_killed_driver_is_rolled_back_at_once_by_the_next_eager_write(
         fs.write(_frame(spark, 300, 305), uri)
     finally:
         spark.conf.unset(key)
-    table = Table.open(open_store(uri, minio.settings()))
+    table = Table.open(opened(uri, minio.settings()))
     assert not table.timeline().pending()
     assert killed not in {i.time for i in table.timeline().completed()}
     assert table.snapshot().rows == before.rows + 5
@@ -159,7 +159,7 @@ def test_killed_driver_is_rolled_back_at_once_by_the_next_eager_write(
 
 
 def test_two_applications_append_both_and_overwrite_one_winner(
-    spark: Any, minio: S3Endpoint, tmp_path: Path
+    spark: Any, minio: S3Endpoint, tmp_path: Path, opened: Callable[..., ObjectStore]
 ) -> None:
     bucket = minio.new_bucket()
     appends, overwrites = f"s3a://{bucket}/tables/appends", f"s3a://{bucket}/tables/over"
@@ -196,5 +196,5 @@ def test_two_applications_append_both_and_overwrite_one_winner(
     assert losses[0]["winner"] == wins[0]["instant"]
     assert f"replacecommit {wins[0]['instant']}" in losses[0]["conflict"]
     assert fs.read(spark, overwrites).count() == wins[0]["rows"]
-    table = Table.open(open_store(overwrites, minio.settings()))
+    table = Table.open(opened(overwrites, minio.settings()))
     assert not table.timeline().pending()  # the loser rolled its own write back
