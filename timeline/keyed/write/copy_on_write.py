@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from .request import PreparedWrite
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 @dataclass
 class Group:
     """One file group this write gives a new slice."""
@@ -57,11 +60,19 @@ class Group:
     base: DataFile | None  # the slice it supersedes (None: a new file group); read when
     # the new slice is written, so one file group's rows are in memory at a time
     drop: set[int] = field(default_factory=set)  # base rows removed (updated or deleted)
-    new: list[int] = field(default_factory=list)  # batch rows written into this group
-    placed: list[int] = field(default_factory=list)  # of which new or moved records
+    # Batch rows (positions, int64) written into this group, and of them the new or moved
+    # records: arrays, so handing them to Arrow's take is a view, not a conversion of
+    # Python ints under the GIL in every writer thread.
+    new: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    placed: np.ndarray = field(default_factory=lambda: _NO_ROWS)
     inserts: int = 0
     updates: int = 0
     deletes: int = 0
+
+    @property
+    def touched(self) -> bool:
+        """Whether the write changes this group (rows dropped from it or written into it)."""
+        return bool(self.drop) or len(self.new) > 0
 
 
 class _Rewrites:
@@ -86,7 +97,7 @@ class _Rewrites:
             fresh = set(r.row[sel].tolist()) - g.drop
             g.drop |= fresh
             stay = r.new[sel][~removed[sel]]
-            g.new.extend(stay.tolist())
+            g.new = np.concatenate([g.new, stay.astype(np.int64, copy=False)])
             g.updates += len(stay)
             g.deletes += len(fresh) - len(stay)
         gone = np.flatnonzero(removed)
@@ -108,10 +119,10 @@ def place_inserts(
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     per_file = max(1, s.parquet_max_file_size // record_size)
     by_group = {f.group: f for f in plan.files}
-    rewritten = {k for k, g in rewrites.groups.items() if g.drop or g.new} if rewrites else set()
+    rewritten = {k for k, g in rewrites.groups.items() if g.touched} if rewrites else set()
     new_groups: list[Group] = []
     for partition, rows in sorted(pending.items()):
-        todo = rows.tolist()
+        todo = np.asarray(rows, dtype=np.int64)
         if rewrites is not None:
             fills = fill_small_files(
                 [f for f in plan.files if f.partition == partition],
@@ -124,10 +135,10 @@ def place_inserts(
             for fill in fills:
                 g = rewrites.group_of(by_group[fill.group])
                 taken, todo = todo[: fill.records], todo[fill.records :]
-                g.new += taken
-                g.placed += taken
+                g.new = np.concatenate([g.new, taken])
+                g.placed = np.concatenate([g.placed, taken])
                 g.inserts += len(taken)
-        while todo:
+        while len(todo):
             taken, todo = todo[:per_file], todo[per_file:]
             new_groups.append(
                 Group(
@@ -135,7 +146,7 @@ def place_inserts(
                     partition,
                     None,
                     new=taken,
-                    placed=list(taken),
+                    placed=taken,
                     inserts=len(taken),
                 )
             )
@@ -165,12 +176,12 @@ def write_group_at(
     lead: CopiedBase | None = None
     if g.base is not None:
         body = located.take(g.base) if located is not None else None
-        if not g.drop and g.new:
+        if not g.drop and len(g.new):
             # Every row kept as it is: its row groups are copied, not decoded.
             lead, body = base_to_copy(store, g.base, schema, body)
         if lead is None:
             parts.append(base_rows(store, g.base, g.drop, schema, n, body))
-    if g.new and incoming is not None:
+    if len(g.new) and incoming is not None:
         parts.append(new_rows(incoming, g.new, schema, n))
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
     kept = g.base.rows - len(g.drop) if g.base is not None else 0
@@ -193,7 +204,7 @@ def index_changes(
     changes: list[tuple[pa.Array, pa.Array, pa.Array]] = []
     if batch is not None:
         for g in groups:
-            if g.placed:
+            if len(g.placed):
                 n = len(g.placed)
                 changes.append(
                     (
@@ -265,9 +276,7 @@ def write_rewrites(
         tombstones.append(rewrites.mark(decide_filter(plan, where)))
     new_groups = place_inserts(plan, pending, rewrites)
     # Bytes kept of files no group rewrites (their records were not replaced) go now.
-    plan.located.keep_only(
-        {g.base.path for g in rewrites.groups.values() if g.base and (g.drop or g.new)}
-    )
+    plan.located.keep_only({g.base.path for g in rewrites.groups.values() if g.base and g.touched})
     if on_plan is not None:
         on_plan(plan)
     slices = _write_groups(plan, out, rewrites, new_groups, batch)
@@ -284,7 +293,7 @@ def _write_groups(
     s, store = plan.table.settings, plan.table.store
     incoming_rows = batch.rows if batch is not None else None
     rewritten = sorted(rewrites.groups.values(), key=lambda g: g.group)
-    todo = [*(g for g in rewritten if g.drop or g.new), *new_groups]
+    todo = [*(g for g in rewritten if g.touched), *new_groups]
     first = sorted(range(len(todo)), key=lambda i: not plan.located.holds(todo[i].base))
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     fpp = plan.bloom_fpp

@@ -300,7 +300,7 @@ def delta_index_changes(r: _Routed) -> IndexChanges:
         for keys in d.delete_keys:
             changes.append(_mapped(keys, d.sl.partition, None))
     for g in r.new_groups:
-        if g.placed and r.keys is not None:
+        if len(g.placed) and r.keys is not None:
             keys = r.keys.take(pa.array(g.placed, pa.int64()))
             changes.append(_mapped(keys, g.partition, g.group))
     return changes

@@ -198,9 +198,10 @@ def kept_rows(
             yield conform(part.slice(offset, rows_per_batch), schema)
 
 
-def new_rows(incoming: pa.Table, positions: list[int], schema: pa.Schema,
+def new_rows(incoming: pa.Table, positions: np.ndarray, schema: pa.Schema,
              rows_per_batch: int) -> Iterator[pa.Table]:  # fmt: skip
     """The batch rows at `positions`, in the table's schema, `rows_per_batch` at a time."""
+    positions = np.asarray(positions, dtype=np.int64)
     for i in range(0, len(positions), rows_per_batch):
         take = pa.array(positions[i : i + rows_per_batch], pa.int64())
         yield conform(incoming.take(take), schema)
