@@ -152,3 +152,27 @@ def test_integer_keys_far_apart_are_matched_in_their_own_slice() -> None:
     assert got.column("v").to_pylist() == ["up", "b"]
     assert got.column("id").to_pylist() == [hi, lo]
     assert merge(base, [block], key_col="id").column("v").to_pylist() == ["up"]
+
+
+@pytest.mark.unit
+def test_named_rows_that_all_lose_add_no_chunk_and_no_copy() -> None:
+    """The usual named rows of a snapshot: every one is replaced by a newer upsert or
+    deleted. The merge then neither filters them nor adds an empty piece for them: its
+    result is the winning upserts alone, one chunk per slice (and an all-deleted slice
+    adds nothing)."""
+    named = pa.table(
+        {"id": [1, 2], RECORD_KEY_COL: ["1", "2"], "ts": [1, 1], "v": ["b", "b"]},
+        schema=SCHEMA.append(pa.field("v", pa.string())),
+    )
+    block = _block([(UPSERT, 1, 2), (UPSERT, 2, 2)], "l")
+    gone = _block([(DELETE, 1, 2), (DELETE, 2, 2)], "d")
+    rules = [Rule("ts", True)]
+    for key_col in ("id", None):
+        got = merge_slices([(named, [block], rules), (named, [gone], rules)], key_col=key_col)
+        assert got.column("v").to_pylist() == ["l.0", "l.1"]
+        assert got.column("v").num_chunks == 1
+        empty = merge_slices([(named, [gone], rules)], key_col=key_col)
+        assert empty.num_rows == 0
+        assert empty.schema == named.schema
+    kept = merge(named, [_block([(UPSERT, 1, 0)], "old")], rules, key_col="id")
+    assert kept.column("v").to_pylist() == ["b", "b"]  # an older upsert loses: kept as read

@@ -123,20 +123,24 @@ def merge_slices(
     cuts = np.searchsorted(dropped, starts)
     kept = [_without(b, dropped[cuts[g] : cuts[g + 1]] - starts[g]) for g, b in enumerate(bases)]
     out: list[pa.Table] = []
-    for g, b in enumerate(bases):
-        if b.num_rows:
+    for g in range(len(bases)):
+        if kept[g].num_rows:  # (a slice whose named rows all lost adds no empty chunk)
             out.append(kept[g])
         if bounds[g + 1] > bounds[g]:
             out.append(ups.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g])))
     if not out:
-        out = [*bases[:1], ups]
+        out = [*kept[:1], ups]
     return concat(out)
 
 
 def _without(b: pa.Table, gone: np.ndarray) -> pa.Table:
-    """`b` less the rows at `gone`: as it is when nothing goes, else filtered once."""
+    """`b` less the rows at `gone` (ascending, each once): as it is when nothing goes, an
+    empty slice of it when everything goes (the usual case for the named rows of a
+    snapshot: a log entry names them because it replaces them), else filtered once."""
     if not len(gone):
         return b
+    if len(gone) == b.num_rows:
+        return b.slice(0, 0)
     mask = np.ones(b.num_rows, dtype=bool)
     mask[gone] = False
     return b.filter(pa.array(mask))
