@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,7 +27,7 @@ from storage import FetchedRanges, IntegrityError, ObjectStore
 from ...errors import committed_object
 from ...metadata import DataFile
 from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified, row_group_spans
-from ...parquet_splice import FinishedFile, joinable, thrift_of
+from ...parquet_splice import FinishedFile, joinable
 from ..keys import RECORD_KEY_COL
 from . import base_stream
 
@@ -47,7 +47,8 @@ class CopiedBase(Protocol):
     footer: pq.FileMetaData
     body_len: int
 
-    def thrift(self) -> Any: ...
+    @property
+    def footer_bytes(self) -> bytes: ...
 
     def pieces(self) -> Iterator[tuple[bytes | memoryview, pa.ChunkedArray]]: ...
 
@@ -60,8 +61,9 @@ class WholeBase:
         self.footer = f.footer
         self.body_len = len(f.body)
 
-    def thrift(self) -> Any:
-        return self._f.thrift()
+    @property
+    def footer_bytes(self) -> bytes:
+        return self._f.footer_bytes
 
     def pieces(self) -> Iterator[tuple[bytes | memoryview, pa.ChunkedArray]]:
         pf = pq.ParquetFile(pa.BufferReader(self._f.data), metadata=self.footer)
@@ -87,9 +89,10 @@ class RangedBase:
         self._meta_at = f.size - 8 - int.from_bytes(data[-8:-4], "little")
         self.body_len = self._meta_at - 4
 
-    def thrift(self) -> Any:
+    @property
+    def footer_bytes(self) -> bytes:
         start, data = self._tail
-        return thrift_of(data[self._meta_at - start :])
+        return data[self._meta_at - start :]
 
     def pieces(self) -> Iterator[tuple[bytes | memoryview, pa.ChunkedArray]]:
         start, data = self._tail

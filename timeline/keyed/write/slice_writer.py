@@ -13,9 +13,9 @@ being encoded, the upload's buffer and the new file's bloom filter, sized up fro
 key count and filled a row group at a time (one byte per filter bit until it is packed).
 
 A file group that only takes new records keeps its base file's rows unchanged: those are not
-decoded at all, the base file's row groups are copied into the new file as bytes before or
-after the new rows' (`SliceEncoder`'s `lead` and `finish(trail)`; keyed/write/base_copy.py
-says which files qualify, timeline/parquet_splice.py how the footers are joined).
+decoded at all, the base file's row groups are copied into the new file as bytes ahead of the
+new rows' (`SliceEncoder`'s `lead`; keyed/write/base_copy.py says which files qualify,
+timeline/parquet_splice.py how the footers are joined).
 """
 
 from __future__ import annotations
@@ -36,14 +36,7 @@ from ...file_stats import describe_footer
 from ...layout import data_instant_time
 from ...metadata import DataFile
 from ...parquet_io import DICTIONARY_PAGE_LIMIT
-from ...parquet_splice import (
-    MAGIC,
-    footer_start,
-    joined_footer,
-    read_footer,
-    shift_row_groups,
-    thrift_of,
-)
+from ...parquet_splice import MAGIC, footer_start, joined_footer, read_footer
 from ...schema import conform
 from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
@@ -92,14 +85,11 @@ class _Counted:
     into the running CRC-32 and size, so the file is never held whole. Closing it closes
     nothing (the caller commits or aborts the upload).
 
-    For a file joined with a finished one (timeline/parquet_splice.py) the writer's first
-    `skip` bytes (its magic, when the finished file's bytes went first) are dropped, and from
-    `hold()` on what it writes (its footer) is kept here instead of passed on. `tell` is the
-    position in the writer's own file."""
+    For a file joined with a finished one (timeline/parquet_splice.py), from `hold()` on what
+    the writer writes (its footer) is kept here instead of passed on."""
 
-    def __init__(self, sink: Sink, skip: int = 0) -> None:
+    def __init__(self, sink: Sink) -> None:
         self._sink: Sink | None = sink
-        self._skip = skip
         self._held: bytearray | None = None
         self.written = 0
         self.crc = 0
@@ -112,14 +102,11 @@ class _Counted:
         if self._held is not None:
             self._held += data
             return n
-        if self._skip:
-            cut = min(self._skip, n)
-            data, self._skip = memoryview(data)[cut:], self._skip - cut
         self.put(data)
         return n
 
     def put(self, data: bytes | memoryview) -> None:
-        """Pass `data` on to the sink, counted (bytes not from the Parquet writer)."""
+        """Pass `data` on to the sink, counted."""
         if self._sink is None:  # abandoned: the upload was aborted
             return
         self._sink.write(data)  # type: ignore[arg-type]  # the stores' writers take any buffer
@@ -249,13 +236,16 @@ class SliceEncoder:
         *,
         lead: CopiedBase | None = None,
     ) -> None:
-        # `lead`: a finished file whose row groups go first, copied as they are.
-        self._out = _Counted(sink, skip=len(MAGIC) if lead is not None else 0)
+        # `lead`: a finished file whose row groups go first, copied as they are. Its bytes
+        # go through the writer's own file object, which counts the position the writer
+        # takes its offsets from: its row groups then name where they land after the copy.
+        self._out = _Counted(sink)
+        self._file = pa.PythonFile(self._out, mode="w")
         self._lead = lead
         self._schema = schema
         self._rows_per_group = rows_per_group
         self._writer = pq.ParquetWriter(
-            self._out, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+            self._file, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
         )
         self._seen = _KeysSeen(bloom)
         self._pending: list[pa.Table] = []
@@ -265,7 +255,6 @@ class SliceEncoder:
         self.groups = 0  # row groups written
         if lead is not None:
             try:
-                self._out.put(MAGIC)
                 self._copy(lead)
             except BaseException:
                 self.abandon()
@@ -298,47 +287,33 @@ class SliceEncoder:
         """Pass a copied file's row groups on as bytes, their record keys to the key range
         and the filter."""
         for piece, keys in f.pieces():
-            self._out.put(piece)
+            self._file.write(piece)
             self._seen.add(keys)
 
-    def finish(self, trail: CopiedBase | None = None) -> EncodedSlice:
+    def finish(self) -> EncodedSlice:
         """Encode what is held and write the footer (an empty file still carries the
-        schema). `trail`: a finished file whose row groups go last, copied as they are
-        (its footer joinable with this file's: timeline/parquet_splice.py)."""
+        schema; a file with a `lead` one footer for its row groups and the writer's)."""
         if self.held:
             self._flush(self.held)
         out = self._out
-        if self._lead is None and trail is None:
+        if self._lead is None:
             self._writer.close()
             md = self._writer.writer.metadata
-            return EncodedSlice(
-                out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
-            )
-        out.hold()
-        self._writer.close()
-        md = self._join(out.held(), trail)
+        else:
+            out.hold()
+            self._writer.close()
+            md = self._join(self._lead, out.held())
         return EncodedSlice(
             out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
         )
 
-    def _join(self, tail: bytes, trail: CopiedBase | None) -> pq.FileMetaData:
-        """Write the end of a joined file: what the Parquet writer wrote at close before its
-        footer, the trailing file's row groups, and one footer for all the row groups."""
-        out, lead = self._out, self._lead
+    def _join(self, lead: CopiedBase, tail: bytes) -> pq.FileMetaData:
+        """Write the end of a file led by `lead`'s row groups: what the Parquet writer wrote
+        at close before its footer, then one footer for all the row groups."""
         start = footer_start(MAGIC + tail) - len(MAGIC)
-        out.put(tail[:start])
-        mine = thrift_of(tail[start:])
-        # The writer's offsets count its own magic; the lead file's body sits before them.
-        groups = []
-        if lead is not None:
-            groups += shift_row_groups(lead.thrift(), 0)
-        groups += shift_row_groups(mine, lead.body_len if lead is not None else 0)
-        if trail is not None:
-            delta = out.size - len(MAGIC)
-            self._copy(trail)
-            groups += shift_row_groups(trail.thrift(), delta)
-        footer = joined_footer(mine, groups)
-        out.put(footer)
+        self._out.put(tail[:start])
+        footer = joined_footer(lead.footer_bytes, tail[start:])
+        self._out.put(footer)
         return read_footer(footer)
 
     def abandon(self) -> None:

@@ -52,7 +52,6 @@ from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
 from ..keys import RECORD_KEY_COL, integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
-from .base_copy import CopiedBase, base_to_copy
 from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
@@ -101,23 +100,6 @@ class _Target:
     capacity: int
 
 
-class _KeysNoted:
-    """A base file copied as row groups whose record keys are noted as its pieces pass on
-    (a stream's file builds its filter from the keys it noted, in file order)."""
-
-    def __init__(self, base: CopiedBase, keys: KeyRuns) -> None:
-        self._base, self._keys = base, keys
-        self.footer, self.body_len = base.footer, base.body_len
-
-    def thrift(self) -> Any:
-        return self._base.thrift()
-
-    def pieces(self) -> Iterator[tuple[bytes | memoryview, pa.ChunkedArray]]:
-        for piece, keys in self._base.pieces():
-            self._keys.add(keys)
-            yield piece, keys
-
-
 class _OpenFile:
     """One file being written: its upload and its encoder."""
 
@@ -144,16 +126,11 @@ class _OpenFile:
         few at a time."""
         w, base = self.w, self.target.base
         try:
-            trail, body = None, None
             if base is not None:
-                # Its rows are all kept: copied as row groups when the file allows it.
-                copied, body = base_to_copy(w.store, base, w.out.schema)
-                trail = None if copied is None else _KeysNoted(copied, self.keys)
-            if base is not None and trail is None:
-                for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows, body):
+                for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows):
                     self.keys.add(part.column(w.key_col or RECORD_KEY_COL))
                     self.enc.add(part)
-            encoded = self.enc.finish(trail)
+            encoded = self.enc.finish()
             self.upload.commit()
         except BaseException:
             self.abort()
