@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import timeline.keyed.operations as operations
+import timeline.keyed.write.stream as stream_module
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.errors import DuplicateKeys
@@ -198,25 +199,70 @@ def test_rows_held_past_the_buffer_limit_are_encoded_as_shorter_row_groups(
 
 
 @pytest.mark.unit
-def test_rows_held_stay_within_the_buffer_limit_while_a_batch_bigger_than_it_is_written(
-    tmp_path: Path,
-) -> None:
-    # Batches of 900 rows over 3 partitions (300 each) against a limit of about 400 rows
-    # with their meta columns: a batch takes the held rows past the limit, so files encode
-    # theirs as the batch goes in, not only between batches (which left the limit plus a
-    # batch held, and row groups of up to 500 rows). One writer thread makes the order of
-    # the partitions' writes, and so the row groups, the same each run.
+def test_a_batch_as_big_as_the_buffer_limit_leaves_no_rows_held(tmp_path: Path) -> None:
+    # Batches of 900 rows over 3 partitions (300 each) against a limit of about 600 rows:
+    # the batch in hand leaves no room within the limit, so each partition's share is
+    # encoded as it goes in (as an insert of the batch as a table encodes it), never held
+    # beside the batch. One writer thread makes the order of the partitions' writes, and so
+    # the row groups, the same each run.
     data = _rows(0, 9_000)
     limit = data.slice(0, 600).nbytes
     t = _table(tmp_path / "t", write_buffer_limit_bytes=limit, write_parallelism=1)
     done = t.insert(iter(data.to_batches(900)))
     stream = t.entry(done.time).metadata["keyed"]["stream"]
     assert stream["batches"] == 10
-    assert 0 < stream["most_held_bytes"] <= limit
+    assert stream["most_held_bytes"] == 0
     groups = _row_groups(t, done.time)
     assert sum(groups) == 9_000
     assert max(groups) <= 300  # a partition's share of one batch, never more
     assert _rows_of(t) == _rows_of(_whole(tmp_path / "w", data))
+
+
+@pytest.mark.unit
+def test_rows_held_and_the_batch_in_hand_stay_within_the_buffer_limit(tmp_path: Path) -> None:
+    # Batches of 100 rows over 3 partitions against a limit of about 600 rows: the rows a
+    # partition gathers beyond one batch's share are held, within what the batch in hand
+    # (its columns, and more with its meta columns) leaves of the limit.
+    data = _rows(0, 3_000)
+    limit = data.slice(0, 600).nbytes
+    batch = data.slice(0, 100).nbytes
+    t = _table(tmp_path / "t", write_buffer_limit_bytes=limit, write_parallelism=1)
+    done = t.insert(iter(data.to_batches(100)))
+    stream = t.entry(done.time).metadata["keyed"]["stream"]
+    assert 0 < stream["most_held_bytes"] <= limit - batch
+    groups = _row_groups(t, done.time)
+    assert sum(groups) == 3_000
+    assert max(groups) > 34  # more than one batch's share of a partition (about 33 rows)
+    assert _rows_of(t) == _rows_of(_whole(tmp_path / "w", data))
+
+
+@pytest.mark.unit
+def test_the_next_batch_is_read_once_the_one_before_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch read ahead would be a second batch in hand: the source is asked for the next
+    # one only when every partition's rows of the one before went into its file.
+    events: list[tuple[str, int]] = []
+    write = stream_module._Writing.write
+
+    def noted(w: Any, p: Any, rows: pa.Table, positions: np.ndarray) -> None:
+        write(w, p, rows, positions)
+        events.append(("written", int(rows.column("id")[0].as_py()) // 300))
+
+    monkeypatch.setattr(stream_module._Writing, "write", noted)
+    data = _rows(0, 3_000)
+
+    def source() -> Iterator[pa.Table]:
+        for i, b in enumerate(data.to_batches(300)):
+            events.append(("read", i))
+            yield pa.Table.from_batches([b])
+
+    _table(tmp_path / "t").insert(source())
+    for n, (what, batch) in enumerate(events):
+        if what == "read" and batch >= 2:  # the stream reads two batches to tell one from more
+            assert ("written", batch - 1) in events[:n]
+            assert sum(1 for e in events[:n] if e == ("written", batch - 1)) == 3
+    assert events.count(("read", 9)) == 1
 
 
 @pytest.mark.unit

@@ -9,10 +9,13 @@ partition into that partition's open file (`ObjectStore.open_writer`: a multipar
 S3). A file rolls to the next one when it holds its share of records, about
 `parquet_max_file_size`; its key range, bloom filter and statistics are built from the keys
 that passed. Partitions are encoded on `write_parallelism` threads (pyarrow releases the
-GIL while it encodes) while the next batch is read and prepared on the caller's thread.
-The rows held not yet encoded stay within `write_buffer_limit_bytes` while a batch goes in,
-not only between batches: a partition gathers its rows into full row groups, so without a
-bound a stream spread over many partitions would hold nearly a row group per partition. The
+GIL while it encodes); the next batch is read once they are done, so one batch of the
+source is in hand at a time. The batch in hand and the rows held not yet encoded together
+stay within `write_buffer_limit_bytes` while a batch goes in, not only between batches: a
+partition gathers its rows into full row groups, so without a bound a stream spread over
+many partitions would hold nearly a row group per partition, and a batch as big as the
+limit leaves no room to hold any (its partitions' shares are encoded as they come, as an
+insert of a table encodes them), while small batches are gathered into full row groups. The
 keys a stream keeps (its files' for their filters, those written for the repeat check) are
 kept as runs where they come in order (keyed/write/written_keys.py). A failure anywhere aborts the
 open uploads and rolls the instant back: nothing is committed and no object is left.
@@ -190,6 +193,9 @@ class _Writing:
         self.pool = ThreadPoolExecutor(max(1, s.write_parallelism))
         self.inflight: list[Future[None]] = []  # the writes of the batch in hand
         self.most_held = 0  # the most rows held not yet encoded after a write, in bytes
+        # What the open files may hold while the batch in hand is written: the limit less
+        # that batch's bytes (the batch and the rows held are the stream's working set).
+        self.room = self.buffer_limit
         self.batches = 0
 
     def fill(self, p: _Partition, count: int) -> _Target | None:
@@ -259,28 +265,30 @@ class _Writing:
 
     def within_limit(self, enc: SliceEncoder) -> None:
         """After a partition's rows went into its file (`enc`, on that partition's thread):
-        if the rows held across the open files are past `write_buffer_limit_bytes`, this
-        file encodes its own now, as a shorter row group. Before it added them the sum was
-        within the limit, so once it has encoded them it is again: the rows held stay
-        within the limit however big a batch is."""
+        if the rows held across the open files are past the room the batch in hand leaves
+        within `write_buffer_limit_bytes`, this file encodes its own now, as a shorter row
+        group. Before it added them the sum was within the room, so once it has encoded them
+        it is again: the rows held stay within it however big a batch is."""
         total = self.held_bytes()
-        if total > self.buffer_limit:
+        if total > self.room:
             total -= enc.held_bytes
             enc.flush()
         self.most_held = max(self.most_held, total)
 
-    def bound_held(self, incoming: int) -> None:
-        """Make room for a batch's rows (`incoming` Arrow bytes) within
-        `write_buffer_limit_bytes` before they are written: the files holding most encode
+    def bound_held(self, batch_bytes: int, incoming: int) -> None:
+        """Make room for a batch (`batch_bytes` Arrow bytes in hand, `incoming` of them its
+        new records) within `write_buffer_limit_bytes` before its rows are written: the
+        limit less the batch is the room the open files may hold; the files holding most encode
         theirs now (on the pool) as shorter row groups, so the files' own rule above seldom
         has to encode a file holding a few rows, and a stream whose partitions fill row
         groups slowly holds a bounded amount, not up to a row group per partition."""
         opened = [p.open for p in self.parts.values() if p.open is not None and p.open.enc.held]
         opened.sort(key=lambda o: o.enc.held_bytes, reverse=True)
         total = sum(o.enc.held_bytes for o in opened)
+        self.room = max(0, self.buffer_limit - batch_bytes)
         flush = []
         for o in opened:
-            if total + incoming <= self.buffer_limit:
+            if total + incoming <= self.room:
                 break
             flush.append((o.enc,))
             total -= o.enc.held_bytes
@@ -363,30 +371,32 @@ def _plan_batch(w: _Writing, data: pa.Table) -> list[tuple[_Partition, pa.Table,
     ]
 
 
-def _incoming_bytes(work: list[tuple[_Partition, pa.Table, np.ndarray]]) -> int:
-    """About the Arrow bytes a batch's new records take once split by partition (the
-    batch's bytes in proportion to the records written)."""
+def _batch_bytes(work: list[tuple[_Partition, pa.Table, np.ndarray]]) -> tuple[int, int]:
+    """The Arrow bytes of a batch in hand (with its meta columns), and about those its new
+    records take once split by partition (the batch's in proportion to the records
+    written)."""
     if not work:
-        return 0
+        return 0, 0
     rows = work[0][1]
     records = sum(len(pos) for _, _, pos in work)
-    return int(rows.nbytes * records // max(1, rows.num_rows))
+    return rows.nbytes, int(rows.nbytes * records // max(1, rows.num_rows))
 
 
 def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
-    """Each batch planned on this thread while the pool writes the one before it into its
-    partitions' open files; between batches, the rows held unencoded are bounded."""
+    """Each batch planned on this thread, then written by the pool into its partitions'
+    open files; the next is read once it is written (a batch read ahead would be a second
+    batch in hand, as big as the one being written, for no gain in speed measured on two
+    CPUs: the pool's threads encode while the batch is split). The rows held unencoded are
+    bounded by what the batch leaves of `write_buffer_limit_bytes`."""
     data = next(batches, None)
     while data is not None:
         work = _plan_batch(w, data)
-        del data  # not held while the next batch is read
-        w.wait()
-        w.bound_held(_incoming_bytes(work))
-        w.start(w.write, work)
+        del data
+        w.bound_held(*_batch_bytes(work))
+        w.run(w.write, work)
         w.batches += 1
         del work
         data = next(batches, None)
-    w.wait()
 
 
 def _details(w: _Writing, props: KeyedProperties) -> dict[str, Any]:
