@@ -1,7 +1,7 @@
 """Keyed load: the commits that fill small files, with their row groups copied as bytes and
 with them decoded and encoded again (the baseline), side by side in one run.
 
-`python -m bench.small_file_fill [--rows N] [--partitions P] [--load-batches K] [--quick]`
+`python -m bench small_file_fill [--rows N] [--partitions P] [--load-batches K] [--quick]`
 
 The upsert benchmark's load (bench/upsert_data.py's ten columns, N rows in K commits of
 consecutive keys over P partitions, each commit a stream of one batch, as the upsert
@@ -80,7 +80,7 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
 
-def run(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.small_file_fill")
     ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--partitions", type=int, default=20)
@@ -116,4 +116,4 @@ def run(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run()
+    main()
