@@ -39,13 +39,12 @@ COPY_ROW_GROUPS = True
 
 
 class CopiedBase(Protocol):
-    """A base file whose row groups are copied: its footer, the length of its bytes between
-    the leading magic and the footer (`body_len`), and those bytes in file order with the
-    record keys of the row groups each piece completes (`pieces`, read once; a damaged file
-    raises `IntegrityError` naming it by the time the last piece is handed over)."""
+    """A base file whose row groups are copied: its footer (`footer`, and as bytes), and its
+    bytes between the leading magic and the footer in file order with the record keys of the
+    row groups each piece completes (`pieces`, read once; a damaged file raises
+    `IntegrityError` naming it by the time the last piece is handed over)."""
 
     footer: pq.FileMetaData
-    body_len: int
 
     @property
     def footer_bytes(self) -> bytes: ...
@@ -59,7 +58,6 @@ class WholeBase:
     def __init__(self, f: FinishedFile) -> None:
         self._f = f
         self.footer = f.footer
-        self.body_len = len(f.body)
 
     @property
     def footer_bytes(self) -> bytes:
@@ -87,7 +85,6 @@ class RangedBase:
         self.footer = footer
         data = tail[1]
         self._meta_at = f.size - 8 - int.from_bytes(data[-8:-4], "little")
-        self.body_len = self._meta_at - 4
 
     @property
     def footer_bytes(self) -> bytes:
