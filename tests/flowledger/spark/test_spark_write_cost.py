@@ -1,7 +1,8 @@
 """What a keyed write through `flowledger.spark.save` asks of Spark and of the store besides
 its data: the session's conf read key by key (not copied whole through py4j), and the
 table's store the writer holds reused by the shard written on the driver and by the
-provenance hook (no second client opened), with the same commit and provenance."""
+provenance hook (no second client opened), with the same commit and provenance; and a load,
+an upsert and a delete on the driver LIST the table no more than the Python path."""
 
 from __future__ import annotations
 
