@@ -121,7 +121,7 @@ from .settings import KEEP_LATEST_COMMITS, ArchivalSettings, KeyedIndex, TableSe
 from .snapshot import Snapshot, TableState
 from .sql_sandbox import connect as sandbox_connect
 from .sql_sandbox import lock_down as sandbox_lock_down
-from .table import Table
+from .table import Table, make_keyed
 from .table_schema import check_schema, latest_schema
 from .task_writer import TaskWriter, WriteTarget
 from .txn import Transaction
@@ -224,6 +224,7 @@ __all__ = [
     "key_digest",
     "latest_schema",
     "local_parquet",
+    "make_keyed",
     "merge_schemas",
     "parquet_metadata",
     "parse_as_of",

@@ -141,7 +141,7 @@ class Table(KeyedTableMethods):
         table again with the same properties is a no-op, with different ones an error."""
         table = cls.open(store, settings, archive=archive, post_commit=post_commit)
         if properties is not None:
-            table._props = keyed_ops.create(table, properties)
+            make_keyed(table, properties)
         return table
 
     @property
@@ -356,6 +356,17 @@ class Table(KeyedTableMethods):
 
     def files(self) -> tuple[DataFile, ...]:
         return self.snapshot().files
+
+
+def make_keyed(table: Table, properties: KeyedProperties) -> KeyedProperties:
+    """Make the open `table` keyed with `properties`, as `Table.create` does, on this handle
+    and its listing (a caller that opened a table and found it new does not open it again):
+    the properties object (create-only) and, for a new table, its creation commit. The same
+    properties again are a no-op; other ones, or a table holding unkeyed commits, are
+    refused (`PropertiesError`)."""
+    props = keyed_ops.create(table, properties)
+    table._props = props
+    return props
 
 
 def _default_operation(action: str) -> str:

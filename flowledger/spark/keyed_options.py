@@ -22,6 +22,7 @@ from timeline import (
     Table,
     TableType,
     WriteOperation,
+    make_keyed,
 )
 
 from .errors import SparkWriteError
@@ -127,14 +128,15 @@ def resolve_properties(table: Table, options: Mapping[str, str]) -> tuple[Table,
     (Hudi creates its table so), checked against them afterwards (the table as opened
     already holding them is the check, with no second read of it).
 
-    A table whose listing (made when it was opened) shows no instant is new: it is created
-    without first reading properties it cannot have yet, so a session's first write into a
-    new table reads what `Table.create` reads and no more. (A creator that crashed between
-    its properties and its creation commit left properties behind: `Table.create` reads
-    and checks those.)"""
+    A table whose listing (made when it was opened) shows no instant is new: it is made
+    keyed on the handle already open (`timeline.make_keyed`), without first reading properties
+    it cannot have yet and without opening it again, so a session's first write into a new
+    table makes the requests `Table.create` makes and no more. (A creator that crashed
+    between its properties and its creation commit left properties behind: `make_keyed`
+    reads and checks those.) Properties other than the table's are refused there too."""
     wanted = requested_properties(options)
     if wanted is not None and (_listed_empty(table) or wanted != table.properties):
-        table = Table.create(table.store, wanted, table.settings)
+        make_keyed(table, wanted)
     props = table.properties
     if props is None:
         raise SparkWriteError(

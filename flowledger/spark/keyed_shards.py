@@ -16,8 +16,9 @@ is written on the driver instead (small_input.py). Each task takes its rows as A
 steps on them once (`timeline.run_shard`: combine duplicates, locate by the index, decide,
 place new records, then rewrite the touched file groups or append one log object per
 partition). The driver gets one small row per task that had rows (what it wrote) and
-commits them (`timeline.commit_shards`). No task lists the table; each object is read by
-the one task whose shard needs it.
+commits them (`timeline.commit_shards`, which sweeps what failed or speculative attempts
+left under the instant; a shard the driver wrote itself needs no sweep). No task lists the
+table; each object is read by the one task whose shard needs it.
 
 The batch's order decides between duplicates of a key under the commit_time merge mode: each
 row carries its position (`monotonically_increasing_id`) into the task, which sorts its rows
@@ -151,11 +152,23 @@ def _scan_reader(
     return read
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a keyed write's shards wrote, for the driver to commit (`commit_shards`)."""
+
+    plan: EnginePlan
+    shards: list[EngineShard]
+    #: Spark's tasks wrote the shards (attempts that failed, were retried or ran
+    #: speculatively may have left objects under the instant: the commit sweeps them);
+    #: False: the driver wrote the one shard itself, and nothing else can have.
+    by_tasks: bool
+
+
 def plan_and_write(
     df: Any, table: Table, txn: Any, props: KeyedProperties, operation: str,
     on_duplicate: str, store_uri: str, store: StoreSettings, incoming: pa.Schema | None,
     scan: ParquetScan | None = None,
-) -> tuple[EnginePlan, list[EngineShard]]:  # fmt: skip
+) -> Written:  # fmt: skip
     """Plan the commit on the driver (a delta commit on a merge-on-read table) and run its
     shards on Spark (a small input on the driver, small_input.py: read from its Parquet
     files when `scan` names them, direct_scan.py); returns what they wrote (the caller
@@ -164,6 +177,7 @@ def plan_and_write(
     user = tuple(c for c in df.columns if c not in META_COLUMNS)
     shipped = ShardShipped(plan, store_uri, store, user)
     small = driver_input(df.select(*user), SEQ, _scan_reader(scan, store, user))
+    by_tasks = small is None
     if small is not None:  # one shard, written right here: no job, no Python worker
         rows = _shard(shipped, small, DRIVER_TASK, table.store).to_pylist()
     else:
@@ -177,7 +191,8 @@ def plan_and_write(
     refused = [r for r in rows if r["refused"]]
     if refused:
         raise DuplicateKeys(refused[0]["refused"], json.loads(refused[0]["sample"]))
-    return plan, [EngineShard.from_json(json.loads(r["shard"])) for r in rows]
+    shards = [EngineShard.from_json(json.loads(r["shard"])) for r in rows]
+    return Written(plan, shards, by_tasks)
 
 
-__all__ = ["ShardShipped", "plan_and_write"]
+__all__ = ["ShardShipped", "Written", "plan_and_write"]

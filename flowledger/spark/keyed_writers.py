@@ -129,7 +129,7 @@ def _write_shards(
     txn = o.table.begin(action, operation=o.kopts.operation)
     try:
         incoming = arrow_schema(df.schema) if o.kopts.upsert else None
-        plan, shards = plan_and_write(
+        written = plan_and_write(
             df, o.table, txn, o.props, o.kopts.operation, o.kopts.on_duplicate,
             o.path.store_uri, o.settings, incoming, scan,
         )  # fmt: skip
@@ -137,7 +137,10 @@ def _write_shards(
         txn.abort()
         raise
     meta = extra_metadata(job_meta, more)
-    instant = commit_shards(txn, plan, shards, extra_metadata=meta, table=o.table)
+    instant = commit_shards(
+        txn, written.plan, written.shards, extra_metadata=meta, table=o.table,
+        sweep=written.by_tasks,
+    )  # fmt: skip
     return _committed(spark, o, instant, job_meta, hooks, repo_option)
 
 

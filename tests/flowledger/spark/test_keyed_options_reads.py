@@ -42,8 +42,8 @@ def test_other_properties_than_the_tables_are_refused(tmp_path: Path) -> None:
 
 def test_a_new_table_is_created_with_the_reads_of_table_create_alone(tmp_path: Path) -> None:
     """A session's first write opens the table (it may exist) and finds its listing empty:
-    it creates the table reading no more than a program's `Table.create` does (it does not
-    read the properties a new table cannot have)."""
+    it creates the table reading and listing no more than a program's `Table.create` does
+    (it does not read the properties a new table cannot have, nor open the table again)."""
     python = open_store(f"file://{tmp_path}/python", StoreSettings(fsync=False))
     python_calls = counted_calls(python)
     Table.create(python, KeyedProperties.of("id", ordering_field="ts", partition_by="part"))
@@ -51,10 +51,10 @@ def test_a_new_table_is_created_with_the_reads_of_table_create_alone(tmp_path: P
     spark_calls = counted_calls(spark)
     table, props = resolve_properties(Table.open(spark), OPTIONS)
     assert table.properties == props and props.ordering_field == "ts"
-    gets = ("get_object", "open_read")
-    assert sum(spark_calls[n] for n in gets) <= sum(python_calls[n] for n in gets), (
-        spark_calls, python_calls,
-    )  # fmt: skip
+    for kind in (("get_object", "open_read"), ("list", "list_page")):
+        assert sum(spark_calls[n] for n in kind) <= sum(python_calls[n] for n in kind), (
+            spark_calls, python_calls,
+        )  # fmt: skip
 
 
 def test_the_first_write_creates_the_keyed_table(tmp_path: Path) -> None:

@@ -67,11 +67,17 @@ def _strip(t: Table) -> list[tuple[Any, ...]]:
 
 
 def _engine_write(
-    t: Table, props: KeyedProperties, batch: pa.Table, operation: str, one_task: bool = False
+    t: Table,
+    props: KeyedProperties,
+    batch: pa.Table,
+    operation: str,
+    one_task: bool = False,
+    sweep: bool = True,
 ) -> tuple[str, _Counting]:
     """`batch` written as the engine writes it: one shard per `shard_columns` value, each
     on its own unloaded table handle and an unpickled plan, committed by the driver
-    (`one_task`: every shard run by one task, as Spark may group them)."""
+    (`one_task`: every shard run by one task, as Spark may group them; `sweep`: whether
+    the commit sweeps the instant for what other attempts left)."""
     txn = t.begin(COMMIT, operation=operation)
     incoming = batch.schema if operation != "delete" else None
     plan = plan_engine_write(t, txn, props, incoming, operation)
@@ -85,7 +91,7 @@ def _engine_write(
         part = batch if k is None else batch.filter(pc.equal(batch.column(by[0]), k))
         task = "t0" if one_task else f"t{i}"
         shards.append(run_shard(Table(store, shipped.settings), shipped, part, task))
-    commit_shards(txn, plan, shards, table=t)
+    commit_shards(txn, plan, shards, table=t, sweep=sweep)
     return txn.instant_time, counting
 
 
@@ -207,6 +213,34 @@ def test_shard_delta_parts_are_merged_into_one_delta_and_strays_swept(tmp_path: 
     assert delta["rows"] == 4 and delta["path"].endswith("/_record_index_delta.parquet")
     left = [o.key for o in t.store.list(f"data/{instant}/") if "_record_index_delta" in o.key]
     assert left == [delta["path"]]
+    assert_index_matches_rebuild(Table.open(t.store))
+
+
+@pytest.mark.unit
+def test_shards_the_driver_wrote_itself_are_committed_without_a_listing(tmp_path: Path) -> None:
+    """Shards written in this process (no task attempt that could have left an object) are
+    committed without sweeping the instant: no LIST of its data folder, the parts merged
+    into the one delta deleted by name, and the folder holds exactly what the commit
+    names."""
+    t = _table(tmp_path / "t", PROPS, False)
+    build_index(t)
+    batch = _rows([40001, 40003, 40005, 40007, 2, 5], "n", ts=9)  # new keys and updates
+    listed: list[str] = []
+    inner = t.store.list
+
+    def counted(prefix: str = "", *a: Any, **k: Any) -> Any:
+        listed.append(prefix)
+        return inner(prefix, *a, **k)
+
+    t.store.list = counted  # type: ignore[method-assign]
+    instant, _ = _engine_write(t, PROPS, batch, "upsert", one_task=True, sweep=False)
+    assert [p for p in listed if p.startswith("data/")] == []
+    entry = Table.open(t.store).entry(instant)
+    delta = entry.metadata["record_index_delta"]
+    named = {f.path for f in entry.added} | {delta["path"]}
+    named |= {s["bloom_path"] for s in entry.metadata["write_stats"] if s.get("bloom_path")}
+    assert {o.key for o in inner(f"data/{instant}/")} == named
+    assert check_table(Table.open(t.store)).problems == ()
     assert_index_matches_rebuild(Table.open(t.store))
 
 

@@ -15,7 +15,8 @@ Each task takes a shard of the batch that no other task's records can touch:
    What a task writes is named by the task attempt, so a retried attempt never overwrites an
    object an earlier attempt may have reported;
 3. the driver commits exactly what the tasks reported (`commit_shards`): a `commit` or a
-   `deltacommit`, sweeping what failed attempts left under the instant.
+   `deltacommit`, sweeping what failed attempts left under the instant (no sweep when the
+   driver wrote the shards itself: no attempt of a task can have left anything).
 
 What a shard is (whole partitions, or the whole batch) is keyed/write/shards.py's rule:
 `shard_columns` names the columns to group by, and an insert of table-wide keys split by
@@ -202,22 +203,36 @@ def commit_shards(
     *,
     extra_metadata: Mapping[str, str] | None = None,
     table: KeyedTable | None = None,
+    sweep: bool = True,
 ) -> Instant:
-    """Complete the commit with exactly what `shards` wrote; objects under the instant that
-    none of them names (failed task attempts) are deleted first. `table`: the keyed table,
-    whose record-level index deltas are merged once due, as after a one-process commit."""
+    """Complete the commit with exactly what `shards` wrote. `table`: the keyed table,
+    whose record-level index deltas are merged once due, as after a one-process commit.
+
+    `sweep`: engine tasks wrote the shards, so attempts that failed, were retried or ran
+    speculatively may have left objects no shard names under the instant; they are found
+    by listing its data folder and deleted before the completion and once more after it
+    (an attempt still uploading while the completion ran). False when this process wrote
+    every shard itself (`run_shard` on the driver): then every object under the instant is
+    one the shards name, but for index parts merged into one delta, deleted by name, and
+    nothing is listed. (A write that fails before its completion is rolled back by
+    `abort`, which lists the folder whoever wrote it.)"""
     logs = [lf for s in shards for lf in s.logs]
     files = [f for s in shards for f in s.files]
     stats = [st for s in shards for st in s.stats]
     keep = {f.path for f in files} | {str(lf["path"]) for lf in logs}
     keep |= {str(s["bloom_path"]) for s in stats if s.get("bloom_path")}
     delta: dict[str, Any] | None = None
+    store = txn.table.store
     try:
         if plan.record_index is not None:
             parts = [s.index_delta for s in shards]
-            delta = commit_delta(txn.table.store, txn.instant_time, parts, plan.settings)
+            delta = commit_delta(store, txn.instant_time, parts, plan.settings)
             keep |= {str(delta["path"])} if delta.get("path") else set()
-        sweep_strays(txn.table.store, txn.instant_time, keep)
+            merged = _merged_parts(parts) - keep
+            if merged and not sweep:
+                store.delete_many(sorted(merged))
+        if sweep:
+            sweep_strays(store, txn.instant_time, keep)
         txn.add(*files)
     except BaseException:
         txn.abort()
@@ -232,10 +247,17 @@ def commit_shards(
     if delta is not None:
         details[RECORD_INDEX_DELTA] = delta
     instant = txn.commit(dict(extra_metadata or {}), details)
-    sweep_strays(txn.table.store, txn.instant_time, keep)
+    if sweep:
+        sweep_strays(store, txn.instant_time, keep)
     if plan.record_index is not None and table is not None:
         merge_if_due(table, len(plan.record_index.deltas) + (1 if delta and delta["rows"] else 0))
     return instant
+
+
+def _merged_parts(parts: Sequence[dict[str, Any] | None]) -> set[str]:
+    """The objects of the shards' index parts (those the commit's delta does not name were
+    merged into it)."""
+    return {str(p["path"]) for p in parts if p is not None and p.get("path")}
 
 
 __all__ = [
