@@ -241,7 +241,9 @@ class SliceEncoder:
         # takes its offsets from: its row groups then name where they land after the copy.
         self._out = _Counted(sink)
         self._file = pa.PythonFile(self._out, mode="w")
-        self._lead = lead
+        # Of a copied file only its footer is kept once its row groups are passed on: the
+        # encoder of a stream's file lives on while the stream runs.
+        self._lead_footer: bytes | None = None
         self._schema = schema
         self._rows_per_group = rows_per_group
         self._writer = pq.ParquetWriter(
@@ -259,6 +261,7 @@ class SliceEncoder:
             except BaseException:
                 self.abandon()
                 raise
+            self._lead_footer = lead.footer_bytes
 
     def add(self, part: pa.Table) -> None:
         self._pending.append(part)
@@ -296,23 +299,24 @@ class SliceEncoder:
         if self.held:
             self._flush(self.held)
         out = self._out
-        if self._lead is None:
+        if self._lead_footer is None:
             self._writer.close()
             md = self._writer.writer.metadata
         else:
             out.hold()
             self._writer.close()
-            md = self._join(self._lead, out.held())
+            md = self._join(self._lead_footer, out.held())
         return EncodedSlice(
             out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
         )
 
-    def _join(self, lead: CopiedBase, tail: bytes) -> pq.FileMetaData:
-        """Write the end of a file led by `lead`'s row groups: what the Parquet writer wrote
-        at close before its footer, then one footer for all the row groups."""
+    def _join(self, lead: bytes, tail: bytes) -> pq.FileMetaData:
+        """Write the end of a file led by the row groups of a copied file (`lead`: its
+        footer): what the Parquet writer wrote at close before its footer, then one footer
+        for all the row groups."""
         start = footer_start(MAGIC + tail) - len(MAGIC)
         self._out.put(tail[:start])
-        footer = joined_footer(lead.footer_bytes, tail[start:])
+        footer = joined_footer(lead, tail[start:])
         self._out.put(footer)
         return read_footer(footer)
 
