@@ -1,7 +1,9 @@
 """A small file filled with new records keeps its row groups as bytes (timeline/parquet_splice.py):
 the joined file reads back as the decoded and re-encoded one would, row for row, through
 pyarrow and DuckDB, with right footer statistics; a table loaded with the copy equals one
-loaded without it; a file of another schema is decoded instead; a damaged one is refused."""
+loaded without it; a streamed insert copies the small files it fills too (old rows first, as
+a table insert orders them); a file of another schema is decoded instead; a damaged one is
+refused."""
 
 from __future__ import annotations
 
@@ -170,15 +172,77 @@ def test_a_table_loaded_with_the_copy_equals_one_loaded_without(
     assert _row_groups(copied) > _row_groups(decoded)
 
 
-def test_a_small_file_of_an_older_schema_is_decoded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_small_file_of_an_older_schema_is_decoded(streamed: bool, tmp_path: Path) -> None:
     store = open_store("file://" + str(tmp_path), StoreSettings(fsync=False))
     t = Table.create(store, PROPS, TableSettings(**SETTINGS))
     t.insert(_rows(0, 300))
-    done = t.insert(_rows(300, 500, extra=True))
+    data = _rows(300, 500, extra=True)
+    done = t.insert(_batches(data, 50) if streamed else data)
     stats = t.entry(done.time).metadata[WRITE_STATS]
     assert all(s["prev_commit"] is not None for s in stats)  # the small files were filled
+    for s in stats:  # old rows first, decoded and encoded again
+        ids = pq.read_table(io.BytesIO(store.get(s["path"])), columns=["id"])["id"].to_pylist()
+        assert max(ids[: s["rows"] - s["inserts"]]) < 300 <= min(ids[s["rows"] - s["inserts"] :])
     got = {r["id"]: r["extra"] for r in t.read(columns=["id", "extra"]).to_pylist()}
     assert got == {i: None for i in range(300)} | {i: 2 * i for i in range(300, 500)}
+
+
+def _batches(data: pa.Table, rows: int = 250) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(data.schema, data.to_batches(rows))
+
+
+def _stats(t: Table, instant: str) -> list[tuple[Any, ...]]:
+    return sorted(
+        (s["partition"], s["rows"], s["inserts"], s["min_key"], s["max_key"],
+         s["prev_commit"] is not None, str(s.get("bloom") or s.get("bloom_checksum")))
+        for s in t.entry(instant).metadata[WRITE_STATS]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("in_ranges", [False, True])
+def test_a_streamed_insert_copies_the_small_files_it_fills(
+    in_ranges: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if in_ranges:  # every base file read in pieces of 3 kB, as big files are
+        monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
+        monkeypatch.setattr(base_stream, "STREAM_PIECE", 3_000)
+    tables = []
+    for name in ("stream", "table", "decoded"):
+        store = open_store("file://" + str(tmp_path / name), StoreSettings(fsync=False))
+        tables.append(Table.create(store, PROPS, TableSettings(**SETTINGS)))
+        tables[-1].insert(_rows(0, 600))
+    streamed, whole, decoded = tables
+    old = {f.group: (tmp_path / "stream" / f.path).read_bytes() for f in streamed.files()}
+    data = _rows(600, 1_500)
+    done = streamed.insert(_batches(data))
+    filled = [s for s in streamed.entry(done.time).metadata[WRITE_STATS] if s["prev_commit"]]
+    assert len(filled) == 3
+    for s in filled:
+        before = FinishedFile.of(old[s["file_group"]])
+        after = (tmp_path / "stream" / s["path"]).read_bytes()
+        # The small file's row groups lead the new one, byte for byte, where they were.
+        assert after.startswith(before.data[: before.footer_start])
+        md = pq.read_metadata(io.BytesIO(after))
+        n = before.footer.num_row_groups
+        assert [md.row_group(i).to_dict() for i in range(n)] == [
+            before.footer.row_group(i).to_dict() for i in range(n)
+        ]
+        # Old rows, then the new ones; the key range covers both.
+        ids = pq.read_table(io.BytesIO(after), columns=["id"]).column("id").to_pylist()
+        old_ids = pq.read_table(io.BytesIO(before.data), columns=["id"]).column("id").to_pylist()
+        assert ids[: len(old_ids)] == old_ids and min(ids[len(old_ids) :]) >= 600
+        assert s["inserts"] == len(ids) - len(old_ids)
+        keys = [f"{i}" for i in ids]
+        assert (s["min_key"], s["max_key"]) == (min(keys), max(keys))
+    # The same files, key ranges and filters as a table insert of the same rows.
+    assert _stats(streamed, done.time) == _stats(whole, whole.insert(data).time)
+    # And the same table as a stream whose small files are decoded.
+    monkeypatch.setattr(base_copy, "COPY_ROW_GROUPS", False)
+    decoded.insert(_batches(data))
+    cols = ["id", "part", "ts", "name", "_flowledger_commit_time"]
+    got, want = (_by_commit(t.read(columns=cols).sort_by("id")) for t in (streamed, decoded))
+    assert got == want and len(got) == 1_500
 
 
 @pytest.mark.parametrize("in_ranges", [False, True])
@@ -210,9 +274,12 @@ def test_a_damaged_small_file_is_refused_naming_it(
 
 @pytest.mark.minio
 @pytest.mark.timeout(300)
-def test_a_small_file_filled_on_minio_keeps_its_row_groups(minio: Any) -> None:
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_small_file_filled_on_minio_keeps_its_row_groups(streamed: bool, minio: Any) -> None:
     store = open_store(f"s3://{minio.new_bucket()}/t", minio.settings())
-    t = Table.create(store, PROPS, TableSettings(local_entry_cache=False))
+    # Every batch of the stream is worth filling a small file with.
+    fill = {"small_file_rewrite_ratio": float("inf")} if streamed else {}
+    t = Table.create(store, PROPS, TableSettings(local_entry_cache=False, **fill))
     rng = np.random.default_rng(3)
 
     def rows(lo: int, hi: int) -> pa.Table:
@@ -224,11 +291,14 @@ def test_a_small_file_filled_on_minio_keeps_its_row_groups(minio: Any) -> None:
 
     first, second = rows(0, 30_000), rows(30_000, 60_000)
     t.insert(first)
-    done = t.insert(second)
+    old = {f.group: FinishedFile.of(store.get(f.path)) for f in t.snapshot().files}
+    done = t.insert(_batches(second, 6_000) if streamed else second)
     stats = t.entry(done.time).metadata[WRITE_STATS]
     assert [s["prev_commit"] is not None for s in stats] == [True] * 3
     for f in t.snapshot().files:
-        md = pq.read_metadata(io.BytesIO(store.get(f.path)))
+        data = store.get(f.path)
+        assert data.startswith(old[f.group].data[: old[f.group].footer_start])
+        md = pq.read_metadata(io.BytesIO(data))
         assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [10_000] * 2
     got = t.read(columns=["id", "blob"]).sort_by("id")
     want = pa.concat_tables([first, second]).select(["id", "blob"])
