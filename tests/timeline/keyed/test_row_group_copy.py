@@ -278,7 +278,7 @@ def test_a_damaged_small_file_is_refused_naming_it(
 def test_a_small_file_filled_on_minio_keeps_its_row_groups(streamed: bool, minio: Any) -> None:
     store = open_store(f"s3://{minio.new_bucket()}/t", minio.settings())
     # Every batch of the stream is worth filling a small file with.
-    fill = {"small_file_rewrite_ratio": float("inf")} if streamed else {}
+    fill: dict[str, Any] = {"small_file_rewrite_ratio": float("inf")} if streamed else {}
     t = Table.create(store, PROPS, TableSettings(local_entry_cache=False, **fill))
     rng = np.random.default_rng(3)
 
