@@ -175,7 +175,8 @@ def test_a_table_loaded_with_the_copy_equals_one_loaded_without(
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_small_file_of_an_older_schema_is_decoded(streamed: bool, tmp_path: Path) -> None:
     store = open_store("file://" + str(tmp_path), StoreSettings(fsync=False))
-    t = Table.create(store, PROPS, TableSettings(**SETTINGS))
+    # Every batch of the stream is worth filling a small file with.
+    t = Table.create(store, PROPS, TableSettings(**SETTINGS, small_file_rewrite_ratio=1e9))
     t.insert(_rows(0, 300))
     data = _rows(300, 500, extra=True)
     done = t.insert(_batches(data, 50) if streamed else data)
