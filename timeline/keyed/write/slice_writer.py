@@ -91,14 +91,12 @@ class _Counted:
     def __init__(self, sink: Sink) -> None:
         self._sink: Sink | None = sink
         self._held: bytearray | None = None
-        self.written = 0
         self.crc = 0
         self.size = 0
         self.closed = False
 
     def write(self, data: bytes | memoryview) -> int:
         n = len(data)
-        self.written += n
         if self._held is not None:
             self._held += data
             return n
@@ -112,9 +110,6 @@ class _Counted:
         self._sink.write(data)  # type: ignore[arg-type]  # the stores' writers take any buffer
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
-
-    def tell(self) -> int:
-        return self.written
 
     def hold(self) -> None:
         """Keep what the writer writes from now on (see `held`)."""
