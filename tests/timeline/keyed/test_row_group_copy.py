@@ -89,6 +89,10 @@ def test_a_joined_file_reads_as_the_decoded_one(tmp_path: Path) -> None:
     _check_reads(joined, want, tmp_path)
     assert (encoded.size, encoded.rows) == (len(joined), want.num_rows)
     assert encoded.key_range == ("k0000000", "k0001749")
+    # The footer handed back is the one written, not parsed from it again (only its
+    # `serialized_size`, the lead's as parsed, is not the joined footer's).
+    got, written = encoded.footer.to_dict(), pq.read_metadata(io.BytesIO(joined)).to_dict()
+    assert {**got, "serialized_size": 0} == {**written, "serialized_size": 0}
     # The copied row groups are the old file's, byte for byte, where they were in it.
     pf = pq.ParquetFile(io.BytesIO(joined))
     assert [pf.metadata.row_group(i).to_dict() for i in range(4)] == [

@@ -36,7 +36,7 @@ from ...file_stats import describe_footer
 from ...layout import data_instant_time
 from ...metadata import DataFile
 from ...parquet_io import DICTIONARY_PAGE_LIMIT
-from ...parquet_splice import MAGIC, footer_start, joined_footer, read_footer
+from ...parquet_splice import MAGIC, footer_start, joined_footer
 from ...schema import conform
 from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
@@ -311,9 +311,9 @@ class SliceEncoder:
         for all the row groups."""
         start = footer_start(MAGIC + tail) - len(MAGIC)
         self._out.put(tail[:start])
-        footer = joined_footer(lead, tail[start:])
+        footer, md = joined_footer(lead, tail[start:])
         self._out.put(footer)
-        return read_footer(footer)
+        return md
 
     def abandon(self) -> None:
         """Close the Parquet writer without writing to the sink (its upload is aborted), so
