@@ -107,6 +107,9 @@ def test_a_file_of_another_schema_is_not_copied() -> None:
     assert copyable(FinishedFile.of(old).footer, same)
     assert not copyable(FinishedFile.of(old).footer, same.append(pa.field("x", pa.int32())))
     assert not copyable(FinishedFile.of(old).footer, same.set(1, pa.field("v", pa.int32())))
+    # The empty slice's footer is kept per schema, its metadata included.
+    assert copyable(FinishedFile.of(old).footer, same)
+    assert not copyable(FinishedFile.of(old).footer, same.with_metadata({b"a": b"1"}))
 
 
 def _rows(lo: int, hi: int, ts: int = 1, extra: bool = False) -> pa.Table:

@@ -15,6 +15,7 @@ piece's row groups at a time, for the new slice's key range and bloom filter.
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterator
 from typing import Protocol
@@ -116,12 +117,15 @@ class RangedBase:
         crc.check_rest()
 
 
-def _empty_footer(schema: pa.Schema) -> pq.FileMetaData:
-    """The footer a new slice of `schema` gets, of an empty file written with the slice
-    writer's options (well under a millisecond, once per file group that may be copied)."""
+@functools.lru_cache(maxsize=16)
+def _empty_footer(schema: bytes) -> pq.FileMetaData:
+    """The footer a new slice of `schema` (an Arrow schema, serialized: with its metadata)
+    gets, of an empty file written with the slice writer's options; kept per schema, as a
+    write asks it of every file group it may copy. Only read (`joinable`), never changed."""
     buf = io.BytesIO()
+    arrow = pa.ipc.read_schema(pa.py_buffer(schema))
     pq.ParquetWriter(
-        buf, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+        buf, arrow, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
     ).close()
     return pq.read_metadata(io.BytesIO(buf.getvalue()))
 
@@ -130,7 +134,9 @@ def copyable(footer: pq.FileMetaData, schema: pa.Schema) -> bool:
     """Whether the row groups of a file with `footer` can be copied as bytes into a new
     slice of `schema`: copying is on and the file was written with the Parquet schema and
     Arrow schema a new slice gets (`parquet_splice.joinable`)."""
-    return COPY_ROW_GROUPS and joinable(footer, _empty_footer(schema))
+    if not COPY_ROW_GROUPS:
+        return False
+    return joinable(footer, _empty_footer(schema.serialize().to_pybytes()))
 
 
 def base_to_copy(
