@@ -22,7 +22,7 @@ from timeline import Table, TableSettings
 from timeline.file_groups.sidecars import WRITE_STATS
 from timeline.keyed import KeyedProperties
 from timeline.keyed.write import base_copy, base_stream
-from timeline.keyed.write.base_copy import WholeBase, copyable
+from timeline.keyed.write.base_copy import SliceFooters, WholeBase, copyable
 from timeline.keyed.write.slice_writer import SliceEncoder
 from timeline.parquet_splice import FinishedFile
 
@@ -107,9 +107,11 @@ def test_a_file_of_another_schema_is_not_copied() -> None:
     assert copyable(FinishedFile.of(old).footer, same)
     assert not copyable(FinishedFile.of(old).footer, same.append(pa.field("x", pa.int32())))
     assert not copyable(FinishedFile.of(old).footer, same.set(1, pa.field("v", pa.int32())))
-    # The empty slice's footer is kept per schema, its metadata included.
-    assert copyable(FinishedFile.of(old).footer, same)
-    assert not copyable(FinishedFile.of(old).footer, same.with_metadata({b"a": b"1"}))
+    # A write's empty slice footers are kept per schema, its metadata included.
+    footers = SliceFooters()
+    assert copyable(FinishedFile.of(old).footer, same, footers)
+    assert footers.of(same) is footers.of(same)
+    assert not copyable(FinishedFile.of(old).footer, same.with_metadata({b"a": b"1"}), footers)
 
 
 def _rows(lo: int, hi: int, ts: int = 1, extra: bool = False) -> pa.Table:

@@ -28,8 +28,8 @@ What differs from an insert of a table, because a stream is seen once and not wh
   opens: its row groups copied as bytes, as an insert of a table copies them
   (keyed/write/base_copy.py; decoded when its schema differs), so a filled file holds its
   old rows then the new ones, as a table insert's does. What the file keeps of it is its
-  footer and its keys (for the filter, noted as the new records' are). The same rows in one table fill the same
-  files unless a batch is too small to make a rewrite worth it.
+  footer and its keys (for the filter, noted as the new records' are). The same rows in
+  one table fill the same files unless a batch is too small to make a rewrite worth it.
 - A key repeated in two batches cannot be combined (the first is already written): it is
   treated as a key the table already holds, so the write fails (`on_duplicate="fail"`,
   nothing committed) or the later record is dropped (`"drop"`).
@@ -59,7 +59,7 @@ from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
 from ..keys import RECORD_KEY_COL, integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
-from .base_copy import CopiedBase, base_to_copy
+from .base_copy import CopiedBase, SliceFooters, base_to_copy
 from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
@@ -139,7 +139,7 @@ class _OpenFile:
         schema, rows = w.out.schema, w.settings_rows
         if base is None:
             return SliceEncoder(schema, rows, self.upload)
-        lead, body = base_to_copy(w.store, base, schema)
+        lead, body = base_to_copy(w.store, base, schema, footers=w.footers)
         if lead is not None:
             return SliceEncoder(schema, rows, self.upload, lead=_Noted(lead, self._note_old))
         enc = SliceEncoder(schema, rows, self.upload)
@@ -237,6 +237,7 @@ class _Writing:
         # schema (a table written for the first time has none to plan on yet).
         self.key_col = integer_key_column(plan.props, out.schema)
         self.fpp = plan.bloom_fpp
+        self.footers = SliceFooters()  # the small files' copy checks, one empty file encoded
         self.record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
         self.per_file = max(1, s.parquet_max_file_size // self.record_size)
         self.parts: dict[str, _Partition] = {}
