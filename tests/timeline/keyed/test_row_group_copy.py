@@ -217,11 +217,11 @@ def test_a_streamed_insert_copies_the_small_files_it_fills(
     if in_ranges:  # every base file read in pieces of 3 kB, as big files are
         monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
         monkeypatch.setattr(base_stream, "STREAM_PIECE", 3_000)
-    tables = []
+    tables, firsts = [], []
     for name in ("stream", "table", "decoded"):
         store = open_store("file://" + str(tmp_path / name), StoreSettings(fsync=False))
         tables.append(Table.create(store, PROPS, TableSettings(**SETTINGS)))
-        tables[-1].insert(_rows(0, 600))
+        firsts.append(tables[-1].insert(_rows(0, 600)))
     streamed, whole, decoded = tables
     old = {f.group: (tmp_path / "stream" / f.path).read_bytes() for f in streamed.files()}
     data = _rows(600, 1_500)
@@ -245,6 +245,10 @@ def test_a_streamed_insert_copies_the_small_files_it_fills(
         assert s["inserts"] == len(ids) - len(old_ids)
         keys = [f"{i}" for i in ids]
         assert (s["min_key"], s["max_key"]) == (min(keys), max(keys))
+    # Changes since the small files were written: the new records, each an insert.
+    cdc = streamed.changes(firsts[0].time, done.time, cdc=True).to_pylist()
+    assert sorted(r["after"]["id"] for r in cdc if r["op"] == "i") == list(range(600, 1_500))
+    assert len(cdc) == 900
     # The same files, key ranges and filters as a table insert of the same rows.
     assert _stats(streamed, done.time) == _stats(whole, whole.insert(data).time)
     # And the same table as a stream whose small files are decoded.
