@@ -77,13 +77,14 @@ def read_footer(footer: bytes) -> pq.FileMetaData:
     return pq.read_metadata(io.BytesIO(MAGIC + footer))
 
 
-def joined_footer(lead: bytes, writer: bytes) -> bytes:
+def joined_footer(lead: bytes, writer: bytes) -> tuple[bytes, pq.FileMetaData]:
     """The footer of a file whose row groups are those of footer `lead` (a finished file's,
     its chunks copied at their own offsets) then those of footer `writer` (the Parquet
     writer's, counted from the same file's start): `lead`'s schema and key-value metadata,
-    both sets of row groups in file order, the summed row count."""
+    both sets of row groups in file order, the summed row count. As bytes, and as pyarrow
+    holds it (what the bytes parse to, without parsing them again)."""
     md = read_footer(lead)
     md.append_row_groups(read_footer(writer))
     out = io.BytesIO()
     md.write_metadata_file(out)
-    return out.getvalue()[len(MAGIC) :]  # a metadata file is the magic, then the footer
+    return out.getvalue()[len(MAGIC) :], md  # a metadata file is the magic, then the footer

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import signal
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tests.support.backends import Backend
 from timeline import Table, TableSettings
 from timeline import crash as crash_mod
 from timeline.crash import ENV
+from timeline.file_groups.sidecars import WRITE_STATS
 from timeline.instant import INDEXING
 from timeline.keyed import KeyedProperties, build_index, index_view
 from timeline.keyed.index.indexing import merge_if_due
@@ -338,3 +340,28 @@ def test_a_streamed_insert_keeps_the_index_current(tmp_path: Path) -> None:
     assert t.entry(done.time).metadata["record_index_delta"]["rows"] == 100
     _agrees(t)
     assert set(range(2000, 2100)) <= set(_ids(t))
+
+
+@pytest.mark.unit
+def test_a_streamed_insert_that_fills_small_files_keeps_the_index_current(
+    tmp_path: Path,
+) -> None:
+    # The filled files hold their old rows first (copied), then the stream's new records.
+    settings = replace(
+        SETTINGS, small_file_limit=100_000, parquet_max_file_size=200_000,
+        small_file_rewrite_ratio=float("inf"),
+    )  # fmt: skip
+    t = Table.create(open_store("file://" + str(tmp_path / "t")), PROPS, settings)
+    t.upsert(_rows(range(0, 100)))
+    build_index(t)
+    rows = _rows(range(100, 400))
+    done = t.insert(pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches(40)))
+    meta = t.entry(done.time).metadata
+    assert sum(s["prev_commit"] is not None for s in meta[WRITE_STATS]) == 2  # both filled
+    assert meta["record_index_delta"]["rows"] == 300  # the new records only
+    _agrees(t)
+    # The index leads an upsert of old and new keys of the filled files to their rows.
+    t.upsert(_rows(range(50, 150), ts=1, v="y"))
+    got = {r["id"]: r["v"] for r in t.read(columns=["id", "v"]).to_pylist()}
+    assert got == {i: "y" if 50 <= i < 150 else "x" for i in range(400)}
+    _agrees(t)

@@ -1,7 +1,9 @@
 """A small file filled with new records keeps its row groups as bytes (timeline/parquet_splice.py):
 the joined file reads back as the decoded and re-encoded one would, row for row, through
 pyarrow and DuckDB, with right footer statistics; a table loaded with the copy equals one
-loaded without it; a file of another schema is decoded instead; a damaged one is refused."""
+loaded without it; a streamed insert copies the small files it fills too (old rows first, as
+a table insert orders them); a file of another schema is decoded instead; a damaged one is
+refused."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from timeline import Table, TableSettings
 from timeline.file_groups.sidecars import WRITE_STATS
 from timeline.keyed import KeyedProperties
 from timeline.keyed.write import base_copy, base_stream
-from timeline.keyed.write.base_copy import WholeBase, copyable
+from timeline.keyed.write.base_copy import SliceFooters, WholeBase, copyable
 from timeline.keyed.write.slice_writer import SliceEncoder
 from timeline.parquet_splice import FinishedFile
 
@@ -87,6 +89,10 @@ def test_a_joined_file_reads_as_the_decoded_one(tmp_path: Path) -> None:
     _check_reads(joined, want, tmp_path)
     assert (encoded.size, encoded.rows) == (len(joined), want.num_rows)
     assert encoded.key_range == ("k0000000", "k0001749")
+    # The footer handed back is the one written, not parsed from it again (only its
+    # `serialized_size`, the lead's as parsed, is not the joined footer's).
+    got, written = encoded.footer.to_dict(), pq.read_metadata(io.BytesIO(joined)).to_dict()
+    assert {**got, "serialized_size": 0} == {**written, "serialized_size": 0}
     # The copied row groups are the old file's, byte for byte, where they were in it.
     pf = pq.ParquetFile(io.BytesIO(joined))
     assert [pf.metadata.row_group(i).to_dict() for i in range(4)] == [
@@ -101,6 +107,11 @@ def test_a_file_of_another_schema_is_not_copied() -> None:
     assert copyable(FinishedFile.of(old).footer, same)
     assert not copyable(FinishedFile.of(old).footer, same.append(pa.field("x", pa.int32())))
     assert not copyable(FinishedFile.of(old).footer, same.set(1, pa.field("v", pa.int32())))
+    # A write's empty slice footers are kept per schema, its metadata included.
+    footers = SliceFooters()
+    assert copyable(FinishedFile.of(old).footer, same, footers)
+    assert footers.of(same) is footers.of(same)
+    assert not copyable(FinishedFile.of(old).footer, same.with_metadata({b"a": b"1"}), footers)
 
 
 def _rows(lo: int, hi: int, ts: int = 1, extra: bool = False) -> pa.Table:
@@ -170,15 +181,82 @@ def test_a_table_loaded_with_the_copy_equals_one_loaded_without(
     assert _row_groups(copied) > _row_groups(decoded)
 
 
-def test_a_small_file_of_an_older_schema_is_decoded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_small_file_of_an_older_schema_is_decoded(streamed: bool, tmp_path: Path) -> None:
     store = open_store("file://" + str(tmp_path), StoreSettings(fsync=False))
-    t = Table.create(store, PROPS, TableSettings(**SETTINGS))
+    # Every batch of the stream is worth filling a small file with.
+    t = Table.create(store, PROPS, TableSettings(**SETTINGS, small_file_rewrite_ratio=1e9))
     t.insert(_rows(0, 300))
-    done = t.insert(_rows(300, 500, extra=True))
+    data = _rows(300, 500, extra=True)
+    done = t.insert(_batches(data, 50) if streamed else data)
     stats = t.entry(done.time).metadata[WRITE_STATS]
     assert all(s["prev_commit"] is not None for s in stats)  # the small files were filled
+    for s in stats:  # old rows first, decoded and encoded again
+        ids = pq.read_table(io.BytesIO(store.get(s["path"])), columns=["id"])["id"].to_pylist()
+        assert max(ids[: s["rows"] - s["inserts"]]) < 300 <= min(ids[s["rows"] - s["inserts"] :])
     got = {r["id"]: r["extra"] for r in t.read(columns=["id", "extra"]).to_pylist()}
     assert got == {i: None for i in range(300)} | {i: 2 * i for i in range(300, 500)}
+
+
+def _batches(data: pa.Table, rows: int = 250) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(data.schema, data.to_batches(rows))
+
+
+def _stats(t: Table, instant: str) -> list[tuple[Any, ...]]:
+    return sorted(
+        (s["partition"], s["rows"], s["inserts"], s["min_key"], s["max_key"],
+         s["prev_commit"] is not None, str(s.get("bloom") or s.get("bloom_checksum")))
+        for s in t.entry(instant).metadata[WRITE_STATS]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("in_ranges", [False, True])
+def test_a_streamed_insert_copies_the_small_files_it_fills(
+    in_ranges: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if in_ranges:  # every base file read in pieces of 3 kB, as big files are
+        monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
+        monkeypatch.setattr(base_stream, "STREAM_PIECE", 3_000)
+    tables, firsts = [], []
+    for name in ("stream", "table", "decoded"):
+        store = open_store("file://" + str(tmp_path / name), StoreSettings(fsync=False))
+        tables.append(Table.create(store, PROPS, TableSettings(**SETTINGS)))
+        firsts.append(tables[-1].insert(_rows(0, 600)))
+    streamed, whole, decoded = tables
+    old = {f.group: (tmp_path / "stream" / f.path).read_bytes() for f in streamed.files()}
+    data = _rows(600, 1_500)
+    done = streamed.insert(_batches(data))
+    filled = [s for s in streamed.entry(done.time).metadata[WRITE_STATS] if s["prev_commit"]]
+    assert len(filled) == 3
+    for s in filled:
+        before = FinishedFile.of(old[s["file_group"]])
+        after = (tmp_path / "stream" / s["path"]).read_bytes()
+        # The small file's row groups lead the new one, byte for byte, where they were.
+        assert after.startswith(before.data[: before.footer_start])
+        md = pq.read_metadata(io.BytesIO(after))
+        n = before.footer.num_row_groups
+        assert [md.row_group(i).to_dict() for i in range(n)] == [
+            before.footer.row_group(i).to_dict() for i in range(n)
+        ]
+        # Old rows, then the new ones; the key range covers both.
+        ids = pq.read_table(io.BytesIO(after), columns=["id"]).column("id").to_pylist()
+        old_ids = pq.read_table(io.BytesIO(before.data), columns=["id"]).column("id").to_pylist()
+        assert ids[: len(old_ids)] == old_ids and min(ids[len(old_ids) :]) >= 600
+        assert s["inserts"] == len(ids) - len(old_ids)
+        keys = [f"{i}" for i in ids]
+        assert (s["min_key"], s["max_key"]) == (min(keys), max(keys))
+    # Changes since the small files were written: the new records, each an insert.
+    cdc = streamed.changes(firsts[0].time, done.time, cdc=True).to_pylist()
+    assert sorted(r["after"]["id"] for r in cdc if r["op"] == "i") == list(range(600, 1_500))
+    assert len(cdc) == 900
+    # The same files, key ranges and filters as a table insert of the same rows.
+    assert _stats(streamed, done.time) == _stats(whole, whole.insert(data).time)
+    # And the same table as a stream whose small files are decoded.
+    monkeypatch.setattr(base_copy, "COPY_ROW_GROUPS", False)
+    decoded.insert(_batches(data))
+    cols = ["id", "part", "ts", "name", "_flowledger_commit_time"]
+    got, want = (_by_commit(t.read(columns=cols).sort_by("id")) for t in (streamed, decoded))
+    assert got == want and len(got) == 1_500
 
 
 @pytest.mark.parametrize("in_ranges", [False, True])
@@ -210,9 +288,12 @@ def test_a_damaged_small_file_is_refused_naming_it(
 
 @pytest.mark.minio
 @pytest.mark.timeout(300)
-def test_a_small_file_filled_on_minio_keeps_its_row_groups(minio: Any) -> None:
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_small_file_filled_on_minio_keeps_its_row_groups(streamed: bool, minio: Any) -> None:
     store = open_store(f"s3://{minio.new_bucket()}/t", minio.settings())
-    t = Table.create(store, PROPS, TableSettings(local_entry_cache=False))
+    # Every batch of the stream is worth filling a small file with.
+    fill: dict[str, Any] = {"small_file_rewrite_ratio": float("inf")} if streamed else {}
+    t = Table.create(store, PROPS, TableSettings(local_entry_cache=False, **fill))
     rng = np.random.default_rng(3)
 
     def rows(lo: int, hi: int) -> pa.Table:
@@ -224,11 +305,14 @@ def test_a_small_file_filled_on_minio_keeps_its_row_groups(minio: Any) -> None:
 
     first, second = rows(0, 30_000), rows(30_000, 60_000)
     t.insert(first)
-    done = t.insert(second)
+    old = {f.group: FinishedFile.of(store.get(f.path)) for f in t.snapshot().files}
+    done = t.insert(_batches(second, 6_000) if streamed else second)
     stats = t.entry(done.time).metadata[WRITE_STATS]
     assert [s["prev_commit"] is not None for s in stats] == [True] * 3
     for f in t.snapshot().files:
-        md = pq.read_metadata(io.BytesIO(store.get(f.path)))
+        data = store.get(f.path)
+        assert data.startswith(old[f.group].data[: old[f.group].footer_start])
+        md = pq.read_metadata(io.BytesIO(data))
         assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [10_000] * 2
     got = t.read(columns=["id", "blob"]).sort_by("id")
     want = pa.concat_tables([first, second]).select(["id", "blob"])

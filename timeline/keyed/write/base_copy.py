@@ -118,7 +118,7 @@ class RangedBase:
 
 def _empty_footer(schema: pa.Schema) -> pq.FileMetaData:
     """The footer a new slice of `schema` gets, of an empty file written with the slice
-    writer's options (well under a millisecond, once per file group that may be copied)."""
+    writer's options."""
     buf = io.BytesIO()
     pq.ParquetWriter(
         buf, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
@@ -126,39 +126,69 @@ def _empty_footer(schema: pa.Schema) -> pq.FileMetaData:
     return pq.read_metadata(io.BytesIO(buf.getvalue()))
 
 
-def copyable(footer: pq.FileMetaData, schema: pa.Schema) -> bool:
+class SliceFooters:
+    """The footers empty new slices get, one per schema (its metadata included), kept by
+    one write for every file group it may copy: an empty file is encoded once per schema,
+    not once per group. Only read once made (`joinable`); two threads asking at once may
+    both make one, either kept."""
+
+    def __init__(self) -> None:
+        self._by_schema: dict[bytes, pq.FileMetaData] = {}
+
+    def of(self, schema: pa.Schema) -> pq.FileMetaData:
+        key = schema.serialize().to_pybytes()
+        md = self._by_schema.get(key)
+        if md is None:
+            md = self._by_schema[key] = _empty_footer(schema)
+        return md
+
+
+def copyable(
+    footer: pq.FileMetaData, schema: pa.Schema, footers: SliceFooters | None = None
+) -> bool:
     """Whether the row groups of a file with `footer` can be copied as bytes into a new
     slice of `schema`: copying is on and the file was written with the Parquet schema and
-    Arrow schema a new slice gets (`parquet_splice.joinable`)."""
-    return COPY_ROW_GROUPS and joinable(footer, _empty_footer(schema))
+    Arrow schema a new slice gets (`parquet_splice.joinable`; `footers`: the write's kept
+    empty slice footers, else one is encoded now)."""
+    if not COPY_ROW_GROUPS:
+        return False
+    return joinable(footer, (footers or SliceFooters()).of(schema))
 
 
 def base_to_copy(
-    store: ObjectStore, base: DataFile, schema: pa.Schema, body: bytes | None = None
+    store: ObjectStore,
+    base: DataFile,
+    schema: pa.Schema,
+    body: bytes | None = None,
+    footers: SliceFooters | None = None,
 ) -> tuple[CopiedBase | None, bytes | None]:
     """The base file whose row groups a new slice of `schema` copies (`body`: its bytes,
     verified already), or None, with the bytes fetched if any, when it must be decoded: it
     is not `copyable`, or read in ranges its row groups are not laid out in order up to the
-    footer. A file that is not Parquet raises `IntegrityError` naming the object."""
+    footer. A file that is not Parquet raises `IntegrityError` naming the object. `footers`:
+    the write's (see `copyable`)."""
     if not COPY_ROW_GROUPS:
         return None, body
     where = store.url(base.path)
     if body is None and base_stream.ranged(base):
-        return _ranged(store, base, schema), None
+        return _ranged(store, base, schema, footers), None
     data = body if body is not None else read_verified(store, base)
     try:
         finished = FinishedFile.of(data)
     except (ValueError, OSError, pa.ArrowException) as exc:
         raise IntegrityError(f"{where} is corrupt: {exc}", where) from exc
-    return (WholeBase(finished) if copyable(finished.footer, schema) else None), data
+    lead = WholeBase(finished) if copyable(finished.footer, schema, footers) else None
+    return lead, data
 
 
-def _ranged(store: ObjectStore, base: DataFile, schema: pa.Schema) -> RangedBase | None:
+def _ranged(
+    store: ObjectStore, base: DataFile, schema: pa.Schema, footers: SliceFooters | None
+) -> RangedBase | None:
     """A big base file to copy in pieces, when its row groups end where its footer starts
     (nothing after them a copy in pieces would leave out) and are laid out in order."""
     with committed_object(store.url(base.path)):
         start, tail, md = base_stream.read_tail(store, base)
-    if not copyable(md, schema):
+    if not copyable(md, schema, footers):
         return None
     spans = row_group_spans(md)
     meta_at = base.size - 8 - int.from_bytes(tail[-8:-4], "little")

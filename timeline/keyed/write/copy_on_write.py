@@ -30,7 +30,7 @@ from ...file_groups.sidecars import WRITE_STATS
 from ...metadata import DataFile
 from ..index import RECORD_INDEX_DELTA, BloomBuilder, write_delta
 from ..inflight import bounded_map
-from .base_copy import CopiedBase, base_to_copy
+from .base_copy import CopiedBase, SliceFooters, base_to_copy
 from .base_stream import held_bytes
 from .decide import Replaced, decide_deletes, decide_filter, decide_upserts
 from .delete_rewrite import delete_by_keys
@@ -165,12 +165,14 @@ def write_group_at(
     *,
     task: str = "",
     located: LocatedBytes | None = None,
+    footers: SliceFooters | None = None,
 ) -> tuple[DataFile, dict[str, Any]]:
     """One file group's new slice: kept rows of its base plus its new rows, written by the
     instant's key rule `data_key(partition, name)` and described (the caller adds it to the
     commit, in group order). Runs in the process that began the instant or in an engine's
     task (`task`: its attempt, see `SliceOut`). `located`: base files' bytes the locate
-    step kept; the base is taken from there when it holds it, else fetched."""
+    step kept; the base is taken from there when it holds it, else fetched. `footers`: the
+    write's empty slice footers (keyed/write/base_copy.py)."""
     n = settings.parquet_row_group_rows
     parts: list[Iterator[pa.Table]] = []
     lead: CopiedBase | None = None
@@ -178,7 +180,7 @@ def write_group_at(
         body = located.take(g.base) if located is not None else None
         if not g.drop and len(g.new):
             # Every row kept as it is: its row groups are copied, not decoded.
-            lead, body = base_to_copy(store, g.base, schema, body)
+            lead, body = base_to_copy(store, g.base, schema, body, footers)
         if lead is None:
             parts.append(base_rows(store, g.base, g.drop, schema, n, body))
     if len(g.new) and incoming is not None:
@@ -297,11 +299,12 @@ def _write_groups(
     first = sorted(range(len(todo)), key=lambda i: not plan.located.holds(todo[i].base))
     record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
     fpp = plan.bloom_fpp
+    footers = SliceFooters()
 
     def write(g: Group) -> tuple[DataFile, dict[str, Any]]:
         return write_group_at(
             store, out.data_key, out.t, g, incoming_rows, out.schema, fpp, s, task=out.task,
-            located=plan.located,
+            located=plan.located, footers=footers,
         )  # fmt: skip
 
     done = bounded_map(

@@ -36,7 +36,7 @@ from ...file_stats import describe_footer
 from ...layout import data_instant_time
 from ...metadata import DataFile
 from ...parquet_io import DICTIONARY_PAGE_LIMIT
-from ...parquet_splice import MAGIC, footer_start, joined_footer, read_footer
+from ...parquet_splice import MAGIC, footer_start, joined_footer
 from ...schema import conform
 from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
@@ -91,14 +91,12 @@ class _Counted:
     def __init__(self, sink: Sink) -> None:
         self._sink: Sink | None = sink
         self._held: bytearray | None = None
-        self.written = 0
         self.crc = 0
         self.size = 0
         self.closed = False
 
     def write(self, data: bytes | memoryview) -> int:
         n = len(data)
-        self.written += n
         if self._held is not None:
             self._held += data
             return n
@@ -112,9 +110,6 @@ class _Counted:
         self._sink.write(data)  # type: ignore[arg-type]  # the stores' writers take any buffer
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
-
-    def tell(self) -> int:
-        return self.written
 
     def hold(self) -> None:
         """Keep what the writer writes from now on (see `held`)."""
@@ -241,7 +236,9 @@ class SliceEncoder:
         # takes its offsets from: its row groups then name where they land after the copy.
         self._out = _Counted(sink)
         self._file = pa.PythonFile(self._out, mode="w")
-        self._lead = lead
+        # Of a copied file only its footer is kept once its row groups are passed on: the
+        # encoder of a stream's file lives on while the stream runs.
+        self._lead_footer: bytes | None = None
         self._schema = schema
         self._rows_per_group = rows_per_group
         self._writer = pq.ParquetWriter(
@@ -259,6 +256,7 @@ class SliceEncoder:
             except BaseException:
                 self.abandon()
                 raise
+            self._lead_footer = lead.footer_bytes
 
     def add(self, part: pa.Table) -> None:
         self._pending.append(part)
@@ -296,25 +294,26 @@ class SliceEncoder:
         if self.held:
             self._flush(self.held)
         out = self._out
-        if self._lead is None:
+        if self._lead_footer is None:
             self._writer.close()
             md = self._writer.writer.metadata
         else:
             out.hold()
             self._writer.close()
-            md = self._join(self._lead, out.held())
+            md = self._join(self._lead_footer, out.held())
         return EncodedSlice(
             out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
         )
 
-    def _join(self, lead: CopiedBase, tail: bytes) -> pq.FileMetaData:
-        """Write the end of a file led by `lead`'s row groups: what the Parquet writer wrote
-        at close before its footer, then one footer for all the row groups."""
+    def _join(self, lead: bytes, tail: bytes) -> pq.FileMetaData:
+        """Write the end of a file led by the row groups of a copied file (`lead`: its
+        footer): what the Parquet writer wrote at close before its footer, then one footer
+        for all the row groups."""
         start = footer_start(MAGIC + tail) - len(MAGIC)
         self._out.put(tail[:start])
-        footer = joined_footer(lead.footer_bytes, tail[start:])
+        footer, md = joined_footer(lead, tail[start:])
         self._out.put(footer)
-        return read_footer(footer)
+        return md
 
     def abandon(self) -> None:
         """Close the Parquet writer without writing to the sink (its upload is aborted), so

@@ -23,10 +23,13 @@ open uploads and rolls the instant back: nothing is committed and no object is l
 What differs from an insert of a table, because a stream is seen once and not whole:
 - The small-file rule (keyed/write/sizing.py) picks a partition's next small file when the
   partition needs a file, on the records of the batch in hand (the rest is not known yet);
-  the file then takes the stream's records up to its room (its own rows are added last, when
-  it closes, so a partition holds only new rows meanwhile), and once the rule picks none the
-  partition's later files are new file groups. The same rows in one table fill the same
-  files unless a batch is too small to make a rewrite worth it.
+  the file then takes the stream's records up to its room, and once the rule picks none the
+  partition's later files are new file groups. The small file goes in first, as the file
+  opens: its row groups copied as bytes, as an insert of a table copies them
+  (keyed/write/base_copy.py; decoded when its schema differs), so a filled file holds its
+  old rows then the new ones, as a table insert's does. What the file keeps of it is its
+  footer and its keys (for the filter, noted as the new records' are). The same rows in
+  one table fill the same files unless a batch is too small to make a rewrite worth it.
 - A key repeated in two batches cannot be combined (the first is already written): it is
   treated as a key the table already holds, so the write fails (`on_duplicate="fail"`,
   nothing committed) or the later record is dropped (`"drop"`).
@@ -36,9 +39,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
@@ -55,6 +59,7 @@ from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
 from ..keys import RECORD_KEY_COL, integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
+from .base_copy import CopiedBase, SliceFooters, base_to_copy
 from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
@@ -104,18 +109,54 @@ class _Target:
 
 
 class _OpenFile:
-    """One file being written: its upload and its encoder."""
+    """One file being written: its upload and its encoder. A small file it fills goes in
+    first, as it opens (its row groups copied as bytes when `copyable`, else decoded), then
+    the stream's new records: old rows then new ones, as an insert of a table orders them."""
 
     def __init__(self, w: _Writing, partition: str, target: _Target) -> None:
         self.w, self.partition, self.target = w, partition, target
         self.key = w.out.slice_key(partition, target.group)
-        self.upload: ObjectWriter = w.store.open_writer(self.key)
-        self.enc = SliceEncoder(w.out.schema, w.settings_rows, self.upload)
         # The file's keys, for its filter (sized for their count, known as it closes): the
         # integer key column's numbers when there is one, as the progressions they come in
-        # (three numbers for a run of ids), else the record keys.
+        # (three numbers for a run of ids), else the record keys. The filled small file's
+        # (`old`) apart from the new records' (`keys`, which the record-level index takes).
+        self.old = KeyRuns()
         self.keys = KeyRuns()
         self.inserts = 0
+        self.upload: ObjectWriter = w.store.open_writer(self.key)
+        try:
+            self.enc = self._encoder(target.base)
+        except BaseException:
+            self.upload.abort()
+            raise
+
+    def _encoder(self, base: DataFile | None) -> SliceEncoder:
+        """The file's encoder, the small file `base` it fills already in it: its row groups
+        copied as bytes (keyed/write/base_copy.py: its checksum verified, a big file copied
+        in pieces; only its key column decoded), else its rows decoded and added (a file of
+        another schema). Its bytes are let go once it is in: the encoder keeps the footer."""
+        w = self.w
+        schema, rows = w.out.schema, w.settings_rows
+        if base is None:
+            return SliceEncoder(schema, rows, self.upload)
+        lead, body = base_to_copy(w.store, base, schema, footers=w.footers)
+        if lead is not None:
+            return SliceEncoder(schema, rows, self.upload, lead=_Noted(lead, self._note_old))
+        enc = SliceEncoder(schema, rows, self.upload)
+        try:
+            for part in base_rows(w.store, base, set(), schema, rows, body):
+                self.old.add(part.column(w.key_col or RECORD_KEY_COL))
+                enc.add(part)
+        except BaseException:
+            enc.abandon()
+            raise
+        return enc
+
+    def _note_old(self, keys: pa.ChunkedArray) -> None:
+        """Note a copied small file's record keys (as the integer key column's numbers when
+        there is one: its record key is the number as text)."""
+        col = self.w.key_col
+        self.old.add(pc.cast(keys, self.w.out.schema.field(col).type) if col else keys)
 
     def add(self, rows: pa.Table) -> None:
         self.keys.add(rows.column(self.w.key_col or RECORD_KEY_COL))
@@ -124,15 +165,9 @@ class _OpenFile:
 
     def close(self) -> tuple[DataFile, dict[str, Any], pa.ChunkedArray]:
         """Finish the file (aborted if that fails); its `DataFile`, write stats and new
-        records' keys. A small file's rows go in last, here: while the stream runs, a
-        partition holds only its new rows not yet encoded, and the small files are read a
-        few at a time."""
+        records' keys."""
         w, base = self.w, self.target.base
         try:
-            if base is not None:
-                for part in base_rows(w.store, base, set(), w.out.schema, w.settings_rows):
-                    self.keys.add(part.column(w.key_col or RECORD_KEY_COL))
-                    self.enc.add(part)
             encoded = self.enc.finish()
             self.upload.commit()
         except BaseException:
@@ -144,21 +179,37 @@ class _OpenFile:
         )  # fmt: skip
         # A stream's file learns its key count only as it closes: its filter is built from
         # the keys it noted, as text a chunk at a time (the same filter as from all at once).
-        bloom = BloomBuilder(self.keys.count, w.fpp)
-        for chunk in self.keys.texts():
+        bloom = BloomBuilder(self.old.count + self.keys.count, w.fpp)
+        for chunk in chain(self.old.texts(), self.keys.texts()):
             bloom.add(chunk)
         written = WrittenSlice(f, encoded.key_range, bloom.finish())
         stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
-        # The new records were added first: their keys lead the file's (kept for the
-        # record-level index only).
-        keep = w.plan.record_index is not None
-        new = list(self.keys.texts(self.inserts)) if keep else []
-        self.keys = KeyRuns()
+        keep = w.plan.record_index is not None  # the new records' keys: for that index only
+        new = list(self.keys.texts()) if keep else []
+        self.old, self.keys = KeyRuns(), KeyRuns()
         return f, stats, pa.chunked_array(new, pa.string())
 
     def abort(self) -> None:
         self.enc.abandon()
         self.upload.abort()
+
+
+class _Noted:
+    """A copied base file (`CopiedBase`) whose record keys are handed to `note` as its
+    pieces pass."""
+
+    def __init__(self, base: CopiedBase, note: Callable[[pa.ChunkedArray], None]) -> None:
+        self._base, self._note = base, note
+        self.footer = base.footer
+
+    @property
+    def footer_bytes(self) -> bytes:
+        return self._base.footer_bytes
+
+    def pieces(self) -> Iterator[tuple[bytes | memoryview, pa.ChunkedArray]]:
+        for piece, keys in self._base.pieces():
+            self._note(keys)
+            yield piece, keys
 
 
 @dataclass
@@ -186,6 +237,7 @@ class _Writing:
         # schema (a table written for the first time has none to plan on yet).
         self.key_col = integer_key_column(plan.props, out.schema)
         self.fpp = plan.bloom_fpp
+        self.footers = SliceFooters()  # the small files' copy checks, one empty file encoded
         self.record_size = avg_record_size(plan.files, s.copy_on_write_record_size_estimate)
         self.per_file = max(1, s.parquet_max_file_size // self.record_size)
         self.parts: dict[str, _Partition] = {}

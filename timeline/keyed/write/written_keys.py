@@ -73,25 +73,20 @@ class KeyRuns:
     def arrays(self) -> list[pa.Array | pa.ChunkedArray]:
         return [k for k in self.parts if not isinstance(k, tuple)]
 
-    def texts(self, upto: int | None = None, chunk: int = 1 << 20) -> Iterator[pa.Array]:
-        """The first `upto` keys (all when None) as record key text (an integer's is its
-        value as text), a chunk of at most `chunk` keys at a time."""
-        left = self.count if upto is None else upto
+    def texts(self, chunk: int = 1 << 20) -> Iterator[pa.Array]:
+        """The keys as record key text (an integer's is its value as text), a chunk of at
+        most `chunk` keys at a time."""
         for k in self.parts:
-            if left <= 0:
-                return
             if isinstance(k, tuple):
                 first, last, step = k
-                n = min(left, (last - first) // step + 1)
+                n = (last - first) // step + 1
                 for i in range(0, n, chunk):
                     lo = first + i * step
                     values = np.arange(lo, lo + min(chunk, n - i) * step, step, dtype=np.int64)
                     yield pc.cast(pa.array(values), pa.string())
             else:
-                n = min(left, len(k))
-                for c in getattr(k.slice(0, n), "chunks", [k.slice(0, n)]):
+                for c in getattr(k, "chunks", [k]):
                     yield c if pa.types.is_string(c.type) else pc.cast(c, pa.string())
-            left -= n
 
 
 class WrittenKeys:
