@@ -8,9 +8,10 @@ three times over, so a writer's memory grew with the size of its files (and the 
 the base file's row groups are decoded one at a time (`read_row_group`), filtered and encoded
 straight into an upload of the new file (`ObjectStore.open_writer`: a temp file locally, a
 multipart upload on S3 once it outgrows one part), its checksum and size counted as the
-bytes pass. The writer holds a piece of the base file's bytes, one row group decoded, the row group
-being encoded, the upload's buffer and the new file's bloom filter, sized up front for its
-key count and filled a row group at a time (one byte per filter bit until it is packed).
+bytes pass. The writer holds a piece of the base file's bytes, one row group decoded, the row
+group being encoded, up to `SINK_CHUNK` of encoded pages, the upload's buffer and the new
+file's bloom filter, sized up front for its key count and filled a row group at a time (one
+byte per filter bit until it is packed).
 
 A file group that only takes new records keeps its base file's rows unchanged: those are not
 decoded at all, the base file's row groups are copied into the new file as bytes ahead of the
