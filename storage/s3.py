@@ -104,23 +104,29 @@ class S3ObjectStore(ObjectStore):
         )
 
     # -- writes -----------------------------------------------------------------------------
-    def put(self, key: str, data: bytes) -> ObjectInfo:
+    def put(self, key: str, data: bytes | bytearray) -> ObjectInfo:
         obj = self._object(key)
         resp = self._calls.call(
             "PUT",
             "put",
             obj.uri,
-            lambda: self.client.put_object(Bucket=self.bucket, Key=obj.s3_key, Body=data),
+            lambda: self.client.put_object(
+                Bucket=self.bucket,
+                Key=obj.s3_key,
+                Body=data,  # type: ignore[arg-type]  # botocore sends bytearray as is
+            ),
         )
         return ObjectInfo(key, len(data), resp["ETag"])
 
-    def put_if_absent(self, key: str, data: bytes) -> ObjectInfo:
+    def put_if_absent(self, key: str, data: bytes | bytearray) -> ObjectInfo:
         return self._conditional_put(key, data, {"IfNoneMatch": "*"}, "put-if-absent")
 
     def put_if_match(self, key: str, data: bytes, etag: str, *, durable: bool = True) -> ObjectInfo:
         return self._conditional_put(key, data, {"IfMatch": etag}, "put-if-match")
 
-    def _conditional_put(self, key: str, data: bytes, cond: dict[str, str], op: str) -> ObjectInfo:
+    def _conditional_put(
+        self, key: str, data: bytes | bytearray, cond: dict[str, str], op: str
+    ) -> ObjectInfo:
         obj = self._object(key)
         self._require_conditional_put()
         create_only = "IfNoneMatch" in cond
@@ -144,7 +150,7 @@ class S3ObjectStore(ObjectStore):
             etag = self.client.put_object(
                 Bucket=self.bucket,
                 Key=obj.s3_key,
-                Body=data,
+                Body=data,  # type: ignore[arg-type]  # bytearray: sent as is
                 **cond,  # type: ignore[arg-type]
             )["ETag"]
             return ObjectInfo(key, len(data), etag)
@@ -216,7 +222,7 @@ class S3ObjectStore(ObjectStore):
                 self.capabilities(), self.endpoint, self.bucket, self.settings.allow_unsafe
             )
 
-        def put_whole(data: bytes) -> ObjectInfo:
+        def put_whole(data: bytes | bytearray) -> ObjectInfo:
             return self.put_if_absent(key, data) if if_none_match else self.put(key, data)
 
         return S3Writer(self._calls, obj, self.settings, if_none_match, put_whole)

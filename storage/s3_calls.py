@@ -36,6 +36,14 @@ T = TypeVar("T")
 AWS_ERRORS = (ClientError, BotoCoreError, *OBSTORE_ERRORS)
 
 
+def _s3_options(path_style: bool, payload_signing: bool | None) -> Any:
+    """botocore's S3 options (no `payload_signing_enabled` when None: botocore chooses)."""
+    options: dict[str, Any] = {"addressing_style": "path" if path_style else "auto"}
+    if payload_signing is not None:
+        options["payload_signing_enabled"] = payload_signing
+    return options
+
+
 def make_client(settings: StoreSettings) -> S3Client:
     path_style = settings.path_style_access
     if path_style is None:
@@ -46,7 +54,7 @@ def make_client(settings: StoreSettings) -> S3Client:
         connect_timeout=settings.connection_establish_timeout,
         read_timeout=settings.connection_timeout,
         max_pool_connections=settings.connection_maximum,
-        s3={"addressing_style": "path" if path_style else "auto"},
+        s3=_s3_options(path_style, settings.payload_signing),
         # Third-party servers (MinIO, moto) vary in flexible-checksum support; S3 only
         # requires checksums on a few operations, so send them only there.
         request_checksum_calculation="when_required",

@@ -36,7 +36,7 @@ class S3Writer(ObjectWriter):
         obj: S3Object,
         settings: StoreSettings,
         if_none_match: bool,
-        put_whole: Callable[[bytes], ObjectInfo],
+        put_whole: Callable[[bytes | bytearray], ObjectInfo],
     ) -> None:
         self._calls = calls
         self._obj = obj
@@ -131,7 +131,8 @@ class S3Writer(ObjectWriter):
             raise StorageError(f"commit of {self._obj.uri} after commit/abort")
         self._done = True
         if self._upload_id is None:  # small object: one PUT instead of a multipart upload
-            return self._put_whole(bytes(self._buf))
+            body, self._buf = self._buf, bytearray()  # handed over, not copied
+            return self._put_whole(body)
         try:
             self.end_part()
             etags = [f.result() for f in self._parts]

@@ -12,6 +12,18 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_tristate(name: str) -> bool | None:
+    """On, off, or unset (None) from an environment variable."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return None
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"${name} must be on or off, not {value!r}")
+
+
 @dataclass(frozen=True)
 class StoreSettings:
     """How to reach and use an object store.
@@ -58,6 +70,14 @@ class StoreSettings:
     multipart_purge_age: float = 24 * 3600.0
     #: s3a `fs.s3a.fast.upload.active.blocks`: parts uploading at once per stream.
     fast_upload_active_blocks: int = 4
+    #: Whether a PUT's signature covers the SHA-256 of its body. None: botocore's choice
+    #: (signed over http, UNSIGNED-PAYLOAD over https, where TLS protects the body). Off:
+    #: never, sparing a hash of every byte uploaded on a trusted plain-http network (the
+    #: server then cannot reject a body damaged in transit; readers still verify the
+    #: checksums the objects carry). On: also over https.
+    payload_signing: bool | None = field(
+        default_factory=lambda: _env_tristate("FLOWLEDGER_S3_PAYLOAD_SIGNING")
+    )
     #: Run against an endpoint that ignores conditional writes (loses atomicity; opt-in only).
     allow_unsafe: bool = field(default_factory=lambda: _env_flag("FLOWLEDGER_ALLOW_UNSAFE"))
     #: Local backend: fsync files and directories before a write returns.

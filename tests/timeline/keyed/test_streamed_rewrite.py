@@ -17,6 +17,7 @@ import pytest
 from storage import LocalObjectStore, ObjectWriter, StoreSettings, checksum_of, open_store
 from timeline import Table, TableSettings, describe_bytes
 from timeline.keyed import KeyedProperties
+from timeline.keyed.write import slice_writer
 
 pytestmark = pytest.mark.unit
 
@@ -61,6 +62,9 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
             s.decoded.append(t.num_rows)
         return t
 
+    # The encoder gathers up to `SINK_CHUNK` encoded bytes before passing them on: made
+    # small here, so this small file's pieces show that it is streamed, never held whole.
+    monkeypatch.setattr(slice_writer, "SINK_CHUNK", 4096)
     monkeypatch.setattr(LocalObjectStore, "put", recording_put)
     monkeypatch.setattr(LocalObjectStore, "open_writer", recording_writer)
     monkeypatch.setattr(pq.ParquetFile, "read_row_group", recording_read)

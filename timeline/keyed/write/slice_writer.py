@@ -8,9 +8,10 @@ three times over, so a writer's memory grew with the size of its files (and the 
 the base file's row groups are decoded one at a time (`read_row_group`), filtered and encoded
 straight into an upload of the new file (`ObjectStore.open_writer`: a temp file locally, a
 multipart upload on S3 once it outgrows one part), its checksum and size counted as the
-bytes pass. The writer holds a piece of the base file's bytes, one row group decoded, the row group
-being encoded, the upload's buffer and the new file's bloom filter, sized up front for its
-key count and filled a row group at a time (one byte per filter bit until it is packed).
+bytes pass. The writer holds a piece of the base file's bytes, one row group decoded, the row
+group being encoded, up to `SINK_CHUNK` of encoded pages, the upload's buffer and the new
+file's bloom filter, sized up front for its key count and filled a row group at a time (one
+byte per filter bit until it is packed).
 
 A file group that only takes new records keeps its base file's rows unchanged: those are not
 decoded at all, the base file's row groups are copied into the new file as bytes ahead of the
@@ -42,6 +43,10 @@ from ..index import BloomBuilder, BloomFilter, filter_ref
 from ..keys import RECORD_KEY_COL, key_range
 from .base_copy import CopiedBase
 from .base_stream import base_row_groups
+
+#: How many encoded bytes the Parquet writer's pages are gathered into before they are
+#: counted, checksummed and passed on to the sink (an upload buffers up to a part itself).
+SINK_CHUNK = 1 << 20
 
 
 class Sink(Protocol):
@@ -235,7 +240,10 @@ class SliceEncoder:
         # go through the writer's own file object, which counts the position the writer
         # takes its offsets from: its row groups then name where they land after the copy.
         self._out = _Counted(sink)
-        self._file = pa.PythonFile(self._out, mode="w")
+        # The Parquet writer writes page by page, from threads that do not hold the GIL:
+        # a native buffer gathers its pages so Python (the count, the checksum, the sink)
+        # is entered once per `SINK_CHUNK` bytes instead of a few times per page.
+        self._file = pa.BufferedOutputStream(pa.PythonFile(self._out, mode="w"), SINK_CHUNK)
         # Of a copied file only its footer is kept once its row groups are passed on: the
         # encoder of a stream's file lives on while the stream runs.
         self._lead_footer: bytes | None = None
@@ -296,10 +304,13 @@ class SliceEncoder:
         out = self._out
         if self._lead_footer is None:
             self._writer.close()
+            self._file.flush()
             md = self._writer.writer.metadata
         else:
+            self._file.flush()  # the row groups go on to the sink, the footer is held
             out.hold()
             self._writer.close()
+            self._file.flush()
             md = self._join(self._lead_footer, out.held())
         return EncodedSlice(
             out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
