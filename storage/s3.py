@@ -22,6 +22,7 @@ from .s3_calls import S3Calls, S3Object, make_client, read_back
 from .s3_reads import ObjectReads
 from .s3_writer import S3Writer
 from .settings import StoreSettings
+from .upload_buffers import MemoryBudget
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -40,6 +41,7 @@ class S3ObjectStore(ObjectStore):
         pool: ThreadPoolExecutor | None = None,
         reads: ObjectReads | None = None,
         known: capability.Known | None = None,
+        upload_budget: MemoryBudget | None = None,
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
@@ -54,6 +56,9 @@ class S3ObjectStore(ObjectStore):
         self.uri = f"s3://{bucket}/{self.prefix}".rstrip("/")
         #: Whether the endpoint honours conditional writes, once known (capability.py).
         self._known = known or capability.Known()
+        #: Bytes of upload parts this store and its scoped views hold in memory
+        #: (`StoreSettings.fast_upload_buffer_memory` bounds them; upload_buffers.py).
+        self.upload_budget = upload_budget or MemoryBudget()
         self._calls = S3Calls(
             self.client,
             bucket,
@@ -79,6 +84,7 @@ class S3ObjectStore(ObjectStore):
             self._calls.pool,
             self._reads,
             self._known,
+            self.upload_budget,
         )
 
     def _root_prefix(self) -> str:
@@ -225,7 +231,9 @@ class S3ObjectStore(ObjectStore):
         def put_whole(data: bytes | bytearray) -> ObjectInfo:
             return self.put_if_absent(key, data) if if_none_match else self.put(key, data)
 
-        return S3Writer(self._calls, obj, self.settings, if_none_match, put_whole)
+        return S3Writer(
+            self._calls, obj, self.settings, if_none_match, put_whole, self.upload_budget
+        )
 
     def compose(
         self, key: str, sources: Sequence[ByteRange], *, if_none_match: bool = False

@@ -15,6 +15,7 @@ from .errors import Conflict, EndpointUnreachable, StorageError, UnknownOutcome
 from .objectstore import ObjectInfo, ObjectWriter
 from .s3_calls import S3Calls, S3Object, read_back
 from .settings import StoreSettings
+from .upload_buffers import Block, MemoryBudget
 
 
 def _multipart_etag(part_etags: Sequence[str]) -> str:
@@ -25,7 +26,9 @@ def _multipart_etag(part_etags: Sequence[str]) -> str:
 
 
 class S3Writer(ObjectWriter):
-    """Multipart upload: at most `fast_upload_active_blocks` parts in flight plus one buffer.
+    """Multipart upload: at most `fast_upload_active_blocks` parts in flight plus one buffer,
+    each a `Block` held in memory within the store's `budget`, else in a temp file
+    (storage/upload_buffers.py).
 
     `put_whole` writes an object that stayed under one part with a single PUT (create-only
     when `if_none_match`)."""
@@ -37,6 +40,7 @@ class S3Writer(ObjectWriter):
         settings: StoreSettings,
         if_none_match: bool,
         put_whole: Callable[[bytes | bytearray], ObjectInfo],
+        budget: MemoryBudget,
     ) -> None:
         self._calls = calls
         self._obj = obj
@@ -44,9 +48,12 @@ class S3Writer(ObjectWriter):
         self._put_whole = put_whole
         self._part_size = settings.multipart_size
         self._read_back_timeout = settings.read_back_timeout
-        self._buf = bytearray()
+        self._policy = settings.upload_buffer_policy()
+        self._budget = budget
+        self._buf = Block(self._policy, budget)
         self._upload_id: str | None = None
         self._parts: list[Future[str]] = []
+        self._blocks: list[Block] = []  # the parts' blocks (closed once sent, or on abort)
         self._slots = threading.BoundedSemaphore(settings.fast_upload_active_blocks)
         self._done = False
         self._size = 0
@@ -63,25 +70,37 @@ class S3Writer(ObjectWriter):
             self._upload_id = resp["UploadId"]
         return self._upload_id
 
-    def _submit(self, kind: str, op: str, send: Callable[[str, int], str]) -> None:
-        """Upload the next part on the pool: `send(upload_id, part_number)` returns its etag."""
-        upload_id = self._ensure_upload()
+    def _submit(
+        self, kind: str, op: str, send: Callable[[str, int], str], block: Block | None = None
+    ) -> None:
+        """Upload the next part on the pool: `send(upload_id, part_number)` returns its etag;
+        `block` (the part's bytes) is closed once it is sent or failed."""
+        try:
+            upload_id = self._ensure_upload()
+        except BaseException:
+            if block is not None:
+                block.close()
+            raise
         number = len(self._parts) + 1
+        if block is not None:
+            self._blocks.append(block)
         self._slots.acquire()
 
         def run() -> str:
             try:
                 return self._calls.call(kind, op, self._obj.uri, lambda: send(upload_id, number))
             finally:
+                if block is not None:
+                    block.close()
                 self._slots.release()
 
         self._parts.append(self._calls.pool.submit(run))
 
     def end_part(self) -> None:
         """Upload what is buffered as one part (compose uses this to place part boundaries)."""
-        if not self._buf:
+        if not self._buf.size:
             return
-        body, self._buf = self._buf, bytearray()  # handed over, not copied
+        block, self._buf = self._buf, Block(self._policy, self._budget)  # handed over, not copied
         calls, obj = self._calls, self._obj
 
         def upload(upload_id: str, number: int) -> str:
@@ -90,14 +109,14 @@ class S3Writer(ObjectWriter):
                 Key=obj.s3_key,
                 UploadId=upload_id,
                 PartNumber=number,
-                Body=body,  # type: ignore[arg-type]  # botocore sends bytearray as is
+                Body=block.body(),  # type: ignore[arg-type]  # botocore sends bytearray as is
             )["ETag"]
 
-        self._submit("MPU_PART", "upload part", upload)
+        self._submit("MPU_PART", "upload part", upload, block)
 
     def copy_part(self, s3_key: str, start: int, length: int) -> None:
         """Copy bytes [start, start+length) of the object at `s3_key` as the next part."""
-        assert not self._buf
+        assert not self._buf.size
         self._size += length
         calls, obj = self._calls, self._obj
 
@@ -118,11 +137,11 @@ class S3Writer(ObjectWriter):
             raise StorageError(f"write to {self._obj.uri} after commit/abort")
         view = memoryview(data).cast("B")
         while view:
-            take = min(len(view), self._part_size - len(self._buf))
-            self._buf += view[:take]
+            take = min(len(view), self._part_size - self._buf.size)
+            self._buf.write(view[:take])
             self._size += take
             view = view[take:]
-            if len(self._buf) >= self._part_size:
+            if self._buf.size >= self._part_size:
                 self.end_part()
         return len(data)
 
@@ -131,8 +150,11 @@ class S3Writer(ObjectWriter):
             raise StorageError(f"commit of {self._obj.uri} after commit/abort")
         self._done = True
         if self._upload_id is None:  # small object: one PUT instead of a multipart upload
-            body, self._buf = self._buf, bytearray()  # handed over, not copied
-            return self._put_whole(body)
+            try:
+                body = self._buf.body()  # in memory: handed over as it is, not copied
+                return self._put_whole(body if isinstance(body, bytearray) else body.read())
+            finally:
+                self._buf.close()
         try:
             self.end_part()
             etags = [f.result() for f in self._parts]
@@ -188,6 +210,8 @@ class S3Writer(ObjectWriter):
         for f in self._parts:
             with contextlib.suppress(BaseException):
                 f.result()
+        for block in self._blocks:  # a cancelled part never ran to close its own
+            block.close()
         calls, obj, upload_id = self._calls, self._obj, self._upload_id
         # Best effort: a bucket lifecycle rule removes uploads that could not be aborted.
         with contextlib.suppress(StorageError):
@@ -203,5 +227,5 @@ class S3Writer(ObjectWriter):
 
     def abort(self) -> None:
         self._done = True
-        self._buf = bytearray()
+        self._buf.close()
         self._abort_upload()

@@ -15,7 +15,10 @@ def s3a_conf(settings: StoreSettings) -> dict[str, str]:
         "spark.hadoop.fs.s3a.connection.maximum": str(settings.connection_maximum),
         "spark.hadoop.fs.s3a.multipart.size": str(settings.multipart_size),
         "spark.hadoop.fs.s3a.fast.upload.active.blocks": str(settings.fast_upload_active_blocks),
+        "spark.hadoop.fs.s3a.fast.upload.buffer": settings.fast_upload_buffer,
     }
+    if settings.buffer_dir:
+        conf["spark.hadoop.fs.s3a.buffer.dir"] = settings.buffer_dir
     if settings.endpoint_url:
         conf["spark.hadoop.fs.s3a.endpoint"] = settings.endpoint_url
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .upload_buffers import BufferPolicy, FastUploadBuffer
+
 MiB = 1024 * 1024
 
 
@@ -78,6 +80,18 @@ class StoreSettings:
     payload_signing: bool | None = field(
         default_factory=lambda: _env_tristate("FLOWLEDGER_S3_PAYLOAD_SIGNING")
     )
+    #: s3a `fs.s3a.fast.upload.buffer`: where a streaming upload holds a part until it is
+    #: sent. `disk`: in memory while the store's upload buffers stay within
+    #: `fast_upload_buffer_memory`, beyond it in a temp file under `buffer_dir`; `array`: in
+    #: memory always (up to `fast_upload_active_blocks` + 1 parts per open upload).
+    fast_upload_buffer: FastUploadBuffer = "disk"
+    #: Bytes of parts all uploads of a store (and its scoped views) hold in memory at most
+    #: with `disk` (no s3a counterpart: s3a's `disk` writes every part to disk); an object
+    #: under one part never touches disk while the store is within it.
+    fast_upload_buffer_memory: int = 64 * MiB
+    #: s3a `fs.s3a.buffer.dir`: where parts past the memory budget are held (anonymous temp
+    #: files, gone on commit, abort or a crash); None = the system temp directory.
+    buffer_dir: str | None = field(default_factory=lambda: os.environ.get("FLOWLEDGER_BUFFER_DIR"))
     #: Run against an endpoint that ignores conditional writes (loses atomicity; opt-in only).
     allow_unsafe: bool = field(default_factory=lambda: _env_flag("FLOWLEDGER_ALLOW_UNSAFE"))
     #: Local backend: fsync files and directories before a write returns.
@@ -89,7 +103,14 @@ class StoreSettings:
     #: still goes to botocore. Off: botocore only.
     fast_reads: bool = True
 
+    def upload_buffer_policy(self) -> BufferPolicy:
+        """How a streaming upload buffers its parts (storage/upload_buffers.py)."""
+        return BufferPolicy(
+            self.fast_upload_buffer, self.fast_upload_buffer_memory, self.buffer_dir
+        )
+
     def __post_init__(self) -> None:
+        self.upload_buffer_policy()  # validates the buffer settings
         if self.multipart_size < 5 * MiB:
             raise ValueError("multipart_size must be at least 5 MiB (the S3 part minimum)")
         if self.fast_upload_active_blocks < 1 or self.attempts_maximum < 1:
