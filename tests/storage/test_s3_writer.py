@@ -14,6 +14,7 @@ import pytest
 from storage import ObjectInfo, RequestStats, S3ObjectStore, StoreSettings, open_store
 from storage.s3_calls import S3Calls, S3Object, make_client
 from storage.s3_writer import S3Writer
+from storage.upload_buffers import MemoryBudget
 from tests.support.servers import S3Endpoint
 
 MiB = 1 << 20
@@ -28,7 +29,7 @@ def _writer(sent: list[Any]) -> S3Writer:
         sent.append(body)
         return ObjectInfo("k", len(body), '"etag"')
 
-    return S3Writer(calls, obj, settings, False, put_whole)
+    return S3Writer(calls, obj, settings, False, put_whole, MemoryBudget())
 
 
 @pytest.mark.unit
