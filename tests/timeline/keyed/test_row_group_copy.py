@@ -160,13 +160,18 @@ def _by_commit(rows: pa.Table) -> list[dict[str, Any]]:
     return [{**r, "_flowledger_commit_time": rank[r["_flowledger_commit_time"]]} for r in out]
 
 
+def _read_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every base file read in pieces of 3 kB, as big files are."""
+    monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
+    monkeypatch.setattr(base_stream, "STREAM_PIECE", 3_000)
+
+
 @pytest.mark.parametrize("in_ranges", [False, True])
 def test_a_table_loaded_with_the_copy_equals_one_loaded_without(
     in_ranges: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if in_ranges:  # every base file read in pieces of 3 kB, as big files are
-        monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
-        monkeypatch.setattr(base_stream, "STREAM_PIECE", 3_000)
+    if in_ranges:
+        _read_in_pieces(monkeypatch)
     copied, with_copy = _load(tmp_path / "a")
     monkeypatch.setattr(base_copy, "COPY_ROW_GROUPS", False)
     decoded, without = _load(tmp_path / "b")
@@ -214,9 +219,8 @@ def _stats(t: Table, instant: str) -> list[tuple[Any, ...]]:
 def test_a_streamed_insert_copies_the_small_files_it_fills(
     in_ranges: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if in_ranges:  # every base file read in pieces of 3 kB, as big files are
-        monkeypatch.setattr(base_stream, "STREAM_MIN", 1)
-        monkeypatch.setattr(base_stream, "STREAM_PIECE", 3_000)
+    if in_ranges:
+        _read_in_pieces(monkeypatch)
     tables, firsts = [], []
     for name in ("stream", "table", "decoded"):
         store = open_store("file://" + str(tmp_path / name), StoreSettings(fsync=False))
