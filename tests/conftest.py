@@ -8,8 +8,10 @@ or an empty tier into a failed run.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -40,12 +42,18 @@ def _isolate_from_machine() -> None:
     os.environ["AWS_CONFIG_FILE"] = empty
     os.environ["AWS_SHARED_CREDENTIALS_FILE"] = empty
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
-    # Timeline entries cached on disk (timeline/entry_cache.py) stay in this run's temp folder.
-    os.environ["FLOWLEDGER_TIMELINE_CACHE"] = tempfile.mkdtemp(prefix="flowledger-entries-")
+    # This run's own temp folder, removed when the run ends: a machine that runs the suite
+    # often must not fill its disk (MinIO refuses writes below its free-space threshold).
+    run_dir = tempfile.mkdtemp(prefix="flowledger-tests-")
+    atexit.register(shutil.rmtree, run_dir, ignore_errors=True)
+    # Timeline entries cached on disk (timeline/entry_cache.py) stay in it.
+    os.environ["FLOWLEDGER_TIMELINE_CACHE"] = os.path.join(run_dir, "entries")
     # Provenance of writes that name no repository (Spark sessions built without
-    # `spark.flowledger.repo`) goes to this run's temp folder, not ./flowledger-data, where
-    # `make demo` would show the tests' jobs.
-    os.environ["FLOWLEDGER_REPO"] = tempfile.mkdtemp(prefix="flowledger-repo-")
+    # `spark.flowledger.repo`) goes to it too, not ./flowledger-data, where `make demo` would
+    # show the tests' jobs.
+    os.environ["FLOWLEDGER_REPO"] = os.path.join(run_dir, "repo")
+    for name in ("FLOWLEDGER_TIMELINE_CACHE", "FLOWLEDGER_REPO"):
+        os.makedirs(os.environ[name])
 
 
 _isolate_from_machine()

@@ -7,6 +7,7 @@ import multiprocessing
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -89,13 +90,20 @@ def test_two_archivers_and_a_writer(tbackend: Backend) -> None:
             actives.append([i.time for i in load_active(reader.tl).timeline.completed()])
             combined.append(_commit_times(reader.store))
 
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    for p in procs:
-        p.join(240)
-        assert p.exitcode == 0
-    stop.set()
-    watcher.join()
+    # The reader runs in a pool so that its failure fails this test (not the whole run), and
+    # it is stopped whatever happens to the processes.
+    with ThreadPoolExecutor(1) as pool:
+        watcher = pool.submit(watch)
+        try:
+            for p in procs:
+                p.join(240)
+                assert p.exitcode == 0
+        finally:
+            stop.set()
+            for p in procs:
+                if p.is_alive():
+                    p.kill()
+        watcher.result()
 
     final = _commit_times(store)
     assert len(final) == COMMITS

@@ -198,6 +198,19 @@ def _apply(table: Table, model: KeyedModel, kind: str, arg: Any) -> Any:
     return table.delete(where=pc.field("v") == arg)
 
 
+def _run_local(
+    root: str,
+    case: dict[str, Any],
+    table_type: str = "copy_on_write",
+    record_index: bool = False,
+) -> None:
+    store = open_store("file://" + root, StoreSettings(fsync=False))
+    try:
+        _run(store, case, table_type, record_index)
+    finally:
+        store.close()
+
+
 EXAMPLES = int(os.environ.get("FLOWLEDGER_KEYED_EXAMPLES", "30"))
 
 
@@ -205,9 +218,8 @@ EXAMPLES = int(os.environ.get("FLOWLEDGER_KEYED_EXAMPLES", "30"))
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=case_st)
 def test_keyed_table_matches_model_local(case: dict[str, Any]) -> None:
-    root = tempfile.mkdtemp(prefix="keyed-diff-")
-    store = open_store("file://" + root, StoreSettings(fsync=False))
-    _run(store, case)
+    with tempfile.TemporaryDirectory(prefix="keyed-diff-") as root:
+        _run_local(root, case)
 
 
 @pytest.mark.minio
@@ -229,9 +241,8 @@ def test_keyed_table_matches_model_minio(minio: S3Endpoint, case: dict[str, Any]
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=mor_case_st)
 def test_merge_on_read_table_matches_model_local(case: dict[str, Any]) -> None:
-    root = tempfile.mkdtemp(prefix="mor-diff-")
-    store = open_store("file://" + root, StoreSettings(fsync=False))
-    _run(store, case, "merge_on_read")
+    with tempfile.TemporaryDirectory(prefix="mor-diff-") as root:
+        _run_local(root, case, "merge_on_read")
 
 
 @pytest.mark.unit
@@ -240,9 +251,8 @@ def test_merge_on_read_table_matches_model_local(case: dict[str, Any]) -> None:
 def test_keyed_table_with_record_index_matches_model_local(case: dict[str, Any]) -> None:
     """The same, with every lookup answered by the record-level index (its deltas, merges,
     and the fallback for writes that left no delta: clustering, rollbacks)."""
-    root = tempfile.mkdtemp(prefix="keyed-diff-rli-")
-    store = open_store("file://" + root, StoreSettings(fsync=False))
-    _run(store, case, record_index=True)
+    with tempfile.TemporaryDirectory(prefix="keyed-diff-rli-") as root:
+        _run_local(root, case, record_index=True)
 
 
 @pytest.mark.minio
