@@ -57,8 +57,12 @@ META_SCHEMA = pa.schema([(c, pa.string()) for c in META_COLUMNS])
 
 def create(table: KeyedTable, props: KeyedProperties) -> KeyedProperties:
     """Write the properties (create-only) and, for a new table, a creation commit (two
-    creators racing may both write one: harmless, both state the same schema)."""
-    existing = table.timeline().completed().write_timeline()
+    creators racing may both write one: harmless, both state the same schema).
+
+    The handle's own listing decides whether the table is new (a table is created right
+    after it is opened, so no second LIST); when the properties were already there, another
+    creator came first and the timeline is listed again before deciding on the commit."""
+    existing = table.timeline(refresh=False).completed().write_timeline()
     latest = existing.last()
     if latest is not None and load_properties(table.store) is None:
         raise PropertiesError(
@@ -66,7 +70,9 @@ def create(table: KeyedTable, props: KeyedProperties) -> KeyedProperties:
             f"{latest.time}); a table is keyed from its creation: write the data "
             "into a new keyed table"
         )
-    got = create_properties(table.store, props)
+    got, wrote = create_properties(table.store, props)
+    if not wrote and not existing:
+        existing = table.timeline().completed().write_timeline()
     if not existing:
         txn = table.begin(COMMIT, operation="create")
         try:
@@ -194,6 +200,22 @@ def _keys_table(keys: Any, props: KeyedProperties) -> pa.Table:
     return pa.table({props.record_key[0]: values})
 
 
+def _delete_schema(
+    table: KeyedTable, props: KeyedProperties, keys: Any, where: Any
+) -> pa.Schema | None:
+    """The schema a delete's input is checked against. Keys need only the key columns' types,
+    which the handle's last state already states once data was written (the write reads the
+    table again after it begins), so they cost no request; a handle that has not seen the
+    key columns yet, and a SQL predicate (any column may be new), look again."""
+    if keys is None and not isinstance(where, str):
+        return None
+    if keys is not None:
+        known = table.state(refresh=False).schema()
+        if known is not None and set(props.record_key) <= set(known.names):
+            return known
+    return table.schema()
+
+
 def delete(
     table: KeyedTable,
     props: KeyedProperties,
@@ -205,7 +227,7 @@ def delete(
         raise ValueError("delete takes keys or a filter (where=), exactly one of them")
     # Keys are cast, and a predicate checked, before the write begins: nothing is written
     # for input that cannot work.
-    schema = table.schema() if keys is not None or isinstance(where, str) else None
+    schema = _delete_schema(table, props, keys, where)
     deletes = None if keys is None else typed_keys(_keys_table(keys, props), schema, props)
     if isinstance(where, str):
         # Refused before anything is written: one expression over the table's columns

@@ -146,13 +146,14 @@ def load_properties(store: ObjectStore) -> KeyedProperties | None:
         raise PropertiesError(f"{store.url(PROPERTIES_KEY)}: {e}") from None
 
 
-def create_properties(store: ObjectStore, props: KeyedProperties) -> KeyedProperties:
-    """Write the properties object once. Creating again with the same properties is a no-op;
-    with different ones it is refused (a table's key and merge mode never change)."""
+def create_properties(store: ObjectStore, props: KeyedProperties) -> tuple[KeyedProperties, bool]:
+    """Write the properties object once, and say whether this call wrote it. Creating again
+    with the same properties is a no-op; with different ones it is refused (a table's key and
+    merge mode never change)."""
     body = seal_json({"format": FORMAT, **props.to_json()})
     try:
         store.put_if_absent(PROPERTIES_KEY, body)
-        return props
+        return props, True
     except Conflict:
         pass
     existing = load_properties(store)
@@ -163,4 +164,4 @@ def create_properties(store: ObjectStore, props: KeyedProperties) -> KeyedProper
             f"table {store.uri} already exists with {existing.describe()}; "
             f"it cannot change to {props.describe()}"
         )
-    return existing
+    return existing, False

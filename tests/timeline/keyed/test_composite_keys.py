@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage import StoreSettings, open_store
+from tests.support.store_calls import counted_calls
 from timeline import SchemaMismatch, Table, TableSettings
 from timeline.keyed import RECORD_KEY_COL, KeyedProperties, build_index, index_view
 from timeline.keyed.keys import key_texts, record_keys
@@ -156,3 +157,29 @@ def test_keys_to_delete_compare_as_typed_values(tmp_path: Path) -> None:
     with pytest.raises(SchemaMismatch, match="column k is double in the table"):
         t.delete(pa.table({"k": ["two and a half"], "d": [day]}))
     assert t.read().num_rows == 1
+
+
+def test_a_handle_that_has_not_seen_the_key_columns_types_deletes_from_a_fresh_read(
+    tmp_path: Path,
+) -> None:
+    """Keys to delete are typed from the handle's last state when it states the key columns
+    (no request); a handle opened before any data was written reads the table first, so a
+    key given as 1 for a double column still deletes the stored 1.0."""
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    early = Table.create(store, KeyedProperties.of("k"), TableSettings(local_entry_cache=False))
+    Table.open(store).upsert(pa.table({"k": [1.0, 2.5], "v": [1, 2]}))
+    early.delete([1])
+    assert [r["k"] for r in Table.open(store).read().to_pylist()] == [2.5]
+
+
+def test_a_delete_by_keys_after_a_write_reads_the_timeline_once(tmp_path: Path) -> None:
+    """The handle's last state already states the key columns' types, so the delete lists
+    the timeline only as its write begins (and for its instant time)."""
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    t = Table.create(store, KeyedProperties.of("k"), TableSettings(local_entry_cache=False))
+    t.upsert(pa.table({"k": [1.0, 2.5], "v": [1, 2]}))
+    t.upsert(pa.table({"k": [4.0], "v": [4]}))
+    calls = counted_calls(store)
+    t.delete([2.5])
+    assert calls["list"] == 2, calls
+    assert sorted(r["k"] for r in t.read().to_pylist()) == [1.0, 4.0]

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 from storage import StoreSettings, open_store, seal_json
-from timeline import CommitConflict, Table, TableSettings, TimelineError
+from tests.support.store_calls import counted_calls
+from timeline import CommitConflict, Table, TableSettings, TimelineError, make_keyed
 from timeline.archive import Archiver
 from timeline.errors import DuplicateKeys, RangeNotReadable
 from timeline.keyed import (
@@ -57,6 +58,30 @@ def test_recreating_with_other_properties_is_refused_in_one_line(tmp_path: Path)
     assert "\n" not in str(err.value)
     assert "already exists with record key id" in str(err.value)
     assert "merge mode event_time" in str(err.value)
+
+
+def test_creating_a_table_lists_it_once_for_the_open_and_once_for_the_commit(
+    tmp_path: Path,
+) -> None:
+    """The keyed create decides from the listing the open just made (no second LIST of the
+    timeline); the creation commit's own check of its instant time is the other LIST."""
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    calls = counted_calls(store)
+    Table.create(store, PROPS)
+    assert calls["list"] == 2, calls
+
+
+def test_a_creator_that_comes_second_on_a_stale_listing_adds_no_creation_commit(
+    tmp_path: Path,
+) -> None:
+    """Two handles opened on an empty table: the one that finds the properties written lists
+    the timeline again before deciding, so the table keeps one creation commit."""
+    store = open_store("file://" + str(tmp_path / "t"), StoreSettings(fsync=False))
+    first, second = Table.open(store), Table.open(store)
+    make_keyed(first, PROPS)
+    make_keyed(second, PROPS)
+    commits = Table.open(store).timeline().completed().write_timeline()
+    assert [i.action for i in commits] == ["commit"]
 
 
 def test_an_unkeyed_table_with_commits_cannot_become_keyed(tmp_path: Path) -> None:
