@@ -1,7 +1,8 @@
 """A copy-on-write rewrite holds one row group of its file decoded and never the new file
-whole: the base file is decoded a row group at a time, and the new slice is encoded straight
-into a streaming upload (`ObjectStore.open_writer`) in pieces, its size and checksum counted
-as they pass. So what an upsert or a delete holds does not grow with the file it rewrites."""
+whole: the base file is decoded a piece of a row group at a time, and the new slice is
+encoded straight into a streaming upload (`ObjectStore.open_writer`) in pieces, its size and
+checksum counted as they pass. So what an upsert or a delete holds does not grow with the file
+it rewrites."""
 
 from __future__ import annotations
 
@@ -32,14 +33,14 @@ class Seen:
 
     puts: set[str] = field(default_factory=set)
     pieces: dict[str, list[int]] = field(default_factory=dict)
-    decoded: list[int] = field(default_factory=list)  # rows of each row group decoded whole
+    decoded: list[int] = field(default_factory=list)  # rows of each piece decoded, all columns
 
 
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
     s = Seen()
     put, open_writer = LocalObjectStore.put, LocalObjectStore.open_writer
-    read_row_group = pq.ParquetFile.read_row_group
+    read_row_group, iter_batches = pq.ParquetFile.read_row_group, pq.ParquetFile.iter_batches
 
     def recording_put(self: LocalObjectStore, key: str, data: bytes) -> Any:
         s.puts.add(key)
@@ -62,12 +63,19 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
             s.decoded.append(t.num_rows)
         return t
 
+    def recording_batches(self: pq.ParquetFile, *args: Any, **kw: Any) -> Iterator[pa.RecordBatch]:
+        for b in iter_batches(self, *args, **kw):
+            if kw.get("columns") is None:
+                s.decoded.append(b.num_rows)
+            yield b
+
     # The encoder gathers up to `SINK_CHUNK` encoded bytes before passing them on: made
     # small here, so this small file's pieces show that it is streamed, never held whole.
     monkeypatch.setattr(slice_writer, "SINK_CHUNK", 4096)
     monkeypatch.setattr(LocalObjectStore, "put", recording_put)
     monkeypatch.setattr(LocalObjectStore, "open_writer", recording_writer)
     monkeypatch.setattr(pq.ParquetFile, "read_row_group", recording_read)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recording_batches)
     yield s
 
 

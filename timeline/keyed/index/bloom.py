@@ -47,6 +47,12 @@ _SEED2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _S33 = np.uint64(33)
 #: Hash positions computed at once while building a filter (bounds that matrix to 16 MiB).
 _CHUNK_CELLS = 1 << 21
+#: Keys a builder hashes at once: their hashes, the hashing's temporaries and the matrix of
+#: their bit positions (at most 2 MiB at 16 hashes a key) are what adding keys holds beside
+#: the filter's bits, so a rewrite adding a row group of keys (131,072 by default) holds a
+#: tenth of it. At fpp 0.01 a row group's keys made a 7 MiB matrix and about as much again
+#: in hashes, per file being rewritten.
+ADD_KEYS = 16_384
 
 
 def _fmix(h: np.ndarray) -> np.ndarray:
@@ -198,8 +204,10 @@ class BloomBuilder:
         self._array = np.zeros(self.num_bits, dtype=bool)
 
     def add(self, keys: Keys) -> None:
-        if len(keys):
-            _set_bits(self._array, *key_hashes(keys), self.num_hashes, HASH_WORDS)
+        """Set the bits of `keys`, `ADD_KEYS` of them hashed at a time."""
+        for i in range(0, len(keys), ADD_KEYS):
+            part = keys[i : i + ADD_KEYS]
+            _set_bits(self._array, *key_hashes(part), self.num_hashes, HASH_WORDS)
 
     def finish(self) -> BloomFilter:
         bits = np.packbits(self._array, bitorder="little").tobytes()

@@ -10,6 +10,12 @@ commit recorded after the last row group: a mismatch raises `IntegrityError` bef
 slice's upload is committed, so the damaged rows never reach a commit. Smaller files, files
 written before checksums and files whose row groups are not laid out in order are fetched
 whole and verified first, as every read of a committed file is.
+
+However it is fetched, a row group is decoded `DECODE_ROWS` rows at a time (Arrow's record
+batch reader over the row group's column chunks), not whole: a rewrite filters each piece as
+it comes, so it holds one piece of a row group decoded next to the kept rows its encoder
+gathers (at most a row group of them), not a decoded row group and its filtered copy, which
+grew with the file until the file held two row groups.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ MiB = 1024 * 1024
 #: (random upsert 1,024 against 950 MiB, docs/benchmarks.md), so small files stay whole.
 STREAM_MIN = 16 * MiB
 STREAM_PIECE = 8 * MiB
+#: Rows of a row group decoded at a time for a rewrite (about 1.6 MiB of the upsert
+#: benchmark's ten columns; a row group of 131,072 rows is 13 MiB decoded).
+DECODE_ROWS = 16_384
 
 
 def piece_plan(spans: list[tuple[int, int]], piece: int) -> list[tuple[int, int, int]] | None:
@@ -89,9 +98,9 @@ def held_bytes(f: DataFile) -> int:
 def base_row_groups(
     store: ObjectStore, f: DataFile, body: bytes | None = None
 ) -> Iterator[pa.Table]:
-    """The row groups of committed file `f`, all columns, decoded one at a time (see the
-    module's text for how it is fetched and verified); `body`: its bytes, fetched and
-    verified already (nothing is fetched then)."""
+    """The rows of committed file `f`, all columns, in file order, decoded a piece of a
+    row group at a time (see the module's text for how it is fetched and verified);
+    `body`: its bytes, fetched and verified already (nothing is fetched then)."""
     if body is not None or not ranged(f):
         whole = body if body is not None else read_verified(store, f)
         yield from row_groups_of(pq.ParquetFile(pa.BufferReader(whole)))
@@ -108,12 +117,11 @@ def base_row_groups(
         window.hold([(crc.pos, crc.fetch(end))])
         for i in range(first, last):
             try:
-                group = pf.read_row_group(i, use_threads=False)
+                yield from _decoded(pf, i)
             except (OSError, pa.ArrowException):
                 # Bytes not verified yet may be damaged: the checksum decides which it is.
                 crc.check_rest()
                 raise
-            yield group
     window.hold([])
     crc.check_rest()
 
@@ -151,7 +159,17 @@ class ChecksumReader:
 
 
 def row_groups_of(pf: pq.ParquetFile) -> Iterator[pa.Table]:
-    """The row groups of an open (verified) file, all columns, decoded one at a time."""
+    """The rows of an open (verified) file, all columns, in file order, decoded at most
+    `DECODE_ROWS` rows at a time."""
     for i in range(pf.num_row_groups):
-        # use_threads=False: Arrow's pools are never started here (see parquet_io._read_one).
-        yield pf.read_row_group(i, use_threads=False)
+        yield from _decoded(pf, i)
+
+
+def _decoded(pf: pq.ParquetFile, i: int) -> Iterator[pa.Table]:
+    """Row group `i` of `pf`, decoded `DECODE_ROWS` rows at a time (each piece in the
+    file's Arrow schema, its metadata included, as `read_row_group` gives it)."""
+    schema = pf.schema_arrow
+    # use_threads=False: Arrow's pools are never started here (see parquet_io._read_one).
+    batches = pf.iter_batches(DECODE_ROWS, row_groups=[i], use_threads=False)
+    for batch in batches:
+        yield pa.Table.from_batches([batch], schema)
