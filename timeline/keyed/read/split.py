@@ -74,17 +74,26 @@ def may_survive(
         if lg.schema.get_field_index(field) < 0:
             return True  # a null value: older than any stored one
         vals = lg.column(field)
-        if not r.ordered_deletes:  # deletes apply whatever their value: upserts alone compare
-            vals = vals.filter(pc.equal(lg.column(OP_COL), UPSERT))
-        if vals.null_count or _has_nan(vals):
+        if _all_newer(vals, newest):  # (the usual block: one min over it)
+            continue
+        if r.ordered_deletes:
             return True
-        oldest = pc.min(vals).as_py()
-        try:
-            if oldest is not None and oldest < newest:
-                return True
-        except TypeError:
+        # deletes apply whatever their value: the upserts alone compare
+        if not _all_newer(vals.filter(pc.equal(lg.column(OP_COL), UPSERT)), newest):
             return True
     return False
+
+
+def _all_newer(values: pa.ChunkedArray | pa.Array, newest: object) -> bool:
+    """Whether no value of `values` is older than `newest` (none: True); a null, a NaN or a
+    value not comparable with `newest` is older."""
+    if values.null_count or _has_nan(values):
+        return False
+    oldest = pc.min(values).as_py()
+    try:
+        return oldest is None or not oldest < newest
+    except TypeError:
+        return False
 
 
 def _has_nan(values: pa.ChunkedArray | pa.Array) -> bool:
