@@ -491,7 +491,10 @@ def insert_stream(
         first = next(batches, None)
         schema = plan.schema
         if first is not None:
-            probe = prepare_batch(first.slice(0, 0), props, txn.instant_time, upsert=True)
+            # The meta columns' schema, from an empty table of the batch's schema: a
+            # zero-row slice of the batch would keep its buffers for the whole stream.
+            empty = first.schema.empty_table()
+            probe = prepare_batch(empty, props, txn.instant_time, upsert=True)
             schema = merge_schemas(plan.schema, probe.rows.schema, table.uri)
         if schema is None:
             raise ValueError(f"{table.uri}: a keyed table states its meta columns at creation")
