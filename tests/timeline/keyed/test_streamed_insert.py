@@ -346,3 +346,27 @@ def test_the_first_batch_is_let_go_once_written(tmp_path: Path) -> None:
     # one from more); from the third on it holds neither.
     assert seen[0] >= first_bytes
     assert all(b < first_bytes // 2 for b in seen[2:]), [b >> 20 for b in seen]
+
+
+@pytest.mark.unit
+def test_a_closing_file_hashes_its_keys_a_row_group_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hashing keys for a filter takes several times their bytes in temporaries, on every
+    # thread closing a file: a file's keys go in a row group's worth at a time, as a table
+    # insert's encoder adds them, and make the filter a table insert makes.
+    added: list[int] = []
+    real = stream_module.BloomBuilder.add
+
+    def counted(self: Any, keys: Any) -> None:
+        added.append(len(keys))
+        real(self, keys)
+
+    monkeypatch.setattr(stream_module.BloomBuilder, "add", counted)
+    data = _rows(0, 6_000)
+    streamed, whole = _table(tmp_path / "s"), _table(tmp_path / "w")
+    many = streamed.insert(iter(data.to_batches(3_000)))
+    assert added and max(added) <= SETTINGS["parquet_row_group_rows"]
+    assert sum(added) == 6_000
+    one = whole.insert(data)
+    assert _files(streamed, many.time) == _files(whole, one.time)

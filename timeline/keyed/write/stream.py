@@ -178,10 +178,14 @@ class _OpenFile:
             self.target.group,
         )  # fmt: skip
         # A stream's file learns its key count only as it closes: its filter is built from
-        # the keys it noted, as text a chunk at a time (the same filter as from all at once).
+        # the keys it noted, as text a row group's worth at a time (the same filter as from
+        # all at once). Hashing a chunk takes several times its keys' bytes in temporaries,
+        # on each of the pool's threads closing a file: chunks of a row group's keys hold
+        # that to what a table insert's encoder takes for a row group's filter.
         bloom = BloomBuilder(self.old.count + self.keys.count, w.fpp)
-        for chunk in chain(self.old.texts(), self.keys.texts()):
-            bloom.add(chunk)
+        chunk = w.settings_rows
+        for keys in chain(self.old.texts(chunk), self.keys.texts(chunk)):
+            bloom.add(keys)
         written = WrittenSlice(f, encoded.key_range, bloom.finish())
         stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
         keep = w.plan.record_index is not None  # the new records' keys: for that index only
