@@ -370,3 +370,27 @@ def test_a_closing_file_hashes_its_keys_a_row_group_at_a_time(
     assert sum(added) == 6_000
     one = whole.insert(data)
     assert _files(streamed, many.time) == _files(whole, one.time)
+
+
+@pytest.mark.unit
+def test_freed_memory_is_handed_back_after_each_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pages a batch's split and encoding freed go back to the operating system before
+    # the next batch is read, not only once the commit is done.
+    released: list[int] = []
+    batches: list[int] = []
+
+    def noted() -> None:
+        released.append(len(batches))
+
+    def source() -> Iterator[pa.Table]:
+        for i, b in enumerate(_rows(0, 3_000).to_batches(1_000)):
+            batches.append(i)
+            yield pa.Table.from_batches([b])
+
+    monkeypatch.setattr(stream_module, "release_unused_memory", noted)
+    _table(tmp_path / "t").insert(source())
+    # After each batch written (the second was read ahead with the first, to tell one batch
+    # from more): the third is read only once the second's memory is handed back.
+    assert released == [2, 2, 3]

@@ -54,6 +54,7 @@ from ...file_groups.sidecars import WRITE_STATS
 from ...file_stats import describe_footer
 from ...instant import COMMIT, Instant
 from ...metadata import DataFile
+from ...parquet_io import release_unused_memory
 from ...schema import conform, merge_schemas
 from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
 from ..keys import RECORD_KEY_COL, integer_key_column
@@ -443,7 +444,10 @@ def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
     open files; the next is read once it is written (a batch read ahead would be a second
     batch in hand, as big as the one being written, for no gain in speed measured on two
     CPUs: the pool's threads encode while the batch is split). The rows held unencoded are
-    bounded by what the batch leaves of `write_buffer_limit_bytes`."""
+    bounded by what the batch leaves of `write_buffer_limit_bytes`. What the batch's split
+    and encoding freed is handed back to the operating system before the next is read:
+    Arrow's allocator keeps freed pages of the pool's threads for reuse, and without this
+    the stream's resident set held about a batch's worth more than its allocations."""
     data = next(batches, None)
     while data is not None:
         work = _plan_batch(w, data)
@@ -452,6 +456,7 @@ def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
         w.run(w.write, work)
         w.batches += 1
         del work
+        release_unused_memory()
         data = next(batches, None)
 
 
