@@ -307,3 +307,90 @@ def test_a_stream_into_a_new_table_compares_integer_keys_as_numbers(
     t.insert(iter(_rows(0, 2_000).to_batches(1_000)))
     assert matched == []
     assert len(_rows_of(t)) == 2_000
+
+
+def _wide(lo: int, hi: int) -> pa.Table:
+    """Rows of `PROPS`'s shape built as arrays (no Python objects per row): a big batch."""
+    ids = np.arange(lo, hi, dtype=np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "part": pa.array(["p0", "p1", "p2"]).take(pa.array(ids % 3)),
+            "ts": np.ones(len(ids), dtype=np.int64),
+            "name": pa.array(["n"]).take(pa.array(np.zeros(len(ids), dtype=np.int64))),
+        }
+    )
+
+
+@pytest.mark.unit
+def test_the_first_batch_is_let_go_once_written(tmp_path: Path) -> None:
+    # The table's schema is taken from the first batch's: what is kept of it must not share
+    # its buffers, or the first batch is held for the whole stream (as big as any batch).
+    # The Arrow bytes alive when the source is asked for a later batch: the open files'
+    # encoders and a few small batches, not the first batch.
+    base = pa.total_allocated_bytes()
+    held = [_wide(0, 1_000_000)]
+    first_bytes = pa.total_allocated_bytes() - base
+    seen: list[int] = []
+
+    def source() -> Iterator[pa.Table]:
+        yield held.pop()
+        for i in range(1, 6):
+            seen.append(pa.total_allocated_bytes() - base)
+            yield _wide(i * 1_000_000, i * 1_000_000 + 1_000)
+
+    t = _table(tmp_path / "t", write_buffer_limit_bytes=1 << 20, parquet_row_group_rows=131_072)
+    t.insert(source())
+    assert len(t.read(columns=["id"])) == 1_005_000
+    # Asked for the second batch, the stream holds the first (it reads two batches to tell
+    # one from more); from the third on it holds neither.
+    assert seen[0] >= first_bytes
+    assert all(b < first_bytes // 2 for b in seen[2:]), [b >> 20 for b in seen]
+
+
+@pytest.mark.unit
+def test_a_closing_file_hashes_its_keys_a_row_group_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hashing keys for a filter takes several times their bytes in temporaries, on every
+    # thread closing a file: a file's keys go in a row group's worth at a time, as a table
+    # insert's encoder adds them, and make the filter a table insert makes.
+    added: list[int] = []
+    real = stream_module.BloomBuilder.add
+
+    def counted(self: Any, keys: Any) -> None:
+        added.append(len(keys))
+        real(self, keys)
+
+    monkeypatch.setattr(stream_module.BloomBuilder, "add", counted)
+    data = _rows(0, 6_000)
+    streamed, whole = _table(tmp_path / "s"), _table(tmp_path / "w")
+    many = streamed.insert(iter(data.to_batches(3_000)))
+    assert added and max(added) <= SETTINGS["parquet_row_group_rows"]
+    assert sum(added) == 6_000
+    one = whole.insert(data)
+    assert _files(streamed, many.time) == _files(whole, one.time)
+
+
+@pytest.mark.unit
+def test_freed_memory_is_handed_back_after_each_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pages a batch's split and encoding freed go back to the operating system before
+    # the next batch is read, not only once the commit is done.
+    released: list[int] = []
+    batches: list[int] = []
+
+    def noted() -> None:
+        released.append(len(batches))
+
+    def source() -> Iterator[pa.Table]:
+        for i, b in enumerate(_rows(0, 3_000).to_batches(1_000)):
+            batches.append(i)
+            yield pa.Table.from_batches([b])
+
+    monkeypatch.setattr(stream_module, "release_unused_memory", noted)
+    _table(tmp_path / "t").insert(source())
+    # After each batch written (the second was read ahead with the first, to tell one batch
+    # from more): the third is read only once the second's memory is handed back.
+    assert released == [2, 2, 3]

