@@ -17,6 +17,7 @@ import pytest
 
 import timeline.keyed.operations as operations
 import timeline.keyed.write.stream as stream_module
+import timeline.keyed.write.stream_files as stream_files
 from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.errors import DuplicateKeys
@@ -356,13 +357,13 @@ def test_a_closing_file_hashes_its_keys_a_row_group_at_a_time(
     # thread closing a file: a file's keys go in a row group's worth at a time, as a table
     # insert's encoder adds them, and make the filter a table insert makes.
     added: list[int] = []
-    real = stream_module.BloomBuilder.add
+    real = stream_files.BloomBuilder.add
 
     def counted(self: Any, keys: Any) -> None:
         added.append(len(keys))
         real(self, keys)
 
-    monkeypatch.setattr(stream_module.BloomBuilder, "add", counted)
+    monkeypatch.setattr(stream_files.BloomBuilder, "add", counted)
     data = _rows(0, 6_000)
     streamed, whole = _table(tmp_path / "s"), _table(tmp_path / "w")
     many = streamed.insert(iter(data.to_batches(3_000)))

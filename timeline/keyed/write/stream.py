@@ -39,10 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
@@ -51,26 +50,24 @@ import pyarrow.compute as pc
 
 from ...errors import DuplicateKeys
 from ...file_groups.sidecars import WRITE_STATS
-from ...file_stats import describe_footer
 from ...instant import COMMIT, Instant
 from ...metadata import DataFile
 from ...parquet_io import release_unused_memory
 from ...schema import conform, merge_schemas
-from ..index import RECORD_INDEX_DELTA, BloomBuilder, merge_if_due, write_delta
-from ..keys import RECORD_KEY_COL, integer_key_column
+from ..index import RECORD_INDEX_DELTA, merge_if_due, write_delta
+from ..keys import integer_key_column
 from ..policies import KeyScope
 from ..properties import KeyedProperties
-from .base_copy import CopiedBase, SliceFooters, base_to_copy
+from .base_copy import SliceFooters
 from .decide import decide_upserts
 from .planner import FAIL, Batch, Planner, prepare_batch
 from .planning import plan_on
 from .sizing import avg_record_size, fill_small_files
-from .slice_writer import SliceEncoder, SliceOut, WrittenSlice, base_rows, slice_stats
-from .written_keys import KeyRuns, WrittenKeys
+from .slice_writer import SliceEncoder, SliceOut
+from .stream_files import OpenFile, Target
+from .written_keys import WrittenKeys
 
 if TYPE_CHECKING:
-    from storage import ObjectWriter
-
     from ..context import KeyedTable
 
 #: What a streamed insert takes: a reader, or an iterable of record batches or tables.
@@ -100,124 +97,6 @@ def chained(head: list[pa.Table], rest: Iterator[pa.Table]) -> Iterator[pa.Table
 
 
 @dataclass
-class _Target:
-    """A file the stream writes: a new slice of `base`'s group (a small file it fills) or a
-    new file group; it takes `capacity` new records."""
-
-    group: str
-    base: DataFile | None
-    capacity: int
-
-
-class _OpenFile:
-    """One file being written: its upload and its encoder. A small file it fills goes in
-    first, as it opens (its row groups copied as bytes when `copyable`, else decoded), then
-    the stream's new records: old rows then new ones, as an insert of a table orders them."""
-
-    def __init__(self, w: _Writing, partition: str, target: _Target) -> None:
-        self.w, self.partition, self.target = w, partition, target
-        self.key = w.out.slice_key(partition, target.group)
-        # The file's keys, for its filter (sized for their count, known as it closes): the
-        # integer key column's numbers when there is one, as the progressions they come in
-        # (three numbers for a run of ids), else the record keys. The filled small file's
-        # (`old`) apart from the new records' (`keys`, which the record-level index takes).
-        self.old = KeyRuns()
-        self.keys = KeyRuns()
-        self.inserts = 0
-        self.upload: ObjectWriter = w.store.open_writer(self.key)
-        try:
-            self.enc = self._encoder(target.base)
-        except BaseException:
-            self.upload.abort()
-            raise
-
-    def _encoder(self, base: DataFile | None) -> SliceEncoder:
-        """The file's encoder, the small file `base` it fills already in it: its row groups
-        copied as bytes (keyed/write/base_copy.py: its checksum verified, a big file copied
-        in pieces; only its key column decoded), else its rows decoded and added (a file of
-        another schema). Its bytes are let go once it is in: the encoder keeps the footer."""
-        w = self.w
-        schema, rows = w.out.schema, w.settings_rows
-        if base is None:
-            return SliceEncoder(schema, rows, self.upload)
-        lead, body = base_to_copy(w.store, base, schema, footers=w.footers)
-        if lead is not None:
-            return SliceEncoder(schema, rows, self.upload, lead=_Noted(lead, self._note_old))
-        enc = SliceEncoder(schema, rows, self.upload)
-        try:
-            for part in base_rows(w.store, base, set(), schema, rows, body):
-                self.old.add(part.column(w.key_col or RECORD_KEY_COL))
-                enc.add(part)
-        except BaseException:
-            enc.abandon()
-            raise
-        return enc
-
-    def _note_old(self, keys: pa.ChunkedArray) -> None:
-        """Note a copied small file's record keys (as the integer key column's numbers when
-        there is one: its record key is the number as text)."""
-        col = self.w.key_col
-        self.old.add(pc.cast(keys, self.w.out.schema.field(col).type) if col else keys)
-
-    def add(self, rows: pa.Table) -> None:
-        self.keys.add(rows.column(self.w.key_col or RECORD_KEY_COL))
-        self.enc.add(rows)
-        self.inserts += rows.num_rows
-
-    def close(self) -> tuple[DataFile, dict[str, Any], pa.ChunkedArray]:
-        """Finish the file (aborted if that fails); its `DataFile`, write stats and new
-        records' keys."""
-        w, base = self.w, self.target.base
-        try:
-            encoded = self.enc.finish()
-            self.upload.commit()
-        except BaseException:
-            self.abort()
-            raise
-        f = describe_footer(
-            self.key, encoded.size, encoded.checksum, encoded.footer, self.partition,
-            self.target.group,
-        )  # fmt: skip
-        # A stream's file learns its key count only as it closes: its filter is built from
-        # the keys it noted, as text a row group's worth at a time (the same filter as from
-        # all at once). Hashing a chunk takes several times its keys' bytes in temporaries,
-        # on each of the pool's threads closing a file: chunks of a row group's keys hold
-        # that to what a table insert's encoder takes for a row group's filter.
-        bloom = BloomBuilder(self.old.count + self.keys.count, w.fpp)
-        chunk = w.settings_rows
-        for keys in chain(self.old.texts(chunk), self.keys.texts(chunk)):
-            bloom.add(keys)
-        written = WrittenSlice(f, encoded.key_range, bloom.finish())
-        stats = slice_stats(w.store, written, base, (self.inserts, 0, 0))
-        keep = w.plan.record_index is not None  # the new records' keys: for that index only
-        new = list(self.keys.texts()) if keep else []
-        self.old, self.keys = KeyRuns(), KeyRuns()
-        return f, stats, pa.chunked_array(new, pa.string())
-
-    def abort(self) -> None:
-        self.enc.abandon()
-        self.upload.abort()
-
-
-class _Noted:
-    """A copied base file (`CopiedBase`) whose record keys are handed to `note` as its
-    pieces pass."""
-
-    def __init__(self, base: CopiedBase, note: Callable[[pa.ChunkedArray], None]) -> None:
-        self._base, self._note = base, note
-        self.footer = base.footer
-
-    @property
-    def footer_bytes(self) -> bytes:
-        return self._base.footer_bytes
-
-    def pieces(self) -> Iterator[tuple[bytes | memoryview, pa.ChunkedArray]]:
-        for piece, keys in self._base.pieces():
-            self._note(keys)
-            yield piece, keys
-
-
-@dataclass
 class _Partition:
     """One partition's part of the stream: the small files it filled, its open file and
     the files it closed."""
@@ -225,7 +104,7 @@ class _Partition:
     name: str
     used: set[str] = field(default_factory=set)  # file groups of small files it filled
     fills_done: bool = False  # no small file is worth filling any more
-    open: _OpenFile | None = None
+    open: OpenFile | None = None
     closed: list[tuple[DataFile, dict[str, Any], pa.ChunkedArray]] = field(default_factory=list)
 
 
@@ -255,7 +134,7 @@ class _Writing:
         self.room = self.buffer_limit
         self.batches = 0
 
-    def fill(self, p: _Partition, count: int) -> _Target | None:
+    def fill(self, p: _Partition, count: int) -> Target | None:
         """The next small file the partition fills with `count` records in hand (the rule
         as for a table insert of them; the file then takes records up to its room), or None
         once the rule picks none: the partition's later files are new file groups."""
@@ -273,7 +152,7 @@ class _Writing:
         f = next(f for f in files if f.group == fills[0].group)
         p.used.add(f.group)
         room = (s.small_file_limit - f.size) // avg_record_size([f], self.record_size)
-        return _Target(f.group, f, max(fills[0].records, int(room)))
+        return Target(f.group, f, max(fills[0].records, int(room)))
 
     def write(self, p: _Partition, batch_rows: pa.Table, positions: np.ndarray) -> None:
         """Route a partition's new rows (`positions` of the batch) into its open files,
@@ -283,8 +162,8 @@ class _Writing:
         while rows.num_rows:
             if p.open is None:
                 t = self.fill(p, rows.num_rows)
-                t = t or _Target(f"{uuid.uuid4()}-0", None, self.per_file)
-                p.open = _OpenFile(self, p.name, t)
+                t = t or Target(f"{uuid.uuid4()}-0", None, self.per_file)
+                p.open = OpenFile(self, p.name, t)
             room = p.open.target.capacity - p.open.inserts
             p.open.add(rows.slice(0, room))
             rows = rows.slice(room)
