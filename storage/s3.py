@@ -1,9 +1,7 @@
 """S3 backend (boto3): AWS S3, MinIO, moto's server, any endpoint with conditional writes.
 
 Every request goes through `S3Calls.call` (`storage/s3_calls.py`): counted, sent, its botocore
-error translated once (`storage/s3_errors.py`). GETs and HEADs go through obstore
-(`storage/s3_reads.py`), and so do unconditional uploads unless `StoreSettings.upload_client`
-says boto3 (`storage/s3_uploads.py`)."""
+error translated once (`storage/s3_errors.py`)."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ from .errors import Conflict, EndpointUnreachable, NotFound, StorageError, Unkno
 from .keys import validate_prefix
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
 from .s3_calls import S3Calls, S3Object, make_client, read_back
-from .s3_reads import ObjectReads, make_store
-from .s3_uploads import ObjectUploads, ObstoreWriter
+from .s3_reads import ObjectReads
 from .s3_writer import S3Writer
 from .settings import StoreSettings
 from .upload_buffers import MemoryBudget
@@ -31,15 +28,6 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 __all__ = ["S3ObjectStore", "make_client"]
-
-
-def _uploads_for(settings: StoreSettings, bucket: str) -> ObjectUploads | None:
-    """obstore's uploads for `bucket` (retried as botocore retries), None with
-    `upload_client` boto3 or no credentials found (botocore's request then says so)."""
-    if settings.upload_client != "obstore":
-        return None
-    store = make_store(settings, bucket, retries=settings.attempts_maximum - 1)
-    return None if store is None else ObjectUploads(store, settings)
 
 
 class S3ObjectStore(ObjectStore):
@@ -54,7 +42,6 @@ class S3ObjectStore(ObjectStore):
         reads: ObjectReads | None = None,
         known: capability.Known | None = None,
         upload_budget: MemoryBudget | None = None,
-        uploads: ObjectUploads | None = None,
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
@@ -64,8 +51,6 @@ class S3ObjectStore(ObjectStore):
         self._reads = (
             reads if client is not None else ObjectReads.for_settings(self.settings, bucket)
         )
-        #: Unconditional uploads through obstore (s3_uploads.py); never around a client passed in.
-        self._uploads = uploads if client is not None else _uploads_for(self.settings, bucket)
         self.stats = stats or RequestStats()
         self.endpoint = self.client.meta.endpoint_url
         self.uri = f"s3://{bucket}/{self.prefix}".rstrip("/")
@@ -100,7 +85,6 @@ class S3ObjectStore(ObjectStore):
             self._reads,
             self._known,
             self.upload_budget,
-            self._uploads,
         )
 
     def _root_prefix(self) -> str:
@@ -127,10 +111,7 @@ class S3ObjectStore(ObjectStore):
 
     # -- writes -----------------------------------------------------------------------------
     def put(self, key: str, data: bytes | bytearray) -> ObjectInfo:
-        obj, uploads = self._object(key), self._uploads
-        if uploads is not None:
-            etag = self._calls.call("PUT", "put", obj.uri, lambda: uploads.put(obj.s3_key, data))
-            return ObjectInfo(key, len(data), etag)
+        obj = self._object(key)
         resp = self._calls.call(
             "PUT",
             "put",
@@ -237,10 +218,6 @@ class S3ObjectStore(ObjectStore):
         )
 
     def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
-        if self._uploads is not None and not if_none_match:
-            return ObstoreWriter(
-                self._calls, self._uploads, self._object(key), self.settings, self.upload_budget
-            )
         return self._writer(key, if_none_match)
 
     def _writer(self, key: str, if_none_match: bool) -> S3Writer:

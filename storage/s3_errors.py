@@ -6,13 +6,10 @@ loads no boto3.
 the S3 backend reaches it through one call site (`storage/s3_calls.py`). obstore serves the
 read path (`storage/s3_reads.py`) and raises only its definite answers ("no such key", "access
 denied"); every other failure of a read is sent again through botocore and classified here.
-obstore also sends unconditional uploads (`storage/s3_uploads.py`); their failures, after
-obstore's own retries, are classified here from obstore's error (`_translate_obstore`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from botocore.exceptions import (
@@ -25,14 +22,8 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ReadTimeoutError,
 )
-from obstore.exceptions import (
-    AlreadyExistsError,
-    PermissionDeniedError,
-    PreconditionError,
-    UnauthenticatedError,
-)
-from obstore.exceptions import BaseError as ObstoreError
 from obstore.exceptions import NotFoundError as ObstoreNotFound
+from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
 from .errors import (
     AccessDenied,
@@ -47,12 +38,9 @@ from .errors import (
     UnknownOutcome,
 )
 
-#: What obstore raises: the read path only its definite answers (the rest it hands back to
-#: botocore), uploads any failure; a missing object comes as the builtin FileNotFoundError.
-OBSTORE_ERRORS = (ObstoreError, FileNotFoundError)
-
-#: An HTTP status in obstore's error text ("... status 503 Service Unavailable ...").
-_OBSTORE_STATUS = re.compile(r"status:? (\d{3})\b")
+#: What the obstore read path raises (the rest it hands back to botocore); obstore raises a
+#: missing object as the builtin FileNotFoundError.
+OBSTORE_ERRORS = (ObstoreNotFound, FileNotFoundError, PermissionDeniedError, UnauthenticatedError)
 
 _CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict"})
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchUpload"})
@@ -168,7 +156,7 @@ def translate_s3(
             "may or may not have been applied",
             uri,
         )
-    if isinstance(exc, ObstoreNotFound | FileNotFoundError) and "NoSuchBucket" not in str(exc):
+    if isinstance(exc, ObstoreNotFound | FileNotFoundError):
         return NotFound(f"{where}: object not found", uri)
     if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
         return AccessDenied(
@@ -176,10 +164,6 @@ def translate_s3(
             "AWS_SECRET_ACCESS_KEY and the bucket policy",
             uri,
         )
-    if isinstance(exc, AlreadyExistsError | PreconditionError):
-        return Conflict(f"{where}: precondition failed; another writer won", uri)
-    if isinstance(exc, ObstoreError | FileNotFoundError):
-        return _translate_obstore(exc, where, uri, endpoint, op)
     if isinstance(exc, ClientError):
         code = _code(exc)
         if code in _CONFLICT_CODES:
@@ -203,39 +187,3 @@ def translate_s3(
         msg = exc.response.get("Error", {}).get("Message", "")
         return BackendError(f"{where}: S3 error {code}: {msg}", uri)
     return BackendError(f"{where}: {type(exc).__name__}: {exc}", uri)
-
-
-def _translate_obstore(
-    exc: ObstoreError | FileNotFoundError, where: str, uri: str, endpoint: str, op: str
-) -> StorageError:
-    """An obstore failure that is not a definite answer, after obstore's retries: no
-    connection (nothing was sent), an error status, or a request sent and not answered."""
-    text = str(exc)
-    if "kind: Connect" in text:
-        return EndpointUnreachable(
-            f"{where}: cannot reach S3 endpoint {endpoint}; check AWS_ENDPOINT_URL and that "
-            "the server is running",
-            uri,
-        )
-    if "NoSuchBucket" in text:
-        return BucketMissing(
-            f"{where}: bucket does not exist at {endpoint}; create it or fix the repository URI",
-            uri,
-        )
-    status = _OBSTORE_STATUS.search(text)
-    first = text.split("\n", 1)[0][:300]
-    if status is not None and status.group(1) in ("403", "401"):
-        return AccessDenied(
-            f"{where}: access denied by {endpoint}; check AWS_ACCESS_KEY_ID, "
-            "AWS_SECRET_ACCESS_KEY and the bucket policy",
-            uri,
-        )
-    if status is not None:
-        return BackendError(f"{where}: S3 error: {first}", uri)
-    if op in READ_OPS:
-        return EndpointTimeout(f"{where}: no answer from S3 endpoint {endpoint}: {first}", uri)
-    return UnknownOutcome(
-        f"{where}: connection to {endpoint} failed after the request was sent ({first}); the "
-        "write may or may not have been applied",
-        uri,
-    )

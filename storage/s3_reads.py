@@ -3,8 +3,7 @@
 A warm provenance lookup is ~10 ranged GETs of 30-110 KB and a HEAD; botocore spends ~0.9 ms
 of CPU on each (parameter validation, event hooks, serialisation, response parsing), obstore
 signs and sends them in Rust with the GIL released (docs/benchmarks.md, "Reads through four S3
-clients"). Conditional puts stay on boto3; unconditional uploads go through obstore in
-`storage/s3_uploads.py`, on a client made here (`make_store`).
+clients"). Writes and conditional puts stay on boto3.
 
 Every endpoint and credential source boto3 serves: an explicit endpoint (MinIO, on-premises S3)
 with path style or virtual-hosted addressing, AWS with virtual-hosted addressing when no
@@ -84,11 +83,9 @@ class ObjectReads:
         return None if etag is None else (meta["size"], etag, meta["last_modified"])
 
 
-def make_store(settings: StoreSettings, bucket: str, *, retries: int = 0) -> S3Store | None:
-    """obstore's client for `bucket`, addressed, authenticated and signed as boto3's client
-    is (the reads' and the uploads' of storage/s3_uploads.py); None when boto3 finds no
-    credentials either (botocore's request then says so). `retries`: how often obstore
-    itself sends a failed request again (0: the caller decides)."""
+def make_store(settings: StoreSettings, bucket: str) -> S3Store | None:
+    """obstore's client for `bucket`, addressed and authenticated as boto3's client is; None
+    when boto3 finds no credentials either (botocore's request then says so)."""
     from obstore.store import S3Store
 
     endpoint = settings.endpoint_url
@@ -99,8 +96,6 @@ def make_store(settings: StoreSettings, bucket: str, *, retries: int = 0) -> S3S
         # obstore takes a virtual-hosted endpoint with the bucket already in its host name.
         parts = urlsplit(endpoint)
         endpoint = f"{parts.scheme}://{bucket}.{parts.netloc}{parts.path}"
-    https = endpoint is None or urlsplit(endpoint).scheme == "https"
-    signed = settings.payload_signing
     options: dict[str, Any] = {
         "connect_timeout": f"{settings.connection_establish_timeout}s",
         "timeout": f"{settings.connection_timeout}s",
@@ -134,9 +129,7 @@ def make_store(settings: StoreSettings, bucket: str, *, retries: int = 0) -> S3S
         bucket,
         region=settings.region,
         virtual_hosted_style_request=not path_style,
-        # botocore's rule (`StoreSettings.payload_signing`): signed over http unless off.
-        unsigned_payload=not signed if signed is not None else https,
         client_options=options,  # type: ignore[arg-type]
-        retry_config={"max_retries": retries},
+        retry_config={"max_retries": 0},  # botocore retries what this path hands back
         **kwargs,
     )

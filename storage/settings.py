@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Literal, cast, get_args
 
 from .upload_buffers import BufferPolicy, FastUploadBuffer
 
 MiB = 1024 * 1024
-
-#: Which client sends the bodies of unconditional uploads to S3 (`StoreSettings.upload_client`).
-UploadClient = Literal["obstore", "boto3"]
 
 
 def _env_flag(name: str) -> bool:
@@ -106,14 +102,6 @@ class StoreSettings:
     #: GETs and HEADs through obstore (storage/s3_reads.py); anything but a definite answer
     #: still goes to botocore. Off: botocore only.
     fast_reads: bool = True
-    #: Which client sends unconditional uploads (data files, whole or multipart): `obstore`
-    #: (Rust, storage/s3_uploads.py; the GIL stays with the threads that encode) or `boto3`.
-    #: Conditional writes and server-side copies go through boto3 either way.
-    upload_client: UploadClient = field(
-        default_factory=lambda: cast(
-            UploadClient, os.environ.get("FLOWLEDGER_S3_UPLOAD_CLIENT") or "obstore"
-        )
-    )
 
     def upload_buffer_policy(self) -> BufferPolicy:
         """How a streaming upload buffers its parts (storage/upload_buffers.py)."""
@@ -123,10 +111,6 @@ class StoreSettings:
 
     def __post_init__(self) -> None:
         self.upload_buffer_policy()  # validates the buffer settings
-        if self.upload_client not in get_args(UploadClient):
-            raise ValueError(
-                f"upload_client must be one of {get_args(UploadClient)}, not {self.upload_client!r}"
-            )
         if self.multipart_size < 5 * MiB:
             raise ValueError("multipart_size must be at least 5 MiB (the S3 part minimum)")
         if self.fast_upload_active_blocks < 1 or self.attempts_maximum < 1:

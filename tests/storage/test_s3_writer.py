@@ -13,7 +13,6 @@ import pytest
 
 from storage import ObjectInfo, RequestStats, S3ObjectStore, StoreSettings, open_store
 from storage.s3_calls import S3Calls, S3Object, make_client
-from storage.s3_reads import make_store
 from storage.s3_writer import S3Writer
 from storage.upload_buffers import MemoryBudget
 from tests.support.servers import S3Endpoint
@@ -63,8 +62,7 @@ def test_a_small_object_is_not_put_after_an_abort() -> None:
 @pytest.mark.s3
 @pytest.mark.parametrize(("signing", "sent"), [(None, "hash"), (False, "UNSIGNED-PAYLOAD")])
 def test_payload_signing_is_a_setting(moto: S3Endpoint, signing: bool | None, sent: str) -> None:
-    settings = moto.settings(payload_signing=signing, upload_client="boto3")
-    store = open_store(f"s3://{moto.new_bucket()}/repo", settings)
+    store = open_store(f"s3://{moto.new_bucket()}/repo", moto.settings(payload_signing=signing))
     assert isinstance(store, S3ObjectStore)
     seen: list[str] = []
     store.client.meta.events.register(
@@ -77,24 +75,3 @@ def test_payload_signing_is_a_setting(moto: S3Endpoint, signing: bool | None, se
     assert store.get("a/f.bin") == body
     expected = hashlib.sha256(body).hexdigest() if sent == "hash" else sent
     assert seen == [expected]
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    ("endpoint", "signing", "unsigned"),
-    [
-        ("http://127.0.0.1:9", None, "false"),
-        ("https://s3.example.com", None, "true"),
-        ("http://127.0.0.1:9", False, "true"),
-        ("https://s3.example.com", True, "false"),
-    ],
-)
-def test_obstore_uploads_sign_payloads_as_botocore_does(
-    endpoint: str, signing: bool | None, unsigned: str
-) -> None:
-    settings = StoreSettings(
-        endpoint_url=endpoint, access_key_id="k", secret_access_key="s", payload_signing=signing
-    )
-    obstore_client = make_store(settings, "b")
-    assert obstore_client is not None
-    assert str(obstore_client.config["unsigned_payload"]).lower() == unsigned

@@ -1,8 +1,7 @@
 """Run the flowledger CLI and count the S3 API calls it makes (a fresh process, as a user runs
 it): `python -m tests.support.count_requests OUT.json <flowledger args...>` writes
 `{operation: count}` to OUT.json when the command ends. Counts botocore's calls and the reads
-and uploads sent through obstore (storage/s3_reads.py, storage/s3_uploads.py), under botocore's
-operation names."""
+sent through obstore (storage/s3_reads.py), under botocore's operation names."""
 
 from __future__ import annotations
 
@@ -16,13 +15,11 @@ from typing import Any
 import botocore.client
 
 from storage.s3_reads import ObjectReads
-from storage.s3_uploads import ObjectUploads, PartFeed
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
 _call = botocore.client.BaseClient._make_api_call
 _fast_get, _fast_head = ObjectReads.get, ObjectReads.head
-_upload_put, _upload_stream = ObjectUploads.put, ObjectUploads.stream
 
 
 def _count(operation: str) -> None:
@@ -45,34 +42,11 @@ def _fast_head_counted(self: ObjectReads, *args: Any) -> Any:
     return _fast_head(self, *args)
 
 
-def _upload_put_counted(self: ObjectUploads, *args: Any) -> Any:
-    _count("PutObject")
-    return _upload_put(self, *args)
-
-
-def _upload_stream_counted(self: ObjectUploads, s3_key: str, feed: PartFeed) -> Any:
-    class Counted:
-        def __iter__(self) -> Any:
-            return self
-
-        def __next__(self) -> Any:
-            part = next(feed)
-            _count("UploadPart")
-            return part
-
-    _count("CreateMultipartUpload")
-    etag = _upload_stream(self, s3_key, Counted())  # type: ignore[arg-type]
-    _count("CompleteMultipartUpload")
-    return etag
-
-
 def main() -> None:
     out, args = sys.argv[1], sys.argv[2:]
     botocore.client.BaseClient._make_api_call = _counted  # type: ignore[method-assign]
     ObjectReads.get = _fast_get_counted  # type: ignore[method-assign,assignment]
     ObjectReads.head = _fast_head_counted  # type: ignore[method-assign,assignment]
-    ObjectUploads.put = _upload_put_counted  # type: ignore[method-assign,assignment]
-    ObjectUploads.stream = _upload_stream_counted  # type: ignore[method-assign]
     atexit.register(lambda: open(out, "w").write(json.dumps(dict(_counts))))  # noqa: SIM115
     from flowledger.cli import app
 
