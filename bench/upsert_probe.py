@@ -79,6 +79,7 @@ class Recorder:
         # CPU seconds of this process (all its threads) in the step: unlike wall time, robust
         # to other work on the machine.
         extra["cpu_s"] = round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
+        extra["cpu_sys_s"] = round(cpu1.system - cpu0.system, 2)  # the kernel's share
         self.result["steps"].append(
             {
                 "name": name,
