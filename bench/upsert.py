@@ -11,9 +11,10 @@ flowledger's Spark path in local mode over s3a, bench/upsert_spark.py; Hudi in i
 updates spread at random, one whose updates hit the newest 5 % of keys, a delete of 10k keys and
 an append of the clustered batch's rows under fresh keys (the baseline the clustered upsert is
 measured against). Per system and step: wall time, S3 requests, bytes uploaded / bytes changed
-(write amplification), peak memory of the process (and of the Spark driver JVM), the time the
-system reports for finding the matching rows (index lookup) where it reports one, and ratios
-against flowledger from the same run.
+(write amplification), peak memory of the process (and of the Spark driver JVM), the CPU
+seconds of the worker process (`cpu_s`, all its threads, `cpu_sys_s` of them in the kernel;
+robust to a shared machine), the time the system reports for finding the matching rows (index
+lookup) where it reports one, and ratios against flowledger from the same run.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ class Recorder:
         # process still holds of earlier steps, told apart from what the step adds.
         rss = rss_bytes(os.getpid())
         extra: dict[str, Any] = {} if rss is None else {"rss_at_start_mib": rss >> 20}
-        start, t0 = time.time(), time.perf_counter()
+        start, t0, cpu0 = time.time(), time.perf_counter(), os.times()
         error = None
         try:
             yield extra
@@ -75,6 +75,11 @@ class Recorder:
             error = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
             traceback.print_exc()
         seconds = time.perf_counter() - t0
+        cpu1 = os.times()
+        # CPU seconds of this process (all its threads) in the step: unlike wall time, robust
+        # to other work on the machine.
+        extra["cpu_s"] = round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
+        extra["cpu_sys_s"] = round(cpu1.system - cpu0.system, 2)  # the kernel's share
         self.result["steps"].append(
             {
                 "name": name,
