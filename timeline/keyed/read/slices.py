@@ -145,17 +145,14 @@ def _finish(merged: pa.Table, columns: Sequence[str] | None) -> pa.Table:
 Fetched = tuple[FileSlice, pa.Table, pa.Table, list[pa.Table]]
 
 
-def _split(
-    base: pa.Table, logs: list[pa.Table], key_col: str | None, rules: list[Rule]
-) -> tuple[pa.Table, pa.Table]:
+def _split(base: pa.Table, logs: list[pa.Table], key_col: str | None) -> tuple[pa.Table, pa.Table]:
     """`base` as (rows no entry of `logs` names, rows some entry names), each in base order
     (keyed/read/split.py). Run on the thread that decoded the base, right after: the copy
     that drops the named rows then reads memory still in cache and writes memory that
     thread's allocator just freed (a base decoded on one thread and filtered later on another
     faulted in fresh pages for every copy: most of a snapshot's time over a read-optimized
-    read). The named rows are left out when none of them can survive the merge (`rules`:
-    how the logs apply)."""
-    return split_named(base, logs, key_col, rules)
+    read)."""
+    return split_named(base, logs, key_col)
 
 
 def _joined(tables: list[pa.Table]) -> pa.Table:
@@ -229,7 +226,7 @@ class SliceReader:
                     _log_rows(self.store, lf, self.schema, w, c, self.written) for _, lf in sl.logs
                 ]
                 base = _base_rows(self.store, sl.base, self.schema, w)
-                yield sl, *_split(base, logs, self.key_col, _rules(sl)), logs
+                yield sl, *_split(base, logs, self.key_col), logs
             return
         whole = {} if self.cache else fetch_whole([lf for sl in slices for _, lf in sl.logs])
         with ThreadPoolExecutor(min(self.parallelism, objects)) as pool:
@@ -268,7 +265,7 @@ class SliceReader:
         def base() -> tuple[pa.Table, pa.Table, list[pa.Table]]:
             rows = _base_rows(self.store, sl.base, s, w)
             logs = [self._part(part, lf, w) for part, (_, lf) in zip(parts, sl.logs, strict=True)]
-            return *_split(rows, logs, self.key_col, _rules(sl)), logs
+            return *_split(rows, logs, self.key_col), logs
 
         return pool.submit(base)
 

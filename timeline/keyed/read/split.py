@@ -8,13 +8,6 @@ rows are found by a binary search of the few log keys into it, not by hashing ev
 against a set of the log keys; a base that is not ascending is tested by hashing. The copy is
 made per chunk (a decoded row group) and only of the chunks that lose rows: a chunk no entry
 names is passed on as it is, without a copy.
-
-The named rows are handed to the merge only when one of them may survive it. A named row is
-replaced or deleted by the first entry of its key that beats it, so when every entry of the
-slice beats every named row (each entry applies unconditionally, or its ordering value is not
-older than the newest ordering value among the named rows: the usual case, a log entry names
-a row because it supersedes it) the merge's result is the same as for keys absent from the
-base: the named rows are then neither copied nor paired (`may_survive`).
 """
 
 from __future__ import annotations
@@ -26,80 +19,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..keys import RECORD_KEY_COL
-from ..log import OP_COL, UPSERT
-from .merge import Rule, concat, named_mask
+from .merge import concat, named_mask
 
 
 def split_named(
-    base: pa.Table,
-    logs: Sequence[pa.Table],
-    key_col: str | None,
-    rules: Sequence[Rule] | None = None,
+    base: pa.Table, logs: Sequence[pa.Table], key_col: str | None
 ) -> tuple[pa.Table, pa.Table]:
-    """`base` as (rows no entry of `logs` names, rows some entry names), each in base order.
-    With the logs' `rules` (as the merge applies them), the named rows come back only when
-    one of them may survive the merge (`may_survive`), else none: the merge of the logs with
-    or without them is the same."""
+    """`base` as (rows no entry of `logs` names, rows some entry names), each in base order."""
     at = named_rows(base, logs, key_col)
     if at is None or not len(at):
         return base, base.slice(0, 0)
-    rest = _without(base, at)
-    if rules is not None and not may_survive(base, at, logs, rules):
-        return rest, base.slice(0, 0)
-    return rest, base.take(pa.array(at, pa.int64()))
-
-
-def may_survive(
-    base: pa.Table, at: np.ndarray, logs: Sequence[pa.Table], rules: Sequence[Rule]
-) -> bool:
-    """Whether a row of `base` at `at` (named by the entries of `logs`) may survive the
-    merge. False when every entry beats every such row: its rule applies it
-    unconditionally (a delete by key alone under `event_time`, every entry under commit
-    time), or its ordering value is not older than the newest ordering value among the rows
-    (a null row value is the lowest). Conservative: a null or incomparable entry value, or
-    ordering values of another type, say True."""
-    compared = [(lg, r) for lg, r in zip(logs, rules, strict=True) if lg.num_rows and r.merge_by]
-    if not compared:
-        return False
-    field = compared[0][1].merge_by  # a table's ordering field never changes
-    if base.schema.get_field_index(field) < 0:
-        return False  # no stored value: the lowest, every entry beats it
-    stored = base.column(field).take(pa.array(at, pa.int64()))
-    if _has_nan(stored):
-        return True  # NaN compares as older than nothing: a NaN row beats every entry
-    newest = pc.max(stored).as_py()
-    if newest is None:
-        return False
-    for lg, r in compared:
-        if lg.schema.get_field_index(field) < 0:
-            return True  # a null value: older than any stored one
-        vals = lg.column(field)
-        if _all_newer(vals, newest):  # (the usual block: one min over it)
-            continue
-        if r.ordered_deletes:
-            return True
-        # deletes apply whatever their value: the upserts alone compare
-        if not _all_newer(vals.filter(pc.equal(lg.column(OP_COL), UPSERT)), newest):
-            return True
-    return False
-
-
-def _all_newer(values: pa.ChunkedArray | pa.Array, newest: object) -> bool:
-    """Whether no value of `values` is older than `newest` (none: True); a null, a NaN or a
-    value not comparable with `newest` is older."""
-    if values.null_count or _has_nan(values):
-        return False
-    oldest = pc.min(values).as_py()
-    try:
-        return oldest is None or not oldest < newest
-    except TypeError:
-        return False
-
-
-def _has_nan(values: pa.ChunkedArray | pa.Array) -> bool:
-    """Whether floating ordering values hold a NaN (min and max skip it; a comparison
-    with it is false either way)."""
-    return bool(pa.types.is_floating(values.type)) and bool(pc.any(pc.is_nan(values)).as_py())
+    return _without(base, at), base.take(pa.array(at, pa.int64()))
 
 
 def named_rows(base: pa.Table, logs: Sequence[pa.Table], key_col: str | None) -> np.ndarray | None:
