@@ -62,13 +62,10 @@ def combine_rows(
     ids: pa.Array,
     ordering: pa.Array | None,
     props: KeyedProperties,
-    *,
-    distinct: bool = False,
 ) -> np.ndarray:
-    """`combine` over Arrow arrays (vectorized): the surviving row positions, ascending.
-    `distinct`: the caller knows no id repeats (nothing to combine)."""
+    """`combine` over Arrow arrays (vectorized): the surviving row positions, ascending."""
     n = len(ids)
-    if n == 0 or distinct or len(pc.unique(ids)) == n:
+    if n == 0 or len(pc.unique(ids)) == n:
         return np.arange(n, dtype=np.int64)
     pos = pa.array(np.arange(n, dtype=np.int64))
     if props.merge_mode != MergeMode.EVENT_TIME or ordering is None:

@@ -68,7 +68,7 @@ def decide_upserts(
 ) -> Upserts:
     """`probes`: the batch's candidates, if the caller has them (Planner.locate)."""
     found = plan.locate(batch, probes)
-    n = len(batch.ids)
+    n = len(batch.keys)
     pos = found.column("pos").to_numpy()
     is_new = np.ones(n, dtype=bool)
     is_new[pos] = False

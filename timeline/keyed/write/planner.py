@@ -76,7 +76,6 @@ class Batch:
 
     rows: pa.Table  # upserts: with meta columns; deletes: the given columns
     keys: pa.Array  # record keys as text
-    ids: pa.Array  # record identities (key, or partition and key)
     partitions: pa.Array
     ordering: pa.Array | None
 
@@ -113,21 +112,23 @@ def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upser
             f"merge mode event_time needs the ordering field {props.ordering_field!r} "
             "in the written data"
         )
-    ids = (
-        keys
-        if props.key_scope == KeyScope.GLOBAL
-        else pc.binary_join_element_wise(parts, keys, "\x00")
-    )
-    # Distinct keys make distinct ids in either scope: checked on the integer column when
-    # the key is one (cheaper than hashing the keys as text).
-    keep = combine_rows(ids, ordering, props, distinct=_distinct_integer_key(data, props))
-    if len(keep) != data.num_rows:
-        idx = pa.array(keep, pa.int64())
-        data = data.take(idx)
-        keys, parts, ids = keys.take(idx), parts.take(idx), ids.take(idx)
-        ordering = ordering.take(idx) if ordering is not None else None
+    # Distinct keys make distinct identities in either scope: checked on the integer column
+    # when the key is one (cheaper than joining partition and key as text, then hashing it).
+    if not _distinct_integer_key(data, props):
+        ids = (
+            keys
+            if props.key_scope == KeyScope.GLOBAL
+            else pc.binary_join_element_wise(parts, keys, "\x00")
+        )
+        keep = combine_rows(ids, ordering, props)
+        del ids
+        if len(keep) != data.num_rows:
+            idx = pa.array(keep, pa.int64())
+            data = data.take(idx)
+            keys, parts = keys.take(idx), parts.take(idx)
+            ordering = ordering.take(idx) if ordering is not None else None
     rows = with_meta(data, instant, keys) if upsert else data
-    return Batch(rows, keys, ids, parts, ordering)
+    return Batch(rows, keys, parts, ordering)
 
 
 def _no_hits() -> pa.Table:
@@ -207,7 +208,7 @@ class Planner:
 
     def _scopes(self, batch: Batch) -> list[tuple[list[int], np.ndarray]]:
         """(file indexes, batch positions) pairs: where each batch record may be stored."""
-        n = len(batch.ids)
+        n = len(batch.keys)
         if self.props.key_scope == KeyScope.GLOBAL:
             return [(list(range(len(self.files))), np.arange(n, dtype=np.int64))]
         enc = pc.dictionary_encode(batch.partitions)

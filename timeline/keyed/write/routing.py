@@ -35,7 +35,6 @@ def _pick(batch: Batch, pos: np.ndarray) -> Batch:
     return Batch(
         batch.rows.take(idx),
         batch.keys.take(idx),
-        batch.ids.take(idx),
         batch.partitions.take(idx),
         batch.ordering.take(idx) if batch.ordering is not None else None,
     )
@@ -47,7 +46,7 @@ Probes = list[tuple[int, np.ndarray]]
 def _single(plan: Planner, batch: Batch) -> tuple[np.ndarray, np.ndarray, Probes]:
     """Per batch record: how many file groups may hold it, and the one file (index into
     `plan.files`) when there is exactly one (-1 otherwise); and the index's answer."""
-    n = len(batch.ids)
+    n = len(batch.keys)
     count = np.zeros(n, dtype=np.int64)
     only = np.full(n, -1, dtype=np.int64)
     probes = plan.candidates(batch)
@@ -122,7 +121,7 @@ def route_upserts(plan: Planner, batch: Batch, operation: str, on_duplicate: str
             _pick(batch, unsure),
             operation,
             on_duplicate,
-            _probes_of(probes, len(batch.ids), unsure),
+            _probes_of(probes, len(batch.keys), unsure),
         )
         replaced = _concat(replaced, _shifted(sub.replaced, unsure))
         for p, rows in sub.inserts.items():
@@ -149,7 +148,7 @@ def route_deletes(plan: Planner, dbatch: Batch) -> Replaced:
     )
     if len(unsure):
         sub = decide_deletes(
-            plan, _pick(dbatch, unsure), _probes_of(probes, len(dbatch.ids), unsure)
+            plan, _pick(dbatch, unsure), _probes_of(probes, len(dbatch.keys), unsure)
         )
         if not has:  # decided here, so it wins unconditionally like the unread ones
             sub = Replaced(sub.file, sub.row, sub.keys, sub.new, None)
