@@ -117,7 +117,13 @@ from .partitioning import (
     split_partitions,
 )
 from .schema import conform, merge_schemas
-from .settings import KEEP_LATEST_COMMITS, ArchivalSettings, KeyedIndex, TableSettings
+from .settings import (
+    KEEP_LATEST_COMMITS,
+    ArchivalSettings,
+    KeyedIndex,
+    ParquetCodec,
+    TableSettings,
+)
 from .snapshot import Snapshot, TableState
 from .sql_sandbox import connect as sandbox_connect
 from .sql_sandbox import lock_down as sandbox_lock_down
@@ -179,6 +185,7 @@ __all__ = [
     "MergeMode",
     "MissingTableObject",
     "OnDuplicate",
+    "ParquetCodec",
     "PartitionNaming",
     "PartitionNamingError",
     "PendingWrite",

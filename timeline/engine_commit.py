@@ -50,6 +50,8 @@ class PendingWrite:
     heartbeat_interval_s: float
     #: The table's schema after this write (checked by the planner), recorded at commit.
     schema: pa.Schema | None = None
+    #: The data files' compression (`WriteTarget.codec`).
+    codec: str = "zstd"
 
     @staticmethod
     def detach(txn: Transaction) -> PendingWrite:
@@ -64,12 +66,13 @@ class PendingWrite:
             target.writer_id,
             target.heartbeat_interval_s,
             txn.schema,
+            target.codec,
         )
 
     @property
     def target(self) -> WriteTarget:
         """What the tasks write with."""
-        return WriteTarget(self.instant_time, self.writer_id, self.heartbeat_interval_s)
+        return WriteTarget(self.instant_time, self.writer_id, self.heartbeat_interval_s, self.codec)
 
     def resume(self, store: ObjectStore, settings: TableSettings | None = None) -> Transaction:
         """The transaction again, on a table opened here under the planner's writer id."""

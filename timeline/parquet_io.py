@@ -41,10 +41,12 @@ def local_parquet(path: str | os.PathLike[str]) -> pq.ParquetFile:
 DICTIONARY_PAGE_LIMIT = 64 * 1024
 
 
-def to_parquet_bytes(table: pa.Table) -> bytes:
-    """A table as Parquet: zstd, dictionaries only while they stay small."""
+def to_parquet_bytes(table: pa.Table, codec: str = "zstd") -> bytes:
+    """A table as Parquet: compressed by `codec` (pyarrow's name; a table's
+    `TableSettings.parquet_compression_codec.arrow`), dictionaries only while they stay
+    small."""
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT)
+    pq.write_table(table, buf, compression=codec, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT)
     return buf.getvalue()
 
 

@@ -43,12 +43,18 @@ class WriteTarget:
     #: A task of a write older than this refreshes the instant's heartbeat after each file,
     #: so other writers do not take a long write for a failed one (LAZY policy).
     heartbeat_interval_s: float
+    #: The data files' compression (pyarrow's name of the table's
+    #: `parquet_compression_codec`).
+    codec: str = "zstd"
 
     @staticmethod
     def of(txn: Transaction) -> WriteTarget:
         settings = txn.table.settings
         return WriteTarget(
-            txn.instant_time, settings.writer_id, settings.heartbeat_interval_ms / 1000.0
+            txn.instant_time,
+            settings.writer_id,
+            settings.heartbeat_interval_ms / 1000.0,
+            settings.parquet_compression_codec.arrow,
         )
 
     @property
@@ -82,7 +88,8 @@ class TaskWriter:
         self, data: pa.Table, partition: str = "", *, file_group: str = "", name: str = ""
     ) -> DataFile | None:
         """Upload `data` as one Parquet file of partition `partition` and describe it."""
-        return self.write_body(to_parquet_bytes(data), partition, file_group=file_group, name=name)
+        body = to_parquet_bytes(data, self.target.codec)
+        return self.write_body(body, partition, file_group=file_group, name=name)
 
     def write_body(
         self, body: bytes, partition: str = "", *, file_group: str = "", name: str = ""

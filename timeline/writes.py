@@ -36,7 +36,7 @@ def put_table(txn: Transaction, partition: str, data: pa.Table) -> DataFile:
     """Write one pyarrow table as a Parquet data file of `txn` and return its record."""
     group = _new_file_group()
     key = txn.data_key(partition, f"{group}_{txn.instant_time}.parquet")
-    body = to_parquet_bytes(data)
+    body = to_parquet_bytes(data, txn.table.settings.parquet_compression_codec.arrow)
     txn.table.store.put(key, body)
     f = describe_bytes(key, body, partition, group)
     txn.add(f)

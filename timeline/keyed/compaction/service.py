@@ -269,7 +269,8 @@ def start(table: KeyedTable, t: str) -> CompactionRun | None:
     # the plan intact does not stop it. Completes as a commit.
     seen = max([anchor, *(e.seq for e in st.entries)])
     txn = _CompactionTxn(table, t, COMMIT, seen, COMPACT_OPERATION)
-    target = WriteTarget(t, table.settings.writer_id, math.inf)
+    codec = table.settings.parquet_compression_codec.arrow
+    target = WriteTarget(t, table.settings.writer_id, math.inf, codec)
     schema = st.schema(anchor)
     work = CompactionWork(
         target,

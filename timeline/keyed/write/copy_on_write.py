@@ -189,8 +189,9 @@ def write_group_at(
     kept = g.base.rows - len(g.drop) if g.base is not None else 0
     bloom = BloomBuilder(kept + (len(g.new) if incoming is not None else 0), fpp)
     written = write_slice(
-        store, key, chain.from_iterable(parts), schema, n, g.partition, g.group, bloom, lead
-    )
+        store, key, chain.from_iterable(parts), schema, n, g.partition, g.group, bloom, lead,
+        settings.parquet_compression_codec.arrow,
+    )  # fmt: skip
     counts = (g.inserts, g.updates, g.deletes)
     return written.file, slice_stats(store, written, g.base, counts)
 

@@ -97,14 +97,16 @@ def _rewrite(
         groups = row_groups_of(pq.ParquetFile(pa.BufferReader(body)))
     keep = np.ones(f.rows, dtype=bool)
     keep[gone] = False
-    n = plan.table.settings.parquet_row_group_rows
+    settings = plan.table.settings
+    n = settings.parquet_row_group_rows
     key = out.slice_key(f.partition, f.group)
     # The kept keys are a subset of the old file's: its filter, when the index holds it,
     # serves the new slice as it is (no key hashed again).
     known = plan.known_filter(f)
     bloom = BloomBuilder(f.rows - len(gone), plan.bloom_fpp) if known is None else None
     written = write_slice(store, key, kept_rows(groups, keep, schema, n), schema, n,
-                          f.partition, f.group, bloom)  # fmt: skip
+                          f.partition, f.group, bloom,
+                          codec=settings.parquet_compression_codec.arrow)  # fmt: skip
     stats = slice_stats(store, written, f, (0, 0, len(gone)), superset=known)
     return DeletedSlice(written.file, stats, removed_keys.cast(pa.string()), f.partition)
 

@@ -235,6 +235,7 @@ class SliceEncoder:
         bloom: BloomBuilder | None = None,
         *,
         lead: CopiedBase | None = None,
+        codec: str = "zstd",
     ) -> None:
         # `lead`: a finished file whose row groups go first, copied as they are. Its bytes
         # go through the writer's own file object, which counts the position the writer
@@ -250,7 +251,7 @@ class SliceEncoder:
         self._schema = schema
         self._rows_per_group = rows_per_group
         self._writer = pq.ParquetWriter(
-            self._file, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+            self._file, schema, compression=codec, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
         )
         self._seen = _KeysSeen(bloom)
         self._pending: list[pa.Table] = []
@@ -342,11 +343,13 @@ def encode_slice(
     sink: Sink,
     bloom: BloomBuilder | None = None,
     lead: CopiedBase | None = None,
+    codec: str = "zstd",
 ) -> EncodedSlice:
     """Encode `parts` into one Parquet file streamed to `sink` (see `SliceEncoder`), each row
     group's record keys into `bloom` and the key range as it is written: the file's keys are
-    never held. `lead`: a finished file whose row groups go first, copied as bytes."""
-    enc = SliceEncoder(schema, rows_per_group, sink, bloom, lead=lead)
+    never held. `lead`: a finished file whose row groups go first, copied as bytes. `codec`:
+    the new row groups' compression (pyarrow's name, `ParquetCodec.arrow`)."""
+    enc = SliceEncoder(schema, rows_per_group, sink, bloom, lead=lead, codec=codec)
     try:
         for part in parts:
             enc.add(part)
@@ -359,13 +362,13 @@ def encode_slice(
 def write_slice(
     store: ObjectStore, key: str, parts: Iterable[pa.Table], schema: pa.Schema,
     rows_per_group: int, partition: str, group: str, bloom: BloomBuilder | None = None,
-    lead: CopiedBase | None = None,
+    lead: CopiedBase | None = None, codec: str = "zstd",
 ) -> WrittenSlice:  # fmt: skip
     """Encode `parts` (as `encode_slice`, its keys into `bloom`, after `lead`'s row groups)
     straight into a streaming upload of `key`, committed when the last row group and the
     footer are written (aborted, leaving nothing, if encoding fails)."""
     with store.open_writer(key) as upload:
-        encoded = encode_slice(parts, schema, rows_per_group, upload, bloom, lead)
+        encoded = encode_slice(parts, schema, rows_per_group, upload, bloom, lead, codec)
     f = describe_footer(key, encoded.size, encoded.checksum, encoded.footer, partition, group)
     return WrittenSlice(f, encoded.key_range, encoded.bloom)
 

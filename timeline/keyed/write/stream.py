@@ -116,6 +116,7 @@ class _Writing:
         self.table, self.plan, self.out, self.store = table, plan, out, table.store
         self.on_duplicate = on_duplicate
         self.settings_rows = s.parquet_row_group_rows
+        self.codec = s.parquet_compression_codec.arrow
         self.buffer_limit = s.write_buffer_limit_bytes
         # The integer key column the batches' key ranges are compared on, from the stream's
         # schema (a table written for the first time has none to plan on yet).

@@ -34,6 +34,7 @@ class StreamFiles(Protocol):
     out: SliceOut
     plan: Planner
     settings_rows: int  # rows per row group
+    codec: str  # the files' compression (pyarrow's name)
     key_col: str | None  # the integer key column, when there is one
     fpp: float  # the bloom filters' false-positive rate
     footers: SliceFooters  # the small files' copy checks
@@ -77,13 +78,14 @@ class OpenFile:
         in pieces; only its key column decoded), else its rows decoded and added (a file of
         another schema). Its bytes are let go once it is in: the encoder keeps the footer."""
         w = self.w
-        schema, rows = w.out.schema, w.settings_rows
+        schema, rows, codec = w.out.schema, w.settings_rows, w.codec
         if base is None:
-            return SliceEncoder(schema, rows, self.upload)
+            return SliceEncoder(schema, rows, self.upload, codec=codec)
         lead, body = base_to_copy(w.store, base, schema, footers=w.footers)
         if lead is not None:
-            return SliceEncoder(schema, rows, self.upload, lead=_Noted(lead, self._note_old))
-        enc = SliceEncoder(schema, rows, self.upload)
+            noted = _Noted(lead, self._note_old)
+            return SliceEncoder(schema, rows, self.upload, lead=noted, codec=codec)
+        enc = SliceEncoder(schema, rows, self.upload, codec=codec)
         try:
             for part in base_rows(w.store, base, set(), schema, rows, body):
                 self.old.add(part.column(w.key_col or RECORD_KEY_COL))
