@@ -8,7 +8,7 @@ Table settings follow Hudi's names under `spark.flowledger.` (writer options use
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -26,7 +26,13 @@ TABLE_OPTIONS = MappingProxyType(
         "hoodie.cleaner.policy.failed.writes": "failed_writes_cleaner_policy",
         "hoodie.client.heartbeat.interval_in_ms": "heartbeat_interval_ms",
         "hoodie.client.heartbeat.tolerable.misses": "heartbeat_tolerable_misses",
+        "hoodie.parquet.compression.codec": "parquet_compression_codec",
     }
+)
+#: Options whose values are names, not whole numbers: the policy in capitals (Hudi's
+#: spelling), the codec as given (its setting parses any case).
+NAMED_OPTIONS: Mapping[str, Callable[[str], str]] = MappingProxyType(
+    {"failed_writes_cleaner_policy": str.upper, "parquet_compression_codec": str.strip}
 )
 CONF_PREFIX = "spark.flowledger."
 #: Writer option / Spark conf (with the `spark.flowledger.` prefix) naming the index a keyed
@@ -101,7 +107,7 @@ def table_settings(
         if raw is None:
             continue
         try:
-            values[attr] = raw.upper() if attr == "failed_writes_cleaner_policy" else int(raw)
+            values[attr] = NAMED_OPTIONS[attr](raw) if attr in NAMED_OPTIONS else int(raw)
         except ValueError:
             raise SparkWriteError(f"option {name} must be a whole number, not {raw!r}") from None
     if (index := keyed_index(conf, options or {})) is not None:

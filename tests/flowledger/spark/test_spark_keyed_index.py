@@ -56,3 +56,25 @@ def test_the_keyed_index_option_reaches_the_plan(
         assert after == before and len(planned) == 4
     finally:
         store.close()
+
+
+def test_a_keyed_spark_write_encodes_with_the_codec_option(registered: Any, tmp_path: Path) -> None:
+    """`hoodie.parquet.compression.codec` (writer option or `spark.flowledger.` conf) is the
+    table setting of the same name: the executors' new file slices use it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    uri = str(tmp_path / "t")
+    df = registered.createDataFrame([(1, 1, 0), (2, 1, 0)], "id long, ts long, v long")
+    codec = {"hoodie.parquet.compression.codec": "snappy"}
+    fs.save(df, uri, options={**OPTIONS, "operation": "upsert", **codec})
+    store = open_store(uri)
+    try:
+        table = Table.open(store)
+        (f,) = table.snapshot().files
+        md = pq.ParquetFile(pa.BufferReader(store.get(f.path))).metadata
+        rg = md.row_group(0)
+        assert {rg.column(c).compression for c in range(rg.num_columns)} == {"SNAPPY"}
+        assert sorted(table.read(columns=["id"]).column("id").to_pylist()) == [1, 2]
+    finally:
+        store.close()

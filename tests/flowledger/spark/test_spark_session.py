@@ -9,6 +9,7 @@ import pytest
 import flowledger.spark as fs
 from flowledger.output import one_line
 from flowledger.spark.conf import store_settings, table_settings
+from flowledger.spark.errors import SparkWriteError
 from flowledger.spark.jars import bundled_hadoop_version, check_hadoop_aws
 from flowledger.spark.native import is_data_file, partition_of
 from flowledger.spark.paths import table_path
@@ -70,6 +71,20 @@ def test_settings_follow_the_sessions_s3a_conf() -> None:
         {"hoodie.client.heartbeat.interval_in_ms": "1000"},
     )
     assert (t.failed_writes_cleaner_policy, t.heartbeat_interval_ms) == ("EAGER", 1000)
+
+
+def test_the_data_file_codec_comes_from_the_conf_or_a_writer_option() -> None:
+    conf = {"spark.flowledger.hoodie.parquet.compression.codec": "snappy"}
+    assert table_settings(conf).parquet_compression_codec == "snappy"
+    option = {"hoodie.parquet.compression.codec": "LZ4"}
+    assert table_settings(conf, option).parquet_compression_codec == "lz4"
+    assert table_settings({}).parquet_compression_codec == "zstd"
+    with pytest.raises(SparkWriteError) as err:
+        table_settings({}, {"hoodie.parquet.compression.codec": "lzo"})
+    assert str(err.value).startswith(
+        "parquet_compression_codec must be one of zstd, snappy, gzip, lz4, uncompressed, "
+        "not 'lzo' (options "
+    )
 
 
 def test_spark_output_names_map_to_partitions() -> None:
