@@ -158,8 +158,9 @@ class TableSettings:
     #: writes groups of 122,880 rows; readers skip by row group statistics either way.
     parquet_row_group_rows: int = 131_072
     #: hoodie.parquet.compression.codec: the codec of the data files the table writes (a
-    #: `ParquetCodec` or its name). zstd writes files about 1.8x smaller than snappy for
-    #: about 15 % more encoding CPU (docs/benchmarks.md, "Upserts").
+    #: `ParquetCodec` or its name). Over a keyed table's load, upsert and delete, zstd's
+    #: files are 1.7x smaller than snappy's or lz4's for 4-10 % more CPU
+    #: (docs/benchmarks.md, "Data-file codecs").
     parquet_compression_codec: ParquetCodec = ParquetCodec.ZSTD
     #: hoodie.write.buffer.limit.bytes: Arrow bytes of rows a streamed insert holds across
     #: its partitions' open files before they are encoded (each partition gathers its rows
