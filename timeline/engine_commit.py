@@ -26,6 +26,7 @@ from .file_stats import describe_stored
 from .instant import Instant
 from .layout import data_prefix, heartbeat_key
 from .metadata import DataFile
+from .parquet_io import DEFAULT_CODEC
 from .settings import TableSettings
 from .task_writer import WriteTarget
 
@@ -51,7 +52,7 @@ class PendingWrite:
     #: The table's schema after this write (checked by the planner), recorded at commit.
     schema: pa.Schema | None = None
     #: The data files' compression (`WriteTarget.codec`).
-    codec: str = "zstd"
+    codec: str = DEFAULT_CODEC
 
     @staticmethod
     def detach(txn: Transaction) -> PendingWrite:

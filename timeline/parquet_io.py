@@ -40,8 +40,12 @@ def local_parquet(path: str | os.PathLike[str]) -> pq.ParquetFile:
 #: commit times) still fit and keep their dictionary.
 DICTIONARY_PAGE_LIMIT = 64 * 1024
 
+#: The data files' codec when none is given (pyarrow's name of the default
+#: `TableSettings.parquet_compression_codec`).
+DEFAULT_CODEC = "zstd"
 
-def to_parquet_bytes(table: pa.Table, codec: str = "zstd") -> bytes:
+
+def to_parquet_bytes(table: pa.Table, codec: str = DEFAULT_CODEC) -> bytes:
     """A table as Parquet: compressed by `codec` (pyarrow's name; a table's
     `TableSettings.parquet_compression_codec.arrow`), dictionaries only while they stay
     small."""

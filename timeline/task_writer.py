@@ -26,7 +26,7 @@ from .instant import parse_time
 from .instant_states import InstantStates
 from .layout import data_key, data_prefix
 from .metadata import DataFile
-from .parquet_io import to_parquet_bytes
+from .parquet_io import DEFAULT_CODEC, to_parquet_bytes
 from .partitioning import split_partitions
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class WriteTarget:
     heartbeat_interval_s: float
     #: The data files' compression (pyarrow's name of the table's
     #: `parquet_compression_codec`).
-    codec: str = "zstd"
+    codec: str = DEFAULT_CODEC
 
     @staticmethod
     def of(txn: Transaction) -> WriteTarget:

@@ -26,7 +26,7 @@ from storage import FetchedRanges, IntegrityError, ObjectStore
 
 from ...errors import committed_object
 from ...metadata import DataFile
-from ...parquet_io import DICTIONARY_PAGE_LIMIT, read_verified, row_group_spans
+from ...parquet_io import DEFAULT_CODEC, DICTIONARY_PAGE_LIMIT, read_verified, row_group_spans
 from ...parquet_splice import FinishedFile, joinable
 from ..keys import RECORD_KEY_COL
 from . import base_stream
@@ -121,7 +121,7 @@ def _empty_footer(schema: pa.Schema) -> pq.FileMetaData:
     writer's options."""
     buf = io.BytesIO()
     pq.ParquetWriter(
-        buf, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+        buf, schema, compression=DEFAULT_CODEC, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
     ).close()
     return pq.read_metadata(io.BytesIO(buf.getvalue()))
 

@@ -36,7 +36,7 @@ from storage.checksum import format_checksum
 from ...file_stats import describe_footer
 from ...layout import data_instant_time
 from ...metadata import DataFile
-from ...parquet_io import DICTIONARY_PAGE_LIMIT
+from ...parquet_io import DEFAULT_CODEC, DICTIONARY_PAGE_LIMIT
 from ...parquet_splice import MAGIC, footer_start, joined_footer
 from ...schema import conform
 from ..index import BloomBuilder, BloomFilter, filter_ref
@@ -235,7 +235,7 @@ class SliceEncoder:
         bloom: BloomBuilder | None = None,
         *,
         lead: CopiedBase | None = None,
-        codec: str = "zstd",
+        codec: str = DEFAULT_CODEC,
     ) -> None:
         # `lead`: a finished file whose row groups go first, copied as they are. Its bytes
         # go through the writer's own file object, which counts the position the writer
@@ -343,7 +343,7 @@ def encode_slice(
     sink: Sink,
     bloom: BloomBuilder | None = None,
     lead: CopiedBase | None = None,
-    codec: str = "zstd",
+    codec: str = DEFAULT_CODEC,
 ) -> EncodedSlice:
     """Encode `parts` into one Parquet file streamed to `sink` (see `SliceEncoder`), each row
     group's record keys into `bloom` and the key range as it is written: the file's keys are
@@ -362,7 +362,7 @@ def encode_slice(
 def write_slice(
     store: ObjectStore, key: str, parts: Iterable[pa.Table], schema: pa.Schema,
     rows_per_group: int, partition: str, group: str, bloom: BloomBuilder | None = None,
-    lead: CopiedBase | None = None, codec: str = "zstd",
+    lead: CopiedBase | None = None, codec: str = DEFAULT_CODEC,
 ) -> WrittenSlice:  # fmt: skip
     """Encode `parts` (as `encode_slice`, its keys into `bloom`, after `lead`'s row groups)
     straight into a streaming upload of `key`, committed when the last row group and the
