@@ -51,6 +51,7 @@ from .progress import ProgressCallback, report_progress
 from .ranged_file import FetchedRanges, RangedFile
 from .settings import StoreSettings
 from .timeutil import datetime_to_ms, ms_to_datetime, now_ms, to_ms
+from .upload_buffers import MemoryRoom
 from .uri import DEFAULT_REPO, RepoURI, open_store, parse_uri, resolve_repo
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ __all__ = [
     "ListPage",
     "LocalObjectStore",
     "LogBlock",
+    "MemoryRoom",
     "NotFound",
     "NotFoundError",
     "ObjectInfo",

@@ -53,6 +53,7 @@ from .objectstore import (
     RequestStats,
 )
 from .settings import StoreSettings
+from .upload_buffers import MemoryRoom
 
 TMP_DIR = RESERVED_PREFIX + "tmp"
 LOCK_DIR = RESERVED_PREFIX + "locks"
@@ -303,7 +304,9 @@ class LocalObjectStore(ObjectStore):
         with self._os_errors(key, "delete"):
             return delete_idle(self._path(key))
 
-    def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
+    def open_writer(
+        self, key: str, *, if_none_match: bool = False, memory: MemoryRoom | None = None
+    ) -> ObjectWriter:
         self._key(key)
         tmp, fh = self._open_tmp(key)  # closed by the writer's commit/abort
         return _LocalWriter(self, key, if_none_match, tmp, fh)

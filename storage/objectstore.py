@@ -13,6 +13,7 @@ from typing import BinaryIO
 from .append_log import AppendLog
 from .keys import validate_key, validate_prefix
 from .lifecycle import Finishing
+from .upload_buffers import MemoryRoom
 
 COPY_CHUNK = 1024 * 1024
 
@@ -140,8 +141,14 @@ class ObjectStore(ABC):
         when acknowledged anyway). Atomicity and the etag check are unchanged."""
 
     @abstractmethod
-    def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
-        """A streaming (multipart) upload with bounded memory."""
+    def open_writer(
+        self, key: str, *, if_none_match: bool = False, memory: MemoryRoom | None = None
+    ) -> ObjectWriter:
+        """A streaming (multipart) upload with bounded memory. `memory`: the most bytes of
+        parts the store's uploads may hold in memory as the caller sees it, asked as a part
+        fills; it tightens the store's `fast_upload_buffer_memory`, and past it the part
+        waits on disk (storage/upload_buffers.py). The local backend writes straight to a
+        file and holds no parts."""
 
     def upload_stream(
         self, key: str, stream: BinaryIO, *, if_none_match: bool = False

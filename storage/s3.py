@@ -22,7 +22,7 @@ from .s3_calls import S3Calls, S3Object, make_client, read_back
 from .s3_reads import ObjectReads
 from .s3_writer import S3Writer
 from .settings import StoreSettings
-from .upload_buffers import MemoryBudget
+from .upload_buffers import MemoryBudget, MemoryRoom
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -217,10 +217,12 @@ class S3ObjectStore(ObjectStore):
             uri,
         )
 
-    def open_writer(self, key: str, *, if_none_match: bool = False) -> ObjectWriter:
-        return self._writer(key, if_none_match)
+    def open_writer(
+        self, key: str, *, if_none_match: bool = False, memory: MemoryRoom | None = None
+    ) -> ObjectWriter:
+        return self._writer(key, if_none_match, memory)
 
-    def _writer(self, key: str, if_none_match: bool) -> S3Writer:
+    def _writer(self, key: str, if_none_match: bool, memory: MemoryRoom | None = None) -> S3Writer:
         obj = self._object(key)
         if if_none_match:
             self._require_conditional_put()
@@ -232,7 +234,7 @@ class S3ObjectStore(ObjectStore):
             return self.put_if_absent(key, data) if if_none_match else self.put(key, data)
 
         return S3Writer(
-            self._calls, obj, self.settings, if_none_match, put_whole, self.upload_budget
+            self._calls, obj, self.settings, if_none_match, put_whole, self.upload_budget, memory
         )
 
     def compose(

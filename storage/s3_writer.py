@@ -15,7 +15,7 @@ from .errors import Conflict, EndpointUnreachable, StorageError, UnknownOutcome
 from .objectstore import ObjectInfo, ObjectWriter
 from .s3_calls import S3Calls, S3Object, read_back
 from .settings import StoreSettings
-from .upload_buffers import Block, MemoryBudget
+from .upload_buffers import Block, MemoryBudget, MemoryRoom
 
 
 def _multipart_etag(part_etags: Sequence[str]) -> str:
@@ -41,6 +41,7 @@ class S3Writer(ObjectWriter):
         if_none_match: bool,
         put_whole: Callable[[bytes | bytearray], ObjectInfo],
         budget: MemoryBudget,
+        room: MemoryRoom | None = None,
     ) -> None:
         self._calls = calls
         self._obj = obj
@@ -50,7 +51,8 @@ class S3Writer(ObjectWriter):
         self._read_back_timeout = settings.read_back_timeout
         self._policy = settings.upload_buffer_policy()
         self._budget = budget
-        self._buf = Block(self._policy, budget)
+        self._room = room
+        self._buf = Block(self._policy, budget, room)
         self._upload_id: str | None = None
         self._parts: list[Future[str]] = []
         self._blocks: list[Block] = []  # the parts' blocks (closed once sent, or on abort)
@@ -100,7 +102,8 @@ class S3Writer(ObjectWriter):
         """Upload what is buffered as one part (compose uses this to place part boundaries)."""
         if not self._buf.size:
             return
-        block, self._buf = self._buf, Block(self._policy, self._budget)  # handed over, not copied
+        # handed over, not copied
+        block, self._buf = self._buf, Block(self._policy, self._budget, self._room)
         calls, obj = self._calls, self._obj
 
         def upload(upload_id: str, number: int) -> str:

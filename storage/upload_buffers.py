@@ -20,11 +20,17 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Literal, TypeAlias
 
 #: s3a `fs.s3a.fast.upload.buffer`: `disk` spills past the memory budget, `array` never does.
 FastUploadBuffer: TypeAlias = Literal["disk", "array"]
+#: A writer's own bound on the store's parts in memory, tighter than the budget's and asked
+#: as each block fills: the most bytes they may hold at that moment (a caller with a memory
+#: bound of its own, such as a streamed insert holding rows beside its uploads, hands one to
+#: `open_writer`).
+MemoryRoom: TypeAlias = Callable[[], int]
 
 
 class MemoryBudget:
@@ -78,11 +84,15 @@ class BufferPolicy:
 
 
 class Block:
-    """One part being filled: bytes in memory (counted against `budget`) or a temp file."""
+    """One part being filled: bytes in memory (counted against `budget`, within `room` when
+    one is given) or a temp file."""
 
-    def __init__(self, policy: BufferPolicy, budget: MemoryBudget) -> None:
+    def __init__(
+        self, policy: BufferPolicy, budget: MemoryBudget, room: MemoryRoom | None = None
+    ) -> None:
         self._policy = policy
         self._budget = budget
+        self._room = room
         self._mem: bytearray | None = bytearray()
         self._file: IO[bytes] | None = None
         self._counted = 0  # bytes of `_mem` counted against the budget
@@ -95,6 +105,8 @@ class Block:
     def write(self, data: memoryview) -> None:
         if self._mem is not None:
             limit = None if self._policy.kind == "array" else self._policy.memory
+            if limit is not None and self._room is not None:
+                limit = min(limit, self._room())
             if self._budget.take(len(data), limit):
                 self._counted += len(data)
                 self._mem += data

@@ -69,6 +69,34 @@ def test_block_spills_past_the_budget_and_gives_its_bytes_back(tmp_path: Path) -
 
 
 @pytest.mark.unit
+def test_a_writers_own_room_bounds_its_blocks_below_the_budget(tmp_path: Path) -> None:
+    # The budget would hold 64 MiB; the writer's room (asked at each write) allows 2 MiB,
+    # then none: its blocks go to disk past what the room allows at the moment.
+    budget = MemoryBudget()
+    room = [2 * MiB]
+    policy = BufferPolicy("disk", 64 * MiB, str(tmp_path))
+    a = Block(policy, budget, lambda: room[0])
+    a.write(memoryview(b"x" * MiB))
+    b = Block(policy, budget, lambda: room[0])
+    b.write(memoryview(b"y" * MiB))
+    assert not a.on_disk and not b.on_disk and budget.held == 2 * MiB
+    b.write(memoryview(b"z"))  # past the room: b moves to disk
+    assert b.on_disk and budget.held == MiB
+    room[0] = 0
+    c = Block(policy, budget, lambda: room[0])
+    c.write(memoryview(b"w"))
+    assert c.on_disk and budget.held == MiB
+    assert a.read() == b"x" * MiB and b.read() == b"y" * MiB + b"z" and c.read() == b"w"
+    for blk in (a, b, c):
+        blk.close()
+    assert budget.held == 0 and spill_files(tmp_path) == []
+    unbounded = Block(BufferPolicy("array", 0, str(tmp_path)), budget, lambda: 0)
+    unbounded.write(memoryview(b"v" * MiB))  # `array` never spills, whatever the room
+    assert not unbounded.on_disk
+    unbounded.close()
+
+
+@pytest.mark.unit
 def test_buffer_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="fast_upload_buffer"):
         StoreSettings(fast_upload_buffer="bytebuffer")  # type: ignore[arg-type]

@@ -84,3 +84,46 @@ def test_a_streamed_insert_into_many_partitions_holds_parts_within_the_budget(
         assert t.read(columns=["id"]).num_rows == 80_000
     finally:
         store.close()
+
+
+@pytest.mark.minio
+@pytest.mark.timeout(300)
+def test_a_streamed_insert_keeps_its_parts_within_its_own_buffer_limit(
+    minio: Any, tmp_path: Path
+) -> None:
+    # The store would hold 64 MiB of parts; the stream's `write_buffer_limit_bytes` (16 MiB,
+    # about 10 MiB of it the batch in hand) leaves its uploads a few MiB: the rest of the
+    # ten uploads' parts (about 50 MiB at 5 MiB each) waits on disk.
+    spill = tmp_path / "buffers"
+    limit = 16 * MiB
+    settings = minio.settings(
+        multipart_size=5 * MiB, fast_upload_buffer_memory=64 * MiB, buffer_dir=str(spill)
+    )
+    store = open_store(f"s3://{minio.new_bucket()}/t", settings)
+    assert isinstance(store, S3ObjectStore)
+    try:
+        t = Table.create(
+            store,
+            PROPS,
+            TableSettings(
+                local_entry_cache=False, parquet_row_group_rows=1_000,
+                write_buffer_limit_bytes=limit,
+            ),
+        )  # fmt: skip
+        spilled: list[int] = []
+
+        def source() -> Iterator[pa.RecordBatch]:
+            for b in _batches(80_000, 10_000):
+                spilled.append(len(_open_files(spill)))
+                yield b
+
+        done = t.insert(source())
+        budget = store.upload_budget
+        assert 0 < budget.most <= limit - 8 * MiB  # what the 10 MiB batches leave
+        assert max(spilled) >= 1, "parts past the stream's limit waited on disk"
+        assert budget.held == 0 and _open_files(spill) == []
+        assert t.entry(done.time).metadata["keyed"]["stream"]["batches"] == 8
+        ids = t.read(columns=["id"]).column("id").to_numpy()
+        assert np.array_equal(np.sort(ids), np.arange(80_000))
+    finally:
+        store.close()

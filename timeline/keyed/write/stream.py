@@ -15,7 +15,11 @@ stay within `write_buffer_limit_bytes` while a batch goes in, not only between b
 partition gathers its rows into full row groups, so without a bound a stream spread over
 many partitions would hold nearly a row group per partition, and a batch as big as the
 limit leaves no room to hold any (its partitions' shares are encoded as they come, as an
-insert of a table encodes them), while small batches are gathered into full row groups. The
+insert of a table encodes them), while small batches are gathered into full row groups.
+The open uploads' parts (on S3: one upload per partition, each filling a part of
+`multipart_size`) keep in memory only what the batch and the rows held leave of the limit,
+the rest waiting on disk (`ObjectStore.open_writer(memory=)`): a part costs a copy to a
+temp file where a row held back costs a shorter row group, so the parts yield first. The
 keys a stream keeps (its files' for their filters, those written for the repeat check) are
 kept as runs where they come in order (keyed/write/written_keys.py). A failure anywhere aborts the
 open uploads and rolls the instant back: nothing is committed and no object is left.
@@ -133,6 +137,7 @@ class _Writing:
         # What the open files may hold while the batch in hand is written: the limit less
         # that batch's bytes (the batch and the rows held are the stream's working set).
         self.room = self.buffer_limit
+        self.batch_bytes = 0  # the Arrow bytes of the batch in hand (with its meta columns)
         self.batches = 0
 
     def fill(self, p: _Partition, count: int) -> Target | None:
@@ -195,6 +200,11 @@ class _Writing:
         self.start(fn, items)
         self.wait()
 
+    def upload_room(self) -> int:
+        """What the batch in hand and the rows held leave of `write_buffer_limit_bytes` for
+        the open uploads' parts in memory (the store's own budget bounds them as well)."""
+        return max(0, self.buffer_limit - self.batch_bytes - self.held_bytes())
+
     def held_bytes(self) -> int:
         """The Arrow bytes of the rows the open files hold not yet encoded (read while the
         pool writes: each file's count is its own thread's, the sum a moment's)."""
@@ -222,6 +232,7 @@ class _Writing:
         opened = [p.open for p in self.parts.values() if p.open is not None and p.open.enc.held]
         opened.sort(key=lambda o: o.enc.held_bytes, reverse=True)
         total = sum(o.enc.held_bytes for o in opened)
+        self.batch_bytes = batch_bytes
         self.room = max(0, self.buffer_limit - batch_bytes)
         flush = []
         for o in opened:
@@ -336,6 +347,7 @@ def _write_batches(w: _Writing, batches: Iterator[pa.Table]) -> None:
         w.run(w.write, work)
         w.batches += 1
         del work
+        w.batch_bytes = 0  # let go: the files' closing may use its room
         release_unused_memory()
         data = next(batches, None)
 

@@ -39,6 +39,10 @@ class StreamFiles(Protocol):
     fpp: float  # the bloom filters' false-positive rate
     footers: SliceFooters  # the small files' copy checks
 
+    def upload_room(self) -> int:
+        """The bytes of parts the open files' uploads may hold in memory at the moment."""
+        ...
+
 
 @dataclass
 class Target:
@@ -65,7 +69,7 @@ class OpenFile:
         self.old = KeyRuns()
         self.keys = KeyRuns()
         self.inserts = 0
-        self.upload: ObjectWriter = w.store.open_writer(self.key)
+        self.upload: ObjectWriter = w.store.open_writer(self.key, memory=w.upload_room)
         try:
             self.enc = self._encoder(target.base)
         except BaseException:
