@@ -207,8 +207,10 @@ class _Writing:
 
     def held_bytes(self) -> int:
         """The Arrow bytes of the rows the open files hold not yet encoded (read while the
-        pool writes: each file's count is its own thread's, the sum a moment's)."""
-        return sum(p.open.enc.held_bytes for p in list(self.parts.values()) if p.open)
+        pool writes: each file's count is its own thread's, the sum a moment's). Each
+        partition's open file is read once: its thread may close it meanwhile."""
+        opened = [p.open for p in list(self.parts.values())]
+        return sum(o.enc.held_bytes for o in opened if o is not None)
 
     def within_limit(self, enc: SliceEncoder) -> None:
         """After a partition's rows went into its file (`enc`, on that partition's thread):
