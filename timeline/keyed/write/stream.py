@@ -134,9 +134,6 @@ class _Writing:
         self.pool = ThreadPoolExecutor(max(1, s.write_parallelism))
         self.inflight: list[Future[None]] = []  # the writes of the batch in hand
         self.most_held = 0  # the most rows held not yet encoded after a write, in bytes
-        # What the open files may hold while the batch in hand is written: the limit less
-        # that batch's bytes (the batch and the rows held are the stream's working set).
-        self.room = self.buffer_limit
         self.batch_bytes = 0  # the Arrow bytes of the batch in hand (with its meta columns)
         self.batches = 0
 
@@ -200,10 +197,17 @@ class _Writing:
         self.start(fn, items)
         self.wait()
 
+    @property
+    def room(self) -> int:
+        """What the open files may hold not yet encoded while the batch in hand is written:
+        the limit less that batch's bytes (the batch and the rows held are the stream's
+        working set)."""
+        return max(0, self.buffer_limit - self.batch_bytes)
+
     def upload_room(self) -> int:
         """What the batch in hand and the rows held leave of `write_buffer_limit_bytes` for
         the open uploads' parts in memory (the store's own budget bounds them as well)."""
-        return max(0, self.buffer_limit - self.batch_bytes - self.held_bytes())
+        return max(0, self.room - self.held_bytes())
 
     def held_bytes(self) -> int:
         """The Arrow bytes of the rows the open files hold not yet encoded (read while the
@@ -235,7 +239,6 @@ class _Writing:
         opened.sort(key=lambda o: o.enc.held_bytes, reverse=True)
         total = sum(o.enc.held_bytes for o in opened)
         self.batch_bytes = batch_bytes
-        self.room = max(0, self.buffer_limit - batch_bytes)
         flush = []
         for o in opened:
             if total + incoming <= self.room:
