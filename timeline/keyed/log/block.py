@@ -60,7 +60,6 @@ _HEADER = b"flowledger.log"
 #: A block of a format 4 object read alone is fetched with the stream's head in one GET from
 #: the object's start when it ends this near it: a request costs more than these bytes.
 ONE_GET_UP_TO = 512 * 1024
-_UPSERT_VALUE, _DELETE_VALUE = pa.scalar(UPSERT, pa.string()), pa.scalar(DELETE, pa.string())
 #: A block is small: decompressing its few buffers on Arrow's thread pool costs more in
 #: hand-offs than it saves, and a snapshot already decodes blocks on several threads.
 _READ_OPTIONS = ipc.IpcReadOptions(use_threads=False)
@@ -127,7 +126,10 @@ def _rebuild(rows: pa.Table, header: Mapping[str, Any]) -> pa.Table:
         return rows  # format 1 stored every column
     if "upserts" in header:
         n, u = rows.num_rows, int(header["upserts"])
-        ops = pa.concat_arrays([pa.repeat(_UPSERT_VALUE, u), pa.repeat(_DELETE_VALUE, n - u)])
+        # The op values are made here, not at import: pyarrow's first scalar imports pandas
+        # (0.3-0.4 s), which every process importing timeline would pay.
+        upsert, delete = pa.scalar(UPSERT, pa.string()), pa.scalar(DELETE, pa.string())
+        ops = pa.concat_arrays([pa.repeat(upsert, u), pa.repeat(delete, n - u)])
         rows = rows.append_column(OP_COL, ops)
     return rebuild_columns(rows, header)
 
