@@ -18,8 +18,9 @@ from .compose import MIN_PART, plan_compose
 from .errors import Conflict, EndpointUnreachable, NotFound, StorageError, UnknownOutcome
 from .keys import validate_prefix
 from .objectstore import ByteRange, ListPage, ObjectInfo, ObjectStore, ObjectWriter, RequestStats
-from .s3_calls import S3Calls, S3Object, make_client, read_back
-from .s3_reads import ObjectReads
+from .s3_calls import S3Calls, S3Object, make_client, note_sent_unanswered, read_back
+from .s3_puts import HandedBack, ObjectPuts
+from .s3_reads import ObjectReads, make_store
 from .s3_writer import S3Writer
 from .settings import StoreSettings
 from .upload_buffers import MemoryBudget, MemoryRoom
@@ -28,6 +29,20 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 __all__ = ["S3ObjectStore", "make_client"]
+
+
+def _obstore_paths(
+    settings: StoreSettings, bucket: str
+) -> tuple[ObjectReads | None, ObjectPuts | None]:
+    """The obstore paths `settings` turn on, sharing one client (none without credentials:
+    botocore's request then says what is missing)."""
+    if not (settings.fast_reads or settings.fast_puts):
+        return None, None
+    store = make_store(settings, bucket)
+    if store is None:
+        return None, None
+    reads = ObjectReads(store) if settings.fast_reads else None
+    return reads, ObjectPuts(store, settings.multipart_size) if settings.fast_puts else None
 
 
 class S3ObjectStore(ObjectStore):
@@ -40,6 +55,7 @@ class S3ObjectStore(ObjectStore):
         stats: RequestStats | None = None,
         pool: ThreadPoolExecutor | None = None,
         reads: ObjectReads | None = None,
+        puts: ObjectPuts | None = None,
         known: capability.Known | None = None,
         upload_budget: MemoryBudget | None = None,
     ) -> None:
@@ -47,10 +63,11 @@ class S3ObjectStore(ObjectStore):
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.settings = settings or StoreSettings()
         self.client = client or make_client(self.settings)
-        #: GETs and HEADs through obstore (s3_reads.py); never around a client passed in.
-        self._reads = (
-            reads if client is not None else ObjectReads.for_settings(self.settings, bucket)
-        )
+        #: GETs and HEADs (s3_reads.py) and plain PUTs (s3_puts.py) through obstore;
+        #: never around a client passed in.
+        if client is None:
+            reads, puts = _obstore_paths(self.settings, bucket)
+        self._reads, self._puts = reads, puts
         self.stats = stats or RequestStats()
         self.endpoint = self.client.meta.endpoint_url
         self.uri = f"s3://{bucket}/{self.prefix}".rstrip("/")
@@ -83,6 +100,7 @@ class S3ObjectStore(ObjectStore):
             self.stats,
             self._calls.pool,
             self._reads,
+            self._puts,
             self._known,
             self.upload_budget,
         )
@@ -111,18 +129,23 @@ class S3ObjectStore(ObjectStore):
 
     # -- writes -----------------------------------------------------------------------------
     def put(self, key: str, data: bytes | bytearray) -> ObjectInfo:
-        obj = self._object(key)
-        resp = self._calls.call(
-            "PUT",
-            "put",
-            obj.uri,
-            lambda: self.client.put_object(
+        obj, puts = self._object(key), self._puts
+
+        def send() -> str:
+            if puts is not None and len(data) <= puts.max_bytes:
+                got = puts.put(obj.s3_key, data)
+                if not isinstance(got, HandedBack):
+                    return got
+                if got.sent:
+                    note_sent_unanswered()  # botocore's failure would not be the whole story
+            resp = self.client.put_object(
                 Bucket=self.bucket,
                 Key=obj.s3_key,
                 Body=data,  # type: ignore[arg-type]  # botocore sends bytearray as is
-            ),
-        )
-        return ObjectInfo(key, len(data), resp["ETag"])
+            )
+            return str(resp["ETag"])
+
+        return ObjectInfo(key, len(data), self._calls.call("PUT", "put", obj.uri, send))
 
     def put_if_absent(self, key: str, data: bytes | bytearray) -> ObjectInfo:
         return self._conditional_put(key, data, {"IfNoneMatch": "*"}, "put-if-absent")

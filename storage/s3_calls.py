@@ -82,6 +82,12 @@ def make_client(settings: StoreSettings) -> S3Client:
 _SENT_UNANSWERED: ContextVar[bool] = ContextVar("s3_sent_unanswered", default=False)
 
 
+def note_sent_unanswered() -> None:
+    """Record that an attempt of the request being sent, made outside botocore (the obstore
+    paths), may have reached the server without an answer."""
+    _SENT_UNANSWERED.set(True)
+
+
 def _note_attempt(caught_exception: BaseException | None = None, **_: Any) -> None:
     if caught_exception is not None and is_outcome_unknown(caught_exception):
         _SENT_UNANSWERED.set(True)

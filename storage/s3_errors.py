@@ -4,8 +4,9 @@ loads no boto3.
 
 `translate_s3` is the only mapping from a botocore (or obstore) exception to a `StorageError`;
 the S3 backend reaches it through one call site (`storage/s3_calls.py`). obstore serves the
-read path (`storage/s3_reads.py`) and raises only its definite answers ("no such key", "access
-denied"); every other failure of a read is sent again through botocore and classified here.
+read path (`storage/s3_reads.py`) and plain PUTs (`storage/s3_puts.py`) and raises only its
+definite answers ("no such key", "access denied"); every other failure is sent again through
+botocore and classified here.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .errors import (
     UnknownOutcome,
 )
 
-#: What the obstore read path raises (the rest it hands back to botocore); obstore raises a
+#: What the obstore paths raise (the rest they hand back to botocore); obstore raises a
 #: missing object as the builtin FileNotFoundError.
 OBSTORE_ERRORS = (ObstoreNotFound, FileNotFoundError, PermissionDeniedError, UnauthenticatedError)
 

@@ -3,7 +3,8 @@
 A warm provenance lookup is ~10 ranged GETs of 30-110 KB and a HEAD; botocore spends ~0.9 ms
 of CPU on each (parameter validation, event hooks, serialisation, response parsing), obstore
 signs and sends them in Rust with the GIL released (docs/benchmarks.md, "Reads through four S3
-clients"). Writes and conditional puts stay on boto3.
+clients"). Plain PUTs share this client (storage/s3_puts.py); conditional writes, multipart
+uploads and copies stay on boto3.
 
 Every endpoint and credential source boto3 serves: an explicit endpoint (MinIO, on-premises S3)
 with path style or virtual-hosted addressing, AWS with virtual-hosted addressing when no
@@ -125,9 +126,14 @@ def make_store(settings: StoreSettings, bucket: str) -> S3Store | None:
         kwargs = {"credential_provider": Boto3CredentialProvider(session)}
     if endpoint is not None:
         kwargs["endpoint"] = endpoint  # else AWS's, from the region
+    # A PUT's body is signed as botocore signs it (StoreSettings.payload_signing): by default
+    # over plain http, not over https.
+    scheme = urlsplit(endpoint).scheme if endpoint is not None else "https"
+    signed = settings.payload_signing if settings.payload_signing is not None else scheme == "http"
     return S3Store(
         bucket,
         region=settings.region,
+        unsigned_payload=not signed,
         virtual_hosted_style_request=not path_style,
         client_options=options,  # type: ignore[arg-type]
         retry_config={"max_retries": 0},  # botocore retries what this path hands back

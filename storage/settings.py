@@ -102,6 +102,10 @@ class StoreSettings:
     #: GETs and HEADs through obstore (storage/s3_reads.py); anything but a definite answer
     #: still goes to botocore. Off: botocore only.
     fast_reads: bool = True
+    #: Plain PUTs of up to `multipart_size` bytes through obstore (storage/s3_puts.py): about
+    #: a sixth of botocore's CPU per PUT; anything but a definite answer is sent again through
+    #: botocore. Conditional writes and multipart uploads always go through botocore.
+    fast_puts: bool = True
 
     def upload_buffer_policy(self) -> BufferPolicy:
         """How a streaming upload buffers its parts (storage/upload_buffers.py)."""

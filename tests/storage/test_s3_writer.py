@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from storage import ObjectInfo, RequestStats, S3ObjectStore, StoreSettings, open_store
+from storage import ObjectInfo, RequestStats, StoreSettings, open_store
 from storage.s3_calls import S3Calls, S3Object, make_client
 from storage.s3_writer import S3Writer
 from storage.upload_buffers import MemoryBudget
+from tests.support.proxy import FORWARD, FaultProxy
 from tests.support.servers import S3Endpoint
 
 MiB = 1 << 20
@@ -60,18 +61,32 @@ def test_a_small_object_is_not_put_after_an_abort() -> None:
 
 
 @pytest.mark.s3
+@pytest.mark.parametrize("fast_puts", [True, False], ids=["obstore", "botocore"])
 @pytest.mark.parametrize(("signing", "sent"), [(None, "hash"), (False, "UNSIGNED-PAYLOAD")])
-def test_payload_signing_is_a_setting(moto: S3Endpoint, signing: bool | None, sent: str) -> None:
-    store = open_store(f"s3://{moto.new_bucket()}/repo", moto.settings(payload_signing=signing))
-    assert isinstance(store, S3ObjectStore)
+def test_payload_signing_is_a_setting(
+    moto: S3Endpoint, signing: bool | None, sent: str, fast_puts: bool
+) -> None:
+    """Either client signs a PUT's body as the setting says (seen on the wire: over plain
+    http both sign it by default)."""
+    proxy = FaultProxy(moto.endpoint)
     seen: list[str] = []
-    store.client.meta.events.register(
-        "before-send.s3.PutObject",
-        lambda request, **_: seen.append(request.headers["x-amz-content-sha256"].decode()),
-    )
-    body = b"payload " * 100_000
-    with store.open_writer("a/f.bin") as w:
-        w.write(body)
-    assert store.get("a/f.bin") == body
+
+    def rule(method: str, path: str, headers: dict[str, str]) -> str:
+        if method == "PUT":
+            seen.append({k.lower(): v for k, v in headers.items()}["x-amz-content-sha256"])
+        return FORWARD
+
+    proxy.rule = rule
+    try:
+        settings = moto.settings(
+            endpoint_url=proxy.endpoint, payload_signing=signing, fast_puts=fast_puts
+        )
+        store = open_store(f"s3://{moto.new_bucket()}/repo", settings)
+        body = b"payload " * 100_000
+        with store.open_writer("a/f.bin") as w:
+            w.write(body)
+        assert store.get("a/f.bin") == body
+    finally:
+        proxy.stop()
     expected = hashlib.sha256(body).hexdigest() if sent == "hash" else sent
     assert seen == [expected]

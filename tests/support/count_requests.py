@@ -1,7 +1,8 @@
 """Run the flowledger CLI and count the S3 API calls it makes (a fresh process, as a user runs
 it): `python -m tests.support.count_requests OUT.json <flowledger args...>` writes
 `{operation: count}` to OUT.json when the command ends. Counts botocore's calls and the reads
-sent through obstore (storage/s3_reads.py), under botocore's operation names."""
+and plain PUTs sent through obstore (storage/s3_reads.py, storage/s3_puts.py), under
+botocore's operation names."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from typing import Any
 
 import botocore.client
 
+from storage.s3_puts import ObjectPuts
 from storage.s3_reads import ObjectReads
 
 _counts: Counter[str] = Counter()
 _lock = threading.Lock()
 _call = botocore.client.BaseClient._make_api_call
-_fast_get, _fast_head = ObjectReads.get, ObjectReads.head
+_fast_get, _fast_head, _fast_put = ObjectReads.get, ObjectReads.head, ObjectPuts.put
 
 
 def _count(operation: str) -> None:
@@ -42,11 +44,17 @@ def _fast_head_counted(self: ObjectReads, *args: Any) -> Any:
     return _fast_head(self, *args)
 
 
+def _fast_put_counted(self: ObjectPuts, *args: Any) -> Any:
+    _count("PutObject")
+    return _fast_put(self, *args)
+
+
 def main() -> None:
     out, args = sys.argv[1], sys.argv[2:]
     botocore.client.BaseClient._make_api_call = _counted  # type: ignore[method-assign]
     ObjectReads.get = _fast_get_counted  # type: ignore[method-assign,assignment]
     ObjectReads.head = _fast_head_counted  # type: ignore[method-assign,assignment]
+    ObjectPuts.put = _fast_put_counted  # type: ignore[method-assign,assignment]
     atexit.register(lambda: open(out, "w").write(json.dumps(dict(_counts))))  # noqa: SIM115
     from flowledger.cli import app
 
