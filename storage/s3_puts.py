@@ -52,6 +52,8 @@ class ObjectPuts:
             result = obstore.put(self._store, s3_key, data, use_multipart=False)
         except (PermissionDeniedError, UnauthenticatedError):
             raise
+        except (ValueError, TypeError):  # refused before sending (a path it cannot take)
+            return HandedBack(sent=False)
         except Exception as exc:  # any other answer or failure: botocore sends it again
             text = str(exc)
             return HandedBack(sent=not (_NOT_SENT.search(text) or _ANSWERED.search(text)))

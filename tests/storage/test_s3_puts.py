@@ -134,8 +134,10 @@ def test_what_obstore_hands_back_says_whether_its_attempt_may_have_landed() -> N
     with refused_port() as port:
         closed = make_store(StoreSettings(endpoint_url=f"http://127.0.0.1:{port}", **keys), "b")
         assert closed is not None
-        got = ObjectPuts(closed, MiB).put("k", b"v")
-    assert got == HandedBack(sent=False)  # refused: nothing was sent
+        puts = ObjectPuts(closed, MiB)
+        assert puts.put("k", b"v") == HandedBack(sent=False)  # refused: nothing was sent
+        # A key object_store cannot take (the store's own key rules refuse it earlier).
+        assert puts.put("a//b", b"v") == HandedBack(sent=False)
 
 
 @pytest.mark.unit
