@@ -18,7 +18,9 @@ from storage.checksum import format_checksum
 from timeline import Table, TableSettings
 from timeline.keyed import RECORD_KEY_COL, KeyedProperties
 from timeline.keyed.index import BloomBuilder, BloomFilter
+from timeline.keyed.write.base_copy import WholeBase
 from timeline.keyed.write.slice_writer import SINK_CHUNK, encode_slice
+from timeline.parquet_splice import FinishedFile
 
 pytestmark = pytest.mark.unit
 
@@ -74,6 +76,32 @@ def test_the_filter_built_a_row_group_at_a_time_is_the_filter_of_all_the_keys() 
     assert written.footer.num_row_groups == 3
     assert written.bloom == BloomFilter.build(keys, 1e-6)
     assert written.key_range == (min(keys), max(keys))
+
+
+def test_the_key_range_holds_keys_too_long_for_statistics_and_copied_row_groups_without() -> None:
+    """The key range comes from the footer's statistics of the key column, which the Parquet
+    writer leaves out for a value over 4096 bytes and an older file may lack: those keys are
+    ranged as they pass, so the range is always that of every key."""
+    schema = pa.schema([(RECORD_KEY_COL, pa.string()), ("id", pa.int64())])
+    lead_keys = ["m", "a" * 10, "zz"]  # the copied file's smallest and largest keys
+    buf = io.BytesIO()
+    pq.write_table(pa.table({RECORD_KEY_COL: lead_keys, "id": [1, 2, 3]}, schema=schema), buf,
+                   write_statistics=False)  # fmt: skip
+    lead = WholeBase(FinishedFile.of(buf.getvalue()))
+    assert lead.footer.row_group(0).column(0).statistics is None
+    long_low, long_high = "0" * 5_000, "\u00ff" * 3_000  # no statistics: over 4096 bytes
+    parts = [
+        pa.table({RECORD_KEY_COL: ["b", "c"], "id": [4, 5]}, schema=schema),
+        pa.table({RECORD_KEY_COL: [long_low, "d"], "id": [6, 7]}, schema=schema),
+        pa.table({RECORD_KEY_COL: ["e", long_high], "id": [8, 9]}, schema=schema),
+    ]
+    written = encode_slice(parts, schema, 2, io.BytesIO(), lead=lead)
+    assert written.footer.num_row_groups == 4
+    every = [*lead_keys, "b", "c", long_low, "d", "e", long_high]
+    assert written.key_range == (min(every), max(every)) == (long_low, long_high)
+    # Short keys alone: the range is the statistics'.
+    short = encode_slice(parts[:1], schema, 2, io.BytesIO())
+    assert short.key_range == ("b", "c")
 
 
 class _Recording:

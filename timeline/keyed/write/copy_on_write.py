@@ -184,7 +184,7 @@ def write_group_at(
         if lead is None:
             parts.append(base_rows(store, g.base, g.drop, schema, n, body))
     if len(g.new) and incoming is not None:
-        parts.append(new_rows(incoming, g.new, schema, n))
+        parts.append(new_rows(incoming, g.new, schema, n, instant_time))
     key = SliceOut(instant_time, data_key, schema, task).slice_key(g.partition, g.group)
     kept = g.base.rows - len(g.drop) if g.base is not None else 0
     bloom = BloomBuilder(kept + (len(g.new) if incoming is not None else 0), fpp)

@@ -104,9 +104,19 @@ def decide_upserts(
     )
     todo = np.flatnonzero(is_new | moved)
     codes = pc.dictionary_encode(batch.partitions.take(pa.array(todo, pa.int64())))
+    return Upserts(replaced, _by_partition(todo, codes))
+
+
+def _by_partition(rows: np.ndarray, codes: pa.DictionaryArray) -> dict[str, np.ndarray]:
+    """`rows` by the partition their code names, each ascending: one stable sort of the
+    codes (a radix sort while they fit 16 bits), not a pass over every row per partition
+    (a load of 20 partitions spent more on that than on deciding)."""
     idx = codes.indices.to_numpy(zero_copy_only=False)
-    inserts = {str(p): todo[idx == c] for c, p in enumerate(codes.dictionary.to_pylist())}
-    return Upserts(replaced, inserts)
+    names = codes.dictionary.to_pylist()
+    small = idx.astype(np.int16) if len(names) <= np.iinfo(np.int16).max else idx
+    order = np.argsort(small, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(idx, minlength=len(names)))]
+    return {str(p): rows[order[bounds[c] : bounds[c + 1]]] for c, p in enumerate(names)}
 
 
 def decide_deletes(

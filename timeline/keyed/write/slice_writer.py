@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage import ObjectStore
@@ -40,7 +41,7 @@ from ...parquet_io import DEFAULT_CODEC, DICTIONARY_PAGE_LIMIT
 from ...parquet_splice import MAGIC, footer_start, joined_footer
 from ...schema import conform
 from ..index import BloomBuilder, BloomFilter, filter_ref
-from ..keys import RECORD_KEY_COL, key_range
+from ..keys import COMMIT_TIME_COL, RECORD_KEY_COL, key_range
 from .base_copy import CopiedBase
 from .base_stream import base_row_groups
 
@@ -186,38 +187,85 @@ def kept_rows(
 
 
 def new_rows(incoming: pa.Table, positions: np.ndarray, schema: pa.Schema,
-             rows_per_batch: int) -> Iterator[pa.Table]:  # fmt: skip
-    """The batch rows at `positions`, in the table's schema, `rows_per_batch` at a time."""
+             rows_per_batch: int, commit_time: str) -> Iterator[pa.Table]:  # fmt: skip
+    """The batch rows at `positions`, in the table's schema, `rows_per_batch` at a time. Their
+    commit-time column is made for each part, not taken: every new row carries the instant's
+    time, and taking a column of one repeated string cost more than taking any other."""
+    timed = COMMIT_TIME_COL in incoming.schema.names
+    body = incoming.drop_columns([COMMIT_TIME_COL]) if timed else incoming
     positions = np.asarray(positions, dtype=np.int64)
     for i in range(0, len(positions), rows_per_batch):
-        take = pa.array(positions[i : i + rows_per_batch], pa.int64())
-        yield conform(incoming.take(take), schema)
+        part = body.take(pa.array(positions[i : i + rows_per_batch], pa.int64()))
+        if timed:
+            times = pa.repeat(pa.scalar(commit_time, pa.string()), part.num_rows)
+            part = part.add_column(0, COMMIT_TIME_COL, times)
+        yield conform(part, schema)
+
+
+#: Record keys up to this many bytes are ranged from the Parquet statistics the writer
+#: computes anyway (Arrow's writer leaves a column chunk's min/max out when a value is longer
+#: than 4096 bytes). A part holding a longer key is ranged as it passes.
+STATS_KEY_BYTES = 1024
 
 
 class _KeysSeen:
-    """The key range of the row groups written so far, and their keys added to a filter."""
+    """The row groups' record keys added to a filter as they are written, and the file's key
+    range: from the key column's min/max statistics in the footer, which the Parquet writer
+    computes as it encodes (a second pass over millions of key strings cost about a twentieth
+    of a load's CPU), and as they pass for the keys statistics cannot hold."""
 
     def __init__(self, bloom: BloomBuilder | None) -> None:
         self._bloom = bloom
-        self._lo: Any = None
+        self._lo: Any = None  # of the keys ranged as they passed
         self._hi: Any = None
         self._rows = 0
 
-    def add(self, keys: pa.ChunkedArray) -> None:
+    def add(self, keys: pa.ChunkedArray, *, unstated: bool = False) -> None:
+        """`keys` of row groups being written; `unstated`: their row groups (copied from
+        another file) may carry no statistics of the key column, so they are ranged now."""
         if self._bloom is not None:
             self._bloom.add(keys)
-        lo, hi = key_range(keys)
+        if unstated or _longest(keys) > STATS_KEY_BYTES:
+            self._widen(*key_range(keys))
+        self._rows += len(keys)
+
+    def _widen(self, lo: Any, hi: Any) -> None:
         if lo is not None and (self._lo is None or lo < self._lo):
             self._lo = lo
         if hi is not None and (self._hi is None or hi > self._hi):
             self._hi = hi
-        self._rows += len(keys)
 
-    def range(self) -> tuple[Any, Any]:
+    def range(self, footer: pq.FileMetaData) -> tuple[Any, Any]:
+        """The key range of the file `footer` describes: its row groups' statistics of the
+        key column and the keys ranged as they passed (the row groups without statistics)."""
+        for stats in _key_stats(footer):
+            if stats is not None and stats.has_min_max:
+                self._widen(stats.min, stats.max)
         return self._lo, self._hi
 
     def finish(self) -> BloomFilter | None:
         return self._bloom.finish() if self._bloom is not None and self._rows else None
+
+
+def _longest(keys: pa.ChunkedArray) -> int:
+    """The byte length of the longest key (from the offsets: no key is read)."""
+    longest = pc.max(pc.binary_length(keys)).as_py()
+    return int(longest) if longest is not None else 0
+
+
+def _key_stats(footer: pq.FileMetaData) -> Iterator[pq.Statistics | None]:
+    """The statistics of the key column in each row group of a file."""
+    if not footer.num_row_groups:
+        return
+    schema = footer.schema
+    col = next(i for i in range(len(schema)) if schema.column(i).path == RECORD_KEY_COL)
+    for i in range(footer.num_row_groups):
+        yield footer.row_group(i).column(col).statistics
+
+
+def _stated(footer: pq.FileMetaData) -> bool:
+    """Whether every row group of a file carries min/max statistics of its key column."""
+    return all(s is not None and s.has_min_max for s in _key_stats(footer))
 
 
 class SliceEncoder:
@@ -293,9 +341,10 @@ class SliceEncoder:
     def _copy(self, f: CopiedBase) -> None:
         """Pass a copied file's row groups on as bytes, their record keys to the key range
         and the filter."""
+        unstated = not _stated(f.footer)
         for piece, keys in f.pieces():
             self._file.write(piece)
-            self._seen.add(keys)
+            self._seen.add(keys, unstated=unstated)
 
     def finish(self) -> EncodedSlice:
         """Encode what is held and write the footer (an empty file still carries the
@@ -314,7 +363,7 @@ class SliceEncoder:
             self._file.flush()
             md = self._join(self._lead_footer, out.held())
         return EncodedSlice(
-            out.size, format_checksum(out.crc), md, self._seen.range(), self._seen.finish()
+            out.size, format_checksum(out.crc), md, self._seen.range(md), self._seen.finish()
         )
 
     def _join(self, lead: bytes, tail: bytes) -> pq.FileMetaData:
