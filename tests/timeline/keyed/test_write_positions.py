@@ -15,6 +15,7 @@ from storage import StoreSettings, open_store
 from timeline import Table, TableSettings
 from timeline.keyed import KeyedProperties
 from timeline.keyed.write import copy_on_write
+from timeline.keyed.write.planner import by_partition
 
 pytestmark = pytest.mark.unit
 
@@ -48,3 +49,19 @@ def test_groups_carry_positions_as_int64_arrays(tmp_path: Path, monkeypatch: Any
     assert sum(len(p) for _, p in seen) == 200  # of which the new records placed
     got = t.read(columns=["id", "ts"]).sort_by("id")
     assert got.column("id").to_pylist() == list(range(500))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5_000])
+def test_positions_by_partition_are_each_partitions_in_order(rows: int) -> None:
+    """A batch's positions split by partition path with one sort of the paths' codes: each
+    partition's positions ascending, the partitions in the order they first occur."""
+    rng = np.random.default_rng(rows)
+    paths = pa.array(rng.choice(["part=b", "part=a", "part=c"], rows).tolist(), pa.string())
+    positions = np.sort(rng.choice(10 * rows + 1, rows, replace=False)).astype(np.int64)
+    got = by_partition(paths, positions)
+    names = paths.to_pylist()
+    first_seen = list(dict.fromkeys(names))
+    assert list(got) == first_seen
+    for name in first_seen:
+        want = positions[[i for i, p in enumerate(names) if p == name]]
+        assert got[name].tolist() == want.tolist()

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...errors import DuplicateKeys
 from ..keys import RECORD_KEY_COL
 from ..merge import wins
-from .planner import FAIL, Batch, Planner
+from .planner import FAIL, Batch, Planner, by_partition
 from .planning import Filter, filter_matches
 
 
@@ -103,20 +102,10 @@ def decide_upserts(
         else None,
     )
     todo = np.flatnonzero(is_new | moved)
-    codes = pc.dictionary_encode(batch.partitions.take(pa.array(todo, pa.int64())))
-    return Upserts(replaced, _by_partition(todo, codes))
-
-
-def _by_partition(rows: np.ndarray, codes: pa.DictionaryArray) -> dict[str, np.ndarray]:
-    """`rows` by the partition their code names, each ascending: one stable sort of the
-    codes (a radix sort while they fit 16 bits), not a pass over every row per partition
-    (a load of 20 partitions spent more on that than on deciding)."""
-    idx = codes.indices.to_numpy(zero_copy_only=False)
-    names = codes.dictionary.to_pylist()
-    small = idx.astype(np.int16) if len(names) <= np.iinfo(np.int16).max else idx
-    order = np.argsort(small, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(idx, minlength=len(names)))]
-    return {str(p): rows[order[bounds[c] : bounds[c + 1]]] for c, p in enumerate(names)}
+    parts = batch.partitions
+    if len(todo) < len(parts):  # (a load's every record is new: nothing to take)
+        parts = parts.take(pa.array(todo, pa.int64()))
+    return Upserts(replaced, by_partition(parts, todo))
 
 
 def decide_deletes(

@@ -131,6 +131,21 @@ def prepare_batch(data: pa.Table, props: KeyedProperties, instant: str, *, upser
     return Batch(rows, keys, parts, ordering)
 
 
+def by_partition(partitions: pa.Array, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """`rows` (ascending, one per entry of `partitions`) by the partition path at their
+    entry, each still ascending, in the order the paths first occur: one stable sort of the
+    paths' codes (Arrow's counting sort for a small range of integers), not a pass over
+    every row per partition (a load of 20 partitions spent more on that than on deciding)."""
+    codes = pc.dictionary_encode(partitions)
+    if isinstance(codes, pa.ChunkedArray):
+        codes = codes.combine_chunks()
+    names = codes.dictionary.to_pylist()
+    counts = np.bincount(codes.indices.to_numpy(zero_copy_only=False), minlength=len(names))
+    grouped = rows[pc.array_sort_indices(codes.indices).to_numpy()]
+    bounds = np.r_[0, np.cumsum(counts)]
+    return {str(p): grouped[bounds[c] : bounds[c + 1]].copy() for c, p in enumerate(names)}
+
+
 def _no_hits() -> pa.Table:
     empty = pa.array([], pa.int64())
     return pa.table({"pos": empty, "file": empty, "row": empty})
@@ -211,11 +226,8 @@ class Planner:
         n = len(batch.keys)
         if self.props.key_scope == KeyScope.GLOBAL:
             return [(list(range(len(self.files))), np.arange(n, dtype=np.int64))]
-        enc = pc.dictionary_encode(batch.partitions)
-        codes = enc.indices.to_numpy(zero_copy_only=False)
         scopes = []
-        for c, p in enumerate(enc.dictionary.to_pylist()):
-            pos = np.flatnonzero(codes == c).astype(np.int64)
+        for p, pos in by_partition(batch.partitions, np.arange(n, dtype=np.int64)).items():
             fidx = [k for k, f in enumerate(self.files) if f.partition == p]
             scopes.append((fidx, pos))
         return scopes

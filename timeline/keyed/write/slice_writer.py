@@ -273,7 +273,8 @@ class SliceEncoder:
     `to_parquet_bytes`) into `sink`: parts are added as they come and gathered into full row
     groups of `rows_per_group` rows (the last may be shorter), so a file of kept and new rows,
     or of a stream's small batches, is not cut into small row groups. Each row group's record
-    keys go into `bloom` and the key range as it is written."""
+    keys go into `bloom` as it is written; the key range is read from the footer
+    (`_KeysSeen`)."""
 
     def __init__(
         self,
@@ -339,8 +340,8 @@ class SliceEncoder:
         self.groups += 1
 
     def _copy(self, f: CopiedBase) -> None:
-        """Pass a copied file's row groups on as bytes, their record keys to the key range
-        and the filter."""
+        """Pass a copied file's row groups on as bytes, their record keys to the filter (and
+        to the key range when its footer lacks their statistics)."""
         unstated = not _stated(f.footer)
         for piece, keys in f.pieces():
             self._file.write(piece)
@@ -395,9 +396,9 @@ def encode_slice(
     codec: str = DEFAULT_CODEC,
 ) -> EncodedSlice:
     """Encode `parts` into one Parquet file streamed to `sink` (see `SliceEncoder`), each row
-    group's record keys into `bloom` and the key range as it is written: the file's keys are
-    never held. `lead`: a finished file whose row groups go first, copied as bytes. `codec`:
-    the new row groups' compression (pyarrow's name, `ParquetCodec.arrow`)."""
+    group's record keys into `bloom` as it is written: the file's keys are never held.
+    `lead`: a finished file whose row groups go first, copied as bytes. `codec`: the new row
+    groups' compression (pyarrow's name, `ParquetCodec.arrow`)."""
     enc = SliceEncoder(schema, rows_per_group, sink, bloom, lead=lead, codec=codec)
     try:
         for part in parts:
