@@ -109,7 +109,8 @@ class MotoServer:
 
     def reset(self) -> None:
         req = urllib.request.Request(f"{self.endpoint.endpoint}/moto-api/reset", method="POST")
-        urllib.request.urlopen(req, timeout=10).read()
+        with urllib.request.urlopen(req, timeout=10) as answer:
+            answer.read()
 
     def stop(self) -> None:
         self._server.shutdown()

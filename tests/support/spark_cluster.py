@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -163,13 +164,18 @@ def standalone_cluster(root: Path, pythonpath: str, workers: int = 2) -> Iterato
 
 def _wait(cluster: Cluster, ready: object) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
-    last: Exception | None = None
+    last = "no answer yet"
     while time.monotonic() < deadline:
         try:
             if ready():  # type: ignore[operator]
                 return
+        except urllib.error.HTTPError as exc:
+            # The UI answers errors while it starts; the error holds the response's socket,
+            # which must be closed here, not by the garbage collector in a later test.
+            exc.close()
+            last = str(exc)
         except OSError as exc:
-            last = exc
+            last = str(exc)  # the message only: the traceback would keep its frames alive
         time.sleep(0.5)
     raise RuntimeError(f"the standalone cluster did not start ({last}):\n{cluster.log_tail()}")
 
