@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from provenance import ProvenanceEvent, ProvenanceRepository, ProvenanceSettings
@@ -88,34 +88,54 @@ def record_commit(info: CommitInfo, settings: StoreSettings | None = None) -> in
         return recorder.record(info)
 
 
+#: Repositories a `CommitRecorder` keeps open at once; the one used longest ago is closed
+#: to open another (a session writing to many repositories does not hold them all).
+MAX_OPEN_REPOSITORIES = 4
+
+
 class CommitRecorder:
     """Records commits into provenance repositories it keeps open between commits: a driver
     that commits many times then reads only what changed since its last commit (HEAD, LIST of
-    new journals). Its creator closes it (or uses it as a context manager); nothing stays open
-    for the life of the process."""
+    new journals) and searches only the journals new since (their term filters are kept).
+    At most `max_open` repositories are open at once. Its creator closes it (or uses it as a
+    context manager)."""
 
     def __init__(
         self,
         settings: StoreSettings | None = None,
         provenance: ProvenanceSettings | None = None,
+        max_open: int = MAX_OPEN_REPOSITORIES,
     ) -> None:
         #: How to reach the repositories' stores (None: the AWS_* environment).
         self.settings = settings
         #: The repositories' own settings (e.g. their table's automatic archival).
         self.provenance = provenance or ProvenanceSettings()
+        self.max_open = max(1, max_open)
+        #: Open repositories by canonical URI, the one used longest ago first.
         self._repos: dict[str, ProvenanceRepository] = {}
         self._lock = threading.Lock()
 
     def repository(self, uri: str) -> ProvenanceRepository:
         """The open provenance repository for `uri` (opened on first use)."""
         key = canonical(uri)
+        evicted: list[ProvenanceRepository] = []
         with self._lock:
-            repo = self._repos.get(key)
+            repo = self._repos.pop(key, None)
             if repo is None:
                 store = open_store(uri, self.settings)
-                repo = ProvenanceRepository.open(store, self.provenance, recover=False)
-                self._repos[key] = repo
-            return repo
+                # No maintenance thread: a recorder only appends (durably, each commit),
+                # rollovers are the repository owner's (the service, `flowledger` commands).
+                repo = ProvenanceRepository.open(
+                    store, self.provenance, recover=False, background=False
+                )
+                while len(self._repos) >= self.max_open:
+                    evicted.append(self._repos.pop(next(iter(self._repos))))
+            self._repos[key] = repo  # (re)inserted: now the one used last
+        for old in evicted:
+            # A commit still recording into it fails that record, which the hook logs: the
+            # commit stands on the timeline and `catch_up` records it.
+            old.close()
+        return repo
 
     def record(self, info: CommitInfo) -> int:
         """`record_commit` on the repository this recorder keeps open for `info.repo_uri`."""
@@ -190,14 +210,32 @@ class ProvenanceHook:
     """The installed hook, holding how to reach the repository's store (None: the AWS_*
     environment). It carries its settings itself because the data source runs it in Spark's
     commit worker, a Python process where `install` never ran: Spark pickles it there with the
-    data source's driver facts, so the worker records with the session's s3a settings."""
+    data source's driver facts, so the worker records with the session's s3a settings.
+
+    On the driver (keyed writes, `flowledger.spark.write`) it records through `recorder`,
+    which keeps the repository open from one commit to the next, as the session keeps its
+    table handles: a commit then reads only the journals new since the last. Pickled, it
+    leaves the recorder behind: the commit worker opens the repository for its one commit
+    and closes it."""
 
     settings: StoreSettings | None = None
+    recorder: CommitRecorder | None = field(default=None, compare=False, repr=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ProvenanceHook, (self.settings,))
+
+    def close(self) -> None:
+        """Close the repositories the hook kept open (it records on, opening them again)."""
+        if self.recorder is not None:
+            self.recorder.close()
 
     def __call__(self, info: CommitInfo) -> None:
         # The write is already committed, so a failure here must not fail it.
         try:
-            record_commit(info, self.settings)
+            if self.recorder is None:
+                record_commit(info, self.settings)
+            else:
+                self.recorder.record(info)
         except Exception:
             log.exception(
                 "flowledger: commit %s of %s succeeded but its provenance was not recorded; "
@@ -215,11 +253,18 @@ def install(spark: Any, settings: StoreSettings | None = None) -> None:
 
     `settings`: how to reach the repository's store (default: the AWS_* environment, like
     every flowledger command). Warns when the session names no repository
-    (`spark.flowledger.repo`)."""
+    (`spark.flowledger.repo`). The hook keeps the repositories it records into open for the
+    session (`ProvenanceHook`); a hook replaced by one of other settings closes them."""
+    kept = None
     for hook in commit_hooks(spark):
         if isinstance(hook, ProvenanceHook):
+            if kept is None and hook.settings == settings and hook.recorder is not None:
+                kept = hook
+                continue
             remove_commit_hook(spark, hook)
-    add_commit_hook(spark, ProvenanceHook(settings))
+            hook.close()
+    if kept is None:
+        add_commit_hook(spark, ProvenanceHook(settings, CommitRecorder(settings)))
     if not spark.conf.get(REPO_CONF_KEY, None):
         log.warning(
             "flowledger: %s is not set on this session; Spark writes record no provenance",

@@ -198,4 +198,62 @@ def test_installed_hook_records_and_never_fails_a_committed_write(
     broken = CommitInfo(**{**info.__dict__, "repo_uri": "file://" + str(tmp_path / "blocked")})
     for hook in hooks:
         hook(broken)  # logged, not raised: the write is already committed
+        hook.close()  # type: ignore[attr-defined]
     assert "catch_up" in caplog.text
+
+
+def test_the_installed_hook_keeps_its_repository_open_from_commit_to_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the driver the hook records each commit into the repository it opened for the
+    first (a commit then reads only the journals new since); pickled for Spark's commit
+    worker it opens the repository for its one commit. Past `max_open` repositories the one
+    used longest ago is closed, and a hook replaced by one of other settings closes its own."""
+    from flowledger.spark import commit_hooks, install, lineage
+
+    opened: list[ProvenanceRepository] = []
+    closed: list[ProvenanceRepository] = []
+    real_open, real_close = ProvenanceRepository.open, ProvenanceRepository.close
+
+    def counting_open(store: object, *args: object, **kwargs: object) -> ProvenanceRepository:
+        opened.append(real_open(store, *args, **kwargs))  # type: ignore[arg-type]
+        return opened[-1]
+
+    def counting_close(self: ProvenanceRepository) -> None:
+        closed.append(self)
+        real_close(self)
+
+    monkeypatch.setattr(ProvenanceRepository, "open", counting_open)
+    monkeypatch.setattr(ProvenanceRepository, "close", counting_close)
+    spark = _Session({REPO_CONF_KEY: "file:///repo"})
+    install(spark, settings=LOCAL)
+    (hook,) = commit_hooks(spark)
+    assert isinstance(hook, lineage.ProvenanceHook) and hook.recorder is not None
+    table_uri = "file://" + str(tmp_path / "t")
+    repos = ["file://" + str(tmp_path / f"repo{i}") for i in range(3)]
+    infos = [_commit_table(table_uri, _job(_inputs(tmp_path, 1)), [""]) for _ in range(3)]
+    for info in infos[:2]:
+        hook(CommitInfo(**{**info.__dict__, "repo_uri": repos[0]}))
+    assert len(opened) == 1 and closed == []  # one open for both commits
+    # Pickled, as the data source sends it to the commit worker: one open per commit.
+    sent = pickle.loads(pickle.dumps(hook))
+    assert sent == hook and sent.recorder is None
+    sent(CommitInfo(**{**infos[2].__dict__, "repo_uri": repos[1]}))
+    assert len(opened) == 2 and len(closed) == 1
+    # Bounded: with room for one, a second repository closes the first.
+    hook.recorder.max_open = 1
+    hook(CommitInfo(**{**infos[2].__dict__, "repo_uri": repos[2]}))
+    assert len(opened) == 3 and closed[-1] is opened[0]
+    for i, repo_uri in ((0, repos[0]), (1, repos[0]), (2, repos[1]), (2, repos[2])):
+        with real_open(open_store(repo_uri, LOCAL)) as repo:
+            marker = f"#instant={infos[i].instant_time}"
+            assert any(marker in (e.alternate_identifier_uri or "") for e in repo.get_events(0, 50))
+    kept = opened[2]
+    before = len(closed)
+    install(spark, settings=LOCAL)  # the same settings: the same hook, still open
+    assert commit_hooks(spark) == (hook,) and len(closed) == before
+    install(spark, settings=StoreSettings(fsync=True))  # other settings: the old one closed
+    assert len(closed) == before + 1 and closed[-1] is kept
+    new_hook = commit_hooks(spark)[0]
+    assert isinstance(new_hook, lineage.ProvenanceHook)
+    new_hook.close()
