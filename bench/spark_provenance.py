@@ -1,8 +1,9 @@
 """Provenance overhead of Spark writes (same run, same MinIO): recording a commit's events
 (one indexed idempotency lookup, one synchronous journal) against the timeline commit itself
 (begin, add the files, complete), for commits of 10, 100 and 1000 output files; requests per
-recorded commit. "warm" is what the installed hook does (`record_commit`: the repository stays
-open in the driver), "cold" opens the repository for the one commit (a new driver, `catch_up`).
+recorded commit. "warm" is what the installed hook does on the driver (its `CommitRecorder`
+keeps the repository open), "cold" opens the repository for the one commit (a new driver,
+`catch_up`, the data source's commit worker).
 The repository already holds the history of the previous rounds (rolled over).
 
     python -m bench spark_provenance [--quick] [--local-only]
