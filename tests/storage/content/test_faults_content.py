@@ -4,12 +4,13 @@ acknowledged content is readable with its bytes, and the repository stays readab
 
 from __future__ import annotations
 
+import contextlib
 import random
 from pathlib import Path
 
 import pytest
 
-from storage import FlowledgerBaseError, open_store
+from storage import FlowledgerBaseError, ObjectStore, open_store
 from storage.content import ContentClaim, ContentRepository
 from tests.support.fault_proxy import Fault, FaultProxy
 from tests.support.faults import cli, once, through
@@ -39,7 +40,15 @@ def test_content_sessions_on_a_flaky_network(minio: S3Endpoint, proxy: FaultProx
     claims), one answer in six lost: every acknowledged content reads back its bytes."""
     uri = f"s3://{minio.new_bucket()}/repo"
     settings = through(minio, proxy).settings(read_back_timeout=5)
-    store = open_store(uri, settings)
+    with contextlib.ExitStack() as opened:
+        store = opened.enter_context(contextlib.closing(open_store(uri, settings)))
+        direct_store = opened.enter_context(contextlib.closing(open_store(uri, minio.settings())))
+        _flaky_sessions(store, direct_store, proxy)
+
+
+def _flaky_sessions(store: ObjectStore, direct_store: ObjectStore, proxy: FaultProxy) -> None:
+    """Each repository is closed as soon as it is done with, failed or not: its cleanup
+    thread would otherwise run on past the test (and past the servers)."""
     store.capabilities()
     rnd = random.Random(5)
 
@@ -58,16 +67,19 @@ def test_content_sessions_on_a_flaky_network(minio: S3Endpoint, proxy: FaultProx
         body = rnd.randbytes(6_000_000 if n % 4 == 3 else 2_000 + n)
         try:
             repo = ContentRepository.open(store)
-            with repo.transaction() as session, session.write() as w:
-                w.write(body)
-            assert w.claim is not None
-            acked.append((w.claim, body))
+            try:
+                with repo.transaction() as session, session.write() as w:
+                    w.write(body)
+                assert w.claim is not None
+                acked.append((w.claim, body))
+            finally:
+                repo.close()
         except FlowledgerBaseError:
             failures += 1
     proxy.rule = lambda m, p: Fault.forward()
     assert any(a == "drop" for _, _, a in proxy.seen)
-    direct = ContentRepository.open(open_store(uri, minio.settings()))
-    for claim, body in acked:
-        assert direct.read_bytes(claim) == body
-        assert direct.get_claimant_count(claim) >= 1  # its reference is durable
+    with contextlib.closing(ContentRepository.open(direct_store)) as direct:
+        for claim, body in acked:
+            assert direct.read_bytes(claim) == body
+            assert direct.get_claimant_count(claim) >= 1  # its reference is durable
     assert acked, f"every put failed ({failures})"
