@@ -93,11 +93,22 @@ def record_commit(info: CommitInfo, settings: StoreSettings | None = None) -> in
 MAX_OPEN_REPOSITORIES = 4
 
 
+@dataclass
+class _Kept:
+    """A repository a recorder keeps open, and how many records are using it: one retired
+    (evicted, failed, or its recorder closed) is closed by the last record using it."""
+
+    repo: ProvenanceRepository
+    users: int = 0
+    retired: bool = False
+
+
 class CommitRecorder:
     """Records commits into provenance repositories it keeps open between commits: a driver
     that commits many times then reads only what changed since its last commit (HEAD, LIST of
     new journals) and searches only the journals new since (their term filters are kept).
-    At most `max_open` repositories are open at once. Its creator closes it (or uses it as a
+    At most `max_open` repositories are kept open; the one used longest ago is let go, and
+    closed once no record is still writing into it. Its creator closes it (or uses it as a
     context manager)."""
 
     def __init__(
@@ -112,58 +123,87 @@ class CommitRecorder:
         self.provenance = provenance or ProvenanceSettings()
         self.max_open = max(1, max_open)
         #: Open repositories by canonical URI, the one used longest ago first.
-        self._repos: dict[str, ProvenanceRepository] = {}
+        self._repos: dict[str, _Kept] = {}
         self._lock = threading.Lock()
 
     def repository(self, uri: str) -> ProvenanceRepository:
-        """The open provenance repository for `uri` (opened on first use)."""
+        """The open provenance repository for `uri` (opened on first use). It stays open
+        until the recorder lets it go (`max_open`) or closes."""
+        kept, retired = self._take(uri, hold=False)
+        _close_all(retired)
+        return kept.repo
+
+    def record(self, info: CommitInfo) -> int:
+        """`record_commit` on the repository this recorder keeps open for `info.repo_uri`."""
+        if not info.repo_uri:
+            return 0
+        kept, retired = self._take(info.repo_uri, hold=True)
+        _close_all(retired)
+        try:
+            return record_in(kept.repo, info, self.settings)
+        except BaseException:
+            with self._lock:  # reopen next time: the failure may have left it in any state
+                key = canonical(info.repo_uri)
+                if self._repos.get(key) is kept:
+                    del self._repos[key]
+                kept.retired = True
+            raise
+        finally:
+            with self._lock:
+                kept.users -= 1
+                done = kept.retired and kept.users == 0
+            if done:
+                with contextlib.suppress(Exception):  # a failure above is the one to report
+                    kept.repo.close()
+
+    def _take(self, uri: str, *, hold: bool) -> tuple[_Kept, list[_Kept]]:
+        """The kept repository for `uri` (opened now if need be; `hold`: counted as in use
+        until the caller lets it go), and the repositories let go to make room that no
+        record is using (for the caller to close, outside the lock)."""
         key = canonical(uri)
-        evicted: list[ProvenanceRepository] = []
+        let_go: list[_Kept] = []
         with self._lock:
-            repo = self._repos.pop(key, None)
-            if repo is None:
+            kept = self._repos.pop(key, None)
+            if kept is None:
                 store = open_store(uri, self.settings)
                 # No maintenance thread: a recorder only appends (durably, each commit),
                 # rollovers are the repository owner's (the service, `flowledger` commands).
                 repo = ProvenanceRepository.open(
                     store, self.provenance, recover=False, background=False
                 )
+                kept = _Kept(repo)
                 while len(self._repos) >= self.max_open:
-                    evicted.append(self._repos.pop(next(iter(self._repos))))
-            self._repos[key] = repo  # (re)inserted: now the one used last
-        for old in evicted:
-            # A commit still recording into it fails that record, which the hook logs: the
-            # commit stands on the timeline and `catch_up` records it.
-            old.close()
-        return repo
-
-    def record(self, info: CommitInfo) -> int:
-        """`record_commit` on the repository this recorder keeps open for `info.repo_uri`."""
-        if not info.repo_uri:
-            return 0
-        repo = self.repository(info.repo_uri)
-        try:
-            return record_in(repo, info, self.settings)
-        except BaseException:
-            with self._lock:  # reopen next time: the failure may have left it in any state
-                if self._repos.get(canonical(info.repo_uri)) is repo:
-                    del self._repos[canonical(info.repo_uri)]
-            with contextlib.suppress(Exception):  # the failure above is the one to report
-                repo.close()
-            raise
+                    let_go.append(self._repos.pop(next(iter(self._repos))))
+            self._repos[key] = kept  # (re)inserted: now the one used last
+            if hold:
+                kept.users += 1
+            return kept, _retire(let_go)
 
     def close(self) -> None:
+        """Let every repository go: each is closed now, or by the last record using it."""
         with self._lock:
-            repos = list(self._repos.values())
+            kept = list(self._repos.values())
             self._repos.clear()
-        for repo in repos:
-            repo.close()
+            idle = _retire(kept)
+        _close_all(idle)
 
     def __enter__(self) -> CommitRecorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _retire(kept: list[_Kept]) -> list[_Kept]:
+    """Mark `kept` retired (under the recorder's lock); those no record is using, to close."""
+    for k in kept:
+        k.retired = True
+    return [k for k in kept if k.users == 0]
+
+
+def _close_all(kept: list[_Kept]) -> None:
+    for k in kept:
+        k.repo.close()
 
 
 def record_in_store(store: ObjectStore, info: CommitInfo) -> int:

@@ -257,3 +257,65 @@ def test_the_installed_hook_keeps_its_repository_open_from_commit_to_commit(
     new_hook = commit_hooks(spark)[0]
     assert isinstance(new_hook, lineage.ProvenanceHook)
     new_hook.close()
+
+
+def test_a_repository_let_go_while_a_commit_records_into_it_closes_after_that_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorder with room for one repository lets the first go when a commit records into
+    a second; a commit still recording into the first finishes (its events stored) and the
+    repository is closed after it, not under it. Closing the recorder likewise waits for it."""
+    import threading
+
+    from flowledger.spark import CommitRecorder, lineage
+
+    table_uri = "file://" + str(tmp_path / "t")
+    repos = ["file://" + str(tmp_path / f"repo{i}") for i in range(2)]
+    infos = [_commit_table(table_uri, _job(_inputs(tmp_path, 1)), [""]) for _ in range(3)]
+    recording, go_on = threading.Event(), threading.Event()
+    real_record_in = lineage.record_in
+
+    def slow_record_in(repo: ProvenanceRepository, info: CommitInfo, *a: object) -> int:
+        if info.repo_uri == repos[0]:
+            recording.set()
+            assert go_on.wait(30)
+        return real_record_in(repo, info, *a)  # type: ignore[arg-type]
+
+    closed: list[ProvenanceRepository] = []
+    real_close = ProvenanceRepository.close
+
+    def counting_close(self: ProvenanceRepository) -> None:
+        closed.append(self)
+        real_close(self)
+
+    monkeypatch.setattr(lineage, "record_in", slow_record_in)
+    monkeypatch.setattr(ProvenanceRepository, "close", counting_close)
+    recorded: list[int] = []
+    for last_step in ("let go", "recorder closed"):
+        recording.clear()
+        go_on.clear()
+        recorder = CommitRecorder(LOCAL, max_open=1)
+        first = recorder.repository(repos[0])
+        i = 0 if last_step == "let go" else 1
+        info = CommitInfo(**{**infos[i].__dict__, "repo_uri": repos[0]})
+        slow = threading.Thread(
+            target=lambda r=recorder, info=info: recorded.append(r.record(info))
+        )
+        slow.start()
+        try:
+            assert recording.wait(30)
+            if last_step == "let go":  # a second repository takes the only room
+                recorder.record(CommitInfo(**{**infos[2].__dict__, "repo_uri": repos[1]}))
+            else:
+                recorder.close()
+            assert first not in closed  # still in use by the slow record
+        finally:
+            go_on.set()
+            slow.join(30)
+        assert first in closed
+        recorder.close()
+    assert len(recorded) == 2 and all(n > 0 for n in recorded)
+    for i in (0, 1):
+        with ProvenanceRepository.open(open_store(repos[0], LOCAL)) as repo:
+            marker = f"#instant={infos[i].instant_time}"
+            assert any(marker in (e.alternate_identifier_uri or "") for e in repo.get_events(0, 50))
