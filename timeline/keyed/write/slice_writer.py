@@ -230,21 +230,29 @@ class _KeysSeen:
         self._rows += len(keys)
 
     def _widen(self, lo: Any, hi: Any) -> None:
-        if lo is not None and (self._lo is None or lo < self._lo):
-            self._lo = lo
-        if hi is not None and (self._hi is None or hi > self._hi):
-            self._hi = hi
+        self._lo, self._hi = _wider((self._lo, self._hi), lo, hi)
 
     def range(self, footer: pq.FileMetaData) -> tuple[Any, Any]:
         """The key range of the file `footer` describes: its row groups' statistics of the
         key column and the keys ranged as they passed (the row groups without statistics)."""
+        span = (self._lo, self._hi)
         for stats in _key_stats(footer):
             if stats is not None and stats.has_min_max:
-                self._widen(stats.min, stats.max)
-        return self._lo, self._hi
+                span = _wider(span, stats.min, stats.max)
+        return span
 
     def finish(self) -> BloomFilter | None:
         return self._bloom.finish() if self._bloom is not None and self._rows else None
+
+
+def _wider(span: tuple[Any, Any], lo: Any, hi: Any) -> tuple[Any, Any]:
+    """`span` (lowest, highest; None: none yet) widened to hold `lo` and `hi`."""
+    low, high = span
+    if lo is not None and (low is None or lo < low):
+        low = lo
+    if hi is not None and (high is None or hi > high):
+        high = hi
+    return low, high
 
 
 def _longest(keys: pa.ChunkedArray) -> int:
