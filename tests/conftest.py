@@ -64,13 +64,16 @@ logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request lo
 
 # -- leaks -------------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
-def _closes_what_it_opens() -> Iterator[None]:
+def _closes_what_it_opens(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fails the test that left a socket or file to be closed by the garbage collector, or a
     project thread running (after its own fixtures closed theirs: autouse fixtures are torn
     down last; the threads of module and session fixtures are there before the snapshot,
     higher scopes being set up first)."""
     before = set(threading.enumerate())
+    spark = request.getfixturevalue("spark") if "spark" in request.fixturenames else None
     yield
+    if spark is not None:
+        _close_kept_provenance(spark)
     leaked = collect_leaks()  # first: a pool collected with its owner stops its workers
     running = threads_left(before)  # tests/support/thread_leaks.py
     problems = []
@@ -187,6 +190,19 @@ def spark(minio: S3Endpoint) -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def _close_kept_provenance(session: Any) -> None:
+    """Close the provenance repositories the session's installed hook keeps open between
+    commits (flowledger/spark/lineage.py; their pools' threads). The shared session outlives
+    the test, the repositories its writes opened are the test's: it records on, reopening
+    them."""
+    from flowledger.spark import commit_hooks
+    from flowledger.spark.lineage import ProvenanceHook
+
+    for hook in commit_hooks(session):
+        if isinstance(hook, ProvenanceHook):
+            hook.close()
 
 
 # -- stores on every backend -------------------------------------------------------------------
