@@ -30,7 +30,10 @@ def _race(store: ObjectStore, key: str, writers: int) -> list[str]:
         except Conflict:
             pass
 
-    threads = [threading.Thread(target=attempt, args=(f"writer-{i}",)) for i in range(writers)]
+    threads = [
+        threading.Thread(target=attempt, args=(f"writer-{i}",), name=f"flowledger-demo-writer-{i}")
+        for i in range(writers)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -100,7 +100,9 @@ def local_files(store: ObjectStore, files: tuple[DataFile, ...], cache: Path) ->
 
     if len(files) <= 1:
         return [fetch(f) for f in files]
-    with ThreadPoolExecutor(min(DOWNLOADS, len(files)), thread_name_prefix="table-sql") as pool:
+    with ThreadPoolExecutor(
+        min(DOWNLOADS, len(files)), thread_name_prefix="flowledger-table-sql"
+    ) as pool:
         return list(pool.map(fetch, files))
 
 

@@ -81,7 +81,7 @@ class SnapshotCache:
             finally:
                 self._refresh.release()
 
-        threading.Thread(target=run, name="provenance-snapshot", daemon=True).start()
+        threading.Thread(target=run, name="flowledger-provenance-snapshot", daemon=True).start()
 
     def _fresh(self) -> Snapshot:
         with self._lock:

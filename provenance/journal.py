@@ -102,7 +102,9 @@ class JournalWriter:
         #: requests' fsyncs (or HTTP round trips) overlap that CPU work. A flush holds its
         #: journal's I/O lock and waits for its one task, so a thread per journal is enough
         #: (threads start on demand). Shut down by `close()`.
-        self._puts = ThreadPoolExecutor(max(1, count), thread_name_prefix="provenance-journal-put")
+        self._puts = ThreadPoolExecutor(
+            max(1, count), thread_name_prefix="flowledger-provenance-journal-put"
+        )
         self._log_bytes = log_bytes
         self._log: AppendLog | None = None
         self._log_end_id = 0  # the end id of the last block appended to `_log`

@@ -143,6 +143,6 @@ def start_thread(
             once(target)
             del target
 
-    thread = threading.Thread(target=loop, name="provenance-maintenance", daemon=True)
+    thread = threading.Thread(target=loop, name="flowledger-provenance-maintenance", daemon=True)
     thread.start()
     return thread

@@ -157,7 +157,9 @@ class EventReader:
         self._load_journal = load_journal
         self._indexed = set(indexed)
         self._row_group_events = row_group_events
-        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="provenance-read")
+        self._pool = ThreadPoolExecutor(
+            max(1, threads), thread_name_prefix="flowledger-provenance-read"
+        )
         self._lock = threading.Lock()
         self.last_stats = SearchStats()
         self._bounds: dict[str, index.TermBounds] = {}

@@ -26,7 +26,7 @@ class SnapshotLoader:
     ) -> None:
         """`verify(high, refs)`: raise if a committed journal is missing between `refs`."""
         self._table, self._listing, self._terms, self._verify = table, listing, terms, verify
-        self._io = ThreadPoolExecutor(1, thread_name_prefix="provenance-list")
+        self._io = ThreadPoolExecutor(1, thread_name_prefix="flowledger-provenance-list")
         #: (the listing, the high-water mark, the journals taken from it): see `_refs`.
         self._last: tuple[Listed, int, tuple[JournalRef, ...]] | None = None
         #: The high-water mark and journals last seen without a hole between them.

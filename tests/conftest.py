@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from tests.support.fault_proxy import FaultProxy
 from tests.support.faults import proxy_for
 from tests.support.leaks import collect_leaks, release_frozen
 from tests.support.servers import MotoServer, S3Endpoint
+from tests.support.thread_leaks import threads_left
 from tests.support.tiers import TIERS, required_tiers, unavailable
 
 # Fixtures only: tests never import this module. Shared helpers live in tests/support/.
@@ -62,17 +64,32 @@ logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request lo
 
 # -- leaks -------------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
-def _closes_what_it_opens() -> Iterator[None]:
-    """Fails the test that left a socket or file to be closed by the garbage collector
-    (after its own fixtures closed theirs: autouse fixtures are torn down last)."""
+def _closes_what_it_opens(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test that left a socket or file to be closed by the garbage collector, or a
+    project thread running (after its own fixtures closed theirs: autouse fixtures are torn
+    down last; the threads of module and session fixtures are there before the snapshot,
+    higher scopes being set up first)."""
+    before = set(threading.enumerate())
+    spark = request.getfixturevalue("spark") if "spark" in request.fixturenames else None
     yield
-    leaked = collect_leaks()
+    if spark is not None:
+        _close_kept_provenance(spark)
+    leaked = collect_leaks()  # first: a pool collected with its owner stops its workers
+    running = threads_left(before)  # tests/support/thread_leaks.py
+    problems = []
     if leaked:
-        pytest.fail(
+        problems.append(
             f"left {len(leaked)} resource(s) unclosed, e.g. {leaked[0]} (close the stores "
-            "and files the test opens: `contextlib.closing(open_store(...))`, a fixture)",
-            pytrace=False,
+            "and files the test opens: `contextlib.closing(open_store(...))`, a fixture)"
         )
+    if running:
+        names = ", ".join(sorted(t.name for t in running))
+        problems.append(
+            f"left {len(running)} thread(s) running: {names} (close the repositories, tables "
+            "and stores the test opens: `with`, `contextlib.closing(...)`, a fixture)"
+        )
+    if problems:
+        pytest.fail("; ".join(problems), pytrace=False)
 
 
 # -- tier enforcement --------------------------------------------------------------------------
@@ -173,6 +190,19 @@ def spark(minio: S3Endpoint) -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def _close_kept_provenance(session: Any) -> None:
+    """Close the provenance repositories the session's installed hook keeps open between
+    commits (flowledger/spark/lineage.py; their pools' threads). The shared session outlives
+    the test, the repositories its writes opened are the test's: it records on, reopening
+    them."""
+    from flowledger.spark import commit_hooks
+    from flowledger.spark.lineage import ProvenanceHook
+
+    for hook in commit_hooks(session):
+        if isinstance(hook, ProvenanceHook):
+            hook.close()
 
 
 # -- stores on every backend -------------------------------------------------------------------

@@ -1,13 +1,17 @@
 """The check every test ends with (tests/support/leaks.py): a socket left to the garbage
 collector in a reference cycle is found by the next check, a closed one is not, and what
 the check froze is still freed when it is no longer referenced; the fixtures' waits on a
-starting server leave no socket behind."""
+starting server leave no socket behind. The thread check (tests/support/thread_leaks.py): a
+project thread a test left running is found, one that ends within the grace, a library's or
+one that was there before is not, nor the threads of a module fixture the test set up."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import weakref
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from unittest import mock
@@ -17,6 +21,7 @@ import pytest
 from tests.support import spark_cluster
 from tests.support.leaks import collect_leaks
 from tests.support.spark_cluster import Cluster
+from tests.support.thread_leaks import threads_left
 
 pytestmark = pytest.mark.unit
 
@@ -85,3 +90,91 @@ def test_waiting_on_a_ui_that_answers_errors_while_it_starts_leaves_no_socket(
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def _waiting(name: str) -> tuple[threading.Thread, threading.Event]:
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name=name, daemon=True)
+    thread.start()
+    return thread, stop
+
+
+def test_a_project_thread_left_running_is_found() -> None:
+    before = set(threading.enumerate())
+    thread, stop = _waiting("flowledger-test-left")
+    try:
+        assert threads_left(before, grace_s=0.1) == [thread]
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_a_thread_that_ends_within_the_grace_is_not() -> None:
+    before = set(threading.enumerate())
+    thread, stop = _waiting("flowledger-test-ending")
+    threading.Timer(0.2, stop.set).start()
+    assert threads_left(before, grace_s=5) == []
+    assert not thread.is_alive()
+
+
+def test_a_library_thread_is_not() -> None:
+    before = set(threading.enumerate())
+    thread, stop = _waiting("Thread-7 (serve_forever)")
+    try:
+        assert threads_left(before, grace_s=0.1) == []
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_a_thread_that_was_there_before_is_not() -> None:
+    thread, stop = _waiting("flowledger-test-before")
+    try:
+        assert threads_left(set(threading.enumerate()), grace_s=0.1) == []
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_a_pool_left_open_is_found_a_shut_one_and_an_older_ones_new_worker_are_not() -> None:
+    older = ThreadPoolExecutor(2, "flowledger-test-older")
+    try:
+        older.submit(time_sleep, 0.2)  # its first worker
+        before = set(threading.enumerate())
+        older.submit(time_sleep, 0.2)  # a second worker, while the first is busy
+        with ThreadPoolExecutor(2, "flowledger-test-shut") as shut:
+            shut.submit(time_sleep, 0)
+        left_open = ThreadPoolExecutor(2, "flowledger-test-open")
+        left_open.submit(time_sleep, 0).result()
+        found = threads_left(before, grace_s=0.1)
+        assert [t.name for t in found] == ["flowledger-test-open_0"]
+        left_open.shutdown()
+    finally:
+        older.shutdown()
+
+
+def time_sleep(seconds: float) -> None:
+    threading.Event().wait(seconds)
+
+
+@pytest.fixture(scope="module")
+def module_thread() -> Iterator[threading.Thread]:
+    """A module fixture whose thread lives until the module's tests are done."""
+    thread, stop = _waiting("flowledger-test-module-fixture")
+    yield thread
+    stop.set()
+    thread.join()
+
+
+@pytest.fixture
+def through_a_function_fixture(module_thread: threading.Thread) -> threading.Thread:
+    return module_thread
+
+
+def test_a_module_fixture_set_up_for_this_test_is_there_before_the_snapshot(
+    through_a_function_fixture: threading.Thread,
+) -> None:
+    """pytest sets up higher scopes first, before the autouse function-scoped check takes
+    its snapshot: this test, the first to use the fixture, passes its teardown check."""
+    assert through_a_function_fixture.is_alive()
+    assert through_a_function_fixture.name.startswith("flowledger-")

@@ -111,7 +111,7 @@ def describe_files(
 
     if len(objects) <= 1:
         return [one(o) for o in objects]
-    with ThreadPoolExecutor(min(DESCRIBE_PARALLELISM, len(objects))) as pool:
+    with ThreadPoolExecutor(min(DESCRIBE_PARALLELISM, len(objects)), "flowledger-describe") as pool:
         return list(pool.map(one, objects))
 
 

@@ -37,7 +37,7 @@ class Heartbeat:
         self._stop = threading.Event()
         self._wrote = False
         self._thread = threading.Thread(
-            target=self._run, name=f"heartbeat-{instant_time}", daemon=True
+            target=self._run, name=f"flowledger-heartbeat-{instant_time}", daemon=True
         )
 
     def start(self) -> Heartbeat:

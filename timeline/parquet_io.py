@@ -153,7 +153,7 @@ def read_files(
         return _read_one(read_verified(store, f), columns, schema)
 
     if parallelism > 1 and len(files) > 1:
-        with ThreadPoolExecutor(min(parallelism, len(files))) as pool:
+        with ThreadPoolExecutor(min(parallelism, len(files)), "flowledger-parquet-read") as pool:
             tables = list(pool.map(one, files))
     else:
         tables = [one(f) for f in files]

@@ -101,7 +101,7 @@ class TimelineStore:
         (a cold reader pays one GET per completed instant, but not one round trip each)."""
         missing = [i for i in instants if i.seq is None or self.log.cached(i.seq) is None]
         if len(missing) > 1:
-            with ThreadPoolExecutor(min(16, len(missing))) as pool:
+            with ThreadPoolExecutor(min(16, len(missing)), "flowledger-entry-read") as pool:
                 list(pool.map(self.entry_of, missing))
         return [self.entry_of(i) for i in instants]
 

@@ -33,7 +33,10 @@ def _race(store: ObjectStore, writers: int, group: str | None) -> list[str]:
         except CommitConflict as exc:
             outcome.append(f"conflict: lost to {exc.winner}")
 
-    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    threads = [
+        threading.Thread(target=write, args=(w,), name=f"flowledger-demo-writer-{w}")
+        for w in range(writers)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -166,6 +166,7 @@ class SqlSandbox:
             con.interrupt()
 
         timer = threading.Timer(max(0.0, deadline - time.monotonic()), stop)
+        timer.name = "flowledger-sql-timeout"
         timer.daemon = True
         timer.start()
         try:

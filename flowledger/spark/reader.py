@@ -28,7 +28,7 @@ def verify_files(store: ObjectStore, files: Sequence[DataFile]) -> None:
     """Read every file once and check the crc32 its commit recorded (IntegrityError naming
     the first damaged one). Spark's JVM reader never hands us the bytes, so this is a second
     read of the whole snapshot: opt-in (see docs/spark.md, "Reading", for its measured cost)."""
-    with ThreadPoolExecutor(8) as pool:
+    with ThreadPoolExecutor(8, "flowledger-verify") as pool:
         list(pool.map(lambda f: read_verified(store, f), files))
 
 

@@ -194,7 +194,7 @@ class ClaimLedger:
 
         if not keys:
             return {}
-        with ThreadPoolExecutor(min(16, len(keys))) as pool:
+        with ThreadPoolExecutor(min(16, len(keys)), "flowledger-ledger-read") as pool:
             got = list(pool.map(get, keys))
         if any(b is None for b in got):
             return None

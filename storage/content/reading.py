@@ -80,7 +80,7 @@ class ParallelReader(io.RawIOBase):
         self._ahead = ahead
         self._next = claim.offset
         self._end = claim.offset + claim.length
-        self._pool = ThreadPoolExecutor(ahead, thread_name_prefix="content-read")
+        self._pool = ThreadPoolExecutor(ahead, thread_name_prefix="flowledger-content-read")
         self._free = [bytearray(self._part) for _ in range(ahead + 1)]
         self._futures: deque[tuple[int, int, bytearray, Future[tuple[int, int]]]] = deque()
         self._join = checksum.zeros_operator(self._part)  # joins a full part's CRC in ~32 XORs

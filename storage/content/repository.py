@@ -101,7 +101,7 @@ class ContentRepository(Closing):
             self.cleanup()
         if self.settings.archive_cleanup_frequency > 0:
             self._thread = threading.Thread(
-                target=self._background, name="content-archive-cleanup", daemon=True
+                target=self._background, name="flowledger-content-cleanup", daemon=True
             )
             self._thread.start()
         self._initialized = True  # only now: a failed step is retried by the next call

@@ -47,7 +47,9 @@ class ContentState:
         #: Destruction, the orphan sweep and compaction never run at once in one process.
         self.cleanup_lock = threading.RLock()
         # An executor starts its threads with the first task, not here.
-        self.seal_pool = ThreadPoolExecutor(SEAL_THREADS, thread_name_prefix="content-seal")
+        self.seal_pool = ThreadPoolExecutor(
+            SEAL_THREADS, thread_name_prefix="flowledger-content-seal"
+        )
         self._ids = itertools.count(1)
         self._ids_lock = threading.Lock()
         self._loaded = False

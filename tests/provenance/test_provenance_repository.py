@@ -388,7 +388,11 @@ def test_a_closed_repository_leaves_no_threads_behind(tmp_path: Path) -> None:
     from storage import open_store
 
     def journal_threads() -> list[str]:
-        return [t.name for t in threading.enumerate() if t.name.startswith("provenance-journal")]
+        return [
+            t.name
+            for t in threading.enumerate()
+            if t.name.startswith("flowledger-provenance-journal")
+        ]
 
     before = journal_threads()
     repo = ProvenanceRepository.open(

@@ -6,6 +6,7 @@ are killed the same way in test_faults_tables.py and test_faults_provenance.py."
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 from collections import Counter
@@ -88,14 +89,17 @@ def test_content_put_killed_at_its_ledger_batch(server: CrashingMinio) -> None:
     body = random.Random(3).randbytes(2_500_000)
     kills = server.kills
     _arm(server, lambda m, p: m == "PUT" and "/ledger/batches/" in p)
-    repo = ContentRepository.open(store)
-    with repo.transaction() as session, session.write() as w:
-        w.write(body)
-    _settle(server, kills + 1)
+    with contextlib.closing(ContentRepository.open(store)) as repo:  # stops its cleanup thread
+        with repo.transaction() as session, session.write() as w:
+            w.write(body)
+        _settle(server, kills + 1)
     assert w.claim is not None
-    direct = ContentRepository.open(open_store(store.uri, server.direct.settings()))
-    assert direct.read_bytes(w.claim) == body
-    assert direct.get_claimant_count(w.claim) == 1
+    with (
+        contextlib.closing(open_store(store.uri, server.direct.settings())) as direct_store,
+        contextlib.closing(ContentRepository.open(direct_store)) as direct,
+    ):
+        assert direct.read_bytes(w.claim) == body
+        assert direct.get_claimant_count(w.claim) == 1
 
 
 def test_archival_killed_at_its_manifest_commit(server: CrashingMinio) -> None:

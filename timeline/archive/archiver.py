@@ -279,7 +279,9 @@ class Archiver:
             )
 
         out = []
-        with ThreadPoolExecutor(self.settings.archive_read_parallelism) as pool:
+        with ThreadPoolExecutor(
+            self.settings.archive_read_parallelism, "flowledger-archiver-read"
+        ) as pool:
             for record in pool.map(one, instants):  # reported from the caller's thread
                 out.append(record)
                 report_progress(progress, 1)

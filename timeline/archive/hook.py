@@ -66,7 +66,10 @@ class AutoArchive:
             if busy is not None and busy.is_alive():
                 return  # the running one sees this commit too
             t = threading.Thread(
-                target=self._run, args=(table, s.archive_merge_enable), name="archiver", daemon=True
+                target=self._run,
+                args=(table, s.archive_merge_enable),
+                name="flowledger-archiver",
+                daemon=True,
             )
             self._running = t
         t.start()

@@ -46,7 +46,9 @@ def merge_candidates(m: Manifest, settings: ArchivalSettings) -> list[ArchiveFil
 
 
 def load_files(store: ObjectStore, files: list[ArchiveFile], parallelism: int) -> list[bytes]:
-    with ThreadPoolExecutor(max(1, min(parallelism, len(files)))) as pool:
+    with ThreadPoolExecutor(
+        max(1, min(parallelism, len(files))), "flowledger-archive-load"
+    ) as pool:
         return list(pool.map(lambda f: f.read(store), files))
 
 

@@ -81,7 +81,9 @@ class ArchivedTimeline:
             hits = {f.key: self._cache.get(f.key) or cache.get(f.key) for f in files}
         missing = [f for f in files if hits[f.key] is None]
         if len(missing) > 1 and not self.store.url().startswith("file:"):
-            with ThreadPoolExecutor(min(self.parallelism, len(missing))) as pool:
+            with ThreadPoolExecutor(
+                min(self.parallelism, len(missing)), "flowledger-archive-read"
+            ) as pool:
                 blobs = list(pool.map(lambda f: f.read(self.store), missing))  # I/O + CRC
         else:
             blobs = [f.read(self.store) for f in missing]

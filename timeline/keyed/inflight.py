@@ -34,7 +34,7 @@ def bounded_map(
         return [fn(x) for x in items]
     out: dict[int, R] = {}
     error: BaseException | None = None
-    with ThreadPoolExecutor(min(workers, len(items))) as pool:
+    with ThreadPoolExecutor(min(workers, len(items)), "flowledger-inflight") as pool:
         running: dict[Future[R], tuple[int, int]] = {}
         used = 0
         nxt = 0

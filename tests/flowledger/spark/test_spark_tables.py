@@ -294,6 +294,7 @@ def test_unknown_commit_outcome_keeps_the_write_for_recovery(
     spark, uri = registered, str(tmp_path / "t")
 
     def unknown(self: Transaction, metadata: Any) -> Any:
+        self.detach()  # as the real outcome-unknown path does: left pending, no more beats
         raise CommitUnknownOutcome("log PUT timed out", self.instant_time)
 
     monkeypatch.setattr(Transaction, "complete", unknown)

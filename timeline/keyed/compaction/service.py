@@ -337,7 +337,8 @@ def execute(table: KeyedTable, t: str) -> Instant | None:
         task = partial(compact_file_group, writer, work, cache=cache)
         by_partition = sorted(work.slices, key=lambda sl: sl.partition)
         with ThreadPoolExecutor(
-            max(1, min(run.table.settings.write_parallelism, len(work.slices)))
+            max(1, min(run.table.settings.write_parallelism, len(work.slices))),
+            "flowledger-compact-group",
         ) as pool:
             written = list(pool.map(task, by_partition))
     except (NotFound, MissingTableObject) as exc:
@@ -417,7 +418,9 @@ def after_write(table: KeyedTable) -> None:
     if mode == "inline":
         execute(table, t)
         return
-    thread = threading.Thread(target=_run_quietly, args=(table, t), daemon=False)
+    thread = threading.Thread(
+        target=_run_quietly, args=(table, t), name="flowledger-compaction", daemon=False
+    )
     table.background.append(thread)
     thread.start()
 

@@ -175,7 +175,7 @@ class RangeBloomIndex:
             for window in windows:
                 self._probe(window, {}, at, keys, hashes, out)
             return out
-        with ThreadPoolExecutor(SIDECAR_PARALLELISM) as pool:
+        with ThreadPoolExecutor(SIDECAR_PARALLELISM, "flowledger-sidecar-read") as pool:
             ahead = self._fetch_sidecars(pool, [f for f, _, _ in windows[0]])
             for i, window in enumerate(windows):
                 fetched = self._arrived(ahead)

@@ -229,7 +229,7 @@ class SliceReader:
                 yield sl, *_split(base, logs, self.key_col), logs
             return
         whole = {} if self.cache else fetch_whole([lf for sl in slices for _, lf in sl.logs])
-        with ThreadPoolExecutor(min(self.parallelism, objects)) as pool:
+        with ThreadPoolExecutor(min(self.parallelism, objects), "flowledger-slice-read") as pool:
             shared = {
                 p: pool.submit(read_log_object, self.store, p, lfs) for p, lfs in whole.items()
             }

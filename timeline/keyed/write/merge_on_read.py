@@ -261,7 +261,7 @@ class _LogWriter:
         if not groups:
             return logs
         width = self.table.settings.log_write_parallelism
-        with ThreadPoolExecutor(max(1, min(width, len(groups)))) as pool:
+        with ThreadPoolExecutor(max(1, min(width, len(groups))), "flowledger-log-write") as pool:
             by_partition: dict[str, list[Block]] = {}
             for g, b in zip(groups, pool.map(self.block, groups), strict=True):
                 by_partition.setdefault(deltas.groups[g].sl.partition, []).append(b)

@@ -131,7 +131,7 @@ class _Writing:
         self.per_file = max(1, s.parquet_max_file_size // self.record_size)
         self.parts: dict[str, _Partition] = {}
         self.seen: dict[str, WrittenKeys] = {}
-        self.pool = ThreadPoolExecutor(max(1, s.write_parallelism))
+        self.pool = ThreadPoolExecutor(max(1, s.write_parallelism), "flowledger-stream-write")
         self.inflight: list[Future[None]] = []  # the writes of the batch in hand
         self.most_held = 0  # the most rows held not yet encoded after a write, in bytes
         self.batch_bytes = 0  # the Arrow bytes of the batch in hand (with its meta columns)
