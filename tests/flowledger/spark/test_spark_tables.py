@@ -328,3 +328,28 @@ def test_every_writer_keeps_look_alike_partition_values_apart(
     for w, uri in uris.items():
         assert {f.partition for f in _table(uri, settings).snapshot().files} == expected, w
         assert sorted((r.id, r.s) for r in fs.read(spark, uri).collect()) == rows, w
+
+
+def test_a_column_added_after_the_first_files_is_read_from_every_file(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spark's Parquet reader is told the table's schema as of the snapshot: left to infer it
+    from one file's footer, it dropped a column added after that file was written. Older
+    files read it as null, as `Table.read` does; as of an instant before it, it is absent."""
+    import pyarrow as pa
+
+    from timeline.keyed import KeyedProperties
+
+    uri = str(tmp_path / "evolved")
+    table = Table.create(open_store(uri), KeyedProperties.of("id", partition_by=("p",)))
+    first = table.upsert(pa.table({"id": list(range(10)), "p": [i % 2 for i in range(10)]}))
+    table.upsert(pa.table({"id": [20, 21], "p": [5, 5], "v": ["x", "y"]}))
+    df = fs.read(spark, uri)
+    got = sorted((r.id, r.v) for r in df.select("id", "v").collect())
+    want = sorted(zip(*table.read().select(["id", "v"]).to_pydict().values(), strict=True))
+    assert got == want == [*((i, None) for i in range(10)), (20, "x"), (21, "y")]
+    assert "v" not in fs.read(spark, uri, as_of=first.time).columns
+    # A type Spark's schema has no equivalent of (unsigned): every footer is merged instead.
+    table.upsert(pa.table({"id": [30], "p": [6], "v": ["z"], "n": pa.array([7], pa.uint32())}))
+    got_n = sorted((r.id, r.n) for r in fs.read(spark, uri).select("id", "n").collect())
+    assert got_n == [*((i, None) for i in (*range(10), 20, 21)), (30, 7)]
