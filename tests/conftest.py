@@ -97,6 +97,10 @@ _ran: Counter[str] = Counter()
 _skipped: list[str] = []
 
 
+#: The test modules that parse every module with `ast` (run first, see below).
+AST_CHECKS = ("tests/test_architecture.py", "tests/test_thread_names.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not any(item.get_closest_marker(t) for t in TIERS):
@@ -105,7 +109,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # interpreter state. CPython 3.11's `ast` can fail ("AST constructor recursion depth
     # mismatch") once any earlier ast call in the process hit a RecursionError, which
     # libraries do deep inside other tests' stacks.
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_architecture.py"))
+    items.sort(key=lambda item: not item.nodeid.startswith(AST_CHECKS))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -4,7 +4,7 @@ background thread still runs; it would go on working (and logging) after the tes
 servers it talks to stopped.
 
 Project threads are told by name: every thread the project starts, and every worker of its
-thread pools, is named `flowledger-...` (tests/test_architecture.py checks the code). Library
+thread pools, is named `flowledger-...` (tests/test_thread_names.py checks the code). Library
 threads (moto's server, py4j, s3transfer, uvicorn, ...) are not counted.
 
 A thread alive before the test began is never reported: the fixtures of a higher scope
