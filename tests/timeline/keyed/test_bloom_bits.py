@@ -1,7 +1,8 @@
 """The bloom filter's bits are a stored format: the same keys must set the same bits under
-every version. Digests of filters and hashes built by the builder as first released pin
-them, for keys of one word (an integer key's text), of many words and of no bytes, and for
-a slice of an array."""
+every version. Digests of filters and hashes as first released pin them, for keys of one
+word (an integer key's text), of many words and of no bytes, and for a slice of an array:
+plain filters (`HASH_WORDS`, as the builder first made them at 0.01) and blocked ones
+(`BLOCKED_WORDS`, what it makes at 0.01 since)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from timeline.keyed.index.bloom import BloomBuilder, BloomFilter, key_hashes
+from timeline.keyed.index.bloom import (
+    BLOCKED_WORDS,
+    HASH_WORDS,
+    BloomBuilder,
+    BloomFilter,
+    key_hashes,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -51,7 +58,8 @@ def _keysets() -> dict[str, pa.Array]:
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_a_filter_sets_the_bits_it_always_set(name: str) -> None:
     keys = _keysets()[name]
-    f = BloomFilter.build(keys)
+    num_bits, num_hashes = PINNED[name][:2]
+    f = BloomFilter.build_sized(keys, num_bits, num_hashes, HASH_WORDS)
     h1, h2 = key_hashes(keys)
     got = (
         f.num_bits,
@@ -60,6 +68,38 @@ def test_a_filter_sets_the_bits_it_always_set(name: str) -> None:
         hashlib.sha256(h1.tobytes() + h2.tobytes()).hexdigest(),
     )
     assert got == PINNED[name]
+
+
+#: name -> (num_bits, num_hashes, sha256 of the bits) of `BloomFilter.build(keys)`: blocked.
+PINNED_BLOCKED = {
+    "ints": (800064, 6, "aa26d83c4b96f2792b0ff0ac97cfe56f79d9eaf53bc1cc75b35da2cdcb319478"),
+    "mixed": (240000, 6, "81f4062ffc814985caf74de8dfa97cb88374eb1c9122331c22f44b59accd8c29"),
+    "sliced": (60032, 6, "e30db7e5eb57ce5948215779fa06f9bf1815c383e8ff646956f34dcc98de3b83"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_BLOCKED))
+def test_a_blocked_filter_sets_the_bits_it_always_set(name: str) -> None:
+    f = BloomFilter.build(_keysets()[name])
+    assert f.hash_name == BLOCKED_WORDS
+    assert (f.num_bits, f.num_hashes, hashlib.sha256(f.bits).hexdigest()) == PINNED_BLOCKED[name]
+
+
+def test_a_blocked_filter_sets_the_bits_its_layout_names() -> None:
+    """The layout, key by key in plain integers: the word is the first hash's high 32 bits
+    scaled to the word count, its bits the second hash's 6-bit fields from bit 1; filter bit
+    i is bit i % 8 of byte i // 8."""
+    keys = _keysets()["mixed"].slice(0, 3000)
+    f = BloomFilter.build(keys)
+    words = f.num_bits // 64
+    expected = bytearray(f.num_bits // 8)
+    h1, h2 = key_hashes(keys)
+    for a, b in zip(h1.tolist(), h2.tolist(), strict=True):
+        word = ((a >> 32) * words) >> 32
+        for i in range(f.num_hashes):
+            bit = 64 * word + ((b >> (1 + 6 * i)) & 63)
+            expected[bit // 8] |= 1 << (bit % 8)
+    assert f.bits == bytes(expected)
 
 
 def test_one_word_keys_hash_as_keys_of_several_words_do() -> None:

@@ -202,9 +202,9 @@ class RangeBloomIndex:
             pos = order[first:last]
             bloom = self._bloom(f, fetched)
             if bloom is not None:
-                h = hashes.get(bloom.hash_name)
+                h = hashes.get(bloom.hashed_with)
                 if h is None:
-                    h = hashes[bloom.hash_name] = key_hashes(keys, bloom.hash_name)
+                    h = hashes[bloom.hashed_with] = key_hashes(keys, bloom.hashed_with)
                 pos = pos[bloom.might_contain_hashed(h[0][pos], h[1][pos])]
             if len(pos):
                 out[f.path] = pos.tolist()
