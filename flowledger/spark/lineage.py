@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +126,10 @@ class CommitRecorder:
         #: Open repositories by canonical URI, the one used longest ago first.
         self._repos: dict[str, _Kept] = {}
         self._lock = threading.Lock()
+        # A session's hook keeps its recorder until the process exits, and nothing closes
+        # it then: the repositories still open are let go at exit (or when the recorder is
+        # collected), so their background work ends with a close, not with the process.
+        weakref.finalize(self, _let_go_all, self._repos, self._lock)
 
     def repository(self, uri: str) -> ProvenanceRepository:
         """The open provenance repository for `uri` (opened on first use). It stays open
@@ -181,11 +186,7 @@ class CommitRecorder:
 
     def close(self) -> None:
         """Let every repository go: each is closed now, or by the last record using it."""
-        with self._lock:
-            kept = list(self._repos.values())
-            self._repos.clear()
-            idle = _retire(kept)
-        _close_all(idle)
+        _let_go_all(self._repos, self._lock)
 
     def __enter__(self) -> CommitRecorder:
         return self
@@ -199,6 +200,15 @@ def _retire(kept: list[_Kept]) -> list[_Kept]:
     for k in kept:
         k.retired = True
     return [k for k in kept if k.users == 0]
+
+
+def _let_go_all(repos: dict[str, _Kept], lock: threading.Lock) -> None:
+    """Retire every repository of `repos`, closing those no record is using."""
+    with lock:
+        kept = list(repos.values())
+        repos.clear()
+        idle = _retire(kept)
+    _close_all(idle)
 
 
 def _close_all(kept: list[_Kept]) -> None:

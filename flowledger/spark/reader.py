@@ -22,11 +22,15 @@ from .paths import TablePath, table_path
 def snapshot_of(
     spark: Any, uri: str, as_of: str | None = None
 ) -> tuple[TablePath, Snapshot, pa.Schema | None]:
-    """The table's path, its snapshot (latest, or as of `as_of`) and its schema then."""
+    """The table's path, its snapshot (latest, or as of `as_of`) and its schema then: both
+    from one load of the timeline (two would let a commit landing between them pair one
+    commit's files with another's schema), the schema at the snapshot's log position."""
     conf = conf_of(spark)
     path = table_path(uri)
     table = Table.open(open_store(path.store_uri, store_settings(conf)), table_settings(conf))
-    return path, table.snapshot(as_of), table.schema(as_of)
+    state = table.state()
+    snap = table.snapshot(as_of, refresh=False)
+    return path, snap, state.schema(snap.seq)
 
 
 def verify_files(store: ObjectStore, files: Sequence[DataFile]) -> None:

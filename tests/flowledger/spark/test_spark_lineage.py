@@ -319,3 +319,36 @@ def test_a_repository_let_go_while_a_commit_records_into_it_closes_after_that_re
         with ProvenanceRepository.open(open_store(repos[0], LOCAL)) as repo:
             marker = f"#instant={infos[i].instant_time}"
             assert any(marker in (e.alternate_identifier_uri or "") for e in repo.get_events(0, 50))
+
+
+def test_repositories_a_recorder_keeps_are_closed_when_the_process_exits(tmp_path: Path) -> None:
+    """A session's hook keeps its recorder until the process ends and nothing closes it: the
+    repositories still open are closed at exit, not abandoned with their background work."""
+    import subprocess
+    import sys
+    import textwrap
+
+    repo = "file://" + str(tmp_path / "repo")
+    script = textwrap.dedent(
+        f"""
+        from provenance import ProvenanceRepository
+        from storage import StoreSettings
+        from flowledger.spark import CommitRecorder
+
+        real_close = ProvenanceRepository.close
+
+        def close(self):
+            print("closed", flush=True)
+            real_close(self)
+
+        ProvenanceRepository.close = close
+        recorder = CommitRecorder(StoreSettings(fsync=False))
+        recorder.repository({repo!r})
+        print("open", flush=True)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["open", "closed"], done.stdout
