@@ -41,6 +41,7 @@ def test_thread_name_scan_finds_unnamed_threads(tmp_path: Path) -> None:
         "def g():\n"
         "    t = threading.Timer(1, g)\n"
         "    t.name = 'flowledger-timer'\n"
+        "    u = threading.Timer(1, g)\n"
         "class T(threading.Thread):\n"
         "    def __init__(self):\n"
         "        super().__init__(daemon=True)\n"
@@ -54,5 +55,6 @@ def test_thread_name_scan_finds_unnamed_threads(tmp_path: Path) -> None:
         "t.py:7: Thread(...)",
         "t.py:8: ThreadPoolExecutor(...)",
         "t.py:11: Timer(...)",
-        "t.py:17: __init__(...)",
+        "t.py:15: Timer(...)",
+        "t.py:18: __init__(...)",
     ]

@@ -3,9 +3,9 @@
 
 `thread_sites(root)` lists the places in the project's packages that start a thread without
 such a name: a `Thread(...)` without `name=`, a `ThreadPoolExecutor(...)` without a
-`thread_name_prefix` (keyword or second argument), a `Timer(...)` whose function never sets
-`.name`, a `Thread` subclass whose `super().__init__` passes no `name=`. A name is a string
-or an f-string that starts with the prefix.
+`thread_name_prefix` (keyword or second argument), a `Timer(...)` not assigned to a name
+whose `.name` the same function then sets, a `Thread` subclass whose `super().__init__`
+passes no `name=`. A name is a string or an f-string that starts with the prefix.
 """
 
 from __future__ import annotations
@@ -36,13 +36,17 @@ def _keyword(node: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in node.keywords if k.arg == name), None)
 
 
-def _name_set_in(scope: ast.AST) -> bool:
-    """A `x.name = "flowledger-..."` in the scope (a Timer takes no name argument)."""
+def _timer_named(scope: ast.AST, call: ast.Call) -> bool:
+    """The Timer `call` is assigned (`t = Timer(...)`) and the scope sets that one's name
+    (`t.name = "flowledger-..."`: a Timer takes no name argument); another Timer's name set
+    in the same scope does not name this one."""
+    assigns = [n for n in ast.walk(scope) if isinstance(n, ast.Assign)]
+    held = {ast.unparse(t) for n in assigns if n.value is call for t in n.targets}
     return any(
-        isinstance(n, ast.Assign)
-        and any(isinstance(t, ast.Attribute) and t.attr == "name" for t in n.targets)
-        and _named(n.value)
-        for n in ast.walk(scope)
+        isinstance(t, ast.Attribute) and t.attr == "name" and ast.unparse(t.value) in held
+        for n in assigns
+        if _named(n.value)
+        for t in n.targets
     )
 
 
@@ -60,7 +64,7 @@ def _unnamed(tree: ast.AST) -> list[tuple[int, str]]:
                 second = call.args[1] if len(call.args) > 1 else None
                 ok = _named(_keyword(call, "thread_name_prefix") or second)
             elif what == "Timer":
-                ok = _name_set_in(scope)
+                ok = _timer_named(scope, call)
             elif what == "__init__" and isinstance(scope, ast.ClassDef):
                 bases = [b.attr if isinstance(b, ast.Attribute) else "" for b in scope.bases]
                 bases += [b.id for b in scope.bases if isinstance(b, ast.Name)]
