@@ -28,8 +28,8 @@ from botocore.exceptions import ClientError
 
 from bench.s3_fast_reads import FastReads
 from storage import StoreSettings
-from storage.s3 import S3ObjectStore, make_client
-from storage.s3_reads import ObjectReads, make_store
+from storage.s3 import S3ObjectStore, make_client, obstore_paths
+from storage.s3_reads import make_store
 
 CLIENTS = ("obstore", "pyarrow", "s3_fast", "botocore")
 
@@ -109,7 +109,7 @@ class PyarrowReads:
 
 def adapter(client: str, settings: StoreSettings, bucket: str) -> ReadAdapter | None:
     if client == "obstore":
-        return ObjectReads.for_settings(settings, bucket)
+        return obstore_paths(settings, bucket)[0]
     if client == "pyarrow":
         return PyarrowReads(settings, bucket)
     if client == "s3_fast":

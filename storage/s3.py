@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["S3ObjectStore", "make_client"]
 
 
-def _obstore_paths(
+def obstore_paths(
     settings: StoreSettings, bucket: str
 ) -> tuple[ObjectReads | None, ObjectPuts | None]:
     """The obstore paths `settings` turn on, sharing one client (none without credentials:
@@ -66,7 +66,7 @@ class S3ObjectStore(ObjectStore):
         #: GETs and HEADs (s3_reads.py) and plain PUTs (s3_puts.py) through obstore;
         #: never around a client passed in.
         if client is None:
-            reads, puts = _obstore_paths(self.settings, bucket)
+            reads, puts = obstore_paths(self.settings, bucket)
         self._reads, self._puts = reads, puts
         self.stats = stats or RequestStats()
         self.endpoint = self.client.meta.endpoint_url

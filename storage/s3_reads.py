@@ -47,14 +47,6 @@ class ObjectReads:
     def __init__(self, store: S3Store) -> None:
         self._store = store
 
-    @classmethod
-    def for_settings(cls, settings: StoreSettings, bucket: str) -> ObjectReads | None:
-        """The obstore read path for this bucket, None with `StoreSettings.fast_reads` off."""
-        if not settings.fast_reads:
-            return None
-        store = make_store(settings, bucket)
-        return None if store is None else cls(store)
-
     def get(self, s3_key: str, start: int, length: int | None) -> bytes | None:
         """Bytes [start, start+length) of the object (to its end for None); None when the
         answer was not definite (the caller asks botocore)."""

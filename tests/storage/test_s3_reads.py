@@ -17,7 +17,8 @@ from storage import (
     StoreSettings,
     open_store,
 )
-from storage.s3_reads import ObjectReads, make_store
+from storage.s3 import obstore_paths
+from storage.s3_reads import make_store
 from tests.support.proxy import FAIL_503, FORWARD, FaultProxy
 from tests.support.servers import S3Endpoint
 
@@ -147,7 +148,7 @@ def test_every_endpoint_style_and_credential_source_boto3_serves(
     assert chain.credential_provider is not None
     assert "access_key_id" not in chain.config
     off = StoreSettings(endpoint_url="http://127.0.0.1:9", fast_reads=False, **keys)
-    assert ObjectReads.for_settings(off, "b") is None
+    assert obstore_paths(off, "b")[0] is None
 
 
 @pytest.mark.unit
@@ -162,4 +163,4 @@ def test_no_credentials_anywhere_leaves_the_answer_to_botocore(
     bare = StoreSettings(
         endpoint_url="http://127.0.0.1:9", access_key_id=None, secret_access_key=None
     )
-    assert ObjectReads.for_settings(bare, "b") is None  # botocore: NoCredentials -> AccessDenied
+    assert obstore_paths(bare, "b")[0] is None  # botocore: NoCredentials -> AccessDenied
