@@ -54,6 +54,8 @@ def test_the_blocked_layout_is_built_where_it_costs_little() -> None:
     plain = BloomBuilder(100_000, 1e-6)
     assert (blocked.hash_name, blocked.num_bits) == (BLOCKED_WORDS, 1_200_000)
     assert plain.hash_name == HASH_WORDS
+    asked = BloomBuilder(100_000, 0.01, plain=True)
+    assert (asked.hash_name, asked.num_bits, asked.num_hashes) == (HASH_WORDS, 958_506, 7)
 
 
 def _blocked_rate(per_key: float, k: int) -> float:
